@@ -1,0 +1,90 @@
+import { mkdir } from 'node:fs/promises'
+import path from 'node:path'
+import { PGlite, types as pgliteTypes } from '@electric-sql/pglite'
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm'
+import { Kysely, PostgresDialect } from 'kysely'
+import pg from 'pg'
+import type { Database } from './database.js'
+import { PgliteDialect } from './pglite-dialect.js'
+
+export interface PoolStats {
+  total: number
+  idle: number
+  waiting: number
+}
+
+/** An open database: the Kysely handle plus what operations need to know about the connections. */
+export interface DatabaseHandle {
+  db: Kysely<Database>
+  kind: 'postgres' | 'pglite'
+  poolStats(): PoolStats
+  close(): Promise<void>
+}
+
+const INT8_OID = 20
+const DATE_OID = 1082
+
+// Dates stay 'YYYY-MM-DD' text (a Date object would shift a birth date across time zones);
+// int8 values (counts, bigint ids) become numbers on both drivers.
+const keepText = (value: string) => value
+
+export interface PostgresOptions {
+  url: string
+  poolMax: number
+  onPoolError?: (error: Error) => void
+}
+
+export function openPostgres({ url, poolMax, onPoolError }: PostgresOptions): DatabaseHandle {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolMax,
+    connectionTimeoutMillis: 5000,
+    idleTimeoutMillis: 30_000,
+    statement_timeout: 30_000,
+    types: {
+      getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
+        if (oid === INT8_OID) return Number
+        if (oid === DATE_OID) return keepText
+        return pg.types.getTypeParser(oid, format)
+      }) as typeof pg.types.getTypeParser,
+    },
+  })
+  // An idle client that loses its connection emits here; unhandled, it would end the process.
+  pool.on('error', (error) => onPoolError?.(error))
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+  return {
+    db,
+    kind: 'postgres',
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    close: () => db.destroy(),
+  }
+}
+
+export interface PgliteOptions {
+  /** Directory for the data files; omitted, the database lives in memory. */
+  dataDir?: string
+  /** A data directory dump (from `dumpDataDir`) to start from instead of running initdb. */
+  loadDataDir?: Blob
+}
+
+export const pgliteExtensions = { pg_trgm }
+
+export async function openPglite({ dataDir, loadDataDir }: PgliteOptions): Promise<DatabaseHandle> {
+  if (dataDir) await mkdir(path.dirname(path.resolve(dataDir)), { recursive: true })
+  const pglite = await PGlite.create({
+    ...(dataDir ? { dataDir } : {}),
+    ...(loadDataDir ? { loadDataDir } : {}),
+    extensions: pgliteExtensions,
+    parsers: { [pgliteTypes.INT8]: Number, [pgliteTypes.DATE]: keepText },
+  })
+  const db = new Kysely<Database>({ dialect: new PgliteDialect(pglite) })
+  return {
+    db,
+    kind: 'pglite',
+    poolStats: () => ({ total: 1, idle: 1, waiting: 0 }),
+    close: async () => {
+      await db.destroy()
+      await pglite.close()
+    },
+  }
+}

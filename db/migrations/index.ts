@@ -1,0 +1,7 @@
+import type { Migration } from 'kysely'
+import * as initial from './0001_initial.js'
+
+/** Every migration, in order. Listed rather than scanned so tsx and compiled JS behave alike. */
+export const migrations: Record<string, Migration> = {
+  '0001_initial': initial,
+}

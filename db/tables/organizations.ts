@@ -1,0 +1,11 @@
+import type { ColumnType, Generated, Selectable } from 'kysely'
+
+export interface OrganizationsTable {
+  id: ColumnType<number, never, never>
+  name: string
+  group_path: string
+  created_at: Generated<Date>
+  updated_at: Generated<Date>
+}
+
+export type OrganizationRow = Selectable<OrganizationsTable>

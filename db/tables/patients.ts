@@ -1,0 +1,36 @@
+import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely'
+
+export interface PatientsTable {
+  id: ColumnType<number, never, never>
+  organization_id: number
+  mrn: Generated<string>
+  status: Generated<string>
+  first_name: string
+  middle_name: string | null
+  last_name: string
+  /** YYYY-MM-DD; the driver is told to leave dates as text so no time zone can shift them. */
+  date_of_birth: string
+  gender: string
+  email: string | null
+  phone_number: string | null
+  address_street: string | null
+  address_city: string | null
+  address_state: string | null
+  address_postal_code: string | null
+  address_country: string | null
+  emergency_contact_name: string | null
+  emergency_contact_relationship: string | null
+  emergency_contact_phone: string | null
+  preferred_language: string | null
+  created_by: number | null
+  updated_by: number | null
+  created_at: Generated<Date>
+  updated_at: Generated<Date>
+  deleted_at: Date | null
+  deleted_by: number | null
+  search_text: ColumnType<string, never, never>
+}
+
+export type PatientRow = Selectable<PatientsTable>
+export type NewPatientRow = Insertable<PatientsTable>
+export type PatientRowUpdate = Updateable<PatientsTable>

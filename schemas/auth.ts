@@ -1,0 +1,56 @@
+import { type Static, Type } from '@sinclair/typebox'
+import { Envelope } from './common.js'
+
+export const LoginBody = Type.Object(
+  {
+    username: Type.String({ minLength: 1, maxLength: 254, description: 'The account e-mail address' }),
+    password: Type.String({ minLength: 1, maxLength: 1024 }),
+  },
+  {
+    additionalProperties: false,
+    examples: [{ username: 'admin@example.com', password: 'correct horse battery staple' }],
+  },
+)
+export type LoginBody = Static<typeof LoginBody>
+
+export const LoginUser = Type.Object({
+  id: Type.Integer(),
+  email: Type.String(),
+  firstName: Type.String(),
+  lastName: Type.String(),
+  role: Type.String({ description: 'The primary (first) role of the user, e.g. PROVIDER' }),
+})
+
+export const LoginResult = Type.Object({
+  token: Type.String({ description: 'RS256 JWT access token' }),
+  refreshToken: Type.String({ description: 'Opaque refresh token, valid 86400 seconds' }),
+  expiresIn: Type.Integer({ description: 'Access token lifetime in seconds (3600)' }),
+  user: LoginUser,
+})
+export type LoginResult = Static<typeof LoginResult>
+export const LoginEnvelope = Envelope(LoginResult)
+
+export const CurrentUser = Type.Object({
+  id: Type.String({ description: 'The user id (the numeric id, as a string)' }),
+  email: Type.String(),
+  firstName: Type.String(),
+  lastName: Type.String(),
+  roles: Type.Array(Type.String(), { description: 'Realm roles of the access token, e.g. PROVIDER, ADMIN' }),
+  organizationId: Type.Integer(),
+})
+export type CurrentUser = Static<typeof CurrentUser>
+export const CurrentUserEnvelope = Envelope(CurrentUser)
+
+/** The claims this service reads from an access token (others are ignored). */
+export const AccessTokenClaims = Type.Object({
+  iss: Type.String(),
+  sub: Type.String(),
+  exp: Type.Integer(),
+  iat: Type.Integer(),
+  aud: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())])),
+  azp: Type.Optional(Type.String()),
+  typ: Type.Optional(Type.String()),
+  realm_access: Type.Optional(Type.Object({ roles: Type.Optional(Type.Array(Type.String())) })),
+  groups: Type.Optional(Type.Array(Type.String())),
+})
+export type AccessTokenClaims = Static<typeof AccessTokenClaims>

@@ -1,0 +1,44 @@
+import { type Static, type TSchema, Type } from '@sinclair/typebox'
+import { Id, Timestamp } from './common.js'
+import { PATIENT_STATUSES } from './patients.js'
+
+/** Every event name of the API specification. */
+export const EVENT_NAMES = [
+  'patient.created',
+  'patient.updated',
+  'appointment.created',
+  'appointment.updated',
+  'appointment.cancelled',
+  'encounter.created',
+  'invoice.created',
+  'payment.received',
+] as const
+export type EventName = (typeof EVENT_NAMES)[number]
+
+/** `data` of patient.created and patient.updated: identifiers only, no demographics. */
+export const PatientEventData = Type.Object({
+  id: Id,
+  mrn: Type.String(),
+  status: Type.Union(PATIENT_STATUSES.map((s) => Type.Literal(s))),
+  deleted: Type.Boolean({ description: 'true when the change was a deletion (the patient left all reads)' }),
+})
+
+/**
+ * The data shape of each event, in one place: the outbox writes these and the webhook
+ * documentation publishes them. Events of areas not built yet have no entry.
+ */
+export const EVENT_DATA = {
+  'patient.created': PatientEventData,
+  'patient.updated': PatientEventData,
+} satisfies Partial<Record<EventName, TSchema>>
+
+export type EmittedEvent = keyof typeof EVENT_DATA
+export type EventData<E extends EmittedEvent> = Static<(typeof EVENT_DATA)[E]>
+
+/** The body every webhook receives. */
+export const EventPayload = <T extends TSchema>(event: EventName, data: T) =>
+  Type.Object({
+    event: Type.Literal(event),
+    timestamp: Timestamp,
+    data,
+  })

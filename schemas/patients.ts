@@ -1,0 +1,187 @@
+import { type Static, Type } from '@sinclair/typebox'
+import {
+  DateString,
+  Email,
+  Envelope,
+  Id,
+  ListQuery,
+  Nullable,
+  Page,
+  PhoneNumber,
+  Text,
+  Timestamp,
+} from './common.js'
+
+export const PATIENT_STATUSES = ['ACTIVE', 'INACTIVE', 'DECEASED'] as const
+export const GENDERS = ['Male', 'Female', 'Other', 'Unknown'] as const
+
+const PatientStatus = Type.Union(
+  PATIENT_STATUSES.map((s) => Type.Literal(s)),
+  { description: 'ACTIVE: in care; INACTIVE: no longer seen here; DECEASED' },
+)
+const Gender = Type.Union(
+  GENDERS.map((g) => Type.Literal(g)),
+  { description: 'Administrative gender' },
+)
+const Mrn = Type.String({
+  pattern: '^[A-Za-z0-9][A-Za-z0-9-]{0,31}$',
+  description: 'Medical record number, unique within the organization',
+  examples: ['MRN00012345'],
+})
+const LanguageTag = Type.String({
+  pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$',
+  description: 'BCP 47 language tag',
+  examples: ['en', 'es-MX'],
+})
+
+const Optional = <T extends Parameters<typeof Nullable>[0]>(schema: T) => Type.Optional(Nullable(schema))
+
+const strict = { additionalProperties: false } as const
+
+const IdentificationInput = Type.Object(
+  {
+    firstName: Text(100),
+    middleName: Optional(Text(100)),
+    lastName: Text(100),
+    dateOfBirth: Type.String({
+      format: 'date',
+      description: 'YYYY-MM-DD; a real calendar date, not in the future, not before 1900-01-01',
+      examples: ['1984-07-12'],
+    }),
+    gender: Gender,
+  },
+  strict,
+)
+
+const AddressInput = Type.Object(
+  {
+    street: Optional(Text(200)),
+    city: Optional(Text(100)),
+    state: Optional(Text(100)),
+    postalCode: Optional(Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9 -]{1,11}$' })),
+    country: Optional(Type.String({ pattern: '^[A-Z]{2}$', description: 'ISO 3166-1 alpha-2 code' })),
+  },
+  strict,
+)
+
+const ContactInput = Type.Object(
+  {
+    email: Optional(Email),
+    phoneNumber: Optional(PhoneNumber),
+    address: Optional(AddressInput),
+  },
+  strict,
+)
+
+const EmergencyContactInput = Type.Object(
+  {
+    name: Text(200),
+    relationship: Optional(Text(50)),
+    phoneNumber: PhoneNumber,
+  },
+  strict,
+)
+
+const patientInputProperties = {
+  identification: IdentificationInput,
+  contact: Type.Optional(ContactInput),
+  emergencyContact: Optional(EmergencyContactInput),
+  preferredLanguage: Optional(LanguageTag),
+  mrn: Type.Optional(Mrn),
+  status: Type.Optional(PatientStatus),
+}
+
+export const CreatePatientBody = Type.Object(patientInputProperties, {
+  ...strict,
+  description:
+    'A new patient. `identification` is required; `mrn` is generated (MRNnnnnnnnn) when omitted; `status` defaults to ACTIVE.',
+  examples: [
+    {
+      identification: { firstName: 'Jane', lastName: 'Doe', dateOfBirth: '1984-07-12', gender: 'Female' },
+      contact: { email: 'jane.doe@example.com', phoneNumber: '+1 555 010 4477' },
+    },
+  ],
+})
+export type CreatePatientBody = Static<typeof CreatePatientBody>
+
+export const UpdatePatientBody = Type.Object(patientInputProperties, {
+  ...strict,
+  description:
+    'Replaces the patient record. Optional fields left out are cleared, except `mrn` and `status`, which keep their current values when omitted.',
+})
+export type UpdatePatientBody = Static<typeof UpdatePatientBody>
+
+export const Patient = Type.Object({
+  id: Id,
+  mrn: Type.String(),
+  status: PatientStatus,
+  identification: Type.Object({
+    firstName: Type.String(),
+    middleName: Nullable(Type.String()),
+    lastName: Type.String(),
+    dateOfBirth: DateString,
+    gender: Gender,
+  }),
+  contact: Type.Object({
+    email: Nullable(Type.String({ format: 'email' })),
+    phoneNumber: Nullable(Type.String()),
+    address: Type.Object({
+      street: Nullable(Type.String()),
+      city: Nullable(Type.String()),
+      state: Nullable(Type.String()),
+      postalCode: Nullable(Type.String()),
+      country: Nullable(Type.String()),
+    }),
+  }),
+  emergencyContact: Nullable(
+    Type.Object({
+      name: Type.String(),
+      relationship: Nullable(Type.String()),
+      phoneNumber: Type.String(),
+    }),
+  ),
+  preferredLanguage: Nullable(Type.String()),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+})
+export type Patient = Static<typeof Patient>
+
+export const PATIENT_SORT_FIELDS = [
+  'lastName',
+  'firstName',
+  'dateOfBirth',
+  'mrn',
+  'createdAt',
+  'updatedAt',
+] as const
+
+export const PatientListQuery = ListQuery(PATIENT_SORT_FIELDS, {
+  status: Type.Optional(PatientStatus),
+  firstName: Type.Optional(Type.String({ maxLength: 100, description: 'Exact match, case-insensitive' })),
+  lastName: Type.Optional(Type.String({ maxLength: 100, description: 'Exact match, case-insensitive' })),
+  dateOfBirth: Type.Optional(DateString),
+  gender: Type.Optional(Gender),
+  email: Type.Optional(Type.String({ maxLength: 254, description: 'Exact match, case-insensitive' })),
+  mrn: Type.Optional(Type.String({ maxLength: 32 })),
+})
+export type PatientListQuery = Static<typeof PatientListQuery>
+
+export const PatientSearchQuery = ListQuery(PATIENT_SORT_FIELDS, {
+  q: Type.String({
+    minLength: 1,
+    maxLength: 100,
+    pattern: '\\S',
+    description:
+      'Case-insensitive text matched against name, e-mail, telephone digits and MRN; every word must match',
+  }),
+})
+export type PatientSearchQuery = Static<typeof PatientSearchQuery>
+
+export const PatientEnvelope = Envelope(Patient)
+export const PatientPageEnvelope = Envelope(Page(Patient))
+export const PatientDeletedEnvelope = Envelope(
+  Type.Object(
+    { id: Id },
+    { description: 'The patient was removed from all reads; clinical records are kept' },
+  ),
+)

@@ -1,0 +1,75 @@
+import path from 'node:path'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import Fastify, { type FastifyServerOptions } from 'fastify'
+import { type DatabaseHandle, openPglite, openPostgres } from '../db/connect.js'
+import { migrateToLatest } from '../db/migrator.js'
+import type { Config } from './config.js'
+import authRoutes from './modules/auth/routes.js'
+import patientRoutes from './modules/patients/routes.js'
+import audit from './plugins/audit.js'
+import auth from './plugins/auth.js'
+import database from './plugins/database.js'
+import errorHandler from './plugins/error-handler.js'
+import health from './plugins/health.js'
+import metrics from './plugins/metrics.js'
+import openapi from './plugins/openapi.js'
+import requestContext, { requestIdFor } from './plugins/request-context.js'
+import routeConventions from './plugins/route-conventions.js'
+import validation from './plugins/validation.js'
+
+export interface AppOverrides {
+  /** An already open database (tests); otherwise opened from the configuration. */
+  database?: DatabaseHandle
+}
+
+function loggerOptions(config: Config): FastifyServerOptions['logger'] {
+  return {
+    level: config.LOG_LEVEL,
+    // Only method and path: query strings and bodies can carry names and birth dates.
+    serializers: {
+      req: (request) => ({ method: request.method, url: request.url.split('?')[0] }),
+    },
+    redact: ['req.headers.authorization', 'req.headers.cookie'],
+  }
+}
+
+export async function openConfiguredDatabase(config: Config, onPoolError: (error: Error) => void) {
+  return config.DATABASE_URL
+    ? openPostgres({ url: config.DATABASE_URL, poolMax: config.DATABASE_POOL_MAX, onPoolError })
+    : openPglite({ dataDir: path.join(config.DATA_DIR, 'pgdata') })
+}
+
+/** Builds the whole service as a Fastify instance; `server.ts` only starts it. */
+export async function buildApp(config: Config, overrides: AppOverrides = {}) {
+  const app = Fastify({
+    logger: loggerOptions(config),
+    genReqId: requestIdFor,
+    bodyLimit: config.BODY_LIMIT_BYTES,
+    exposeHeadRoutes: false,
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  const handle =
+    overrides.database ??
+    (await openConfiguredDatabase(config, (error) =>
+      app.log.error({ err: { message: error.message } }, 'database pool error'),
+    ))
+  if (config.MIGRATE_ON_START) await migrateToLatest(handle.db)
+
+  await app.register(validation)
+  await app.register(requestContext)
+  await app.register(errorHandler, { bodyLimit: config.BODY_LIMIT_BYTES })
+  await app.register(database, { handle })
+  await app.register(audit, { flushIntervalMs: config.AUDIT_FLUSH_INTERVAL_MS })
+  await app.register(auth, { config })
+  await app.register(routeConventions)
+  await app.register(metrics)
+  await app.register(openapi, { publicUrl: config.PUBLIC_URL })
+  await app.register(health, { dataDir: config.DATA_DIR })
+
+  await app.register(authRoutes, { prefix: '/api/auth' })
+  await app.register(patientRoutes, { prefix: '/api/patients' })
+
+  return app
+}
+
+export type App = Awaited<ReturnType<typeof buildApp>>

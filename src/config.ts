@@ -1,0 +1,79 @@
+import { type Static, Type } from '@sinclair/typebox'
+import { Value } from '@sinclair/typebox/value'
+
+/**
+ * Every setting the service reads from its environment. `.env.example` lists the same names with
+ * their defaults; keep the two in step.
+ */
+export const ConfigSchema = Type.Object({
+  NODE_ENV: Type.Union([Type.Literal('development'), Type.Literal('production'), Type.Literal('test')], {
+    default: 'development',
+  }),
+  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
+  HOST: Type.String({ minLength: 1, default: '0.0.0.0' }),
+  PUBLIC_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s/]+(:[0-9]+)?$' })),
+  LOG_LEVEL: Type.Union(
+    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
+    { default: 'info' },
+  ),
+  DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
+  DATABASE_POOL_MAX: Type.Integer({ minimum: 1, maximum: 200, default: 10 }),
+  DATA_DIR: Type.String({ minLength: 1, default: './data' }),
+  MIGRATE_ON_START: Type.Boolean({ default: true }),
+  BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, maximum: 50 * 1024 * 1024, default: 1024 * 1024 }),
+  OIDC_ISSUER_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
+  OIDC_CLIENT_ID: Type.String({ minLength: 1, default: 'ehr-api' }),
+  OIDC_CLIENT_SECRET: Type.Optional(Type.String({ minLength: 1 })),
+  OIDC_REALM: Type.String({ pattern: '^[A-Za-z0-9_-]+$', default: 'ehr' }),
+  ADMIN_EMAIL: Type.String({ pattern: '^[^@\\s]+@[^@\\s]+\\.[^@\\s]+$', default: 'admin@example.com' }),
+  ADMIN_PASSWORD: Type.Optional(Type.String({ minLength: 12 })),
+  BOOTSTRAP_ORGANIZATION: Type.String({ minLength: 1, default: 'Default Practice' }),
+  AUDIT_FLUSH_INTERVAL_MS: Type.Integer({ minimum: 10, maximum: 60_000, default: 1000 }),
+})
+
+type RawConfig = Static<typeof ConfigSchema>
+
+export type Config = Readonly<
+  Omit<RawConfig, 'PUBLIC_URL'> & {
+    PUBLIC_URL: string
+    /** Issuer of the access tokens this service accepts (`iss`). */
+    tokenIssuer: string
+    embeddedIssuer: boolean
+  }
+>
+
+export class ConfigError extends Error {}
+
+/** Values of these variables may carry credentials and are never echoed back in errors. */
+const SECRET_NAMES = /PASSWORD|SECRET|DATABASE_URL/
+
+/**
+ * Validates the environment once. Throws a ConfigError naming each bad variable, so a
+ * misconfigured deployment stops at start instead of failing on its first request.
+ */
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  const input: Record<string, unknown> = {}
+  for (const key of Object.keys(ConfigSchema.properties)) {
+    const value = env[key]
+    if (value !== undefined && value !== '') input[key] = value
+  }
+  const withDefaults = Value.Default(ConfigSchema, Value.Convert(ConfigSchema, input))
+  const problems = [...Value.Errors(ConfigSchema, withDefaults)].map((error) => {
+    const name = error.path.slice(1)
+    const shown = SECRET_NAMES.test(name) ? 'value hidden' : `got ${JSON.stringify(error.value)}`
+    return `${name}: ${error.message} (${shown})`
+  })
+  if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`)
+
+  const raw = withDefaults as RawConfig
+  const publicUrl = (raw.PUBLIC_URL ?? `http://localhost:${raw.PORT}`).replace(/\/$/, '')
+  const embeddedIssuer = raw.OIDC_ISSUER_URL === undefined
+  return Object.freeze({
+    ...raw,
+    PUBLIC_URL: publicUrl,
+    embeddedIssuer,
+    tokenIssuer: embeddedIssuer
+      ? `${publicUrl}/realms/${raw.OIDC_REALM}`
+      : (raw.OIDC_ISSUER_URL as string).replace(/\/$/, ''),
+  })
+}

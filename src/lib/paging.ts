@@ -1,0 +1,69 @@
+import { type Kysely, type SelectQueryBuilder, sql } from 'kysely'
+import type { Database } from '../../db/database.js'
+import type { PageQuery } from '../../schemas/common.js'
+
+export interface Page<T> {
+  content: T[]
+  pageable: { pageNumber: number; pageSize: number }
+  totalElements: number
+  totalPages: number
+  first: boolean
+  last: boolean
+}
+
+export interface SortOrder {
+  column: string
+  direction: 'asc' | 'desc'
+}
+
+/**
+ * Resolves `field,asc|desc` against the resource's sortable fields (the query schema has already
+ * rejected any other field). The column names come from the map, never from the request.
+ */
+export function sortOrder<F extends string>(
+  sort: string | undefined,
+  columns: Record<F, string>,
+  fallback: { field: F; direction: 'asc' | 'desc' },
+): SortOrder {
+  const [field, direction] = (sort ?? '').split(',')
+  const column = columns[field as F]
+  if (!column) return { column: columns[fallback.field], direction: fallback.direction }
+  return { column, direction: direction === 'desc' ? 'desc' : 'asc' }
+}
+
+/**
+ * Runs a filtered, ordered query for one page. The total comes from a window count in the same
+ * query; only a page past the end needs a second, counting query.
+ */
+export async function fetchPage<O>(
+  db: Kysely<Database>,
+  // biome-ignore lint/suspicious/noExplicitAny: any table set; the caller has built its FROM and WHERE
+  query: SelectQueryBuilder<Database, any, O>,
+  { page, size }: PageQuery,
+): Promise<{ rows: O[]; total: number }> {
+  const rows = await query
+    .select(sql<number>`count(*) over ()`.as('total_count'))
+    .limit(size)
+    .offset(page * size)
+    .execute()
+  const first = rows[0] as (O & { total_count: number }) | undefined
+  if (first) return { rows, total: Number(first.total_count) }
+  if (page === 0) return { rows: [], total: 0 }
+  const counted = await db
+    .selectFrom(query.clearOrderBy().as('matching'))
+    .select(sql<number>`count(*)::int`.as('count'))
+    .executeTakeFirstOrThrow()
+  return { rows: [], total: Number(counted.count) }
+}
+
+export function toPage<T>(content: T[], total: number, { page, size }: PageQuery): Page<T> {
+  const totalPages = Math.ceil(total / size)
+  return {
+    content,
+    pageable: { pageNumber: page, pageSize: size },
+    totalElements: total,
+    totalPages,
+    first: page === 0,
+    last: page >= totalPages - 1,
+  }
+}

@@ -1,0 +1,63 @@
+import buildGetJwks from 'get-jwks'
+import type { Kysely } from 'kysely'
+import type { Database } from '../../../db/database.js'
+import { AppError } from '../../errors.js'
+import { loadVerificationKeys } from './signing-keys.js'
+import { ACCESS_TOKEN_TTL_SECONDS } from './token-issuer.js'
+
+export interface TokenHeader {
+  kid?: string
+  alg?: string
+}
+
+/** Finds the public key (PEM) that must have signed a token with this header. */
+export type KeyResolver = (header: TokenHeader) => Promise<string>
+
+const unknownKey = () => new AppError('AUTH_001', 'The token was signed by an unknown key')
+
+// Another instance may have added a key; look again, but not more often than this.
+const RELOAD_INTERVAL_MS = 10_000
+
+export function embeddedKeyResolver(db: Kysely<Database>, initial: Map<string, string>): KeyResolver {
+  let keys = initial
+  let lastLoad = Date.now()
+  return async ({ kid }) => {
+    if (!kid) throw unknownKey()
+    let key = keys.get(kid)
+    if (!key && Date.now() - lastLoad > RELOAD_INTERVAL_MS) {
+      lastLoad = Date.now()
+      keys = await loadVerificationKeys(db, ACCESS_TOKEN_TTL_SECONDS)
+      key = keys.get(kid)
+    }
+    if (!key) throw unknownKey()
+    return key
+  }
+}
+
+// get-jwks' own timeout does not bound the fetch; a hung identity provider must not hang requests.
+const JWKS_TIMEOUT_MS = 5000
+
+/**
+ * Keys of an external OpenID provider, from its discovery document and JWKS (cached; an unknown
+ * `kid` triggers a refetch). The domain is always the configured issuer, never a token's `iss`.
+ */
+export function jwksKeyResolver(issuer: string): KeyResolver {
+  const jwks = buildGetJwks({ providerDiscovery: true, ttl: 10 * 60_000, max: 50 })
+  return async ({ kid, alg }) => {
+    let timer: NodeJS.Timeout | undefined
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new AppError('AUTH_001', 'The identity provider did not answer')),
+        JWKS_TIMEOUT_MS,
+      )
+    })
+    try {
+      return await Promise.race([jwks.getPublicKey({ domain: issuer, kid, alg }), timeout])
+    } catch (error) {
+      if (error instanceof AppError) throw error
+      throw unknownKey()
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+}

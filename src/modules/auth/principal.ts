@@ -1,0 +1,67 @@
+import type { Kysely } from 'kysely'
+import type { Database } from '../../../db/database.js'
+import type { AccessTokenClaims } from '../../../schemas/auth.js'
+import { authorityOf } from '../../access/roles.js'
+import { AppError, forbidden } from '../../errors.js'
+import { TtlCache } from '../../lib/ttl-cache.js'
+import { findAccountBySubject } from './queries.js'
+
+/** The authenticated caller of a request. */
+export interface Principal {
+  userId: number
+  subject: string
+  organizationId: number
+  email: string
+  firstName: string
+  lastName: string
+  roles: string[]
+  authorities: ReadonlySet<string>
+}
+
+type Account = NonNullable<Awaited<ReturnType<typeof findAccountBySubject>>>
+
+// Accounts are looked up once per subject per interval, not once per request. A deactivated
+// account therefore keeps working for at most this long.
+const ACCOUNT_CACHE_TTL_MS = 30_000
+
+function audiences(claims: AccessTokenClaims): string[] {
+  if (claims.aud === undefined) return []
+  return Array.isArray(claims.aud) ? claims.aud : [claims.aud]
+}
+
+/**
+ * Turns verified token claims into a Principal: the token must be an access token for this client,
+ * its subject a known active account, and its `groups` must include the account's organization.
+ */
+export function createPrincipalResolver(db: Kysely<Database>, clientId: string) {
+  const accounts = new TtlCache<string, Account>(ACCOUNT_CACHE_TTL_MS, 10_000)
+
+  return async (claims: AccessTokenClaims): Promise<Principal> => {
+    if (claims.typ !== undefined && claims.typ !== 'Bearer') {
+      throw new AppError('AUTH_001', 'The token is not an access token')
+    }
+    if (claims.azp !== clientId && !audiences(claims).includes(clientId)) {
+      throw new AppError('AUTH_001', 'The token was not issued for this service')
+    }
+    let account = accounts.get(claims.sub)
+    if (!account) {
+      account = await findAccountBySubject(db, claims.sub)
+      if (account) accounts.set(claims.sub, account)
+    }
+    if (!account?.active) throw new AppError('AUTH_001', 'The token belongs to no active account')
+    if (!claims.groups?.includes(account.group_path)) {
+      throw forbidden("The token's groups do not include the account's organization")
+    }
+    const roles = claims.realm_access?.roles ?? []
+    return {
+      userId: account.id,
+      subject: claims.sub,
+      organizationId: account.organization_id,
+      email: account.email,
+      firstName: account.first_name,
+      lastName: account.last_name,
+      roles,
+      authorities: new Set(roles.map(authorityOf)),
+    }
+  }
+}

@@ -1,0 +1,74 @@
+import type { PatientRow } from '../../../db/tables/patients.js'
+import type { EventData } from '../../../schemas/events.js'
+import type { CreatePatientBody, Patient } from '../../../schemas/patients.js'
+
+/** The API's grouped patient from a row; only what the response schema declares is ever sent. */
+export function toPatient(row: PatientRow): Patient {
+  const hasEmergencyContact = row.emergency_contact_name !== null && row.emergency_contact_phone !== null
+  return {
+    id: row.id,
+    mrn: row.mrn,
+    status: row.status as Patient['status'],
+    identification: {
+      firstName: row.first_name,
+      middleName: row.middle_name,
+      lastName: row.last_name,
+      dateOfBirth: row.date_of_birth,
+      gender: row.gender as Patient['identification']['gender'],
+    },
+    contact: {
+      email: row.email,
+      phoneNumber: row.phone_number,
+      address: {
+        street: row.address_street,
+        city: row.address_city,
+        state: row.address_state,
+        postalCode: row.address_postal_code,
+        country: row.address_country,
+      },
+    },
+    emergencyContact: hasEmergencyContact
+      ? {
+          name: row.emergency_contact_name as string,
+          relationship: row.emergency_contact_relationship,
+          phoneNumber: row.emergency_contact_phone as string,
+        }
+      : null,
+    preferredLanguage: row.preferred_language,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+  }
+}
+
+/** Row columns for the demographic part of a create or full-replace body (not mrn or status). */
+export function demographicColumns(body: CreatePatientBody) {
+  const { identification, contact, emergencyContact } = body
+  const address = contact?.address
+  return {
+    first_name: identification.firstName,
+    middle_name: identification.middleName ?? null,
+    last_name: identification.lastName,
+    date_of_birth: identification.dateOfBirth,
+    gender: identification.gender,
+    email: contact?.email ?? null,
+    phone_number: contact?.phoneNumber ?? null,
+    address_street: address?.street ?? null,
+    address_city: address?.city ?? null,
+    address_state: address?.state ?? null,
+    address_postal_code: address?.postalCode ?? null,
+    address_country: address?.country ?? null,
+    emergency_contact_name: emergencyContact?.name ?? null,
+    emergency_contact_relationship: emergencyContact?.relationship ?? null,
+    emergency_contact_phone: emergencyContact?.phoneNumber ?? null,
+    preferred_language: body.preferredLanguage ?? null,
+  }
+}
+
+export function toPatientEvent(row: PatientRow): EventData<'patient.created'> {
+  return {
+    id: row.id,
+    mrn: row.mrn,
+    status: row.status as Patient['status'],
+    deleted: row.deleted_at !== null,
+  }
+}

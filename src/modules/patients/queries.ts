@@ -1,0 +1,119 @@
+import { type Kysely, type RawBuilder, sql, type Transaction } from 'kysely'
+import type { Database } from '../../../db/database.js'
+import type { NewPatientRow, PatientRow, PatientRowUpdate } from '../../../db/tables/patients.js'
+import type { PageQuery } from '../../../schemas/common.js'
+import type { PATIENT_SORT_FIELDS } from '../../../schemas/patients.js'
+import { fetchPage, type SortOrder } from '../../lib/paging.js'
+
+type Db = Kysely<Database> | Transaction<Database>
+
+export type PatientSortField = (typeof PATIENT_SORT_FIELDS)[number]
+
+/** Sort expressions; names sort case-insensitively, matching the (organization_id, lower(last_name)) index. */
+export const PATIENT_SORT_COLUMNS: Record<PatientSortField, string> = {
+  lastName: 'lower(last_name)',
+  firstName: 'lower(first_name)',
+  dateOfBirth: 'date_of_birth',
+  mrn: 'mrn',
+  createdAt: 'created_at',
+  updatedAt: 'updated_at',
+}
+
+export interface PatientFilters {
+  status?: string
+  firstName?: string
+  lastName?: string
+  dateOfBirth?: string
+  gender?: string
+  email?: string
+  mrn?: string
+}
+
+const live = (db: Db, organizationId: number) =>
+  db.selectFrom('patients').where('organization_id', '=', organizationId).where('deleted_at', 'is', null)
+
+/** Inserts unless the MRN is taken in the organization; then returns undefined. */
+export function insertPatient(
+  trx: Transaction<Database>,
+  row: NewPatientRow,
+): Promise<PatientRow | undefined> {
+  return trx
+    .insertInto('patients')
+    .values(row)
+    .onConflict((conflict) => conflict.constraint('patients_organization_mrn_key').doNothing())
+    .returningAll()
+    .executeTakeFirst()
+}
+
+export function findPatient(db: Db, organizationId: number, id: number): Promise<PatientRow | undefined> {
+  return live(db, organizationId).selectAll().where('id', '=', id).executeTakeFirst()
+}
+
+/**
+ * The organization of a live patient, whatever the caller's: the one query that crosses tenants,
+ * used only to tell "not yours" (403) from "does not exist" (404). It returns no patient data.
+ */
+export async function findPatientOrganization(db: Db, id: number): Promise<number | undefined> {
+  const row = await db
+    .selectFrom('patients')
+    .select('organization_id')
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst()
+  return row?.organization_id
+}
+
+export function lockPatient(trx: Transaction<Database>, organizationId: number, id: number) {
+  return live(trx, organizationId).selectAll().where('id', '=', id).forUpdate().executeTakeFirst()
+}
+
+export function updatePatientRow(
+  trx: Transaction<Database>,
+  organizationId: number,
+  id: number,
+  changes: PatientRowUpdate,
+): Promise<PatientRow> {
+  return trx
+    .updateTable('patients')
+    .set({ ...changes, updated_at: sql`now()` })
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow()
+}
+
+const orderBy = (sort: SortOrder): RawBuilder<unknown> =>
+  sql.raw(`${sort.column} ${sort.direction}, id ${sort.direction}`)
+
+export function listPatients(
+  db: Kysely<Database>,
+  organizationId: number,
+  filters: PatientFilters,
+  sort: SortOrder,
+  paging: PageQuery,
+) {
+  let query = live(db, organizationId).selectAll()
+  if (filters.status) query = query.where('status', '=', filters.status)
+  if (filters.gender) query = query.where('gender', '=', filters.gender)
+  if (filters.dateOfBirth) query = query.where('date_of_birth', '=', filters.dateOfBirth)
+  if (filters.mrn) query = query.where('mrn', '=', filters.mrn)
+  if (filters.firstName) query = query.where(sql`lower(first_name)`, '=', filters.firstName.toLowerCase())
+  if (filters.lastName) query = query.where(sql`lower(last_name)`, '=', filters.lastName.toLowerCase())
+  if (filters.email) query = query.where(sql`lower(email)`, '=', filters.email.toLowerCase())
+  return fetchPage(db, query.orderBy(orderBy(sort)), paging)
+}
+
+const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`)
+
+/** Every term must occur in the patient's search text (names, e-mail, MRN, phone digits). */
+export function searchPatients(
+  db: Kysely<Database>,
+  organizationId: number,
+  terms: string[],
+  sort: SortOrder,
+  paging: PageQuery,
+) {
+  let query = live(db, organizationId).selectAll()
+  for (const term of terms) query = query.where('search_text', 'like', `%${escapeLike(term)}%`)
+  return fetchPage(db, query.orderBy(orderBy(sort)), paging)
+}

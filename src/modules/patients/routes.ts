@@ -1,0 +1,143 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { IdParams } from '../../../schemas/common.js'
+import {
+  CreatePatientBody,
+  PatientDeletedEnvelope,
+  PatientEnvelope,
+  PatientListQuery,
+  PatientPageEnvelope,
+  PatientSearchQuery,
+  UpdatePatientBody,
+} from '../../../schemas/patients.js'
+import { ok } from '../../lib/envelope.js'
+import { principalOf } from '../../plugins/auth.js'
+import { errorResponse } from '../../plugins/route-conventions.js'
+import {
+  createPatient,
+  deletePatient,
+  getPatient,
+  listPatients,
+  searchPatients,
+  updatePatient,
+} from './service.js'
+
+const tags = ['Patients']
+const notFound = errorResponse(404, 'No such patient (RES_001)')
+const otherOrganization = errorResponse(
+  403,
+  'Missing role, or the patient belongs to another organization (AUTH_003)',
+)
+const duplicate = errorResponse(409, 'The MRN is already used in this organization (RES_002)')
+
+const patientRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/',
+    {
+      schema: {
+        tags,
+        operationId: 'listPatients',
+        summary: 'List patients of the caller’s organization',
+        description:
+          'Filters are exact matches (names and e-mail case-insensitive); default sort lastName,asc.',
+        querystring: PatientListQuery,
+        response: { 200: PatientPageEnvelope },
+      },
+    },
+    async (request) => {
+      const page = await listPatients(app.db, principalOf(request), request.query)
+      request.auditedIds = page.content.map((patient) => patient.id)
+      return ok('Patients retrieved', page)
+    },
+  )
+
+  app.get(
+    '/search',
+    {
+      schema: {
+        tags,
+        operationId: 'searchPatients',
+        summary: 'Search patients by name, e-mail, telephone or MRN',
+        querystring: PatientSearchQuery,
+        response: { 200: PatientPageEnvelope },
+      },
+    },
+    async (request) => {
+      const page = await searchPatients(app.db, principalOf(request), request.query)
+      request.auditedIds = page.content.map((patient) => patient.id)
+      return ok('Patients found', page)
+    },
+  )
+
+  app.get(
+    '/:id',
+    {
+      schema: {
+        tags,
+        operationId: 'getPatient',
+        summary: 'One patient',
+        params: IdParams,
+        response: { 200: PatientEnvelope, 403: otherOrganization, 404: notFound },
+      },
+    },
+    async (request) =>
+      ok('Patient retrieved', await getPatient(app.db, principalOf(request), request.params.id)),
+  )
+
+  app.post(
+    '/',
+    {
+      schema: {
+        tags,
+        operationId: 'createPatient',
+        summary: 'Register a patient',
+        description: 'Emits patient.created.',
+        body: CreatePatientBody,
+        response: { 201: PatientEnvelope, 409: duplicate },
+      },
+    },
+    async (request, reply) => {
+      const patient = await createPatient(app.db, principalOf(request), request.body)
+      request.auditedIds = [patient.id]
+      return reply.code(201).send(ok('Patient created', patient))
+    },
+  )
+
+  app.put(
+    '/:id',
+    {
+      schema: {
+        tags,
+        operationId: 'updatePatient',
+        summary: 'Replace a patient record',
+        description: 'Emits patient.updated.',
+        params: IdParams,
+        body: UpdatePatientBody,
+        response: { 200: PatientEnvelope, 403: otherOrganization, 404: notFound, 409: duplicate },
+      },
+    },
+    async (request) =>
+      ok(
+        'Patient updated',
+        await updatePatient(app.db, principalOf(request), request.params.id, request.body),
+      ),
+  )
+
+  app.delete(
+    '/:id',
+    {
+      schema: {
+        tags,
+        operationId: 'deletePatient',
+        summary: 'Delete a patient (soft delete)',
+        description:
+          'The patient disappears from every read and search; the record and its clinical data are retained, and the MRN is never reissued. Emits patient.updated with deleted=true.',
+        params: IdParams,
+        response: { 200: PatientDeletedEnvelope, 403: otherOrganization, 404: notFound },
+      },
+    },
+    async (request) =>
+      ok('Patient deleted', await deletePatient(app.db, principalOf(request), request.params.id)),
+  )
+}
+
+export default patientRoutes

@@ -1,0 +1,183 @@
+import type { Kysely, Transaction } from 'kysely'
+import type { Database } from '../../../db/database.js'
+import type {
+  CreatePatientBody,
+  Patient,
+  PatientListQuery,
+  PatientSearchQuery,
+  UpdatePatientBody,
+} from '../../../schemas/patients.js'
+import { AppError, forbidden, notFound } from '../../errors.js'
+import { type Page, sortOrder, toPage } from '../../lib/paging.js'
+import { enqueueEvent } from '../../outbox/enqueue.js'
+import { demographicColumns, toPatient, toPatientEvent } from './mapper.js'
+import {
+  findPatient,
+  findPatientOrganization,
+  insertPatient,
+  listPatients as listPatientRows,
+  lockPatient,
+  PATIENT_SORT_COLUMNS,
+  searchPatients as searchPatientRows,
+  updatePatientRow,
+} from './queries.js'
+
+/** Who is acting: every patient operation is confined to this organization. */
+export interface Actor {
+  userId: number
+  organizationId: number
+}
+
+const EARLIEST_BIRTH_DATE = '1900-01-01'
+// The latest calendar date anywhere on Earth (UTC+14), so a newborn registered today is accepted.
+const latestDateToday = () => new Date(Date.now() + 14 * 3600_000).toISOString().slice(0, 10)
+
+function checkBirthDate(dateOfBirth: string): void {
+  if (dateOfBirth > latestDateToday()) {
+    throw new AppError('VAL_001', 'identification.dateOfBirth must not be in the future')
+  }
+  if (dateOfBirth < EARLIEST_BIRTH_DATE) {
+    throw new AppError('VAL_001', `identification.dateOfBirth must not be before ${EARLIEST_BIRTH_DATE}`)
+  }
+}
+
+/** The spec's organization rule: a patient of another organization is 403, a missing one 404. */
+async function missingPatient(
+  db: Kysely<Database> | Transaction<Database>,
+  actor: Actor,
+  id: number,
+): Promise<never> {
+  const organizationId = await findPatientOrganization(db, id)
+  if (organizationId !== undefined && organizationId !== actor.organizationId) {
+    throw forbidden('The patient belongs to another organization')
+  }
+  throw notFound(`Patient ${id}`)
+}
+
+const duplicateMrn = (mrn: string) =>
+  new AppError('RES_002', `A patient with MRN ${mrn} already exists in this organization`)
+
+// A generated MRN can only collide with one a client chose by hand; a few fresh draws settle it.
+const GENERATED_MRN_ATTEMPTS = 5
+
+export async function createPatient(
+  db: Kysely<Database>,
+  actor: Actor,
+  body: CreatePatientBody,
+): Promise<Patient> {
+  checkBirthDate(body.identification.dateOfBirth)
+  return db.transaction().execute(async (trx) => {
+    const row = {
+      ...demographicColumns(body),
+      organization_id: actor.organizationId,
+      ...(body.mrn ? { mrn: body.mrn } : {}),
+      ...(body.status ? { status: body.status } : {}),
+      created_by: actor.userId,
+      updated_by: actor.userId,
+      deleted_at: null,
+      deleted_by: null,
+    }
+    let inserted = await insertPatient(trx, row)
+    for (let attempt = 1; !inserted && !body.mrn && attempt < GENERATED_MRN_ATTEMPTS; attempt++) {
+      inserted = await insertPatient(trx, row)
+    }
+    if (!inserted)
+      throw body.mrn ? duplicateMrn(body.mrn) : new AppError('SYS_001', 'Could not allocate an MRN')
+    await enqueueEvent(trx, actor.organizationId, 'patient.created', toPatientEvent(inserted))
+    return toPatient(inserted)
+  })
+}
+
+export async function getPatient(db: Kysely<Database>, actor: Actor, id: number): Promise<Patient> {
+  const row = await findPatient(db, actor.organizationId, id)
+  return row ? toPatient(row) : missingPatient(db, actor, id)
+}
+
+export async function updatePatient(
+  db: Kysely<Database>,
+  actor: Actor,
+  id: number,
+  body: UpdatePatientBody,
+): Promise<Patient> {
+  checkBirthDate(body.identification.dateOfBirth)
+  return db.transaction().execute(async (trx) => {
+    const current = await lockPatient(trx, actor.organizationId, id)
+    if (!current) return missingPatient(trx, actor, id)
+    const updated = await updatePatientRow(trx, actor.organizationId, id, {
+      ...demographicColumns(body),
+      mrn: body.mrn ?? current.mrn,
+      status: body.status ?? current.status,
+      updated_by: actor.userId,
+    })
+    await enqueueEvent(trx, actor.organizationId, 'patient.updated', toPatientEvent(updated))
+    return toPatient(updated)
+  })
+}
+
+/**
+ * Soft delete: the patient leaves every read and search, while the row (and later clinical
+ * records) stay for the retention the law requires. The MRN stays reserved.
+ */
+export async function deletePatient(db: Kysely<Database>, actor: Actor, id: number): Promise<{ id: number }> {
+  return db.transaction().execute(async (trx) => {
+    const current = await lockPatient(trx, actor.organizationId, id)
+    if (!current) return missingPatient(trx, actor, id)
+    const deleted = await updatePatientRow(trx, actor.organizationId, id, {
+      deleted_at: new Date(),
+      deleted_by: actor.userId,
+      updated_by: actor.userId,
+    })
+    await enqueueEvent(trx, actor.organizationId, 'patient.updated', toPatientEvent(deleted))
+    return { id }
+  })
+}
+
+const DEFAULT_SORT = { field: 'lastName', direction: 'asc' } as const
+
+export async function listPatients(
+  db: Kysely<Database>,
+  actor: Actor,
+  query: PatientListQuery,
+): Promise<Page<Patient>> {
+  const { page, size, sort, ...filters } = query
+  const paging = { page, size }
+  const { rows, total } = await listPatientRows(
+    db,
+    actor.organizationId,
+    filters,
+    sortOrder(sort, PATIENT_SORT_COLUMNS, DEFAULT_SORT),
+    paging,
+  )
+  return toPage(rows.map(toPatient), total, paging)
+}
+
+/** Words of the query; one that looks like a phone number is reduced to its digits. */
+function searchTerms(q: string): string[] {
+  return q
+    .trim()
+    .toLowerCase()
+    .split(/\s+/)
+    .slice(0, 8)
+    .map((term) =>
+      /^[+\d().-]+$/.test(term) && /\d/.test(term) && !/^\d{4}-\d{2}/.test(term)
+        ? term.replace(/\D/g, '')
+        : term,
+    )
+    .filter((term) => term.length > 0)
+}
+
+export async function searchPatients(
+  db: Kysely<Database>,
+  actor: Actor,
+  query: PatientSearchQuery,
+): Promise<Page<Patient>> {
+  const paging = { page: query.page, size: query.size }
+  const { rows, total } = await searchPatientRows(
+    db,
+    actor.organizationId,
+    searchTerms(query.q),
+    sortOrder(query.sort, PATIENT_SORT_COLUMNS, DEFAULT_SORT),
+    paging,
+  )
+  return toPage(rows.map(toPatient), total, paging)
+}

@@ -1,0 +1,70 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import type { RouteAccess } from '../access/route-access.js'
+import { AuditLog } from '../audit/audit-log.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    auditLog: AuditLog
+  }
+  interface FastifyRequest {
+    /** Ids of the records a handler returned or changed, for the audit record. */
+    auditedIds: number[] | null
+  }
+  interface FastifyContextConfig {
+    access?: RouteAccess
+  }
+}
+
+function outcomeOf(statusCode: number): string {
+  if (statusCode < 400) return 'SUCCESS'
+  if (statusCode === 401 || statusCode === 403) return 'DENIED'
+  if (statusCode === 404) return 'NOT_FOUND'
+  return statusCode < 500 ? 'REJECTED' : 'ERROR'
+}
+
+function resourceIdsOf(request: FastifyRequest): number[] {
+  if (request.auditedIds) return request.auditedIds
+  const id = Number((request.params as Record<string, unknown> | undefined)?.id)
+  return Number.isInteger(id) && id > 0 && id <= 2_147_483_647 ? [id] : []
+}
+
+/**
+ * Every call of a route marked for audit in the access table leaves a record: who, which
+ * organization, what, which records, the outcome and the request id. Only ids, never PHI.
+ */
+const audit: FastifyPluginAsync<{ flushIntervalMs: number }> = async (app, { flushIntervalMs }) => {
+  const auditLog = new AuditLog(app.db, {
+    flushIntervalMs,
+    onFlushError: (error, pending) =>
+      app.log.error(
+        { err: { message: (error as Error).message }, pending },
+        'audit flush failed; will retry',
+      ),
+  })
+  app.decorate('auditLog', auditLog)
+  app.decorateRequest('auditedIds', null)
+
+  app.addHook('onResponse', async (request: FastifyRequest, reply: FastifyReply) => {
+    const rule = request.routeOptions.config.access?.audit
+    if (!rule) return
+    auditLog.record({
+      occurred_at: new Date(),
+      organization_id: request.principal?.organizationId ?? null,
+      user_id: request.principal?.userId ?? null,
+      action: rule.action,
+      resource_type: rule.resourceType,
+      resource_ids: resourceIdsOf(request),
+      outcome: outcomeOf(reply.statusCode),
+      status_code: reply.statusCode,
+      request_id: request.id,
+    })
+  })
+
+  // Registered here, after the database plugin, so it runs before the pool closes.
+  app.addHook('onClose', async () => {
+    await auditLog.close()
+  })
+}
+
+export default fp(audit, { name: 'audit', dependencies: ['database'] })

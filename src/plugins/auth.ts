@@ -1,0 +1,102 @@
+import fastifyJwt from '@fastify/jwt'
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import type { AccessTokenClaims } from '../../schemas/auth.js'
+import type { Config } from '../config.js'
+import { AppError } from '../errors.js'
+import { embeddedKeyResolver, jwksKeyResolver, type KeyResolver } from '../modules/auth/key-resolver.js'
+import { createPrincipalResolver, type Principal } from '../modules/auth/principal.js'
+import { ensureSigningKey, loadVerificationKeys } from '../modules/auth/signing-keys.js'
+import {
+  ACCESS_TOKEN_TTL_SECONDS,
+  createTokenIssuer,
+  type TokenIssuer,
+} from '../modules/auth/token-issuer.js'
+
+declare module '@fastify/jwt' {
+  interface FastifyJWT {
+    user: AccessTokenClaims
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Verifies the bearer token and sets `request.principal`; throws a 401/403 AppError. */
+    authenticate(request: FastifyRequest): Promise<Principal>
+    /** Present when the service is its own token issuer (no OIDC_ISSUER_URL). */
+    tokenIssuer: TokenIssuer | undefined
+  }
+  interface FastifyRequest {
+    principal: Principal | null
+  }
+}
+
+/** The caller of a route that requires a token; the access guard has already authenticated it. */
+export function principalOf(request: FastifyRequest): Principal {
+  if (!request.principal) throw new AppError('AUTH_001', 'Authentication required')
+  return request.principal
+}
+
+function fromJwtError(error: unknown): AppError {
+  if (error instanceof AppError) return error
+  const code = (error as { code?: string }).code
+  if (code === 'FST_JWT_AUTHORIZATION_TOKEN_EXPIRED')
+    return new AppError('AUTH_002', 'The access token has expired')
+  if (code === 'FST_JWT_NO_AUTHORIZATION_IN_HEADER') {
+    return new AppError('AUTH_001', 'An Authorization: Bearer <token> header is required')
+  }
+  if (code === 'FST_JWT_BAD_REQUEST')
+    return new AppError('AUTH_001', 'The Authorization header must be Bearer <token>')
+  return new AppError('AUTH_001', 'The access token is invalid')
+}
+
+const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => {
+  let resolveKey: KeyResolver
+  let privateKey: string | undefined
+  let kid: string | undefined
+  if (config.embeddedIssuer) {
+    const signingKey = await ensureSigningKey(app.db)
+    privateKey = signingKey.privateKey
+    kid = signingKey.kid
+    resolveKey = embeddedKeyResolver(app.db, await loadVerificationKeys(app.db, ACCESS_TOKEN_TTL_SECONDS))
+  } else {
+    resolveKey = jwksKeyResolver(config.tokenIssuer)
+  }
+
+  await app.register(fastifyJwt, {
+    secret: {
+      private: privateKey,
+      public: (_request: FastifyRequest, token: unknown) => resolveKey((token as { header: object }).header),
+    },
+    decode: { complete: true },
+    sign: { algorithm: 'RS256', kid },
+    // RS256 only: `none` and HS* tokens (e.g. an HMAC keyed with our public key) never verify.
+    verify: {
+      algorithms: ['RS256'],
+      allowedIss: config.tokenIssuer,
+      requiredClaims: ['sub', 'exp', 'iat'],
+      cache: 1000,
+    },
+  })
+
+  const resolvePrincipal = createPrincipalResolver(app.db, config.OIDC_CLIENT_ID)
+  app.decorateRequest('principal', null)
+  app.decorate('authenticate', async (request: FastifyRequest) => {
+    let claims: AccessTokenClaims
+    try {
+      claims = await request.jwtVerify<AccessTokenClaims>()
+    } catch (error) {
+      throw fromJwtError(error)
+    }
+    request.principal = await resolvePrincipal(claims)
+    return request.principal
+  })
+  app.decorate(
+    'tokenIssuer',
+    config.embeddedIssuer
+      ? createTokenIssuer(app.jwt, { issuer: config.tokenIssuer, clientId: config.OIDC_CLIENT_ID })
+      : undefined,
+  )
+}
+
+export default fp(auth, { name: 'auth', dependencies: ['database'] })

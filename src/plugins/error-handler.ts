@@ -1,0 +1,112 @@
+import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import type { ErrorEnvelope } from '../../schemas/common.js'
+import { AppError, ERRORS, type ErrorCode, fromDatabaseError } from '../errors.js'
+
+type ValidationIssue = NonNullable<FastifyError['validation']>[number]
+
+function fieldOf(issue: ValidationIssue): string {
+  const path = issue.instancePath.split('/').filter(Boolean)
+  const params = issue.params as Record<string, unknown>
+  if (issue.keyword === 'required') path.push(String(params.missingProperty))
+  if (issue.keyword === 'additionalProperties') path.push(String(params.additionalProperty))
+  return path.join('.')
+}
+
+function describeIssue(issue: ValidationIssue, context: string): string {
+  const field = fieldOf(issue)
+  const where = field || (context === 'body' ? 'body' : context)
+  if (issue.keyword === 'required') return `${where} is required`
+  if (issue.keyword === 'additionalProperties') return `${where} is not a known field`
+  return `${where} ${issue.message ?? 'is invalid'}`
+}
+
+/**
+ * Schema validation failures. A body that parses but breaks the schema is 422; a malformed path or
+ * query parameter (or header) is 400. A missing field is VAL_002, anything else VAL_001.
+ */
+function fromValidation(error: FastifyError): AppError {
+  const context = error.validationContext ?? 'body'
+  const issue = error.validation?.[0]
+  const status = context === 'body' ? 422 : 400
+  const code: ErrorCode = issue?.keyword === 'required' ? 'VAL_002' : 'VAL_001'
+  const details = issue ? describeIssue(issue, context) : error.message
+  return new AppError(code, details, {
+    status,
+    message: context === 'body' ? undefined : 'Invalid request parameters',
+  })
+}
+
+const FRAMEWORK_DETAILS: Record<string, string> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: 'The request body is not valid JSON',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'The request body is empty but Content-Type says application/json',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'This Content-Type is not accepted here; send application/json',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'Content-Length does not match the body',
+  FST_ERR_BAD_URL: 'The URL is malformed',
+}
+
+/** 4xx errors raised by Fastify or a plugin (bad JSON, wrong media type, body too large, …). */
+function fromClientError(error: FastifyError, status: number, bodyLimit: number): AppError {
+  if (status === 401) return new AppError('AUTH_001', 'Missing or invalid bearer token')
+  if (status === 404) return new AppError('RES_001', 'Resource not found')
+  if (status === 413) {
+    return new AppError('VAL_001', `The request body exceeds the limit of ${bodyLimit} bytes`, {
+      status,
+      message: 'Request body too large',
+    })
+  }
+  // A JSON syntax error quotes the body back; nothing of a body is echoed, so use fixed texts.
+  const details =
+    FRAMEWORK_DETAILS[error.code] ??
+    (error instanceof SyntaxError ? FRAMEWORK_DETAILS.FST_ERR_CTP_INVALID_JSON_BODY : undefined)
+  return new AppError('VAL_001', details ?? 'The request could not be processed', {
+    status,
+    message: status === 415 ? 'Unsupported media type' : 'Invalid request',
+  })
+}
+
+export function toAppError(error: unknown, bodyLimit: number): AppError | undefined {
+  if (error instanceof AppError) return error
+  const fastifyError = error as FastifyError
+  if (fastifyError.validation) return fromValidation(fastifyError)
+  const databaseError = fromDatabaseError(error)
+  if (databaseError) return databaseError
+  const status = fastifyError.statusCode
+  if (typeof status === 'number' && status >= 400 && status < 500)
+    return fromClientError(fastifyError, status, bodyLimit)
+  return undefined
+}
+
+export function errorBody(error: AppError): ErrorEnvelope {
+  return { success: false, message: error.message, error: { code: error.code, details: error.details } }
+}
+
+/** What is safe to log about an unexpected error: no request data, no driver `detail` with values. */
+function loggable(error: unknown) {
+  const { name, message, code, stack } = (error ?? {}) as Error & { code?: string }
+  return { type: name, code, message, stack }
+}
+
+/** The only place a failure becomes a response: always the envelope, never a stack or SQL text. */
+const errorHandler: FastifyPluginAsync<{ bodyLimit: number }> = async (app, { bodyLimit }) => {
+  app.setErrorHandler((error: unknown, request: FastifyRequest, reply: FastifyReply) => {
+    let appError = toAppError(error, bodyLimit)
+    if (!appError) {
+      request.log.error({ err: loggable(error) }, 'unhandled error')
+      appError = new AppError('SYS_001', `An unexpected error occurred; quote request id ${request.id}`)
+    } else if (appError.code === 'SYS_002') {
+      request.log.error({ err: loggable(error) }, 'database unavailable')
+    }
+    return reply.code(appError.status).send(errorBody(appError))
+  })
+
+  app.setNotFoundHandler((request, reply) => {
+    const error = new AppError('RES_001', `No route ${request.method} ${request.url.split('?')[0]}`, {
+      message: 'Route not found',
+    })
+    return reply.code(404).send(errorBody(error))
+  })
+}
+
+export { ERRORS }
+export default fp(errorHandler, { name: 'error-handler' })

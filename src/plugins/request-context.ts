@@ -1,0 +1,21 @@
+import { randomUUID } from 'node:crypto'
+import type { IncomingMessage } from 'node:http'
+import type { FastifyPluginAsync } from 'fastify'
+import fp from 'fastify-plugin'
+
+export const REQUEST_ID_HEADER = 'x-request-id'
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+
+/** Keeps a caller's request id when it is safe to echo and log; otherwise makes one. */
+export function requestIdFor(request: IncomingMessage): string {
+  const incoming = request.headers[REQUEST_ID_HEADER]
+  return typeof incoming === 'string' && SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID()
+}
+
+const requestContext: FastifyPluginAsync = async (app) => {
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header(REQUEST_ID_HEADER, request.id)
+  })
+}
+
+export default fp(requestContext, { name: 'request-context' })

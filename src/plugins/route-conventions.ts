@@ -1,0 +1,86 @@
+import type { TSchema } from '@sinclair/typebox'
+import type { FastifyPluginAsync, FastifyRequest, onRequestHookHandler, RouteOptions } from 'fastify'
+import fp from 'fastify-plugin'
+import { ErrorEnvelope } from '../../schemas/common.js'
+import { hasAnyRole } from '../access/roles.js'
+import { describeAccess, ROUTE_ACCESS, type RouteAccess, routeKey } from '../access/route-access.js'
+import { forbidden } from '../errors.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** `METHOD /path` of every registered /api route, in registration order. */
+    apiRoutes: string[]
+  }
+}
+
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: 'Malformed parameters or JSON (VAL_001, VAL_002)',
+  401: 'Missing, invalid or expired access token (AUTH_001, AUTH_002)',
+  403: 'The role or organization check failed (AUTH_003)',
+  413: 'The request body is too large (VAL_001)',
+  415: 'Unsupported Content-Type (VAL_001)',
+  422: 'The body failed validation (VAL_001, VAL_002)',
+  500: 'Unexpected error (SYS_001)',
+  503: 'The database is unavailable (SYS_002)',
+}
+
+/** The error envelope, described for one status code. */
+export const errorResponse = (status: number, description = ERROR_DESCRIPTIONS[status]) => ({
+  ...ErrorEnvelope,
+  description: description ?? 'Error',
+})
+
+/** Error statuses any route of this shape can produce, whatever its handler does. */
+function standardErrors(route: RouteOptions, access: RouteAccess): Record<number, TSchema> {
+  const schema = route.schema ?? {}
+  const statuses = [500, 503]
+  if (access.allow !== 'public') statuses.push(401, 403)
+  if (schema.querystring || schema.params) statuses.push(400)
+  if (schema.body) statuses.push(400, 413, 415, 422)
+  return Object.fromEntries(statuses.map((status) => [status, errorResponse(status)]))
+}
+
+function guard(access: RouteAccess): onRequestHookHandler {
+  const { allow } = access
+  return async function requireAccess(this, request: FastifyRequest) {
+    const principal = await this.authenticate(request)
+    if (allow !== 'authenticated' && allow !== 'public' && !hasAnyRole(principal.authorities, allow)) {
+      throw forbidden(`This operation requires one of the roles: ${allow.join(', ')}`)
+    }
+  }
+}
+
+const asArray = <T>(value: T | T[] | undefined): T[] =>
+  value === undefined ? [] : Array.isArray(value) ? value : [value]
+
+/**
+ * Applies the access table to every /api route as it is registered: the authentication and role
+ * guard, the OpenAPI security and role description, and the error responses every route can give.
+ * A route missing from the table stops the app from starting.
+ */
+const routeConventions: FastifyPluginAsync = async (app) => {
+  const apiRoutes: string[] = []
+  app.decorate('apiRoutes', apiRoutes)
+
+  app.addHook('onRoute', (route) => {
+    if (!route.url.startsWith('/api/')) return
+    const methods = asArray(route.method)
+    if (methods.length !== 1) throw new Error(`Route ${route.url} must declare exactly one method`)
+    const key = routeKey(String(methods[0]), route.url)
+    const access = ROUTE_ACCESS[key]
+    if (!access) throw new Error(`No access rule for ${key}; add it to src/access/route-access.ts`)
+    apiRoutes.push(key)
+
+    const schema = route.schema ?? {}
+    route.schema = {
+      ...schema,
+      description: [schema.description, describeAccess(access)].filter(Boolean).join('\n\n'),
+      security: access.allow === 'public' ? [] : [{ bearerAuth: [] }],
+      response: { ...standardErrors(route, access), ...(schema.response as object) },
+    }
+    route.config = { ...route.config, access }
+    if (access.allow !== 'public') route.onRequest = [guard(access), ...asArray(route.onRequest)]
+  })
+}
+
+export default fp(routeConventions, { name: 'route-conventions', dependencies: ['auth'] })

@@ -1,0 +1,31 @@
+import { Ajv, type Options } from 'ajv'
+import addFormats from 'ajv-formats'
+import type { FastifyPluginAsync } from 'fastify'
+import fp from 'fastify-plugin'
+
+function buildAjv(options: Options): Ajv {
+  const ajv = new Ajv({
+    // Unknown fields are an error, never silently dropped: a misspelled clinical field must not vanish.
+    removeAdditional: false,
+    useDefaults: true,
+    allErrors: false,
+    strict: true,
+    ...options,
+  })
+  addFormats.default(ajv, { mode: 'full', formats: ['date', 'date-time', 'time', 'email', 'uri', 'uuid'] })
+  return ajv
+}
+
+/**
+ * Request validation: query strings, path parameters and headers are text and are coerced to the
+ * schema's types; JSON bodies are checked exactly as sent (a string "42" is not an integer).
+ */
+const validation: FastifyPluginAsync = async (app) => {
+  const bodies = buildAjv({ coerceTypes: false })
+  const parameters = buildAjv({ coerceTypes: 'array' })
+  app.setValidatorCompiler(({ schema, httpPart }) =>
+    (httpPart === 'body' ? bodies : parameters).compile(schema),
+  )
+}
+
+export default fp(validation, { name: 'validation' })
