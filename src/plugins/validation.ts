@@ -23,6 +23,8 @@ function buildAjv(options: Options): Ajv {
 const validation: FastifyPluginAsync = async (app) => {
   const bodies = buildAjv({ coerceTypes: false })
   const parameters = buildAjv({ coerceTypes: 'array' })
+  // JSON is the wire format; a text/plain body is refused with 415 rather than parsed as a string.
+  app.removeContentTypeParser('text/plain')
   app.setValidatorCompiler(({ schema, httpPart }) =>
     (httpPart === 'body' ? bodies : parameters).compile(schema),
   )

@@ -1,0 +1,592 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { App } from '../../src/app.js'
+import { buildTestApp } from '../helpers/app.js'
+import {
+  bearer,
+  newOrganization,
+  patientBody,
+  type TestOrganization,
+  type TestUser,
+} from '../helpers/factories.js'
+
+let app: App
+
+beforeAll(async () => {
+  app = await buildTestApp()
+})
+afterAll(async () => {
+  await app.close()
+})
+
+async function createPatient(user: TestUser, body: object = patientBody()) {
+  const response = await app.inject({
+    method: 'POST',
+    url: '/api/patients',
+    headers: bearer(user.token),
+    payload: body,
+  })
+  expect(response.statusCode).toBe(201)
+  return response.json().data
+}
+
+describe('POST /api/patients', () => {
+  it('returns 201 with the grouped patient, a generated MRN and status ACTIVE', async () => {
+    const org = await newOrganization(app)
+    const nurse = await org.user('NURSE')
+    const response = await app.inject({
+      method: 'POST',
+      url: '/api/patients',
+      headers: bearer(nurse.token),
+      payload: patientBody({
+        identification: {
+          firstName: 'Ana',
+          middleName: 'Maria',
+          lastName: 'Silva',
+          dateOfBirth: '1990-02-28',
+          gender: 'Female',
+        },
+        contact: {
+          email: 'ana@example.com',
+          phoneNumber: '+351 21 000 0000',
+          address: { street: '1 Main St', city: 'Lisbon', postalCode: '1000-001', country: 'PT' },
+        },
+        emergencyContact: { name: 'João Silva', relationship: 'Spouse', phoneNumber: '+351 91 000 0000' },
+        preferredLanguage: 'pt-PT',
+      }),
+    })
+    expect(response.statusCode).toBe(201)
+    const body = response.json()
+    expect(body).toMatchObject({ success: true, message: 'Patient created' })
+    expect(body.data).toMatchObject({
+      status: 'ACTIVE',
+      identification: { firstName: 'Ana', middleName: 'Maria', lastName: 'Silva', dateOfBirth: '1990-02-28' },
+      contact: { email: 'ana@example.com', address: { city: 'Lisbon', country: 'PT', state: null } },
+      emergencyContact: { name: 'João Silva', relationship: 'Spouse' },
+      preferredLanguage: 'pt-PT',
+    })
+    expect(body.data.mrn).toMatch(/^MRN\d{8}$/)
+    expect(Number.isInteger(body.data.id)).toBe(true)
+  })
+
+  it('returns 409 RES_002 when the MRN already exists in the organization', async () => {
+    const org = await newOrganization(app)
+    const provider = await org.user('PROVIDER')
+    await createPatient(provider, patientBody({ mrn: 'A-100' }))
+    const response = await app.inject({
+      method: 'POST',
+      url: '/api/patients',
+      headers: bearer(provider.token),
+      payload: patientBody({ mrn: 'A-100' }),
+    })
+    expect(response.statusCode).toBe(409)
+    expect(response.json()).toMatchObject({ success: false, error: { code: 'RES_002' } })
+  })
+
+  it('accepts the same MRN in two different organizations', async () => {
+    const first = await (await newOrganization(app)).user('PROVIDER')
+    const second = await (await newOrganization(app)).user('PROVIDER')
+    const a = await createPatient(first, patientBody({ mrn: 'SHARED-1' }))
+    const b = await createPatient(second, patientBody({ mrn: 'SHARED-1' }))
+    expect(a.mrn).toBe('SHARED-1')
+    expect(b.mrn).toBe('SHARED-1')
+  })
+
+  it('writes patient.created to the outbox in the same transaction', async () => {
+    const org = await newOrganization(app)
+    const patient = await createPatient(await org.user('PROVIDER'))
+    const events = await app.db
+      .selectFrom('outbox_events')
+      .select(['event_type', 'payload'])
+      .where('organization_id', '=', org.id)
+      .execute()
+    expect(events).toHaveLength(1)
+    expect(events[0]?.event_type).toBe('patient.created')
+    expect(events[0]?.payload).toMatchObject({
+      event: 'patient.created',
+      data: { id: patient.id, mrn: patient.mrn, status: 'ACTIVE', deleted: false },
+    })
+    expect(new Date(events[0]?.payload.timestamp ?? '').toISOString()).toBe(events[0]?.payload.timestamp)
+  })
+
+  it('writes no outbox event when the insert fails', async () => {
+    const org = await newOrganization(app)
+    const provider = await org.user('PROVIDER')
+    await createPatient(provider, patientBody({ mrn: 'ONCE' }))
+    await app.inject({
+      method: 'POST',
+      url: '/api/patients',
+      headers: bearer(provider.token),
+      payload: patientBody({ mrn: 'ONCE' }),
+    })
+    const count = await app.db
+      .selectFrom('outbox_events')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('organization_id', '=', org.id)
+      .executeTakeFirstOrThrow()
+    expect(Number(count.n)).toBe(1)
+  })
+
+  it.each([
+    ['an impossible date', { dateOfBirth: '2023-02-30' }, 'VAL_001', 'identification.dateOfBirth'],
+    ['a future birth date', { dateOfBirth: '2999-01-01' }, 'VAL_001', 'identification.dateOfBirth'],
+    ['a birth date before 1900', { dateOfBirth: '1899-12-31' }, 'VAL_001', 'identification.dateOfBirth'],
+    ['an unknown gender', { gender: 'Robot' }, 'VAL_001', 'identification.gender'],
+    ['a blank first name', { firstName: '   ' }, 'VAL_001', 'identification.firstName'],
+    ['a number as name', { lastName: 42 }, 'VAL_001', 'identification.lastName'],
+  ])('returns 422 for %s', async (_label, change, code, field) => {
+    const provider = await (await newOrganization(app)).user('PROVIDER')
+    const body = patientBody()
+    const response = await app.inject({
+      method: 'POST',
+      url: '/api/patients',
+      headers: bearer(provider.token),
+      payload: { ...body, identification: { ...body.identification, ...change } },
+    })
+    expect(response.statusCode).toBe(422)
+    expect(response.json().error.code).toBe(code)
+    expect(response.json().error.details).toContain(field)
+  })
+
+  it('returns 422 VAL_002 naming a missing required field', async () => {
+    const provider = await (await newOrganization(app)).user('PROVIDER')
+    const response = await app.inject({
+      method: 'POST',
+      url: '/api/patients',
+      headers: bearer(provider.token),
+      payload: { identification: { firstName: 'A', dateOfBirth: '1990-01-01', gender: 'Male' } },
+    })
+    expect(response.statusCode).toBe(422)
+    expect(response.json().error).toEqual({ code: 'VAL_002', details: 'identification.lastName is required' })
+  })
+
+  it('returns 422 for an invalid e-mail and for an unknown field', async () => {
+    const provider = await (await newOrganization(app)).user('PROVIDER')
+    const badEmail = await app.inject({
+      method: 'POST',
+      url: '/api/patients',
+      headers: bearer(provider.token),
+      payload: patientBody({ contact: { email: 'not-an-email' } }),
+    })
+    expect(badEmail.statusCode).toBe(422)
+    expect(badEmail.json().error.details).toContain('contact.email')
+    const misspelled = await app.inject({
+      method: 'POST',
+      url: '/api/patients',
+      headers: bearer(provider.token),
+      payload: patientBody({ allergie: 'peanuts' }),
+    })
+    expect(misspelled.statusCode).toBe(422)
+    expect(misspelled.json().error).toEqual({ code: 'VAL_001', details: 'allergie is not a known field' })
+  })
+
+  it('returns 400 for malformed JSON, 415 for a non-JSON body and 413 for an oversized body', async () => {
+    const provider = await (await newOrganization(app)).user('PROVIDER')
+    const headers = { ...bearer(provider.token), 'content-type': 'application/json' }
+    const malformed = await app.inject({
+      method: 'POST',
+      url: '/api/patients',
+      headers,
+      payload: '{"identification": {',
+    })
+    expect(malformed.statusCode).toBe(400)
+    expect(malformed.json().error.code).toBe('VAL_001')
+
+    const text = await app.inject({
+      method: 'POST',
+      url: '/api/patients',
+      headers: { ...bearer(provider.token), 'content-type': 'text/plain' },
+      payload: 'hello',
+    })
+    expect(text.statusCode).toBe(415)
+    expect(text.json()).toMatchObject({ success: false, error: { code: 'VAL_001' } })
+
+    const huge = await app.inject({
+      method: 'POST',
+      url: '/api/patients',
+      headers,
+      payload: JSON.stringify({ padding: 'x'.repeat(2 * 1024 * 1024) }),
+    })
+    expect(huge.statusCode).toBe(413)
+    expect(huge.json()).toMatchObject({ success: false, error: { code: 'VAL_001' } })
+  })
+
+  it('returns 403 AUTH_003 for a role that may not register patients', async () => {
+    const billing = await (await newOrganization(app)).user('BILLING')
+    const response = await app.inject({
+      method: 'POST',
+      url: '/api/patients',
+      headers: bearer(billing.token),
+      payload: patientBody(),
+    })
+    expect(response.statusCode).toBe(403)
+    expect(response.json().error.code).toBe('AUTH_003')
+  })
+})
+
+describe('GET /api/patients/{id}', () => {
+  it('returns 200 with the patient for a user of the same organization', async () => {
+    const org = await newOrganization(app)
+    const created = await createPatient(await org.user('PROVIDER'))
+    const frontDesk = await org.user('FRONT_DESK')
+    const response = await app.inject({
+      url: `/api/patients/${created.id}`,
+      headers: bearer(frontDesk.token),
+    })
+    expect(response.statusCode).toBe(200)
+    expect(response.json().data).toEqual(created)
+  })
+
+  it("returns 403 AUTH_003 for another organization's user", async () => {
+    const created = await createPatient(await (await newOrganization(app)).user('PROVIDER'))
+    const outsider = await (await newOrganization(app)).user('PROVIDER', 'ADMIN')
+    const response = await app.inject({ url: `/api/patients/${created.id}`, headers: bearer(outsider.token) })
+    expect(response.statusCode).toBe(403)
+    expect(response.json()).toMatchObject({ success: false, error: { code: 'AUTH_003' } })
+    expect(response.body).not.toContain(created.identification.lastName)
+  })
+
+  it('returns 404 RES_001 for an id that does not exist and 400 for a malformed id', async () => {
+    const provider = await (await newOrganization(app)).user('PROVIDER')
+    const missing = await app.inject({ url: '/api/patients/2000000000', headers: bearer(provider.token) })
+    expect(missing.statusCode).toBe(404)
+    expect(missing.json().error.code).toBe('RES_001')
+    for (const id of ['abc', '0', '-1', '1.5', '99999999999']) {
+      const malformed = await app.inject({ url: `/api/patients/${id}`, headers: bearer(provider.token) })
+      expect(malformed.statusCode, id).toBe(400)
+      expect(malformed.json().error.code).toBe('VAL_001')
+    }
+  })
+})
+
+describe('PUT /api/patients/{id}', () => {
+  it('replaces the record, keeps the MRN when omitted and emits patient.updated', async () => {
+    const org = await newOrganization(app)
+    const nurse = await org.user('NURSE')
+    const created = await createPatient(nurse, patientBody({ preferredLanguage: 'en' }))
+    const response = await app.inject({
+      method: 'PUT',
+      url: `/api/patients/${created.id}`,
+      headers: bearer(nurse.token),
+      payload: {
+        identification: { ...created.identification, middleName: undefined, lastName: 'Married' },
+        status: 'INACTIVE',
+      },
+    })
+    expect(response.statusCode).toBe(200)
+    const updated = response.json().data
+    expect(updated).toMatchObject({
+      id: created.id,
+      mrn: created.mrn,
+      status: 'INACTIVE',
+      identification: { lastName: 'Married' },
+      contact: { email: null, phoneNumber: null },
+      preferredLanguage: null,
+    })
+    expect(Date.parse(updated.updatedAt)).toBeGreaterThanOrEqual(Date.parse(created.updatedAt))
+    const events = await app.db
+      .selectFrom('outbox_events')
+      .select('event_type')
+      .where('organization_id', '=', org.id)
+      .orderBy('id')
+      .execute()
+    expect(events.map((e) => e.event_type)).toEqual(['patient.created', 'patient.updated'])
+  })
+
+  it('returns 409 when changing the MRN to one already used', async () => {
+    const provider = await (await newOrganization(app)).user('PROVIDER')
+    await createPatient(provider, patientBody({ mrn: 'TAKEN' }))
+    const other = await createPatient(provider)
+    const response = await app.inject({
+      method: 'PUT',
+      url: `/api/patients/${other.id}`,
+      headers: bearer(provider.token),
+      payload: { identification: other.identification, mrn: 'TAKEN' },
+    })
+    expect(response.statusCode).toBe(409)
+    expect(response.json().error.code).toBe('RES_002')
+  })
+
+  it("returns 403 for another organization's patient and leaves it unchanged", async () => {
+    const owner = await (await newOrganization(app)).user('PROVIDER')
+    const created = await createPatient(owner)
+    const outsider = await (await newOrganization(app)).user('PROVIDER')
+    const response = await app.inject({
+      method: 'PUT',
+      url: `/api/patients/${created.id}`,
+      headers: bearer(outsider.token),
+      payload: { identification: { ...created.identification, lastName: 'Hijacked' } },
+    })
+    expect(response.statusCode).toBe(403)
+    const reread = await app.inject({ url: `/api/patients/${created.id}`, headers: bearer(owner.token) })
+    expect(reread.json().data.identification.lastName).toBe(created.identification.lastName)
+  })
+})
+
+describe('DELETE /api/patients/{id}', () => {
+  it('is ADMIN only: 403 for a provider, 200 for an admin, then 404 on read', async () => {
+    const org = await newOrganization(app)
+    const provider = await org.user('PROVIDER')
+    const admin = await org.user('ADMIN')
+    const created = await createPatient(provider)
+    const denied = await app.inject({
+      method: 'DELETE',
+      url: `/api/patients/${created.id}`,
+      headers: bearer(provider.token),
+    })
+    expect(denied.statusCode).toBe(403)
+    const deleted = await app.inject({
+      method: 'DELETE',
+      url: `/api/patients/${created.id}`,
+      headers: bearer(admin.token),
+    })
+    expect(deleted.statusCode).toBe(200)
+    expect(deleted.json()).toEqual({ success: true, message: 'Patient deleted', data: { id: created.id } })
+    const read = await app.inject({ url: `/api/patients/${created.id}`, headers: bearer(provider.token) })
+    expect(read.statusCode).toBe(404)
+    const again = await app.inject({
+      method: 'DELETE',
+      url: `/api/patients/${created.id}`,
+      headers: bearer(admin.token),
+    })
+    expect(again.statusCode).toBe(404)
+  })
+
+  it('keeps the row (soft delete), reserves the MRN and emits patient.updated with deleted=true', async () => {
+    const org = await newOrganization(app)
+    const admin = await org.user('ADMIN', 'PROVIDER')
+    const created = await createPatient(admin, patientBody({ mrn: 'KEEP-1' }))
+    await app.inject({ method: 'DELETE', url: `/api/patients/${created.id}`, headers: bearer(admin.token) })
+    const row = await app.db
+      .selectFrom('patients')
+      .select(['deleted_at', 'deleted_by'])
+      .where('id', '=', created.id)
+      .executeTakeFirst()
+    expect(row?.deleted_at).toBeInstanceOf(Date)
+    expect(row?.deleted_by).toBe(admin.id)
+    const reuse = await app.inject({
+      method: 'POST',
+      url: '/api/patients',
+      headers: bearer(admin.token),
+      payload: patientBody({ mrn: 'KEEP-1' }),
+    })
+    expect(reuse.statusCode).toBe(409)
+    const last = await app.db
+      .selectFrom('outbox_events')
+      .select('payload')
+      .where('organization_id', '=', org.id)
+      .orderBy('id', 'desc')
+      .executeTakeFirstOrThrow()
+    expect(last.payload).toMatchObject({ event: 'patient.updated', data: { id: created.id, deleted: true } })
+  })
+
+  it("returns 403 for another organization's admin", async () => {
+    const created = await createPatient(await (await newOrganization(app)).user('PROVIDER'))
+    const outsider = await (await newOrganization(app)).user('ADMIN')
+    const response = await app.inject({
+      method: 'DELETE',
+      url: `/api/patients/${created.id}`,
+      headers: bearer(outsider.token),
+    })
+    expect(response.statusCode).toBe(403)
+  })
+})
+
+describe('GET /api/patients', () => {
+  let org: TestOrganization
+  let provider: TestUser
+
+  beforeAll(async () => {
+    org = await newOrganization(app)
+    provider = await org.user('PROVIDER')
+    const people = [
+      ['Zoe', 'adams', '1970-01-01', 'Female', 'ACTIVE'],
+      ['Yann', 'Baker', '1980-05-05', 'Male', 'ACTIVE'],
+      ['Xia', 'Chen', '1990-09-09', 'Female', 'INACTIVE'],
+      ['Will', 'Baker', '2000-12-12', 'Male', 'ACTIVE'],
+      ['Vera', 'Diaz', '2010-03-03', 'Other', 'DECEASED'],
+    ]
+    for (const [firstName, lastName, dateOfBirth, gender, status] of people) {
+      await createPatient(provider, { identification: { firstName, lastName, dateOfBirth, gender }, status })
+    }
+    // Another organization's patient with a colliding name must never appear.
+    await createPatient(await (await newOrganization(app)).user('PROVIDER'), {
+      identification: { firstName: 'Yann', lastName: 'Baker', dateOfBirth: '1980-05-05', gender: 'Male' },
+    })
+  })
+
+  const list = (query: string, user = provider) =>
+    app.inject({ url: `/api/patients?${query}`, headers: bearer(user.token) })
+
+  it('returns the spec page shape, sorted by last name case-insensitively', async () => {
+    const response = await list('size=2&sort=lastName,asc')
+    expect(response.statusCode).toBe(200)
+    const page = response.json().data
+    expect(page).toMatchObject({
+      pageable: { pageNumber: 0, pageSize: 2 },
+      totalElements: 5,
+      totalPages: 3,
+      first: true,
+      last: false,
+    })
+    expect(
+      page.content.map((p: { identification: { lastName: string } }) => p.identification.lastName),
+    ).toEqual(['adams', 'Baker'])
+  })
+
+  it('pages through to the last page and past it', async () => {
+    const last = (await list('size=2&page=2&sort=lastName,desc')).json().data
+    expect(last).toMatchObject({ totalElements: 5, first: false, last: true })
+    expect(
+      last.content.map((p: { identification: { lastName: string } }) => p.identification.lastName),
+    ).toEqual(['adams'])
+    const beyond = (await list('size=2&page=7')).json().data
+    expect(beyond).toMatchObject({ content: [], totalElements: 5, totalPages: 3, last: true })
+  })
+
+  it('filters by status, gender, last name and date of birth', async () => {
+    const active = (await list('status=ACTIVE')).json().data
+    expect(active.totalElements).toBe(3)
+    const bakers = (await list('lastName=BAKER&sort=firstName,asc')).json().data
+    expect(
+      bakers.content.map((p: { identification: { firstName: string } }) => p.identification.firstName),
+    ).toEqual(['Will', 'Yann'])
+    const born = (await list('dateOfBirth=1990-09-09&gender=Female')).json().data
+    expect(born.content).toHaveLength(1)
+    expect(born.content[0].identification.firstName).toBe('Xia')
+  })
+
+  it.each([
+    ['size=101', 'size'],
+    ['size=0', 'size'],
+    ['page=-1', 'page'],
+    ['sort=password,asc', 'sort'],
+    ['sort=lastName,sideways', 'sort'],
+    ['status=ALIVE', 'status'],
+    ['dateOfBirth=2023-02-30', 'dateOfBirth'],
+    ['favouriteColour=blue', 'favouriteColour'],
+  ])('returns 400 VAL_001 for %s', async (query, field) => {
+    const response = await list(query)
+    expect(response.statusCode).toBe(400)
+    expect(response.json().error.code).toBe('VAL_001')
+    expect(response.json().error.details).toContain(field)
+  })
+
+  it('returns 403 for roles other than PROVIDER and NURSE', async () => {
+    for (const role of ['ADMIN', 'FRONT_DESK', 'BILLING', 'PATIENT'] as const) {
+      const user = await org.user(role)
+      const response = await list('', user)
+      expect(response.statusCode, role).toBe(403)
+      expect(response.json().error.code).toBe('AUTH_003')
+    }
+    const nurse = await org.user('NURSE')
+    expect((await list('', nurse)).statusCode).toBe(200)
+  })
+})
+
+describe('GET /api/patients/search', () => {
+  it('matches name, e-mail, phone digits and MRN case-insensitively within the organization', async () => {
+    const org = await newOrganization(app)
+    const provider = await org.user('PROVIDER')
+    const created = await createPatient(provider, {
+      identification: {
+        firstName: 'Olga',
+        lastName: 'Petrova-Smith',
+        dateOfBirth: '1975-04-04',
+        gender: 'Female',
+      },
+      contact: { email: 'olga.p@example.org', phoneNumber: '+1 (617) 555-0199' },
+      mrn: 'ZX-9981',
+    })
+    await createPatient(provider, {
+      identification: { firstName: 'Ivan', lastName: 'Petrov', dateOfBirth: '1970-01-01', gender: 'Male' },
+    })
+    await createPatient(await (await newOrganization(app)).user('PROVIDER'), {
+      identification: {
+        firstName: 'Olga',
+        lastName: 'Petrova-Smith',
+        dateOfBirth: '1975-04-04',
+        gender: 'Female',
+      },
+    })
+    for (const q of [
+      'olga',
+      'PETROVA',
+      'olga smith',
+      'OLGA.P@EXAMPLE',
+      '617-555-0199',
+      '5550199',
+      'zx-998',
+    ]) {
+      const response = await app.inject({
+        url: `/api/patients/search?q=${encodeURIComponent(q)}`,
+        headers: bearer(provider.token),
+      })
+      expect(response.statusCode, q).toBe(200)
+      const ids = response.json().data.content.map((p: { id: number }) => p.id)
+      expect(ids, q).toEqual([created.id])
+    }
+    const both = await app.inject({
+      url: '/api/patients/search?q=petrov&sort=firstName,asc',
+      headers: bearer(provider.token),
+    })
+    expect(both.json().data.totalElements).toBe(2)
+  })
+
+  it('treats LIKE wildcards in the query as literal text', async () => {
+    const org = await newOrganization(app)
+    const provider = await org.user('PROVIDER')
+    await createPatient(provider)
+    for (const q of ['%', '_', '\\']) {
+      const response = await app.inject({
+        url: `/api/patients/search?q=${encodeURIComponent(q)}`,
+        headers: bearer(provider.token),
+      })
+      expect(response.statusCode).toBe(200)
+      expect(response.json().data.totalElements, q).toBe(0)
+    }
+  })
+
+  it('returns 400 VAL_002 without q and 400 for a blank q', async () => {
+    const provider = await (await newOrganization(app)).user('PROVIDER')
+    const missing = await app.inject({ url: '/api/patients/search', headers: bearer(provider.token) })
+    expect(missing.statusCode).toBe(400)
+    expect(missing.json().error.code).toBe('VAL_002')
+    const blank = await app.inject({ url: '/api/patients/search?q=%20%20', headers: bearer(provider.token) })
+    expect(blank.statusCode).toBe(400)
+  })
+})
+
+describe('audit trail', () => {
+  it('records who read, listed, created and was denied, with ids and request ids but no PHI', async () => {
+    const org = await newOrganization(app)
+    const provider = await org.user('PROVIDER')
+    const created = await createPatient(provider)
+    await app.inject({
+      url: `/api/patients/${created.id}`,
+      headers: { ...bearer(provider.token), 'x-request-id': 'audit-read-1' },
+    })
+    await app.inject({ url: '/api/patients', headers: bearer(provider.token) })
+    const outsider = await (await newOrganization(app)).user('PROVIDER')
+    await app.inject({ url: `/api/patients/${created.id}`, headers: bearer(outsider.token) })
+    await app.auditLog.flush()
+
+    const rows = await app.db
+      .selectFrom('audit_log')
+      .selectAll()
+      .where((eb) => eb(eb.val(created.id), '=', eb.fn.any('resource_ids')))
+      .orderBy('id')
+      .execute()
+    expect(rows.map((r) => [r.action, r.outcome, r.user_id])).toEqual([
+      ['CREATE', 'SUCCESS', provider.id],
+      ['READ', 'SUCCESS', provider.id],
+      ['LIST', 'SUCCESS', provider.id],
+      ['READ', 'DENIED', outsider.id],
+    ])
+    expect(rows[1]).toMatchObject({
+      request_id: 'audit-read-1',
+      organization_id: org.id,
+      resource_type: 'patient',
+    })
+    expect(JSON.stringify(rows)).not.toContain(created.identification.lastName)
+  })
+})

@@ -1,0 +1,75 @@
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
+import addFormats from 'ajv-formats'
+import type { FastifyInstance } from 'fastify'
+import { ErrorEnvelope } from '../../schemas/common.js'
+
+interface OpenApiDocument {
+  paths: Record<
+    string,
+    Record<string, { responses?: Record<string, { content?: Record<string, { schema: object }> }> }>
+  >
+}
+
+export interface ContractViolation {
+  request: string
+  status: number
+  problem: string
+}
+
+/** Violations seen since the last drain; the setup file fails the test that produced any. */
+const violations: ContractViolation[] = []
+
+export function drainViolations(): ContractViolation[] {
+  return violations.splice(0, violations.length)
+}
+
+const toOpenApiPath = (url: string) => url.replace(/:([A-Za-z0-9_]+)/g, '{$1}')
+
+/**
+ * Checks responses against the app's own OpenAPI document with an independent validator (Ajv,
+ * JSON Schema 2020-12) on the bytes the client receives, not on what the serializer was given.
+ */
+export function createResponseChecker(document: OpenApiDocument) {
+  const ajv = new Ajv2020({ strict: false, allErrors: true })
+  addFormats.default(ajv)
+  const compiled = new Map<string, ValidateFunction>()
+  const unroutedError = ajv.compile(ErrorEnvelope)
+
+  return (method: string, routeUrl: string | undefined, status: number, body: string): string | undefined => {
+    if (!routeUrl) {
+      return unroutedError(JSON.parse(body))
+        ? undefined
+        : `unrouted error body: ${ajv.errorsText(unroutedError.errors)}`
+    }
+    const operation = document.paths[toOpenApiPath(routeUrl)]?.[method.toLowerCase()]
+    if (!operation) return `${method} ${routeUrl} is not in the document`
+    const key = `${method} ${routeUrl} ${status}`
+    let validate = compiled.get(key)
+    if (!validate) {
+      const schema = operation.responses?.[String(status)]?.content?.['application/json']?.schema
+      if (!schema) return `status ${status} is not documented`
+      validate = ajv.compile(schema)
+      compiled.set(key, validate)
+    }
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(body)
+    } catch {
+      return 'body is not JSON'
+    }
+    return validate(parsed) ? undefined : ajv.errorsText(validate.errors)
+  }
+}
+
+/** Checks every response the app sends from now on against its OpenAPI document. */
+export function checkResponsesAgainstContract(app: FastifyInstance): void {
+  let check: ReturnType<typeof createResponseChecker> | undefined
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (!request.url.startsWith('/api/') && !request.url.startsWith('/actuator/health')) return payload
+    check ??= createResponseChecker(app.swagger() as unknown as OpenApiDocument)
+    const problem = check(request.method, request.routeOptions.url, reply.statusCode, String(payload))
+    if (problem)
+      violations.push({ request: `${request.method} ${request.url}`, status: reply.statusCode, problem })
+    return payload
+  })
+}

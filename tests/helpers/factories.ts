@@ -1,0 +1,98 @@
+import { randomUUID } from 'node:crypto'
+import type { Role } from '../../src/access/roles.js'
+import type { App } from '../../src/app.js'
+import { hashPassword } from '../../src/lib/passwords.js'
+import { createOrganization } from '../../src/modules/users/service.js'
+
+export const TEST_PASSWORD = 'correct-horse-battery-staple'
+// Hashing is deliberately slow; tests share one hash of the common password.
+let passwordHash: Promise<string> | undefined
+const testPasswordHash = () => {
+  passwordHash ??= hashPassword(TEST_PASSWORD)
+  return passwordHash
+}
+
+export interface TestUser {
+  id: number
+  email: string
+  subject: string
+  organizationId: number
+  groupPath: string
+  roles: Role[]
+  token: string
+}
+
+export interface TestOrganization {
+  id: number
+  groupPath: string
+  /** A user of this organization with the given roles, and a valid access token for them. */
+  user(...roles: Role[]): Promise<TestUser>
+}
+
+/** A fresh organization per test keeps tests independent without rolling anything back. */
+export async function newOrganization(app: App): Promise<TestOrganization> {
+  const groupPath = `/test/${randomUUID()}`
+  const organization = await createOrganization(app.db, { name: `Practice ${groupPath}`, groupPath })
+  return {
+    id: organization.id,
+    groupPath,
+    async user(...roles: Role[]) {
+      const subject = randomUUID()
+      const email = `${subject}@example.test`
+      const row = await app.db
+        .insertInto('users')
+        .values({
+          organization_id: organization.id,
+          subject,
+          email,
+          password_hash: await testPasswordHash(),
+          first_name: 'Test',
+          last_name: roles.join('-') || 'User',
+          roles,
+        })
+        .returning('id')
+        .executeTakeFirstOrThrow()
+      const user = { id: row.id, email, subject, organizationId: organization.id, groupPath, roles }
+      return { ...user, token: tokenFor(app, user) }
+    },
+  }
+}
+
+export function tokenFor(
+  app: App,
+  user: { subject: string; email: string; roles: string[]; groupPath: string },
+  lifetimeSeconds?: number,
+): string {
+  if (!app.tokenIssuer) throw new Error('The app under test is not its own issuer')
+  return app.tokenIssuer.issueAccessToken(
+    {
+      subject: user.subject,
+      email: user.email,
+      firstName: 'Test',
+      lastName: 'User',
+      roles: user.roles,
+      groupPath: user.groupPath,
+    },
+    randomUUID(),
+    lifetimeSeconds,
+  )
+}
+
+export const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
+
+let patientCounter = 0
+
+/** A valid creation body; each call yields a different name so searches can tell them apart. */
+export function patientBody(overrides: Record<string, unknown> = {}) {
+  patientCounter += 1
+  return {
+    identification: {
+      firstName: 'Jane',
+      lastName: `Doe${patientCounter}`,
+      dateOfBirth: '1984-07-12',
+      gender: 'Female',
+    },
+    contact: { email: `jane${patientCounter}@example.com`, phoneNumber: '+1 555 010 4477' },
+    ...overrides,
+  }
+}
