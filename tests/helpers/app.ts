@@ -26,10 +26,17 @@ export const testEnvironment = (overrides: Record<string, string> = {}) => ({
   ...overrides,
 })
 
-/** The whole service on this run's database, with every response checked against the contract. */
-export async function buildTestApp(environment: Record<string, string> = {}): Promise<App> {
+/**
+ * The whole service on this run's database, with every response checked against the contract.
+ * `extend` may add test-only routes before the app is sealed.
+ */
+export async function buildTestApp(
+  environment: Record<string, string> = {},
+  extend?: (app: App) => void,
+): Promise<App> {
   const app = await buildApp(loadConfig(testEnvironment(environment)), { database: await openTestDatabase() })
   checkResponsesAgainstContract(app)
+  extend?.(app)
   await app.ready()
   return app
 }

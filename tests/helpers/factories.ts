@@ -47,7 +47,7 @@ export async function newOrganization(app: App): Promise<TestOrganization> {
           email,
           password_hash: await testPasswordHash(),
           first_name: 'Test',
-          last_name: roles.join('-') || 'User',
+          last_name: 'User',
           roles,
         })
         .returning('id')

@@ -31,7 +31,7 @@ const duplicate = errorResponse(409, 'The MRN is already used in this organizati
 
 const patientRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
-    '/',
+    '',
     {
       schema: {
         tags,
@@ -84,7 +84,7 @@ const patientRoutes: FastifyPluginAsyncTypebox = async (app) => {
   )
 
   app.post(
-    '/',
+    '',
     {
       schema: {
         tags,

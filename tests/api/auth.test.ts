@@ -1,0 +1,215 @@
+import { createHash, createPublicKey, generateKeyPairSync } from 'node:crypto'
+import { decodeJwt, decodeProtectedHeader, importPKCS8, jwtVerify, SignJWT, UnsecuredJWT } from 'jose'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { App } from '../../src/app.js'
+import { buildTestApp } from '../helpers/app.js'
+import { bearer, newOrganization, TEST_PASSWORD, type TestUser, tokenFor } from '../helpers/factories.js'
+
+let app: App
+let signingKey: { kid: string; private_key: string; public_key: string }
+
+beforeAll(async () => {
+  app = await buildTestApp()
+  signingKey = await app.db
+    .selectFrom('signing_keys')
+    .select(['kid', 'private_key', 'public_key'])
+    .where('retired_at', 'is', null)
+    .orderBy('created_at', 'desc')
+    .executeTakeFirstOrThrow()
+})
+afterAll(async () => {
+  await app.close()
+})
+
+const login = (username: string, password: string) =>
+  app.inject({ method: 'POST', url: '/api/auth/login', payload: { username, password } })
+
+const me = (token: string) => app.inject({ url: '/api/auth/me', headers: bearer(token) })
+
+/** Re-signs a valid token's claims, changed, with the service's own key: only the change can fail it. */
+async function resigned(user: TestUser, change: (claims: Record<string, unknown>) => void) {
+  const claims: Record<string, unknown> = { ...decodeJwt(user.token) }
+  change(claims)
+  return new SignJWT(claims)
+    .setProtectedHeader({ alg: 'RS256', typ: 'JWT', kid: signingKey.kid })
+    .sign(await importPKCS8(signingKey.private_key, 'RS256'))
+}
+
+describe('POST /api/auth/login', () => {
+  it('returns 200 with the envelope login response and a Keycloak-shaped RS256 token', async () => {
+    const org = await newOrganization(app)
+    const user = await org.user('PROVIDER', 'NURSE')
+    const response = await login(user.email.toUpperCase(), TEST_PASSWORD)
+    expect(response.statusCode).toBe(200)
+    const body = response.json()
+    expect(body).toMatchObject({
+      success: true,
+      message: 'Login successful',
+      data: {
+        expiresIn: 3600,
+        user: { id: user.id, email: user.email, firstName: 'Test', role: 'PROVIDER' },
+      },
+    })
+    const { token, refreshToken } = body.data
+    expect(decodeProtectedHeader(token)).toEqual({ alg: 'RS256', typ: 'JWT', kid: signingKey.kid })
+
+    const { payload } = await jwtVerify(token, createPublicKey(signingKey.public_key), {
+      issuer: 'http://localhost:8080/realms/ehr',
+      audience: 'ehr-api',
+    })
+    expect(payload).toMatchObject({
+      sub: user.subject,
+      azp: 'ehr-api',
+      typ: 'Bearer',
+      realm_access: { roles: ['PROVIDER', 'NURSE'] },
+      resource_access: { 'ehr-api': { roles: ['PROVIDER', 'NURSE'] } },
+      groups: [org.groupPath],
+      email: user.email,
+      preferred_username: user.email,
+      given_name: 'Test',
+      email_verified: true,
+      scope: 'openid profile email',
+    })
+    expect((payload.exp ?? 0) - (payload.iat ?? 0)).toBe(3600)
+    expect(payload.jti).toMatch(/^[0-9a-f-]{36}$/)
+
+    const session = await app.db
+      .selectFrom('sessions')
+      .selectAll()
+      .where('id', '=', payload.session_state as string)
+      .executeTakeFirstOrThrow()
+    expect(session.refresh_token_hash).toBe(createHash('sha256').update(refreshToken).digest('base64url'))
+    expect(session.refresh_token_hash).not.toBe(refreshToken)
+    expect(session.expires_at.getTime() - Date.now()).toBeGreaterThan(86_300_000)
+  })
+
+  it('returns 401 AUTH_001 with the same body for a wrong password and for an unknown user', async () => {
+    const user = await (await newOrganization(app)).user('PROVIDER')
+    const wrongPassword = await login(user.email, 'not-the-password')
+    const unknownUser = await login('nobody@example.test', 'not-the-password')
+    expect(wrongPassword.statusCode).toBe(401)
+    expect(unknownUser.statusCode).toBe(401)
+    expect(wrongPassword.json()).toEqual({
+      success: false,
+      message: 'Invalid credentials',
+      error: { code: 'AUTH_001', details: 'Invalid username or password' },
+    })
+    expect(unknownUser.json()).toEqual(wrongPassword.json())
+  })
+
+  it('returns 401 for a deactivated account', async () => {
+    const user = await (await newOrganization(app)).user('PROVIDER')
+    await app.db.updateTable('users').set({ active: false }).where('id', '=', user.id).execute()
+    expect((await login(user.email, TEST_PASSWORD)).statusCode).toBe(401)
+  })
+
+  it('returns 422 VAL_002 when the password is missing', async () => {
+    const response = await app.inject({ method: 'POST', url: '/api/auth/login', payload: { username: 'a@b.c' } })
+    expect(response.statusCode).toBe(422)
+    expect(response.json().error).toEqual({ code: 'VAL_002', details: 'password is required' })
+  })
+})
+
+describe('GET /api/auth/me', () => {
+  it('returns the current user with roles and organization', async () => {
+    const org = await newOrganization(app)
+    const user = await org.user('ADMIN', 'PROVIDER')
+    const response = await me(user.token)
+    expect(response.statusCode).toBe(200)
+    expect(response.json().data).toEqual({
+      id: String(user.id),
+      email: user.email,
+      firstName: 'Test',
+      lastName: 'User',
+      roles: ['ADMIN', 'PROVIDER'],
+      organizationId: org.id,
+    })
+  })
+
+  it('accepts the token returned by login', async () => {
+    const user = await (await newOrganization(app)).user('NURSE')
+    const token = (await login(user.email, TEST_PASSWORD)).json().data.token
+    expect((await me(token)).json().data.email).toBe(user.email)
+  })
+})
+
+describe('access token verification', () => {
+  let user: TestUser
+
+  beforeAll(async () => {
+    user = await (await newOrganization(app)).user('PROVIDER')
+  })
+
+  it('returns 401 AUTH_002 for an expired token', async () => {
+    const response = await me(tokenFor(app, user, -60))
+    expect(response.statusCode).toBe(401)
+    expect(response.json().error.code).toBe('AUTH_002')
+  })
+
+  it.each([
+    ['no Authorization header', undefined],
+    ['a Basic header', 'Basic dXNlcjpwYXNz'],
+    ['a bearer of garbage', 'Bearer not.a.jwt'],
+    ['an empty bearer', 'Bearer '],
+  ])('returns 401 AUTH_001 for %s', async (_label, authorization) => {
+    const response = await app.inject({ url: '/api/auth/me', headers: authorization ? { authorization } : {} })
+    expect(response.statusCode).toBe(401)
+    expect(response.json()).toMatchObject({ success: false, error: { code: 'AUTH_001' } })
+  })
+
+  it('rejects an unsigned (alg none) token', async () => {
+    const unsigned = new UnsecuredJWT(decodeJwt(user.token)).encode()
+    expect((await me(unsigned)).statusCode).toBe(401)
+  })
+
+  it('rejects an HS256 token keyed with the public key', async () => {
+    const forged = await new SignJWT(decodeJwt(user.token))
+      .setProtectedHeader({ alg: 'HS256', kid: signingKey.kid })
+      .sign(new TextEncoder().encode(signingKey.public_key))
+    expect((await me(forged)).statusCode).toBe(401)
+  })
+
+  it('rejects a token signed by an unknown key, with or without our kid', async () => {
+    const rogue = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey
+    for (const kid of ['rogue', signingKey.kid]) {
+      const forged = await new SignJWT(decodeJwt(user.token)).setProtectedHeader({ alg: 'RS256', kid }).sign(rogue)
+      const response = await me(forged)
+      expect(response.statusCode, kid).toBe(401)
+      expect(response.json().error.code).toBe('AUTH_001')
+    }
+  })
+
+  it('accepts a correctly re-signed token (the control for the cases below)', async () => {
+    expect((await me(await resigned(user, () => {}))).statusCode).toBe(200)
+  })
+
+  it.each([
+    ['another issuer', (c: Record<string, unknown>) => Object.assign(c, { iss: 'https://evil.example/realms/ehr' })],
+    ['another audience', (c: Record<string, unknown>) => Object.assign(c, { aud: 'other-app', azp: 'other-app' })],
+    ['a refresh token type', (c: Record<string, unknown>) => Object.assign(c, { typ: 'Refresh' })],
+    ['an unknown subject', (c: Record<string, unknown>) => Object.assign(c, { sub: 'no-such-subject' })],
+    ['no exp claim', (c: Record<string, unknown>) => delete c.exp],
+  ])('returns 401 for %s', async (_label, change) => {
+    const response = await me(await resigned(user, change))
+    expect(response.statusCode).toBe(401)
+    expect(response.json().error.code).toBe('AUTH_001')
+  })
+
+  it("returns 403 AUTH_003 when the token's groups do not include the user's organization", async () => {
+    const response = await me(await resigned(user, (c) => Object.assign(c, { groups: ['/some/other/practice'] })))
+    expect(response.statusCode).toBe(403)
+    expect(response.json().error.code).toBe('AUTH_003')
+  })
+
+  it('takes roles from realm_access.roles of the token', async () => {
+    const downgraded = await resigned(user, (c) => Object.assign(c, { realm_access: { roles: ['BILLING'] } }))
+    expect((await app.inject({ url: '/api/patients', headers: bearer(downgraded) })).statusCode).toBe(403)
+    expect((await app.inject({ url: '/api/patients', headers: bearer(user.token) })).statusCode).toBe(200)
+  })
+
+  it('returns 401 for a deactivated account', async () => {
+    const inactive = await (await newOrganization(app)).user('PROVIDER')
+    await app.db.updateTable('users').set({ active: false }).where('id', '=', inactive.id).execute()
+    expect((await me(inactive.token)).statusCode).toBe(401)
+  })
+})
