@@ -11,7 +11,7 @@ export const ConfigSchema = Type.Object({
   }),
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
   HOST: Type.String({ minLength: 1, default: '0.0.0.0' }),
-  PUBLIC_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s/]+(:[0-9]+)?$' })),
+  PUBLIC_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s/]+/?$' })),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
     { default: 'info' },

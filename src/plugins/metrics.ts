@@ -20,6 +20,9 @@ const metrics: FastifyPluginAsync = async (app) => {
     },
   })
 
+  // fastify-metrics registers the summary even when it is disabled; it would only ever be empty.
+  app.metrics.client.register.removeSingleMetric('http_request_summary_seconds')
+
   const { Gauge } = app.metrics.client
   new Gauge({
     name: 'ehr_db_pool_connections',

@@ -53,7 +53,12 @@ export async function newOrganization(app: App): Promise<TestOrganization> {
         .returning('id')
         .executeTakeFirstOrThrow()
       const user = { id: row.id, email, subject, organizationId: organization.id, groupPath, roles }
-      return { ...user, token: tokenFor(app, user) }
+      return {
+        ...user,
+        get token() {
+          return tokenFor(app, user)
+        },
+      }
     },
   }
 }

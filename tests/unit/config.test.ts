@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest'
+import { ConfigError, loadConfig } from '../../src/config.js'
+
+describe('loadConfig', () => {
+  it('applies the documented defaults to an empty environment', () => {
+    const config = loadConfig({})
+    expect(config).toMatchObject({
+      PORT: 8080,
+      HOST: '0.0.0.0',
+      DATA_DIR: './data',
+      LOG_LEVEL: 'info',
+      MIGRATE_ON_START: true,
+      OIDC_REALM: 'ehr',
+      OIDC_CLIENT_ID: 'ehr-api',
+      embeddedIssuer: true,
+      tokenIssuer: 'http://localhost:8080/realms/ehr',
+    })
+    expect(config.DATABASE_URL).toBeUndefined()
+    expect(Object.isFrozen(config)).toBe(true)
+  })
+
+  it('converts text values and derives the issuer from PUBLIC_URL or OIDC_ISSUER_URL', () => {
+    expect(loadConfig({ PORT: '3000', MIGRATE_ON_START: 'false' })).toMatchObject({ PORT: 3000, MIGRATE_ON_START: false })
+    expect(loadConfig({ PUBLIC_URL: 'https://ehr.example/', OIDC_REALM: 'north' }).tokenIssuer).toBe(
+      'https://ehr.example/realms/north',
+    )
+    const external = loadConfig({ OIDC_ISSUER_URL: 'https://idp.example/realms/ehr/' })
+    expect(external).toMatchObject({ embeddedIssuer: false, tokenIssuer: 'https://idp.example/realms/ehr' })
+  })
+
+  it('names every bad variable and what was wrong', () => {
+    let error: unknown
+    try {
+      loadConfig({ PORT: 'eighty', LOG_LEVEL: 'loud', MIGRATE_ON_START: 'maybe', DATABASE_URL: 'mysql://x' })
+    } catch (caught) {
+      error = caught
+    }
+    expect(error).toBeInstanceOf(ConfigError)
+    const message = (error as Error).message
+    expect(message).toMatch(/PORT: Expected integer \(got "eighty"\)/)
+    expect(message).toContain('LOG_LEVEL')
+    expect(message).toMatch(/MIGRATE_ON_START: Expected boolean/)
+    expect(message).toContain('DATABASE_URL')
+  })
+
+  it('never echoes the value of a secret variable', () => {
+    expect(() => loadConfig({ ADMIN_PASSWORD: 'short', DATABASE_URL: 'mysql://user:hunter2@db' })).toThrow(
+      /ADMIN_PASSWORD: .*\(value hidden\)/,
+    )
+    try {
+      loadConfig({ ADMIN_PASSWORD: 'short', DATABASE_URL: 'mysql://user:hunter2@db' })
+    } catch (error) {
+      expect((error as Error).message).not.toMatch(/short|hunter2/)
+    }
+  })
+})

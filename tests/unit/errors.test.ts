@@ -1,0 +1,50 @@
+import { describe, expect, it } from 'vitest'
+import { AppError, ERRORS, fromDatabaseError } from '../../src/errors.js'
+
+describe('fromDatabaseError', () => {
+  it.each([
+    [{ code: '23505', constraint: 'x_key' }, 409, 'RES_002'],
+    [{ code: '23503', message: 'insert or update on table "a" violates foreign key constraint' }, 422, 'VAL_001'],
+    [{ code: '23503', message: 'update or delete on table "a" violates foreign key constraint' }, 409, 'RES_002'],
+    [{ code: '23502' }, 422, 'VAL_002'],
+    [{ code: '23514', constraint: 'status_check' }, 422, 'VAL_001'],
+    [{ code: '23P01', constraint: 'no_overlap' }, 409, 'RES_002'],
+    [{ code: '22007' }, 400, 'VAL_001'],
+    [{ code: '40001' }, 503, 'SYS_002'],
+    [{ code: 'ECONNREFUSED' }, 503, 'SYS_002'],
+    [{ code: '57P01' }, 503, 'SYS_002'],
+    [{ message: 'Connection terminated unexpectedly' }, 503, 'SYS_002'],
+  ])('maps %o to %i %s', (error, status, code) => {
+    const mapped = fromDatabaseError(error)
+    expect(mapped).toBeInstanceOf(AppError)
+    expect(mapped?.status).toBe(status)
+    expect(mapped?.code).toBe(code)
+  })
+
+  it('leaves other errors to the generic 500', () => {
+    expect(fromDatabaseError(new Error('boom'))).toBeUndefined()
+    expect(fromDatabaseError({ code: '42P01' })).toBeUndefined()
+    expect(fromDatabaseError(undefined)).toBeUndefined()
+  })
+
+  it('never puts the driver detail (which can hold values) in the details', () => {
+    const mapped = fromDatabaseError({ code: '23505', constraint: 'k', detail: 'Key (email)=(jane@example.com)' })
+    expect(mapped?.details).not.toContain('jane')
+  })
+})
+
+describe('the error table', () => {
+  it('has every code of the specification with its status', () => {
+    expect(Object.fromEntries(Object.entries(ERRORS).map(([code, { status }]) => [code, status]))).toEqual({
+      AUTH_001: 401,
+      AUTH_002: 401,
+      AUTH_003: 403,
+      VAL_001: 422,
+      VAL_002: 422,
+      RES_001: 404,
+      RES_002: 409,
+      SYS_001: 500,
+      SYS_002: 503,
+    })
+  })
+})

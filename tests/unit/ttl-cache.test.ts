@@ -1,0 +1,26 @@
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { TtlCache } from '../../src/lib/ttl-cache.js'
+
+describe('TtlCache', () => {
+  afterEach(() => {
+    vi.useRealTimers()
+  })
+
+  it('forgets entries after their time to live', () => {
+    vi.useFakeTimers()
+    const cache = new TtlCache<string, number>(1000, 10)
+    cache.set('a', 1)
+    vi.advanceTimersByTime(999)
+    expect(cache.get('a')).toBe(1)
+    vi.advanceTimersByTime(1)
+    expect(cache.get('a')).toBeUndefined()
+  })
+
+  it('drops the oldest entry when full', () => {
+    const cache = new TtlCache<string, number>(60_000, 2)
+    cache.set('a', 1)
+    cache.set('b', 2)
+    cache.set('c', 3)
+    expect([cache.get('a'), cache.get('b'), cache.get('c')]).toEqual([undefined, 2, 3])
+  })
+})
