@@ -49,8 +49,12 @@ export function openPostgres({ url, poolMax, onPoolError }: PostgresOptions): Da
       }) as typeof pg.types.getTypeParser,
     },
   })
-  // An idle client that loses its connection emits here; unhandled, it would end the process.
-  pool.on('error', (error) => onPoolError?.(error))
+  // A client that loses its connection emits 'error'. The pool listens only while the client is
+  // idle, so a drop during a query would otherwise be an uncaught exception that ends the process;
+  // every client therefore gets its own listener. The query fails with the same error and the pool
+  // discards the broken client. The pool's re-emission of idle errors was reported by that listener.
+  pool.on('connect', (client) => client.on('error', (error) => onPoolError?.(error)))
+  pool.on('error', () => {})
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
   return {
     db,

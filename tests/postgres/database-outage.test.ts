@@ -1,0 +1,55 @@
+import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest'
+import { openPostgres } from '../../db/connect.js'
+import { type App, buildApp } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { testEnvironment } from '../helpers/app.js'
+import { checkResponsesAgainstContract } from '../helpers/contract.js'
+import { bearer, newOrganization, patientBody, type TestUser } from '../helpers/factories.js'
+import { startTcpProxy } from '../helpers/tcp-proxy.js'
+
+let app: App
+let proxy: Awaited<ReturnType<typeof startTcpProxy>>
+let user: TestUser
+
+beforeAll(async () => {
+  const target = new URL(inject('testDatabaseUrl') as string)
+  proxy = await startTcpProxy(target.hostname, Number(target.port || 5432))
+  const proxied = new URL(target)
+  proxied.host = `127.0.0.1:${proxy.port}`
+  app = await buildApp(loadConfig(testEnvironment()), {
+    database: openPostgres({ url: proxied.toString(), poolMax: 4, onPoolError: () => {} }),
+  })
+  checkResponsesAgainstContract(app)
+  await app.ready()
+  user = await (await newOrganization(app)).user('PROVIDER')
+})
+afterAll(async () => {
+  await proxy.restore()
+  await app.close()
+})
+
+describe('when the database becomes unreachable', () => {
+  it('answers 503 SYS_002 and health DOWN, and recovers with nothing lost once it is back', async () => {
+    const created = await app.inject({ method: 'POST', url: '/api/patients', headers: bearer(user.token), payload: patientBody() })
+    expect(created.statusCode).toBe(201)
+    const patient = created.json().data
+
+    await proxy.cut()
+    const read = await app.inject({ url: `/api/patients/${patient.id}`, headers: bearer(user.token) })
+    expect(read.statusCode).toBe(503)
+    expect(read.json()).toMatchObject({ success: false, error: { code: 'SYS_002' } })
+    expect(read.body).not.toMatch(/ECONNREFUSED|127\.0\.0\.1/)
+
+    const health = await app.inject({ url: '/actuator/health' })
+    expect(health.statusCode).toBe(503)
+    expect(health.json()).toMatchObject({ status: 'DOWN', components: { db: { status: 'DOWN' }, ping: { status: 'UP' } } })
+    expect((await app.inject({ url: '/actuator/health/readiness' })).statusCode).toBe(503)
+    expect((await app.inject({ url: '/actuator/health/liveness' })).statusCode).toBe(200)
+
+    await proxy.restore()
+    const again = await app.inject({ url: `/api/patients/${patient.id}`, headers: bearer(user.token) })
+    expect(again.statusCode).toBe(200)
+    expect(again.json().data).toEqual(patient)
+    expect((await app.inject({ url: '/actuator/health' })).statusCode).toBe(200)
+  })
+})
