@@ -1,0 +1,26 @@
+import { writeFile } from 'node:fs/promises'
+import path from 'node:path'
+import { parseArgs } from 'node:util'
+import { openPglite } from '../db/connect.js'
+import { buildApp } from '../src/app.js'
+import { ConfigError, loadConfig } from '../src/config.js'
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { out: { type: 'string', default: 'openapi.json' } } })
+  const config = loadConfig({ ...process.env, LOG_LEVEL: 'silent', MIGRATE_ON_START: 'true' })
+  // A throwaway in-memory database: building the app needs the schema, not the operator's data.
+  const app = await buildApp(config, { database: await openPglite({}) })
+  try {
+    await app.ready()
+    const file = path.resolve(values.out)
+    await writeFile(file, `${JSON.stringify(app.swagger(), null, 2)}\n`)
+    process.stdout.write(`wrote ${file}\n`)
+  } finally {
+    await app.close()
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof ConfigError ? error.message : (error as Error).stack}\n`)
+  process.exitCode = 1
+})

@@ -1,0 +1,245 @@
+import { randomBytes } from 'node:crypto'
+import { pathToFileURL } from 'node:url'
+import { type ParseArgsConfig, parseArgs } from 'node:util'
+import { type Kysely, sql } from 'kysely'
+import type { Database } from '../db/database.js'
+import { ROLES } from '../src/access/roles.js'
+import { openConfiguredDatabase } from '../src/app.js'
+import { ConfigError, loadConfig } from '../src/config.js'
+import { AppError, fromDatabaseError, notFound } from '../src/errors.js'
+import { createOrganization, createUser } from '../src/modules/users/service.js'
+
+type Out = (line: string) => void
+
+/** Every option of every command; a command reads only those it declares, and required ones are checked. */
+interface Options {
+  name: string
+  group: string
+  org: string
+  email: string
+  first: string
+  last: string
+  roles: string
+  password?: string
+  subject?: string
+}
+
+interface Command {
+  /** The options the command accepts, each marked required (true) or not. */
+  options: Partial<Record<keyof Options, boolean>>
+  run(db: Kysely<Database>, options: Options, out: Out): Promise<void>
+}
+
+const USAGE = `Usage: npm run user -- <command> [options]
+
+Commands:
+  org create --name <name> --group <group path, e.g. /practices/north>
+  org list
+  create --org <id or group path> --email <email> --first <first name> --last <last name>
+         --roles <ROLE,ROLE> [--password <password>] [--subject <external sub>]
+  list --org <id or group path>
+  deactivate --email <email>
+  help
+
+Roles: ${ROLES.join(', ')}
+Without --password or --subject, create generates a password and prints it once.
+With --subject and no --password, the account signs in only through the external identity provider.
+Prefer the generated password: a --password value stays in the shell history.
+With the embedded database (no DATABASE_URL), stop the server first: PGlite cannot share its data directory.`
+
+// Long enough that base64url yields 24 characters, above the service's minimum password length.
+const GENERATED_PASSWORD_BYTES = 18
+
+async function findOrganization(db: Kysely<Database>, reference: string) {
+  const query = db.selectFrom('organizations').select(['id', 'group_path'])
+  // Longer digit strings cannot be an integer id; they are looked up as a group path instead.
+  const organization = await (/^\d{1,9}$/.test(reference)
+    ? query.where('id', '=', Number(reference))
+    : query.where('group_path', '=', reference)
+  ).executeTakeFirst()
+  if (!organization) throw notFound(`Organization ${reference}`)
+  return organization
+}
+
+async function orgCreate(db: Kysely<Database>, options: Options, out: Out) {
+  const organization = await createOrganization(db, { name: options.name, groupPath: options.group })
+  out(`Created organization ${organization.id} ${organization.group_path}`)
+}
+
+async function orgList(db: Kysely<Database>, _options: Options, out: Out) {
+  const organizations = await db
+    .selectFrom('organizations')
+    .select(['id', 'group_path', 'name'])
+    .orderBy('id')
+    .execute()
+  for (const organization of organizations) {
+    out(`${organization.id}\t${organization.group_path}\t${organization.name}`)
+  }
+  if (organizations.length === 0) out('No organizations')
+}
+
+async function userCreate(db: Kysely<Database>, options: Options, out: Out) {
+  const organization = await findOrganization(db, options.org)
+  const generatedPassword =
+    options.password === undefined && options.subject === undefined
+      ? randomBytes(GENERATED_PASSWORD_BYTES).toString('base64url')
+      : undefined
+  const user = await createUser(db, {
+    organizationId: organization.id,
+    email: options.email,
+    firstName: options.first,
+    lastName: options.last,
+    roles: options.roles.split(',').map((role) => role.trim()),
+    password: options.password ?? generatedPassword,
+    subject: options.subject,
+  })
+  out(
+    `Created user ${user.id} ${user.email} in ${organization.group_path} with roles ${user.roles.join(',')}`,
+  )
+  if (generatedPassword) out(`Generated password (shown only now): ${generatedPassword}`)
+}
+
+async function userList(db: Kysely<Database>, options: Options, out: Out) {
+  const organization = await findOrganization(db, options.org)
+  const users = await db
+    .selectFrom('users')
+    .select(['id', 'email', 'roles', 'active'])
+    .where('organization_id', '=', organization.id)
+    .orderBy('id')
+    .execute()
+  for (const user of users) {
+    out(`${user.id}\t${user.email}\t${user.roles.join(',')}\t${user.active ? 'active' : 'inactive'}`)
+  }
+  if (users.length === 0) out('No users')
+}
+
+async function userDeactivate(db: Kysely<Database>, options: Options, out: Out) {
+  const user = await db
+    .updateTable('users')
+    .set({ active: false, updated_at: sql<Date>`now()` })
+    .where((eb) => eb(eb.fn('lower', ['email']), '=', eb.fn('lower', [eb.val(options.email)])))
+    .returning(['id', 'email'])
+    .executeTakeFirst()
+  if (!user) throw notFound(`User ${options.email}`)
+  out(`Deactivated user ${user.id} ${user.email}`)
+}
+
+const COMMANDS: Record<string, Command> = {
+  'org create': { options: { name: true, group: true }, run: orgCreate },
+  'org list': { options: {}, run: orgList },
+  create: {
+    options: {
+      org: true,
+      email: true,
+      first: true,
+      last: true,
+      roles: true,
+      password: false,
+      subject: false,
+    },
+    run: userCreate,
+  },
+  list: { options: { org: true }, run: userList },
+  deactivate: { options: { email: true }, run: userDeactivate },
+}
+
+const isHelp = (argv: string[]) => argv.length === 0 || ['help', '--help', '-h'].includes(argv[0] ?? '')
+
+class UsageError extends Error {}
+
+function parseOptions(command: Command, args: string[]): Options {
+  const declared = Object.keys(command.options).map((option) => [option, { type: 'string' }] as const)
+  let values: Record<string, unknown>
+  try {
+    values = parseArgs({
+      args,
+      options: Object.fromEntries(declared) as ParseArgsConfig['options'],
+      strict: true,
+      allowPositionals: false,
+    }).values
+  } catch (error) {
+    throw new UsageError((error as Error).message)
+  }
+  for (const [option, required] of Object.entries(command.options)) {
+    if (required && !values[option]) throw new UsageError(`Missing option --${option}`)
+  }
+  return values as unknown as Options
+}
+
+function parseCommand(argv: string[]): { command: Command; options: Options } {
+  const name = argv[0] === 'org' ? `org ${argv[1] ?? ''}` : (argv[0] ?? '')
+  const command = COMMANDS[name]
+  if (!command) throw new UsageError(`Unknown command: ${name.trim()}`)
+  return { command, options: parseOptions(command, argv.slice(name.split(' ').length)) }
+}
+
+const DUPLICATES: Record<string, (options: Options) => string> = {
+  organizations_group_path_key: (options) =>
+    `An organization with group path ${options.group} already exists`,
+  users_email_key: (options) => `A user with email ${options.email} already exists`,
+  users_subject_key: (options) => `A user with subject ${options.subject} already exists`,
+}
+
+function failureMessage(error: unknown, options: Options): string | undefined {
+  if (error instanceof AppError) return error.details
+  const { code, constraint = '' } = error as { code?: string; constraint?: string }
+  if (code === '23505') {
+    return DUPLICATES[constraint]?.(options) ?? `A record with the same value already exists (${constraint})`
+  }
+  return fromDatabaseError(error)?.details
+}
+
+/** Runs one operator command; returns the process exit code (0 done, 1 refused, 2 bad usage). */
+export async function runUserCommand(db: Kysely<Database>, argv: string[], out: Out): Promise<number> {
+  if (isHelp(argv)) {
+    out(USAGE)
+    return 0
+  }
+  let parsed: ReturnType<typeof parseCommand>
+  try {
+    parsed = parseCommand(argv)
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error
+    out(`${error.message}\n\n${USAGE}`)
+    return 2
+  }
+  try {
+    await parsed.command.run(db, parsed.options, out)
+    return 0
+  } catch (error) {
+    const message = failureMessage(error, parsed.options)
+    if (message === undefined) throw error
+    out(`Error: ${message}`)
+    return 1
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  const out = (line: string) => process.stdout.write(`${line}\n`)
+  // Help needs no database; opening an embedded one for the first time would create it.
+  if (isHelp(argv)) {
+    out(USAGE)
+    return 0
+  }
+  const config = loadConfig(process.env)
+  const handle = await openConfiguredDatabase(config, (error) =>
+    process.stderr.write(`database pool error: ${error.message}\n`),
+  )
+  try {
+    return await runUserCommand(handle.db, argv, out)
+  } finally {
+    await handle.close()
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code
+    },
+    (error: unknown) => {
+      process.stderr.write(`${error instanceof ConfigError ? error.message : (error as Error).stack}\n`)
+      process.exitCode = 1
+    },
+  )
+}

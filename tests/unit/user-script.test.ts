@@ -1,0 +1,210 @@
+import { randomUUID } from 'node:crypto'
+import { sql } from 'kysely'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { DatabaseHandle } from '../../db/connect.js'
+import { runUserCommand } from '../../scripts/user.js'
+import { verifyPassword } from '../../src/lib/passwords.js'
+import { openTestDatabase } from '../helpers/app.js'
+
+let handle: DatabaseHandle
+
+beforeAll(async () => {
+  handle = await openTestDatabase()
+})
+afterAll(async () => {
+  await handle.close()
+})
+
+async function run(...argv: string[]) {
+  const lines: string[] = []
+  const code = await runUserCommand(handle.db, argv, (line) => lines.push(line))
+  return { code, output: lines.join('\n') }
+}
+
+/** A fresh organization, created through the script, and a unique e-mail address for it. */
+async function newOrganization() {
+  const group = `/test/${randomUUID()}`
+  const result = await run('org', 'create', '--name', 'Script Practice', '--group', group)
+  expect(result.code).toBe(0)
+  return { group, email: `${randomUUID()}@example.test` }
+}
+
+const findUser = (email: string) =>
+  handle.db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirstOrThrow()
+
+const userArgs = (group: string, email: string) => [
+  'create',
+  '--org',
+  group,
+  '--email',
+  email,
+  '--first',
+  'Ann',
+  '--last',
+  'Lee',
+  '--roles',
+  'ADMIN,PROVIDER',
+]
+
+describe('user script: org', () => {
+  it('creates an organization and prints its id and group path', async () => {
+    const group = `/test/${randomUUID()}`
+    const result = await run('org', 'create', '--name', 'North Clinic', '--group', group)
+    expect(result.code).toBe(0)
+    const row = await handle.db
+      .selectFrom('organizations')
+      .selectAll()
+      .where('group_path', '=', group)
+      .executeTakeFirstOrThrow()
+    expect(row.name).toBe('North Clinic')
+    expect(result.output).toBe(`Created organization ${row.id} ${group}`)
+  })
+
+  it('exits 1 with "already exists" when the group path is taken', async () => {
+    const { group } = await newOrganization()
+    const result = await run('org', 'create', '--name', 'Again', '--group', group)
+    expect(result.code).toBe(1)
+    expect(result.output).toContain(`group path ${group} already exists`)
+  })
+
+  it('lists organizations with id, group path and name', async () => {
+    const { group } = await newOrganization()
+    const result = await run('org', 'list')
+    expect(result.code).toBe(0)
+    expect(result.output).toMatch(new RegExp(`^\\d+\\t${group}\\tScript Practice$`, 'm'))
+  })
+})
+
+describe('user script: create', () => {
+  it('creates a user with the given roles and stores only a hash of the given password', async () => {
+    const { group, email } = await newOrganization()
+    const result = await run(...userArgs(group, email), '--password', 'a-long-enough-password')
+    expect(result.code).toBe(0)
+    const user = await findUser(email)
+    expect(user.roles).toEqual(['ADMIN', 'PROVIDER'])
+    expect(user.first_name).toBe('Ann')
+    expect(user.password_hash).not.toBe('a-long-enough-password')
+    expect(await verifyPassword('a-long-enough-password', user.password_hash as string)).toBe(true)
+    expect(result.output).not.toContain(user.password_hash as string)
+    expect(result.output).not.toContain('Generated password')
+  })
+
+  it('accepts the organization by id', async () => {
+    const { group, email } = await newOrganization()
+    const organization = await handle.db
+      .selectFrom('organizations')
+      .select('id')
+      .where('group_path', '=', group)
+      .executeTakeFirstOrThrow()
+    const result = await run(
+      ...userArgs(String(organization.id), email),
+      '--password',
+      'a-long-enough-password',
+    )
+    expect(result.code).toBe(0)
+    expect((await findUser(email)).organization_id).toBe(organization.id)
+  })
+
+  it('generates a password, prints it once, and stores a hash that verifies', async () => {
+    const { group, email } = await newOrganization()
+    const result = await run(...userArgs(group, email))
+    expect(result.code).toBe(0)
+    const password = result.output.match(/Generated password \(shown only now\): (\S+)/)?.[1]
+    expect(password).toBeDefined()
+    expect((password as string).length).toBeGreaterThanOrEqual(16)
+    expect(result.output.split(password as string)).toHaveLength(2)
+    const user = await findUser(email)
+    expect(await verifyPassword(password as string, user.password_hash as string)).toBe(true)
+  })
+
+  it('creates an account without a password when only --subject is given', async () => {
+    const { group, email } = await newOrganization()
+    const subject = `external-${randomUUID()}`
+    const result = await run(...userArgs(group, email), '--subject', subject)
+    expect(result.code).toBe(0)
+    expect(result.output).not.toContain('Generated password')
+    const user = await findUser(email)
+    expect(user.subject).toBe(subject)
+    expect(user.password_hash).toBeNull()
+  })
+
+  it('exits 1 naming an unknown role and creates nothing', async () => {
+    const { group, email } = await newOrganization()
+    const args = userArgs(group, email).map((arg) => (arg === 'ADMIN,PROVIDER' ? 'ADMIN,SURGEON' : arg))
+    const result = await run(...args, '--password', 'a-long-enough-password')
+    expect(result.code).toBe(1)
+    expect(result.output).toBe('Error: Unknown roles: SURGEON')
+    const rows = await handle.db.selectFrom('users').select('id').where('email', '=', email).execute()
+    expect(rows).toEqual([])
+  })
+
+  it('exits 2 with the usage text when --email is missing', async () => {
+    const { group } = await newOrganization()
+    const result = await run('create', '--org', group, '--first', 'A', '--last', 'L', '--roles', 'ADMIN')
+    expect(result.code).toBe(2)
+    expect(result.output).toContain('Missing option --email')
+    expect(result.output).toContain('Usage: npm run user')
+  })
+
+  it('exits 1 with "already exists" when the e-mail is taken, whatever its case', async () => {
+    const { group, email } = await newOrganization()
+    expect((await run(...userArgs(group, email))).code).toBe(0)
+    const result = await run(...userArgs(group, email.toUpperCase()))
+    expect(result.code).toBe(1)
+    expect(result.output).toContain('already exists')
+  })
+
+  it('exits 1 when the organization does not exist', async () => {
+    const result = await run(...userArgs(`/test/${randomUUID()}`, `${randomUUID()}@example.test`))
+    expect(result.code).toBe(1)
+    expect(result.output).toMatch(/^Error: Organization \/test\/\S+ not found$/)
+  })
+})
+
+describe('user script: list and deactivate', () => {
+  it('lists the users of an organization with roles and state', async () => {
+    const { group, email } = await newOrganization()
+    await run(...userArgs(group, email))
+    const user = await findUser(email)
+    const result = await run('list', '--org', group)
+    expect(result.code).toBe(0)
+    expect(result.output).toBe(`${user.id}\t${email}\tADMIN,PROVIDER\tactive`)
+  })
+
+  it('deactivates a user found by e-mail in any case', async () => {
+    const { group, email } = await newOrganization()
+    await run(...userArgs(group, email))
+    const result = await run('deactivate', '--email', email.toUpperCase())
+    expect(result.code).toBe(0)
+    const after = await handle.db
+      .selectFrom('users')
+      .select(['active', sql<boolean>`updated_at > created_at`.as('touched')])
+      .where('email', '=', email)
+      .executeTakeFirstOrThrow()
+    expect(after).toEqual({ active: false, touched: true })
+    expect((await run('list', '--org', group)).output).toMatch(/\tinactive$/)
+  })
+
+  it('exits 1 when no user has the e-mail', async () => {
+    const result = await run('deactivate', '--email', `${randomUUID()}@example.test`)
+    expect(result.code).toBe(1)
+    expect(result.output).toContain('not found')
+  })
+})
+
+describe('user script: usage', () => {
+  it('prints the usage text and exits 0 for help or no arguments', async () => {
+    for (const argv of [[], ['help']]) {
+      const result = await run(...argv)
+      expect(result.code).toBe(0)
+      expect(result.output).toContain('Usage: npm run user')
+    }
+  })
+
+  it('exits 2 for an unknown command or option', async () => {
+    expect((await run('promote', '--email', 'a@b.co')).code).toBe(2)
+    const result = await run('org', 'list', '--verbose')
+    expect(result.code).toBe(2)
+    expect(result.output).toContain("Unknown option '--verbose'")
+  })
+})
