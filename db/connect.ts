@@ -4,6 +4,7 @@ import { PGlite, types as pgliteTypes } from '@electric-sql/pglite'
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm'
 import { Kysely, PostgresDialect } from 'kysely'
 import pg from 'pg'
+import { lockDataDir } from './data-dir-lock.js'
 import type { Database } from './database.js'
 import { PgliteDialect } from './pglite-dialect.js'
 
@@ -74,13 +75,23 @@ export interface PgliteOptions {
 export const pgliteExtensions = { pg_trgm }
 
 export async function openPglite({ dataDir, loadDataDir }: PgliteOptions): Promise<DatabaseHandle> {
-  if (dataDir) await mkdir(path.dirname(path.resolve(dataDir)), { recursive: true })
-  const pglite = await PGlite.create({
-    ...(dataDir ? { dataDir } : {}),
-    ...(loadDataDir ? { loadDataDir } : {}),
-    extensions: pgliteExtensions,
-    parsers: { [pgliteTypes.INT8]: Number, [pgliteTypes.DATE]: keepText },
-  })
+  let unlock = async () => {}
+  if (dataDir) {
+    await mkdir(path.dirname(path.resolve(dataDir)), { recursive: true })
+    unlock = await lockDataDir(`${path.resolve(dataDir)}.lock`, `The embedded database in ${dataDir}`)
+  }
+  let pglite: PGlite
+  try {
+    pglite = await PGlite.create({
+      ...(dataDir ? { dataDir } : {}),
+      ...(loadDataDir ? { loadDataDir } : {}),
+      extensions: pgliteExtensions,
+      parsers: { [pgliteTypes.INT8]: Number, [pgliteTypes.DATE]: keepText },
+    })
+  } catch (error) {
+    await unlock()
+    throw error
+  }
   const db = new Kysely<Database>({ dialect: new PgliteDialect(pglite) })
   return {
     db,
@@ -89,6 +100,7 @@ export async function openPglite({ dataDir, loadDataDir }: PgliteOptions): Promi
     close: async () => {
       await db.destroy()
       await pglite.close()
+      await unlock()
     },
   }
 }

@@ -63,7 +63,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   await app.register(auth, { config })
   await app.register(routeConventions)
   await app.register(metrics)
-  await app.register(openapi, { publicUrl: config.PUBLIC_URL })
+  await app.register(openapi)
   await app.register(health, { dataDir: config.DATA_DIR })
 
   await app.register(authRoutes, { prefix: '/api/auth' })

@@ -6,9 +6,6 @@ import { Value } from '@sinclair/typebox/value'
  * their defaults; keep the two in step.
  */
 export const ConfigSchema = Type.Object({
-  NODE_ENV: Type.Union([Type.Literal('development'), Type.Literal('production'), Type.Literal('test')], {
-    default: 'development',
-  }),
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
   HOST: Type.String({ minLength: 1, default: '0.0.0.0' }),
   PUBLIC_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s/]+/?$' })),
@@ -23,7 +20,6 @@ export const ConfigSchema = Type.Object({
   BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, maximum: 50 * 1024 * 1024, default: 1024 * 1024 }),
   OIDC_ISSUER_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
   OIDC_CLIENT_ID: Type.String({ minLength: 1, default: 'ehr-api' }),
-  OIDC_CLIENT_SECRET: Type.Optional(Type.String({ minLength: 1 })),
   OIDC_REALM: Type.String({ pattern: '^[A-Za-z0-9_-]+$', default: 'ehr' }),
   ADMIN_EMAIL: Type.String({ pattern: '^[^@\\s]+@[^@\\s]+\\.[^@\\s]+$', default: 'admin@example.com' }),
   ADMIN_PASSWORD: Type.Optional(Type.String({ minLength: 12 })),

@@ -26,14 +26,15 @@ ${errorTable}
 VAL_001 is also used with 413 (body too large) and 415 (unsupported Content-Type).`
 
 /** The OpenAPI 3.1 document at /v3/api-docs and the explorer at /swagger-ui.html. */
-const openapi: FastifyPluginAsync<{ publicUrl: string }> = async (app, { publicUrl }) => {
+const openapi: FastifyPluginAsync = async (app) => {
   await app.register(swagger, {
     // Untagged routes (the metrics endpoint, the explorer's own files) stay out of the document.
     hideUntagged: true,
     openapi: {
       openapi: '3.1.0',
       info: { title: 'EHR Service API', version: '0.1.0', description },
-      servers: [{ url: publicUrl }],
+      // Relative: the document describes whichever address it is served from.
+      servers: [{ url: '/' }],
       components: {
         securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
       },

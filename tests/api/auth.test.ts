@@ -104,7 +104,11 @@ describe('POST /api/auth/login', () => {
   })
 
   it('returns 422 VAL_002 when the password is missing', async () => {
-    const response = await app.inject({ method: 'POST', url: '/api/auth/login', payload: { username: 'a@b.c' } })
+    const response = await app.inject({
+      method: 'POST',
+      url: '/api/auth/login',
+      payload: { username: 'a@b.c' },
+    })
     expect(response.statusCode).toBe(422)
     expect(response.json().error).toEqual({ code: 'VAL_002', details: 'password is required' })
   })
@@ -152,7 +156,10 @@ describe('access token verification', () => {
     ['a bearer of garbage', 'Bearer not.a.jwt'],
     ['an empty bearer', 'Bearer '],
   ])('returns 401 AUTH_001 for %s', async (_label, authorization) => {
-    const response = await app.inject({ url: '/api/auth/me', headers: authorization ? { authorization } : {} })
+    const response = await app.inject({
+      url: '/api/auth/me',
+      headers: authorization ? { authorization } : {},
+    })
     expect(response.statusCode).toBe(401)
     expect(response.json()).toMatchObject({ success: false, error: { code: 'AUTH_001' } })
   })
@@ -172,7 +179,9 @@ describe('access token verification', () => {
   it('rejects a token signed by an unknown key, with or without our kid', async () => {
     const rogue = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey
     for (const kid of ['rogue', signingKey.kid]) {
-      const forged = await new SignJWT(decodeJwt(user.token)).setProtectedHeader({ alg: 'RS256', kid }).sign(rogue)
+      const forged = await new SignJWT(decodeJwt(user.token))
+        .setProtectedHeader({ alg: 'RS256', kid })
+        .sign(rogue)
       const response = await me(forged)
       expect(response.statusCode, kid).toBe(401)
       expect(response.json().error.code).toBe('AUTH_001')
@@ -184,8 +193,14 @@ describe('access token verification', () => {
   })
 
   it.each([
-    ['another issuer', (c: Record<string, unknown>) => Object.assign(c, { iss: 'https://evil.example/realms/ehr' })],
-    ['another audience', (c: Record<string, unknown>) => Object.assign(c, { aud: 'other-app', azp: 'other-app' })],
+    [
+      'another issuer',
+      (c: Record<string, unknown>) => Object.assign(c, { iss: 'https://evil.example/realms/ehr' }),
+    ],
+    [
+      'another audience',
+      (c: Record<string, unknown>) => Object.assign(c, { aud: 'other-app', azp: 'other-app' }),
+    ],
     ['a refresh token type', (c: Record<string, unknown>) => Object.assign(c, { typ: 'Refresh' })],
     ['an unknown subject', (c: Record<string, unknown>) => Object.assign(c, { sub: 'no-such-subject' })],
     ['no exp claim', (c: Record<string, unknown>) => delete c.exp],
@@ -196,7 +211,9 @@ describe('access token verification', () => {
   })
 
   it("returns 403 AUTH_003 when the token's groups do not include the user's organization", async () => {
-    const response = await me(await resigned(user, (c) => Object.assign(c, { groups: ['/some/other/practice'] })))
+    const response = await me(
+      await resigned(user, (c) => Object.assign(c, { groups: ['/some/other/practice'] })),
+    )
     expect(response.statusCode).toBe(403)
     expect(response.json().error.code).toBe('AUTH_003')
   })

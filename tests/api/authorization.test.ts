@@ -40,23 +40,27 @@ describe('every /api route without a token', () => {
     expect(response.json()).toMatchObject({ success: false, error: { code: 'AUTH_001' } })
   })
 
-  it.each(Object.entries(ROUTE_ACCESS).filter(([, access]) => access.allow === 'public').map(([key]) => key))(
-    '%s is public: no 401 without a token',
-    async (key) => {
-      const response = await request(key)
-      expect(response.statusCode).not.toBe(401)
-      expect(response.statusCode).toBeLessThan(500)
-    },
-  )
+  it.each(
+    Object.entries(ROUTE_ACCESS)
+      .filter(([, access]) => access.allow === 'public')
+      .map(([key]) => key),
+  )('%s is public: no 401 without a token', async (key) => {
+    const response = await request(key)
+    expect(response.statusCode).not.toBe(401)
+    expect(response.statusCode).toBeLessThan(500)
+  })
 })
 
 describe('every role-restricted /api route', () => {
   const restricted = Object.entries(ROUTE_ACCESS).filter(([, access]) => Array.isArray(access.allow))
 
-  it.each(restricted.map(([key]) => key))('%s returns 403 AUTH_003 to a user without the role', async (key) => {
-    const user = await (await newOrganization(app)).user('USER')
-    const response = await request(key, bearer(user.token))
-    expect(response.statusCode).toBe(403)
-    expect(response.json()).toMatchObject({ success: false, error: { code: 'AUTH_003' } })
-  })
+  it.each(restricted.map(([key]) => key))(
+    '%s returns 403 AUTH_003 to a user without the role',
+    async (key) => {
+      const user = await (await newOrganization(app)).user('USER')
+      const response = await request(key, bearer(user.token))
+      expect(response.statusCode).toBe(403)
+      expect(response.json()).toMatchObject({ success: false, error: { code: 'AUTH_003' } })
+    },
+  )
 })

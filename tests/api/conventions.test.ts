@@ -71,11 +71,17 @@ describe('the error envelope', () => {
 
 describe('X-Request-Id', () => {
   it('echoes a safe caller id and generates one otherwise', async () => {
-    const kept = await app.inject({ url: '/actuator/health/liveness', headers: { 'x-request-id': 'abc-123.x:y' } })
+    const kept = await app.inject({
+      url: '/actuator/health/liveness',
+      headers: { 'x-request-id': 'abc-123.x:y' },
+    })
     expect(kept.headers['x-request-id']).toBe('abc-123.x:y')
     const generated = await app.inject({ url: '/actuator/health/liveness' })
     expect(generated.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/)
-    const unsafe = await app.inject({ url: '/actuator/health/liveness', headers: { 'x-request-id': 'bad id\u0007<script>' } })
+    const unsafe = await app.inject({
+      url: '/actuator/health/liveness',
+      headers: { 'x-request-id': 'bad id\u0007<script>' },
+    })
     expect(unsafe.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/)
   })
 

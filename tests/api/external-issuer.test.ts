@@ -29,7 +29,8 @@ const claimsFor = (subject: string, groups: string[]) => ({
   groups,
 })
 
-const me = (token: string) => app.inject({ url: '/api/auth/me', headers: { authorization: `Bearer ${token}` } })
+const me = (token: string) =>
+  app.inject({ url: '/api/auth/me', headers: { authorization: `Bearer ${token}` } })
 
 describe('with OIDC_ISSUER_URL (external identity provider)', () => {
   it("accepts a token signed with a key from the provider's JWKS", async () => {
@@ -68,7 +69,11 @@ describe('with OIDC_ISSUER_URL (external identity provider)', () => {
   })
 
   it('does not offer password login: clients sign in at the provider', async () => {
-    const response = await app.inject({ method: 'POST', url: '/api/auth/login', payload: { username: 'a', password: 'b' } })
+    const response = await app.inject({
+      method: 'POST',
+      url: '/api/auth/login',
+      payload: { username: 'a', password: 'b' },
+    })
     expect(response.statusCode).toBe(404)
   })
 })

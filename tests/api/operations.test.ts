@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
 import { buildTestApp } from '../helpers/app.js'
@@ -36,7 +37,9 @@ describe('GET /actuator/prometheus', () => {
     expect(response.statusCode).toBe(200)
     expect(response.headers['content-type']).toContain('text/plain')
     const text = response.body
-    expect(text).toMatch(/http_request_duration_seconds_bucket\{[^}]*route="\/api\/patients\/:id"[^}]*status_code="404"/)
+    expect(text).toMatch(
+      /http_request_duration_seconds_bucket\{[^}]*route="\/api\/patients\/:id"[^}]*status_code="404"/,
+    )
     expect(text).not.toContain('/api/patients/123456')
     expect(text).not.toContain('http_request_summary_seconds')
     expect(text).toMatch(/ehr_db_pool_connections\{state="total"\} \d+/)
@@ -59,11 +62,21 @@ describe('the OpenAPI document', () => {
     expect(document.info.description).toContain('| AUTH_002 | 401 |')
   })
 
+  it('matches the committed openapi.json (run npm run openapi after changing routes or schemas)', () => {
+    expect(JSON.parse(readFileSync('openapi.json', 'utf8'))).toEqual(
+      JSON.parse(JSON.stringify(app.swagger())),
+    )
+  })
+
   it('documents every /api operation with an id, a tag, its security, its roles and its error responses', async () => {
     const document = (await app.inject({ url: '/v3/api-docs' })).json()
-    const operations = Object.entries(document.paths as Record<string, Record<string, Record<string, unknown>>>)
+    const operations = Object.entries(
+      document.paths as Record<string, Record<string, Record<string, unknown>>>,
+    )
       .filter(([path]) => path.startsWith('/api/'))
-      .flatMap(([path, methods]) => Object.entries(methods).map(([method, operation]) => ({ path, method, operation })))
+      .flatMap(([path, methods]) =>
+        Object.entries(methods).map(([method, operation]) => ({ path, method, operation })),
+      )
     expect(operations.length).toBe(app.apiRoutes.length)
     for (const { path, method, operation } of operations) {
       const label = `${method} ${path}`

@@ -18,7 +18,6 @@ export async function openTestDatabase(): Promise<DatabaseHandle> {
 }
 
 export const testEnvironment = (overrides: Record<string, string> = {}) => ({
-  NODE_ENV: 'test',
   LOG_LEVEL: 'silent',
   MIGRATE_ON_START: 'false',
   DATA_DIR: tmpdir(),

@@ -4,7 +4,7 @@ import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose'
 
 export interface SigningKeyPair {
   kid: string
-  privateKey: CryptoKey
+  privateKey: Awaited<ReturnType<typeof generateKeyPair>>['privateKey']
   jwk: JWK
 }
 

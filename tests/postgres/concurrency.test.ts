@@ -18,7 +18,12 @@ describe('concurrent writes on PostgreSQL', () => {
     const user = await org.user('PROVIDER')
     const attempts = await Promise.all(
       Array.from({ length: 12 }, () =>
-        app.inject({ method: 'POST', url: '/api/patients', headers: bearer(user.token), payload: patientBody({ mrn: 'RACE-1' }) }),
+        app.inject({
+          method: 'POST',
+          url: '/api/patients',
+          headers: bearer(user.token),
+          payload: patientBody({ mrn: 'RACE-1' }),
+        }),
       ),
     )
     const statuses = attempts.map((response) => response.statusCode).sort()
@@ -36,7 +41,12 @@ describe('concurrent writes on PostgreSQL', () => {
     const user = await (await newOrganization(app)).user('PROVIDER')
     const created = await Promise.all(
       Array.from({ length: 20 }, () =>
-        app.inject({ method: 'POST', url: '/api/patients', headers: bearer(user.token), payload: patientBody() }),
+        app.inject({
+          method: 'POST',
+          url: '/api/patients',
+          headers: bearer(user.token),
+          payload: patientBody(),
+        }),
       ),
     )
     expect(created.every((response) => response.statusCode === 201)).toBe(true)
@@ -48,7 +58,12 @@ describe('concurrent writes on PostgreSQL', () => {
     const org = await newOrganization(app)
     const user = await org.user('PROVIDER')
     const patient = (
-      await app.inject({ method: 'POST', url: '/api/patients', headers: bearer(user.token), payload: patientBody() })
+      await app.inject({
+        method: 'POST',
+        url: '/api/patients',
+        headers: bearer(user.token),
+        payload: patientBody(),
+      })
     ).json().data
     const names = Array.from({ length: 10 }, (_, i) => `Concurrent${i}`)
     const updates = await Promise.all(

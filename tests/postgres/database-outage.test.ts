@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest'
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import { openPostgres } from '../../db/connect.js'
 import { type App, buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
@@ -30,7 +30,12 @@ afterAll(async () => {
 
 describe('when the database becomes unreachable', () => {
   it('answers 503 SYS_002 and health DOWN, and recovers with nothing lost once it is back', async () => {
-    const created = await app.inject({ method: 'POST', url: '/api/patients', headers: bearer(user.token), payload: patientBody() })
+    const created = await app.inject({
+      method: 'POST',
+      url: '/api/patients',
+      headers: bearer(user.token),
+      payload: patientBody(),
+    })
     expect(created.statusCode).toBe(201)
     const patient = created.json().data
 
@@ -42,7 +47,10 @@ describe('when the database becomes unreachable', () => {
 
     const health = await app.inject({ url: '/actuator/health' })
     expect(health.statusCode).toBe(503)
-    expect(health.json()).toMatchObject({ status: 'DOWN', components: { db: { status: 'DOWN' }, ping: { status: 'UP' } } })
+    expect(health.json()).toMatchObject({
+      status: 'DOWN',
+      components: { db: { status: 'DOWN' }, ping: { status: 'UP' } },
+    })
     expect((await app.inject({ url: '/actuator/health/readiness' })).statusCode).toBe(503)
     expect((await app.inject({ url: '/actuator/health/liveness' })).statusCode).toBe(200)
 

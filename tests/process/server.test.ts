@@ -15,7 +15,14 @@ const serverEntry = path.resolve('src/server.ts')
 /** Starts the real entry point as `npm start` does, on loopback and an ephemeral port. */
 async function startServer(dataDir: string, env: Record<string, string> = {}): Promise<RunningServer> {
   const child = spawn(process.execPath, ['--import', 'tsx', serverEntry], {
-    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'info', ...env },
+    env: {
+      PATH: process.env.PATH,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'info',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let output = ''
@@ -81,11 +88,21 @@ describe('the server process', () => {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${session.body.data.token}` },
       body: JSON.stringify({
-        identification: { firstName: 'Persisted', lastName: 'Patient', dateOfBirth: '1960-06-06', gender: 'Other' },
+        identification: {
+          firstName: 'Persisted',
+          lastName: 'Patient',
+          dateOfBirth: '1960-06-06',
+          gender: 'Other',
+        },
       }),
     })
     expect(created.status).toBe(201)
     const patientId = ((await created.json()) as { data: { id: number } }).data.id
+    const rival = await startServer(dataDir).then(
+      () => 'started',
+      (error: Error) => error.message,
+    )
+    expect(rival).toMatch(/server exited with 1[\s\S]*is in use by process/)
     expect(await stop(first)).toBe(0)
     expect(first.output()).not.toContain('Persisted')
 
@@ -97,9 +114,10 @@ describe('the server process', () => {
       headers: { authorization: `Bearer ${again.body.data.token}` },
     })
     expect(read.status).toBe(200)
-    expect(((await read.json()) as { data: { identification: { firstName: string } } }).data.identification.firstName).toBe(
-      'Persisted',
-    )
+    expect(
+      ((await read.json()) as { data: { identification: { firstName: string } } }).data.identification
+        .firstName,
+    ).toBe('Persisted')
     expect(await stop(second, 'SIGINT')).toBe(0)
   })
 

@@ -20,7 +20,10 @@ describe('loadConfig', () => {
   })
 
   it('converts text values and derives the issuer from PUBLIC_URL or OIDC_ISSUER_URL', () => {
-    expect(loadConfig({ PORT: '3000', MIGRATE_ON_START: 'false' })).toMatchObject({ PORT: 3000, MIGRATE_ON_START: false })
+    expect(loadConfig({ PORT: '3000', MIGRATE_ON_START: 'false' })).toMatchObject({
+      PORT: 3000,
+      MIGRATE_ON_START: false,
+    })
     expect(loadConfig({ PUBLIC_URL: 'https://ehr.example/', OIDC_REALM: 'north' }).tokenIssuer).toBe(
       'https://ehr.example/realms/north',
     )

@@ -38,9 +38,14 @@ describe('the response contract checker', () => {
   })
 
   it('checks unrouted responses against the error envelope', () => {
-    expect(check('GET', undefined, 404, '{"success":false,"message":"x","error":{"code":"RES_001","details":"d"}}')).toBe(
-      undefined,
-    )
+    expect(
+      check(
+        'GET',
+        undefined,
+        404,
+        '{"success":false,"message":"x","error":{"code":"RES_001","details":"d"}}',
+      ),
+    ).toBe(undefined)
     expect(check('GET', undefined, 404, '{"message":"Not Found"}')).toMatch(/unrouted/)
   })
 })

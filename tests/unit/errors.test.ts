@@ -4,8 +4,16 @@ import { AppError, ERRORS, fromDatabaseError } from '../../src/errors.js'
 describe('fromDatabaseError', () => {
   it.each([
     [{ code: '23505', constraint: 'x_key' }, 409, 'RES_002'],
-    [{ code: '23503', message: 'insert or update on table "a" violates foreign key constraint' }, 422, 'VAL_001'],
-    [{ code: '23503', message: 'update or delete on table "a" violates foreign key constraint' }, 409, 'RES_002'],
+    [
+      { code: '23503', message: 'insert or update on table "a" violates foreign key constraint' },
+      422,
+      'VAL_001',
+    ],
+    [
+      { code: '23503', message: 'update or delete on table "a" violates foreign key constraint' },
+      409,
+      'RES_002',
+    ],
     [{ code: '23502' }, 422, 'VAL_002'],
     [{ code: '23514', constraint: 'status_check' }, 422, 'VAL_001'],
     [{ code: '23P01', constraint: 'no_overlap' }, 409, 'RES_002'],
@@ -28,7 +36,11 @@ describe('fromDatabaseError', () => {
   })
 
   it('never puts the driver detail (which can hold values) in the details', () => {
-    const mapped = fromDatabaseError({ code: '23505', constraint: 'k', detail: 'Key (email)=(jane@example.com)' })
+    const mapped = fromDatabaseError({
+      code: '23505',
+      constraint: 'k',
+      detail: 'Key (email)=(jane@example.com)',
+    })
     expect(mapped?.details).not.toContain('jane')
   })
 })

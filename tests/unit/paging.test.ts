@@ -22,7 +22,10 @@ describe('sortOrder', () => {
   const fallback = { field: 'lastName', direction: 'asc' } as const
 
   it('maps the field to its column and reads the direction', () => {
-    expect(sortOrder('createdAt,desc', columns, fallback)).toEqual({ column: 'created_at', direction: 'desc' })
+    expect(sortOrder('createdAt,desc', columns, fallback)).toEqual({
+      column: 'created_at',
+      direction: 'desc',
+    })
     expect(sortOrder('createdAt', columns, fallback)).toEqual({ column: 'created_at', direction: 'asc' })
   })
 
