@@ -63,6 +63,9 @@ export const Page = <T extends TSchema>(item: T) =>
     last: Type.Boolean(),
   })
 
+/** The Page of a list endpoint holding records of type T. */
+export type PageOf<T> = Omit<Static<ReturnType<typeof Page<TSchema>>>, 'content'> & { content: T[] }
+
 /**
  * Query string of a list endpoint: `page`, `size`, `sort` over the given sortable fields, plus the
  * resource's filters. Unknown parameters and sort fields are rejected (400), not ignored.

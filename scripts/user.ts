@@ -3,6 +3,7 @@ import { pathToFileURL } from 'node:url'
 import { type ParseArgsConfig, parseArgs } from 'node:util'
 import { type Kysely, sql } from 'kysely'
 import type { Database } from '../db/database.js'
+import { migrateToLatest } from '../db/migrator.js'
 import { ROLES } from '../src/access/roles.js'
 import { openConfiguredDatabase } from '../src/app.js'
 import { ConfigError, loadConfig } from '../src/config.js'
@@ -226,6 +227,7 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`database pool error: ${error.message}\n`),
   )
   try {
+    if (config.MIGRATE_ON_START) await migrateToLatest(handle.db)
     return await runUserCommand(handle.db, argv, out)
   } finally {
     await handle.close()

@@ -1,15 +1,6 @@
 import { type Kysely, type SelectQueryBuilder, sql } from 'kysely'
 import type { Database } from '../../db/database.js'
-import type { PageQuery } from '../../schemas/common.js'
-
-export interface Page<T> {
-  content: T[]
-  pageable: { pageNumber: number; pageSize: number }
-  totalElements: number
-  totalPages: number
-  first: boolean
-  last: boolean
-}
+import type { PageOf, PageQuery } from '../../schemas/common.js'
 
 export interface SortOrder {
   column: string
@@ -56,7 +47,7 @@ export async function fetchPage<O>(
   return { rows: [], total: Number(counted.count) }
 }
 
-export function toPage<T>(content: T[], total: number, { page, size }: PageQuery): Page<T> {
+export function toPage<T>(content: T[], total: number, { page, size }: PageQuery): PageOf<T> {
   const totalPages = Math.ceil(total / size)
   return {
     content,

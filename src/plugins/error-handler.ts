@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { ErrorEnvelope } from '../../schemas/common.js'
-import { AppError, ERRORS, type ErrorCode, fromDatabaseError } from '../errors.js'
+import { AppError, type ErrorCode, fromDatabaseError } from '../errors.js'
 
 type ValidationIssue = NonNullable<FastifyError['validation']>[number]
 
@@ -65,7 +65,7 @@ function fromClientError(error: FastifyError, status: number, bodyLimit: number)
   })
 }
 
-export function toAppError(error: unknown, bodyLimit: number): AppError | undefined {
+function toAppError(error: unknown, bodyLimit: number): AppError | undefined {
   if (error instanceof AppError) return error
   const fastifyError = error as FastifyError
   if (fastifyError.validation) return fromValidation(fastifyError)
@@ -77,7 +77,7 @@ export function toAppError(error: unknown, bodyLimit: number): AppError | undefi
   return undefined
 }
 
-export function errorBody(error: AppError): ErrorEnvelope {
+function errorBody(error: AppError): ErrorEnvelope {
   return { success: false, message: error.message, error: { code: error.code, details: error.details } }
 }
 
@@ -108,5 +108,4 @@ const errorHandler: FastifyPluginAsync<{ bodyLimit: number }> = async (app, { bo
   })
 }
 
-export { ERRORS }
 export default fp(errorHandler, { name: 'error-handler' })

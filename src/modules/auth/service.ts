@@ -11,7 +11,7 @@ import { ACCESS_TOKEN_TTL_SECONDS, REFRESH_TOKEN_TTL_SECONDS, type TokenIssuer }
 const invalidCredentials = () =>
   new AppError('AUTH_001', 'Invalid username or password', { message: 'Invalid credentials' })
 
-export const hashRefreshToken = (token: string) => createHash('sha256').update(token).digest('base64url')
+const hashRefreshToken = (token: string) => createHash('sha256').update(token).digest('base64url')
 
 /**
  * Password sign-in against the embedded issuer. An unknown user costs the same hash comparison

@@ -1,5 +1,6 @@
 import type { Kysely, Transaction } from 'kysely'
 import type { Database } from '../../../db/database.js'
+import type { PageOf } from '../../../schemas/common.js'
 import type {
   CreatePatientBody,
   Patient,
@@ -8,7 +9,7 @@ import type {
   UpdatePatientBody,
 } from '../../../schemas/patients.js'
 import { AppError, forbidden, notFound } from '../../errors.js'
-import { type Page, sortOrder, toPage } from '../../lib/paging.js'
+import { sortOrder, toPage } from '../../lib/paging.js'
 import { enqueueEvent } from '../../outbox/enqueue.js'
 import { demographicColumns, toPatient, toPatientEvent } from './mapper.js'
 import {
@@ -138,7 +139,7 @@ export async function listPatients(
   db: Kysely<Database>,
   actor: Actor,
   query: PatientListQuery,
-): Promise<Page<Patient>> {
+): Promise<PageOf<Patient>> {
   const { page, size, sort, ...filters } = query
   const paging = { page, size }
   const { rows, total } = await listPatientRows(
@@ -170,7 +171,7 @@ export async function searchPatients(
   db: Kysely<Database>,
   actor: Actor,
   query: PatientSearchQuery,
-): Promise<Page<Patient>> {
+): Promise<PageOf<Patient>> {
   const paging = { page: query.page, size: query.size }
   const { rows, total } = await searchPatientRows(
     db,
