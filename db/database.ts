@@ -1,7 +1,10 @@
 import type { AuditLogTable } from './tables/audit-log.js'
+import type { ClientsTable } from './tables/clients.js'
 import type { OrganizationsTable } from './tables/organizations.js'
 import type { OutboxEventsTable } from './tables/outbox-events.js'
+import type { PasswordResetTokensTable } from './tables/password-reset-tokens.js'
 import type { PatientsTable } from './tables/patients.js'
+import type { RefreshTokensTable } from './tables/refresh-tokens.js'
 import type { SessionsTable } from './tables/sessions.js'
 import type { SigningKeysTable } from './tables/signing-keys.js'
 import type { UsersTable } from './tables/users.js'
@@ -11,6 +14,9 @@ export interface Database {
   organizations: OrganizationsTable
   users: UsersTable
   sessions: SessionsTable
+  refresh_tokens: RefreshTokensTable
+  password_reset_tokens: PasswordResetTokensTable
+  clients: ClientsTable
   signing_keys: SigningKeysTable
   patients: PatientsTable
   outbox_events: OutboxEventsTable

@@ -30,6 +30,60 @@ export const LoginResult = Type.Object({
 export type LoginResult = Static<typeof LoginResult>
 export const LoginEnvelope = Envelope(LoginResult)
 
+/** Variant A of the specification: the flat, OAuth-style token response. */
+export const FlatLoginResponse = Type.Object({
+  access_token: Type.String(),
+  refresh_token: Type.String(),
+  expires_in: Type.Integer({ description: 'Access token lifetime in seconds (3600)' }),
+  token_type: Type.Literal('Bearer'),
+})
+export type FlatLoginResponse = Static<typeof FlatLoginResponse>
+
+/** Answer to a correct password that is temporary: no tokens until the user chooses a new one. */
+export const PasswordChangeRequired = Type.Object(
+  {
+    success: Type.Literal(false),
+    message: Type.String(),
+    data: Type.Object({ requiresPasswordChange: Type.Literal(true) }),
+  },
+  { description: 'The password is temporary: call POST /api/auth/change-password, then sign in again' },
+)
+export type PasswordChangeRequired = Static<typeof PasswordChangeRequired>
+
+const RefreshTokenFields = {
+  refresh_token: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
+  refreshToken: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 512, description: 'Same as refresh_token' }),
+  ),
+}
+
+export const RefreshBody = Type.Object(RefreshTokenFields, {
+  additionalProperties: false,
+  description: 'The refresh token, as `refresh_token` or `refreshToken`',
+  examples: [{ refresh_token: '<refresh token>' }],
+})
+export type RefreshBody = Static<typeof RefreshBody>
+
+export const LogoutBody = Type.Object(RefreshTokenFields, {
+  additionalProperties: false,
+  description: 'The refresh token of the session to end, as `refresh_token` or `refreshToken`',
+})
+export type LogoutBody = Static<typeof LogoutBody>
+
+export const RefreshResult = Type.Object({
+  token: Type.String(),
+  refreshToken: Type.String({ description: 'The replacement refresh token; the one sent no longer works' }),
+  expiresIn: Type.Integer(),
+})
+export const RefreshEnvelope = Envelope(RefreshResult)
+
+export const FlatRefreshResponse = Type.Object({
+  access_token: Type.String(),
+  expires_in: Type.Integer(),
+  refresh_token: Type.String({ description: 'The replacement refresh token; the one sent no longer works' }),
+  token_type: Type.Literal('Bearer'),
+})
+
 export const CurrentUser = Type.Object({
   id: Type.String({ description: 'The user id (the numeric id, as a string)' }),
   email: Type.String(),

@@ -66,7 +66,11 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   await app.register(openapi)
   await app.register(health, { dataDir: config.DATA_DIR })
 
-  await app.register(authRoutes, { prefix: '/api/auth' })
+  await app.register(authRoutes, {
+    prefix: '/api/auth',
+    loginStyle: config.LOGIN_RESPONSE_STYLE,
+    clientId: config.OIDC_CLIENT_ID,
+  })
   await app.register(patientRoutes, { prefix: '/api/patients' })
 
   return app

@@ -21,6 +21,7 @@ export const ConfigSchema = Type.Object({
   OIDC_ISSUER_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
   OIDC_CLIENT_ID: Type.String({ minLength: 1, default: 'ehr-api' }),
   OIDC_REALM: Type.String({ pattern: '^[A-Za-z0-9_-]+$', default: 'ehr' }),
+  LOGIN_RESPONSE_STYLE: Type.Union([Type.Literal('envelope'), Type.Literal('flat')], { default: 'envelope' }),
   ADMIN_EMAIL: Type.String({ pattern: '^[^@\\s]+@[^@\\s]+\\.[^@\\s]+$', default: 'admin@example.com' }),
   ADMIN_PASSWORD: Type.Optional(Type.String({ minLength: 12 })),
   BOOTSTRAP_ORGANIZATION: Type.String({ minLength: 1, default: 'Default Practice' }),

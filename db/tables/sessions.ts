@@ -4,10 +4,12 @@ export interface SessionsTable {
   /** Also the `session_state` claim of the access tokens issued in this session. */
   id: string
   user_id: number
-  /** SHA-256 of the refresh token; the token itself is never stored. */
-  refresh_token_hash: string
+  /** The OAuth client the session was opened for (`azp` of its tokens). */
+  client_id: string
   expires_at: Date
   revoked_at: Date | null
+  /** Why the session ended early: LOGOUT, REFRESH_REUSE, PASSWORD_CHANGE. */
+  revoked_reason: string | null
   created_at: Generated<Date>
 }
 

@@ -12,6 +12,10 @@ export interface UsersTable {
   last_name: string
   roles: string[]
   active: Generated<boolean>
+  /** Set for accounts given a temporary password: they must choose their own before signing in. */
+  password_change_required: Generated<boolean>
+  /** PERSON, or SERVICE for the account behind a confidential client. */
+  kind: Generated<string>
   created_at: Generated<Date>
   updated_at: Generated<Date>
 }

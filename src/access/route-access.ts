@@ -21,6 +21,8 @@ const REGISTRARS: readonly Role[] = ['ADMIN', 'PROVIDER', 'NURSE', 'FRONT_DESK']
  */
 export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'POST /api/auth/login': { allow: 'public' },
+  'POST /api/auth/refresh': { allow: 'public' },
+  'POST /api/auth/logout': { allow: 'public' },
   'GET /api/auth/me': { allow: 'authenticated' },
 
   'GET /api/patients': { allow: CLINICAL_READERS, audit: { resourceType: 'patient', action: 'LIST' } },

@@ -6,12 +6,13 @@ import type { Config } from '../config.js'
 import { AppError } from '../errors.js'
 import { embeddedKeyResolver, jwksKeyResolver, type KeyResolver } from '../modules/auth/key-resolver.js'
 import { createPrincipalResolver, type Principal } from '../modules/auth/principal.js'
-import { ensureSigningKey, loadVerificationKeys } from '../modules/auth/signing-keys.js'
 import {
-  ACCESS_TOKEN_TTL_SECONDS,
-  createTokenIssuer,
-  type TokenIssuer,
-} from '../modules/auth/token-issuer.js'
+  ensureSigningKey,
+  loadVerificationKeys,
+  SIGNING_KEY_REFRESH_MS,
+  type SigningKey,
+} from '../modules/auth/signing-keys.js'
+import { createTokenIssuer, type TokenIssuer } from '../modules/auth/token-issuer.js'
 
 declare module '@fastify/jwt' {
   interface FastifyJWT {
@@ -52,24 +53,32 @@ function fromJwtError(error: unknown): AppError {
 
 const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => {
   let resolveKey: KeyResolver
-  let privateKey: string | undefined
-  let kid: string | undefined
+  let signingKey: SigningKey | undefined
   if (config.embeddedIssuer) {
-    const signingKey = await ensureSigningKey(app.db)
-    privateKey = signingKey.privateKey
-    kid = signingKey.kid
-    resolveKey = embeddedKeyResolver(app.db, await loadVerificationKeys(app.db, ACCESS_TOKEN_TTL_SECONDS))
+    signingKey = await ensureSigningKey(app.db)
+    resolveKey = embeddedKeyResolver(app.db, await loadVerificationKeys(app.db))
+    // Picks up a key rotated by another instance or by `npm run keys -- rotate`.
+    const refresh = setInterval(() => {
+      ensureSigningKey(app.db).then(
+        (key) => {
+          signingKey = key
+        },
+        (error: Error) => app.log.warn({ err: { message: error.message } }, 'signing key refresh failed'),
+      )
+    }, SIGNING_KEY_REFRESH_MS)
+    refresh.unref()
+    app.addHook('onClose', async () => clearInterval(refresh))
   } else {
     resolveKey = jwksKeyResolver(config.tokenIssuer)
   }
 
   await app.register(fastifyJwt, {
     secret: {
-      private: privateKey,
+      private: signingKey?.privateKey,
       public: (_request: FastifyRequest, token: unknown) => resolveKey((token as { header: object }).header),
     },
     decode: { complete: true },
-    sign: { algorithm: 'RS256', kid },
+    sign: { algorithm: 'RS256' },
     // RS256 only: `none` and HS* tokens (e.g. an HMAC keyed with our public key) never verify.
     verify: {
       algorithms: ['RS256'],
@@ -93,8 +102,12 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
   })
   app.decorate(
     'tokenIssuer',
-    config.embeddedIssuer
-      ? createTokenIssuer(app.jwt, { issuer: config.tokenIssuer, clientId: config.OIDC_CLIENT_ID })
+    signingKey
+      ? createTokenIssuer(app.jwt, {
+          issuer: config.tokenIssuer,
+          clientId: config.OIDC_CLIENT_ID,
+          signingKey: () => signingKey as SigningKey,
+        })
       : undefined,
   )
 }

@@ -73,14 +73,16 @@ describe('POST /api/auth/login', () => {
     expect((payload.exp ?? 0) - (payload.iat ?? 0)).toBe(3600)
     expect(payload.jti).toMatch(/^[0-9a-f-]{36}$/)
 
-    const session = await app.db
-      .selectFrom('sessions')
-      .selectAll()
-      .where('id', '=', payload.session_state as string)
+    const stored = await app.db
+      .selectFrom('refresh_tokens')
+      .innerJoin('sessions', 'sessions.id', 'refresh_tokens.session_id')
+      .select(['refresh_tokens.token_hash', 'refresh_tokens.expires_at', 'sessions.user_id'])
+      .where('sessions.id', '=', payload.session_state as string)
       .executeTakeFirstOrThrow()
-    expect(session.refresh_token_hash).toBe(createHash('sha256').update(refreshToken).digest('base64url'))
-    expect(session.refresh_token_hash).not.toBe(refreshToken)
-    expect(session.expires_at.getTime() - Date.now()).toBeGreaterThan(86_300_000)
+    expect(stored.user_id).toBe(user.id)
+    expect(stored.token_hash).toBe(createHash('sha256').update(refreshToken).digest('base64url'))
+    expect(stored.token_hash).not.toBe(refreshToken)
+    expect(stored.expires_at.getTime() - Date.now()).toBeGreaterThan(86_300_000)
   })
 
   it('returns 401 AUTH_001 with the same body for a wrong password and for an unknown user', async () => {

@@ -79,7 +79,7 @@ export function tokenFor(
       groupPath: user.groupPath,
     },
     randomUUID(),
-    lifetimeSeconds,
+    { lifetimeSeconds },
   )
 }
 

@@ -6,6 +6,7 @@ const document = {
     '/api/things/{id}': {
       get: {
         responses: {
+          '204': { description: 'No content' },
           '200': {
             content: {
               'application/json': {
@@ -34,6 +35,8 @@ describe('the response contract checker', () => {
     expect(check('GET', '/api/things/:id', 200, '{"id":"1"}')).toMatch(/integer/)
     expect(check('GET', '/api/things/:id', 200, '{"id":1,"at":"yesterday"}')).toMatch(/date-time/)
     expect(check('GET', '/api/things/:id', 418, '{}')).toBe('status 418 is not documented')
+    expect(check('GET', '/api/things/:id', 204, '')).toBeUndefined()
+    expect(check('GET', '/api/things/:id', 204, '{}')).toMatch(/without a body/)
     expect(check('POST', '/api/things/:id', 200, '{}')).toMatch(/not in the document/)
   })
 

@@ -3,7 +3,6 @@ import type { Kysely } from 'kysely'
 import type { Database } from '../../../db/database.js'
 import { AppError } from '../../errors.js'
 import { loadVerificationKeys } from './signing-keys.js'
-import { ACCESS_TOKEN_TTL_SECONDS } from './token-issuer.js'
 
 export interface TokenHeader {
   kid?: string
@@ -26,7 +25,7 @@ export function embeddedKeyResolver(db: Kysely<Database>, initial: Map<string, s
     let key = keys.get(kid)
     if (!key && Date.now() - lastLoad > RELOAD_INTERVAL_MS) {
       lastLoad = Date.now()
-      keys = await loadVerificationKeys(db, ACCESS_TOKEN_TTL_SECONDS)
+      keys = await loadVerificationKeys(db)
       key = keys.get(kid)
     }
     if (!key) throw unknownKey()

@@ -14,9 +14,11 @@ export function findLoginCandidate(db: Kysely<Database>, email: string) {
       'users.last_name',
       'users.roles',
       'users.organization_id',
+      'users.password_change_required',
       'organizations.group_path',
     ])
     .where((eb) => eb(eb.fn('lower', ['users.email']), '=', email.toLowerCase()))
+    .where('users.kind', '=', 'PERSON')
     .where('users.active', '=', true)
     .executeTakeFirst()
 }
@@ -38,18 +40,30 @@ export function findAccountBySubject(db: Kysely<Database>, subject: string) {
     .executeTakeFirst()
 }
 
-export async function insertSession(
-  db: Kysely<Database>,
-  session: { id: string; userId: number; refreshTokenHash: string; expiresAt: Date },
-): Promise<void> {
-  await db
-    .insertInto('sessions')
-    .values({
-      id: session.id,
-      user_id: session.userId,
-      refresh_token_hash: session.refreshTokenHash,
-      expires_at: session.expiresAt,
-      revoked_at: null,
-    })
-    .execute()
+/** What an access token says about an active account. */
+export async function findTokenSubject(db: Kysely<Database>, userId: number) {
+  const row = await db
+    .selectFrom('users')
+    .innerJoin('organizations', 'organizations.id', 'users.organization_id')
+    .select([
+      'users.subject',
+      'users.email',
+      'users.first_name',
+      'users.last_name',
+      'users.roles',
+      'organizations.group_path',
+    ])
+    .where('users.id', '=', userId)
+    .where('users.active', '=', true)
+    .executeTakeFirst()
+  return (
+    row && {
+      subject: row.subject,
+      email: row.email,
+      firstName: row.first_name,
+      lastName: row.last_name,
+      roles: row.roles,
+      groupPath: row.group_path,
+    }
+  )
 }

@@ -1,54 +1,42 @@
-import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import type { Kysely } from 'kysely'
 import type { Database } from '../../../db/database.js'
 import type { CurrentUser, LoginBody, LoginResult } from '../../../schemas/auth.js'
 import { AppError } from '../../errors.js'
 import { decoyHash, verifyPassword } from '../../lib/passwords.js'
 import type { Principal } from './principal.js'
-import { findLoginCandidate, insertSession } from './queries.js'
-import { ACCESS_TOKEN_TTL_SECONDS, REFRESH_TOKEN_TTL_SECONDS, type TokenIssuer } from './token-issuer.js'
+import { findLoginCandidate } from './queries.js'
+import { startSession, type TokenSet } from './sessions.js'
+import type { TokenIssuer } from './token-issuer.js'
 
-const invalidCredentials = () =>
+export const invalidCredentials = () =>
   new AppError('AUTH_001', 'Invalid username or password', { message: 'Invalid credentials' })
 
-const hashRefreshToken = (token: string) => createHash('sha256').update(token).digest('base64url')
-
 /**
- * Password sign-in against the embedded issuer. An unknown user costs the same hash comparison
- * as a wrong password, and both get the same answer.
+ * Checks a password against the account it names. An unknown user costs the same hash comparison
+ * as a wrong password, and both get the same error.
  */
+export async function checkPassword(db: Kysely<Database>, username: string, password: string) {
+  const user = await findLoginCandidate(db, username)
+  const matches = await verifyPassword(password, user?.password_hash ?? (await decoyHash()))
+  if (!user?.password_hash || !matches) throw invalidCredentials()
+  return user
+}
+
+export type LoginOutcome =
+  | { kind: 'signed-in'; tokens: TokenSet; user: LoginResult['user'] }
+  | { kind: 'password-change-required' }
+
 export async function login(
   db: Kysely<Database>,
   issuer: TokenIssuer,
   body: LoginBody,
-): Promise<LoginResult> {
-  const user = await findLoginCandidate(db, body.username)
-  const passwordMatches = await verifyPassword(body.password, user?.password_hash ?? (await decoyHash()))
-  if (!user?.password_hash || !passwordMatches) throw invalidCredentials()
-
-  const sessionId = randomUUID()
-  const refreshToken = randomBytes(32).toString('base64url')
-  await insertSession(db, {
-    id: sessionId,
-    userId: user.id,
-    refreshTokenHash: hashRefreshToken(refreshToken),
-    expiresAt: new Date(Date.now() + REFRESH_TOKEN_TTL_SECONDS * 1000),
-  })
-  const token = issuer.issueAccessToken(
-    {
-      subject: user.subject,
-      email: user.email,
-      firstName: user.first_name,
-      lastName: user.last_name,
-      roles: user.roles,
-      groupPath: user.group_path,
-    },
-    sessionId,
-  )
+  clientId: string,
+): Promise<LoginOutcome> {
+  const user = await checkPassword(db, body.username, body.password)
+  if (user.password_change_required) return { kind: 'password-change-required' }
   return {
-    token,
-    refreshToken,
-    expiresIn: ACCESS_TOKEN_TTL_SECONDS,
+    kind: 'signed-in',
+    tokens: await startSession(db, issuer, user.id, clientId),
     user: {
       id: user.id,
       email: user.email,
@@ -57,6 +45,13 @@ export async function login(
       role: user.roles[0] ?? 'USER',
     },
   }
+}
+
+/** The refresh token of a refresh or logout body, whichever spelling the client used. */
+export function presentedRefreshToken(body: { refresh_token?: string; refreshToken?: string }): string {
+  const token = body.refresh_token ?? body.refreshToken
+  if (!token) throw new AppError('VAL_002', 'refresh_token is required')
+  return token
 }
 
 export function currentUser(principal: Principal): CurrentUser {

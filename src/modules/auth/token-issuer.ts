@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { JWT } from '@fastify/jwt'
+import type { SigningKey } from './signing-keys.js'
 
 /** Lifetimes fixed by the API specification. */
 export const ACCESS_TOKEN_TTL_SECONDS = 3600
@@ -14,22 +15,30 @@ export interface TokenSubject {
   groupPath: string
 }
 
+export interface IssueOptions {
+  lifetimeSeconds?: number
+  /** The client the token was requested by (`azp`); this API's own client unless a confidential client asked. */
+  requestedBy?: string
+}
+
 /**
  * Signs access tokens shaped like a Keycloak realm's, so a client written for Keycloak reads them
- * unchanged. The signing key and `kid` are set where @fastify/jwt is registered.
+ * unchanged. `aud` is always this API's client id. The key is whatever the key store holds now, so
+ * a rotation takes effect without a restart.
  */
-export function createTokenIssuer(jwt: JWT, options: { issuer: string; clientId: string }) {
+export function createTokenIssuer(
+  jwt: JWT,
+  options: { issuer: string; clientId: string; signingKey: () => SigningKey },
+) {
   return {
-    issueAccessToken(
-      user: TokenSubject,
-      sessionId: string,
-      lifetimeSeconds = ACCESS_TOKEN_TTL_SECONDS,
-    ): string {
+    issueAccessToken(user: TokenSubject, sessionId: string, issue: IssueOptions = {}): string {
+      const { lifetimeSeconds = ACCESS_TOKEN_TTL_SECONDS, requestedBy = options.clientId } = issue
+      const key = options.signingKey()
       const now = Math.floor(Date.now() / 1000)
-      return jwt.sign({
+      const claims = {
         iss: options.issuer,
         aud: options.clientId,
-        azp: options.clientId,
+        azp: requestedBy,
         sub: user.subject,
         typ: 'Bearer',
         jti: randomUUID(),
@@ -40,7 +49,7 @@ export function createTokenIssuer(jwt: JWT, options: { issuer: string; clientId:
         acr: '1',
         scope: 'openid profile email',
         realm_access: { roles: user.roles },
-        resource_access: { [options.clientId]: { roles: user.roles } },
+        resource_access: { [requestedBy]: { roles: user.roles } },
         email_verified: true,
         name: `${user.firstName} ${user.lastName}`,
         preferred_username: user.email,
@@ -48,7 +57,8 @@ export function createTokenIssuer(jwt: JWT, options: { issuer: string; clientId:
         family_name: user.lastName,
         email: user.email,
         groups: [user.groupPath],
-      })
+      }
+      return jwt.sign(claims, { key: key.privateKey, kid: key.kid, algorithm: 'RS256' })
     },
   }
 }

@@ -1,0 +1,183 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto'
+import { type Kysely, sql, type Transaction } from 'kysely'
+import type { Database } from '../../../db/database.js'
+import { AppError } from '../../errors.js'
+import { findTokenSubject } from './queries.js'
+import { ACCESS_TOKEN_TTL_SECONDS, REFRESH_TOKEN_TTL_SECONDS, type TokenIssuer } from './token-issuer.js'
+
+// A session can be refreshed for at most this long after sign-in, however often it is refreshed.
+const SESSION_MAX_SECONDS = 30 * 24 * 3600
+
+export interface TokenSet {
+  accessToken: string
+  refreshToken: string
+  expiresIn: number
+  refreshExpiresIn: number
+  sessionId: string
+}
+
+export const hashToken = (token: string) => createHash('sha256').update(token).digest('base64url')
+const newOpaqueToken = () => randomBytes(32).toString('base64url')
+
+export const invalidRefreshToken = () =>
+  new AppError('AUTH_001', 'The refresh token is invalid, expired or revoked; sign in again', {
+    status: 400,
+    message: 'Invalid refresh token',
+  })
+
+async function addRefreshToken(trx: Transaction<Database>, sessionId: string): Promise<string> {
+  const token = newOpaqueToken()
+  await trx
+    .insertInto('refresh_tokens')
+    .values({
+      session_id: sessionId,
+      token_hash: hashToken(token),
+      expires_at: new Date(Date.now() + REFRESH_TOKEN_TTL_SECONDS * 1000),
+      rotated_at: null,
+    })
+    .execute()
+  return token
+}
+
+async function issueFor(
+  db: Kysely<Database>,
+  issuer: TokenIssuer,
+  userId: number,
+  sessionId: string,
+  clientId: string,
+  refreshToken: string,
+): Promise<TokenSet> {
+  const subject = await findTokenSubject(db, userId)
+  if (!subject) throw invalidRefreshToken()
+  return {
+    accessToken: issuer.issueAccessToken(subject, sessionId, { requestedBy: clientId }),
+    refreshToken,
+    expiresIn: ACCESS_TOKEN_TTL_SECONDS,
+    refreshExpiresIn: REFRESH_TOKEN_TTL_SECONDS,
+    sessionId,
+  }
+}
+
+/** Opens a session for an authenticated account: an access token and the first refresh token. */
+export async function startSession(
+  db: Kysely<Database>,
+  issuer: TokenIssuer,
+  userId: number,
+  clientId: string,
+): Promise<TokenSet> {
+  const sessionId = randomUUID()
+  const refreshToken = await db.transaction().execute(async (trx) => {
+    await trx
+      .insertInto('sessions')
+      .values({
+        id: sessionId,
+        user_id: userId,
+        client_id: clientId,
+        expires_at: new Date(Date.now() + SESSION_MAX_SECONDS * 1000),
+        revoked_at: null,
+        revoked_reason: null,
+      })
+      .execute()
+    return addRefreshToken(trx, sessionId)
+  })
+  return issueFor(db, issuer, userId, sessionId, clientId, refreshToken)
+}
+
+export function revokeSession(
+  db: Kysely<Database> | Transaction<Database>,
+  sessionId: string,
+  reason: string,
+) {
+  return db
+    .updateTable('sessions')
+    .set({ revoked_at: sql`now()`, revoked_reason: reason })
+    .where('id', '=', sessionId)
+    .where('revoked_at', 'is', null)
+    .execute()
+}
+
+export function revokeUserSessions(
+  db: Kysely<Database> | Transaction<Database>,
+  userId: number,
+  reason: string,
+) {
+  return db
+    .updateTable('sessions')
+    .set({ revoked_at: sql`now()`, revoked_reason: reason })
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null)
+    .execute()
+}
+
+type Rotation = {
+  outcome: 'rotated'
+  userId: number
+  sessionId: string
+  clientId: string
+  refreshToken: string
+}
+
+/**
+ * Exchanges a refresh token for a new pair. Each refresh token works once: presenting one that was
+ * already exchanged means it was copied, so the whole session is revoked (reuse detection). The
+ * revocation commits even though the caller gets an error.
+ */
+export async function refreshSession(
+  db: Kysely<Database>,
+  issuer: TokenIssuer,
+  presented: string,
+  clientId?: string,
+): Promise<TokenSet> {
+  const hash = hashToken(presented)
+  const result = await db.transaction().execute(async (trx): Promise<Rotation | { outcome: 'invalid' }> => {
+    const token = await trx
+      .updateTable('refresh_tokens')
+      .set({ rotated_at: sql`now()` })
+      .where('token_hash', '=', hash)
+      .where('rotated_at', 'is', null)
+      .where('expires_at', '>', sql<Date>`now()`)
+      .returning('session_id')
+      .executeTakeFirst()
+    if (!token) {
+      const reused = await trx
+        .selectFrom('refresh_tokens')
+        .select('session_id')
+        .where('token_hash', '=', hash)
+        .where('rotated_at', 'is not', null)
+        .executeTakeFirst()
+      if (reused) await revokeSession(trx, reused.session_id, 'REFRESH_REUSE')
+      return { outcome: 'invalid' }
+    }
+    const session = await trx
+      .selectFrom('sessions')
+      .innerJoin('users', 'users.id', 'sessions.user_id')
+      .select(['sessions.user_id', 'sessions.client_id'])
+      .where('sessions.id', '=', token.session_id)
+      .where('sessions.revoked_at', 'is', null)
+      .where('sessions.expires_at', '>', sql<Date>`now()`)
+      .where('users.active', '=', true)
+      .executeTakeFirst()
+    if (!session || (clientId !== undefined && clientId !== session.client_id)) return { outcome: 'invalid' }
+    return {
+      outcome: 'rotated',
+      userId: session.user_id,
+      sessionId: token.session_id,
+      clientId: session.client_id,
+      refreshToken: await addRefreshToken(trx, token.session_id),
+    }
+  })
+  if (result.outcome === 'invalid') throw invalidRefreshToken()
+  return issueFor(db, issuer, result.userId, result.sessionId, result.clientId, result.refreshToken)
+}
+
+/** Ends the session a refresh token belongs to; returns false when the token is unknown. */
+export async function endSession(db: Kysely<Database>, presented: string): Promise<boolean> {
+  const token = await db
+    .selectFrom('refresh_tokens')
+    .select('session_id')
+    .where('token_hash', '=', hashToken(presented))
+    .executeTakeFirst()
+  if (!token) return false
+  await revokeSession(db, token.session_id, 'LOGOUT')
+  return true
+}
