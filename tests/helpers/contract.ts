@@ -6,7 +6,10 @@ import { ErrorEnvelope } from '../../schemas/common.js'
 interface OpenApiDocument {
   paths: Record<
     string,
-    Record<string, { responses?: Record<string, { content?: Record<string, { schema: object }> }> }>
+    Record<
+      string,
+      { responses?: Record<string, { description?: string; content?: Record<string, { schema: object }> }> }
+    >
   >
 }
 
