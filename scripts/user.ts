@@ -8,6 +8,7 @@ import { ROLES } from '../src/access/roles.js'
 import { openConfiguredDatabase } from '../src/app.js'
 import { ConfigError, loadConfig } from '../src/config.js'
 import { AppError, fromDatabaseError, notFound } from '../src/errors.js'
+import { createClient } from '../src/modules/clients/service.js'
 import { createOrganization, createUser } from '../src/modules/users/service.js'
 
 type Out = (line: string) => void
@@ -23,6 +24,7 @@ interface Options {
   roles: string
   password?: string
   subject?: string
+  'client-id': string
 }
 
 interface Command {
@@ -40,6 +42,8 @@ Commands:
          --roles <ROLE,ROLE> [--password <password>] [--subject <external sub>]
   list --org <id or group path>
   deactivate --email <email>
+  client create --org <id or group path> --client-id <id> --name <name> --roles <ROLE,ROLE>
+  client list --org <id or group path>
   help
 
 Roles: ${ROLES.join(', ')}
@@ -125,6 +129,37 @@ async function userDeactivate(db: Kysely<Database>, options: Options, out: Out) 
   out(`Deactivated user ${user.id} ${user.email}`)
 }
 
+async function clientCreate(db: Kysely<Database>, options: Options, out: Out) {
+  const organization = await findOrganization(db, options.org)
+  const client = await createClient(db, {
+    organizationId: organization.id,
+    clientId: options['client-id'],
+    name: options.name,
+    roles: options.roles.split(',').map((role) => role.trim()),
+  })
+  out(
+    `Created client ${client.clientId} in ${organization.group_path} (service account user ${client.userId})`,
+  )
+  out(`Client secret (shown only now): ${client.secret}`)
+}
+
+async function clientList(db: Kysely<Database>, options: Options, out: Out) {
+  const organization = await findOrganization(db, options.org)
+  const clients = await db
+    .selectFrom('clients')
+    .innerJoin('users', 'users.id', 'clients.user_id')
+    .select(['clients.client_id', 'users.first_name', 'users.roles', 'users.active'])
+    .where('users.organization_id', '=', organization.id)
+    .orderBy('clients.client_id')
+    .execute()
+  for (const client of clients) {
+    out(
+      `${client.client_id}\t${client.first_name}\t${client.roles.join(',')}\t${client.active ? 'active' : 'inactive'}`,
+    )
+  }
+  if (clients.length === 0) out('No clients')
+}
+
 const COMMANDS: Record<string, Command> = {
   'org create': { options: { name: true, group: true }, run: orgCreate },
   'org list': { options: {}, run: orgList },
@@ -142,6 +177,8 @@ const COMMANDS: Record<string, Command> = {
   },
   list: { options: { org: true }, run: userList },
   deactivate: { options: { email: true }, run: userDeactivate },
+  'client create': { options: { org: true, 'client-id': true, name: true, roles: true }, run: clientCreate },
+  'client list': { options: { org: true }, run: clientList },
 }
 
 const isHelp = (argv: string[]) => argv.length === 0 || ['help', '--help', '-h'].includes(argv[0] ?? '')
@@ -168,7 +205,7 @@ function parseOptions(command: Command, args: string[]): Options {
 }
 
 function parseCommand(argv: string[]): { command: Command; options: Options } {
-  const name = argv[0] === 'org' ? `org ${argv[1] ?? ''}` : (argv[0] ?? '')
+  const name = argv[0] === 'org' || argv[0] === 'client' ? `${argv[0]} ${argv[1] ?? ''}` : (argv[0] ?? '')
   const command = COMMANDS[name]
   if (!command) throw new UsageError(`Unknown command: ${name.trim()}`)
   return { command, options: parseOptions(command, argv.slice(name.split(' ').length)) }
@@ -179,6 +216,7 @@ const DUPLICATES: Record<string, (options: Options) => string> = {
     `An organization with group path ${options.group} already exists`,
   users_email_key: (options) => `A user with email ${options.email} already exists`,
   users_subject_key: (options) => `A user with subject ${options.subject} already exists`,
+  clients_client_id_key: (options) => `A client with id ${options['client-id']} already exists`,
 }
 
 function failureMessage(error: unknown, options: Options): string | undefined {

@@ -5,6 +5,7 @@ import { type DatabaseHandle, openPglite, openPostgres } from '../db/connect.js'
 import { migrateToLatest } from '../db/migrator.js'
 import type { Config } from './config.js'
 import authRoutes from './modules/auth/routes.js'
+import oidcRoutes from './modules/oidc/routes.js'
 import patientRoutes from './modules/patients/routes.js'
 import audit from './plugins/audit.js'
 import auth from './plugins/auth.js'
@@ -72,6 +73,11 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
     clientId: config.OIDC_CLIENT_ID,
   })
   await app.register(patientRoutes, { prefix: '/api/patients' })
+  await app.register(oidcRoutes, {
+    prefix: `/realms/${config.OIDC_REALM}`,
+    issuerUrl: config.tokenIssuer,
+    publicClientId: config.OIDC_CLIENT_ID,
+  })
 
   return app
 }

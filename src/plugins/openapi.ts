@@ -42,6 +42,11 @@ const openapi: FastifyPluginAsync = async (app) => {
         { name: 'Authentication', description: 'Sign-in and the current user' },
         { name: 'Patients', description: 'Patient demographics and registration' },
         { name: 'Operations', description: 'Health probes' },
+        {
+          name: 'OpenID Connect',
+          description:
+            'The embedded token issuer, at the paths of a Keycloak realm (absent with an external issuer)',
+        },
       ],
     },
   })

@@ -71,7 +71,7 @@ export function createResponseChecker(document: OpenApiDocument) {
 export function checkResponsesAgainstContract(app: FastifyInstance): void {
   let check: ReturnType<typeof createResponseChecker> | undefined
   app.addHook('onSend', async (request, reply, payload) => {
-    if (!request.url.startsWith('/api/') && !request.url.startsWith('/actuator/health')) return payload
+    if (!/^\/(api|realms)\/|^\/actuator\/health/.test(request.url)) return payload
     check ??= createResponseChecker(app.swagger() as unknown as OpenApiDocument)
     // Fastify drops any payload of a 204 on the wire; what the client receives is empty.
     const body = reply.statusCode === 204 ? '' : String(payload)

@@ -208,3 +208,69 @@ describe('user script: usage', () => {
     expect(result.output).toContain("Unknown option '--verbose'")
   })
 })
+
+describe('user script: client', () => {
+  it('creates a confidential client whose secret is printed once and stored only as a hash', async () => {
+    const db = await openTestDatabase()
+    try {
+      const group = `/clients/${randomUUID()}`
+      const lines: string[] = []
+      const out = (line: string) => lines.push(line)
+      expect(await runUserCommand(db.db, ['org', 'create', '--name', 'Clinic', '--group', group], out)).toBe(
+        0,
+      )
+      const clientId = `sync-${randomUUID().slice(0, 8)}`
+      expect(
+        await runUserCommand(
+          db.db,
+          [
+            'client',
+            'create',
+            '--org',
+            group,
+            '--client-id',
+            clientId,
+            '--name',
+            'Sync',
+            '--roles',
+            'BILLING',
+          ],
+          out,
+        ),
+      ).toBe(0)
+      const secret = lines.join('\n').match(/Client secret \(shown only now\): (\S+)/)?.[1]
+      expect(secret).toBeTruthy()
+      const row = await db.db
+        .selectFrom('clients')
+        .select('secret_hash')
+        .where('client_id', '=', clientId)
+        .executeTakeFirstOrThrow()
+      expect(row.secret_hash).not.toContain(secret as string)
+      expect(await verifyPassword(secret as string, row.secret_hash)).toBe(true)
+      lines.length = 0
+      expect(await runUserCommand(db.db, ['client', 'list', '--org', group], out)).toBe(0)
+      expect(lines.join('\n')).toContain(`${clientId}\tSync\tBILLING\tactive`)
+      expect(
+        await runUserCommand(
+          db.db,
+          [
+            'client',
+            'create',
+            '--org',
+            group,
+            '--client-id',
+            clientId,
+            '--name',
+            'Again',
+            '--roles',
+            'BILLING',
+          ],
+          out,
+        ),
+      ).toBe(1)
+      expect(lines.at(-1)).toBe(`Error: A client with id ${clientId} already exists`)
+    } finally {
+      await db.close()
+    }
+  })
+})

@@ -5,7 +5,7 @@ import { AppError } from '../../errors.js'
 import { decoyHash, verifyPassword } from '../../lib/passwords.js'
 import type { Principal } from './principal.js'
 import { findLoginCandidate } from './queries.js'
-import { startSession, type TokenSet } from './sessions.js'
+import { type SessionTokens, startSession } from './sessions.js'
 import type { TokenIssuer } from './token-issuer.js'
 
 export const invalidCredentials = () =>
@@ -23,7 +23,7 @@ export async function checkPassword(db: Kysely<Database>, username: string, pass
 }
 
 export type LoginOutcome =
-  | { kind: 'signed-in'; tokens: TokenSet; user: LoginResult['user'] }
+  | { kind: 'signed-in'; tokens: SessionTokens; user: LoginResult['user'] }
   | { kind: 'password-change-required' }
 
 export async function login(

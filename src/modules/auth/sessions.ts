@@ -8,7 +8,7 @@ import { ACCESS_TOKEN_TTL_SECONDS, REFRESH_TOKEN_TTL_SECONDS, type TokenIssuer }
 // A session can be refreshed for at most this long after sign-in, however often it is refreshed.
 const SESSION_MAX_SECONDS = 30 * 24 * 3600
 
-export interface TokenSet {
+export interface SessionTokens {
   accessToken: string
   refreshToken: string
   expiresIn: number
@@ -46,7 +46,7 @@ async function issueFor(
   sessionId: string,
   clientId: string,
   refreshToken: string,
-): Promise<TokenSet> {
+): Promise<SessionTokens> {
   const subject = await findTokenSubject(db, userId)
   if (!subject) throw invalidRefreshToken()
   return {
@@ -64,7 +64,7 @@ export async function startSession(
   issuer: TokenIssuer,
   userId: number,
   clientId: string,
-): Promise<TokenSet> {
+): Promise<SessionTokens> {
   const sessionId = randomUUID()
   const refreshToken = await db.transaction().execute(async (trx) => {
     await trx
@@ -127,7 +127,7 @@ export async function refreshSession(
   issuer: TokenIssuer,
   presented: string,
   clientId?: string,
-): Promise<TokenSet> {
+): Promise<SessionTokens> {
   const hash = hashToken(presented)
   const result = await db.transaction().execute(async (trx): Promise<Rotation | { outcome: 'invalid' }> => {
     const token = await trx
@@ -170,13 +170,22 @@ export async function refreshSession(
   return issueFor(db, issuer, result.userId, result.sessionId, result.clientId, result.refreshToken)
 }
 
-/** Ends the session a refresh token belongs to; returns false when the token is unknown. */
-export async function endSession(db: Kysely<Database>, presented: string): Promise<boolean> {
-  const token = await db
+/**
+ * Ends the session a refresh token belongs to; returns false when the token is unknown (or, when a
+ * client is named, belongs to another client's session).
+ */
+export async function endSession(
+  db: Kysely<Database>,
+  presented: string,
+  clientId?: string,
+): Promise<boolean> {
+  let query = db
     .selectFrom('refresh_tokens')
-    .select('session_id')
-    .where('token_hash', '=', hashToken(presented))
-    .executeTakeFirst()
+    .innerJoin('sessions', 'sessions.id', 'refresh_tokens.session_id')
+    .select('refresh_tokens.session_id')
+    .where('refresh_tokens.token_hash', '=', hashToken(presented))
+  if (clientId !== undefined) query = query.where('sessions.client_id', '=', clientId)
+  const token = await query.executeTakeFirst()
   if (!token) return false
   await revokeSession(db, token.session_id, 'LOGOUT')
   return true

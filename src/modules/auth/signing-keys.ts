@@ -89,5 +89,6 @@ export async function loadVerificationKeys(db: Kysely<Database>): Promise<Map<st
 
 /** A public key as a JSON Web Key for the key set endpoint. */
 export function toJwk(kid: string, publicKeyPem: string) {
-  return { ...createPublicKey(publicKeyPem).export({ format: 'jwk' }), kid, alg: 'RS256', use: 'sig' }
+  const { n, e } = createPublicKey(publicKeyPem).export({ format: 'jwk' })
+  return { kid, kty: 'RSA', alg: 'RS256', use: 'sig', n: n as string, e: e as string }
 }

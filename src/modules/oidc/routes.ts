@@ -1,0 +1,183 @@
+import formbody from '@fastify/formbody'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import type { FastifyError } from 'fastify'
+import {
+  DiscoveryDocument,
+  JsonWebKeySet,
+  LogoutRequest,
+  OAuthErrorBody,
+  TokenRequest,
+  TokenSet,
+} from '../../../schemas/oidc.js'
+import { fromDatabaseError } from '../../errors.js'
+import { loadVerificationKeys, toJwk } from '../auth/signing-keys.js'
+import { clientCredentials, grantTokens, logout, OAuthError } from './service.js'
+
+const tags = ['OpenID Connect']
+const oauthError = (description: string) => ({ ...OAuthErrorBody, description })
+const formErrors = {
+  413: oauthError('The form is too large'),
+  415: oauthError('The body is not application/x-www-form-urlencoded'),
+  500: oauthError('Unexpected error'),
+  503: oauthError('The database is unavailable'),
+}
+
+function toOAuthError(error: unknown): OAuthError {
+  if (error instanceof OAuthError) return error
+  const { validation, message, statusCode } = error as FastifyError
+  if (validation) return new OAuthError(400, 'invalid_request', message)
+  if (statusCode && statusCode >= 400 && statusCode < 500) {
+    return new OAuthError(
+      statusCode,
+      'invalid_request',
+      statusCode === 415 ? 'Send application/x-www-form-urlencoded' : message,
+    )
+  }
+  if (fromDatabaseError(error)?.code === 'SYS_002') {
+    return new OAuthError(503, 'temporarily_unavailable', 'The service is temporarily unavailable')
+  }
+  return new OAuthError(500, 'server_error', 'Unexpected error')
+}
+
+/**
+ * The embedded issuer at Keycloak's paths, so that a client written for a Keycloak realm works
+ * unchanged: discovery, key set, token (password, client_credentials, refresh_token) and logout.
+ * Form-encoded bodies are accepted here only; errors use the OAuth format, not the API envelope.
+ */
+const oidcRoutes: FastifyPluginAsyncTypebox<{ issuerUrl: string; publicClientId: string }> = async (
+  app,
+  { issuerUrl, publicClientId },
+) => {
+  const issuer = app.tokenIssuer
+  if (!issuer) return
+  // OAuth token requests are form-encoded only.
+  app.removeContentTypeParser('application/json')
+  await app.register(formbody)
+  app.setErrorHandler((error, request, reply) => {
+    const oauth = toOAuthError(error)
+    if (oauth.status >= 500)
+      request.log.error({ err: { message: (error as Error).message } }, 'token endpoint failed')
+    if (oauth.error === 'invalid_client' && oauth.status === 401) reply.header('www-authenticate', 'Basic')
+    return reply.code(oauth.status).send({ error: oauth.error, error_description: oauth.description })
+  })
+
+  const endpoint = (name: string) => `${issuerUrl}/protocol/openid-connect/${name}`
+
+  app.get(
+    '/.well-known/openid-configuration',
+    {
+      schema: {
+        tags,
+        operationId: 'openidConfiguration',
+        summary: 'OpenID Connect discovery',
+        security: [],
+        response: { 200: DiscoveryDocument },
+      },
+    },
+    async () => ({
+      issuer: issuerUrl,
+      token_endpoint: endpoint('token'),
+      end_session_endpoint: endpoint('logout'),
+      jwks_uri: endpoint('certs'),
+      grant_types_supported: ['password', 'client_credentials', 'refresh_token'],
+      response_types_supported: [],
+      subject_types_supported: ['public'],
+      id_token_signing_alg_values_supported: ['RS256'],
+      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+      scopes_supported: ['openid', 'profile', 'email'],
+      claims_supported: [
+        'sub',
+        'iss',
+        'aud',
+        'exp',
+        'iat',
+        'email',
+        'name',
+        'given_name',
+        'family_name',
+        'preferred_username',
+        'groups',
+      ],
+    }),
+  )
+
+  app.get(
+    '/protocol/openid-connect/certs',
+    {
+      schema: {
+        tags,
+        operationId: 'jsonWebKeySet',
+        summary: 'Keys that verify access tokens (current and recently retired)',
+        security: [],
+        response: { 200: JsonWebKeySet },
+      },
+    },
+    async () => {
+      const keys = await loadVerificationKeys(app.db)
+      return { keys: [...keys].map(([kid, pem]) => toJwk(kid, pem)) }
+    },
+  )
+
+  app.post(
+    '/protocol/openid-connect/token',
+    {
+      schema: {
+        tags,
+        operationId: 'token',
+        summary: 'Token endpoint (application/x-www-form-urlencoded)',
+        description:
+          'Grants: password (client_id, username, password), client_credentials (a confidential client: client_id and client_secret, in the form or HTTP Basic), refresh_token (client_id, refresh_token). A refresh token works once; the answer carries its replacement.',
+        security: [],
+        consumes: ['application/x-www-form-urlencoded'],
+        body: TokenRequest,
+        response: {
+          200: TokenSet,
+          400: oauthError('Bad request, bad or expired refresh token (invalid_grant), unsupported grant'),
+          401: oauthError(
+            'Unknown client or wrong secret (invalid_client), or wrong user credentials (invalid_grant)',
+          ),
+          ...formErrors,
+        },
+      },
+    },
+    async (request, reply) => {
+      const credentials = clientCredentials(request.headers.authorization, {
+        clientId: request.body.client_id,
+        secret: request.body.client_secret,
+      })
+      reply.header('cache-control', 'no-store')
+      return grantTokens(app.db, issuer, publicClientId, request.body, credentials)
+    },
+  )
+
+  app.post(
+    '/protocol/openid-connect/logout',
+    {
+      schema: {
+        tags,
+        operationId: 'endSession',
+        summary: 'End the session of a refresh token (application/x-www-form-urlencoded)',
+        security: [],
+        consumes: ['application/x-www-form-urlencoded'],
+        body: LogoutRequest,
+        response: {
+          204: Type.Null({ description: 'The session has ended' }),
+          400: oauthError('Unknown refresh token, or one of another client (invalid_grant)'),
+          401: oauthError('Unknown client or wrong secret (invalid_client)'),
+          ...formErrors,
+        },
+      },
+    },
+    async (request, reply) => {
+      const credentials = clientCredentials(request.headers.authorization, {
+        clientId: request.body.client_id,
+        secret: request.body.client_secret,
+      })
+      await logout(app.db, publicClientId, request.body.refresh_token, credentials)
+      return reply.code(204).send(null)
+    },
+  )
+}
+
+export default oidcRoutes

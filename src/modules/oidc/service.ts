@@ -1,0 +1,162 @@
+import { randomUUID } from 'node:crypto'
+import type { Kysely } from 'kysely'
+import type { Database } from '../../../db/database.js'
+import type { TokenRequest, TokenSet } from '../../../schemas/oidc.js'
+import { AppError } from '../../errors.js'
+import { findTokenSubject } from '../auth/queries.js'
+import { checkPassword } from '../auth/service.js'
+import { endSession, refreshSession, type SessionTokens, startSession } from '../auth/sessions.js'
+import { ACCESS_TOKEN_TTL_SECONDS, type TokenIssuer } from '../auth/token-issuer.js'
+import { authenticateClient } from '../clients/service.js'
+
+/** An error in the OAuth 2.0 format (`error`, `error_description`), as a Keycloak realm answers. */
+export class OAuthError extends Error {
+  constructor(
+    readonly status: number,
+    readonly error: string,
+    readonly description: string,
+  ) {
+    super(description)
+  }
+}
+
+const invalidRequest = (description: string) => new OAuthError(400, 'invalid_request', description)
+
+export interface ClientCredentials {
+  clientId?: string
+  secret?: string
+}
+
+/** Client credentials from HTTP Basic authentication (client_secret_basic) or the form (client_secret_post). */
+export function clientCredentials(
+  authorization: string | undefined,
+  form: ClientCredentials,
+): ClientCredentials {
+  if (!authorization?.startsWith('Basic ')) return form
+  const decoded = Buffer.from(authorization.slice(6), 'base64').toString('utf8')
+  const separator = decoded.indexOf(':')
+  if (separator < 0) throw new OAuthError(401, 'invalid_client', 'Malformed Basic authentication')
+  return {
+    clientId: decodeURIComponent(decoded.slice(0, separator)),
+    secret: decodeURIComponent(decoded.slice(separator + 1)),
+  }
+}
+
+interface Client {
+  clientId: string
+  /** Set for confidential clients: the service account they act as. */
+  serviceUserId?: number
+}
+
+/** The public client (this API's own client id) needs no secret; any other must be a confidential client. */
+async function identifyClient(db: Kysely<Database>, publicClientId: string, credentials: ClientCredentials) {
+  const { clientId, secret } = credentials
+  if (!clientId) throw new OAuthError(401, 'invalid_client', 'client_id is required')
+  if (clientId === publicClientId) return { clientId } satisfies Client
+  const client = await authenticateClient(db, clientId, secret ?? '')
+  if (!client) throw new OAuthError(401, 'invalid_client', 'Invalid client or client credentials')
+  return { clientId, serviceUserId: client.userId } satisfies Client
+}
+
+function toTokenSet(tokens: SessionTokens): TokenSet {
+  return {
+    access_token: tokens.accessToken,
+    expires_in: tokens.expiresIn,
+    refresh_expires_in: tokens.refreshExpiresIn,
+    refresh_token: tokens.refreshToken,
+    token_type: 'Bearer',
+    'not-before-policy': 0,
+    session_state: tokens.sessionId,
+    scope: 'openid profile email',
+  }
+}
+
+async function passwordGrant(
+  db: Kysely<Database>,
+  issuer: TokenIssuer,
+  client: Client,
+  request: TokenRequest,
+) {
+  if (!request.username || !request.password) throw invalidRequest('username and password are required')
+  let user: Awaited<ReturnType<typeof checkPassword>>
+  try {
+    user = await checkPassword(db, request.username, request.password)
+  } catch (error) {
+    if (error instanceof AppError) throw new OAuthError(401, 'invalid_grant', 'Invalid user credentials')
+    throw error
+  }
+  if (user.password_change_required) throw new OAuthError(400, 'invalid_grant', 'Account is not fully set up')
+  return toTokenSet(await startSession(db, issuer, user.id, client.clientId))
+}
+
+async function refreshTokenGrant(
+  db: Kysely<Database>,
+  issuer: TokenIssuer,
+  client: Client,
+  request: TokenRequest,
+) {
+  if (!request.refresh_token) throw invalidRequest('refresh_token is required')
+  try {
+    return toTokenSet(await refreshSession(db, issuer, request.refresh_token, client.clientId))
+  } catch (error) {
+    if (error instanceof AppError && error.status === 400) {
+      throw new OAuthError(400, 'invalid_grant', 'Invalid refresh token')
+    }
+    throw error
+  }
+}
+
+/** A service account's token: no session and no refresh token, as Keycloak does by default. */
+async function clientCredentialsGrant(
+  db: Kysely<Database>,
+  issuer: TokenIssuer,
+  client: Client,
+): Promise<TokenSet> {
+  if (client.serviceUserId === undefined) {
+    throw new OAuthError(400, 'unauthorized_client', 'Only confidential clients may use client_credentials')
+  }
+  const subject = await findTokenSubject(db, client.serviceUserId)
+  if (!subject) throw new OAuthError(401, 'invalid_client', 'The client is disabled')
+  const sessionState = randomUUID()
+  return {
+    access_token: issuer.issueAccessToken(subject, sessionState, { requestedBy: client.clientId }),
+    expires_in: ACCESS_TOKEN_TTL_SECONDS,
+    refresh_expires_in: 0,
+    token_type: 'Bearer',
+    'not-before-policy': 0,
+    session_state: sessionState,
+    scope: 'openid profile email',
+  }
+}
+
+export async function grantTokens(
+  db: Kysely<Database>,
+  issuer: TokenIssuer,
+  publicClientId: string,
+  request: TokenRequest,
+  credentials: ClientCredentials,
+): Promise<TokenSet> {
+  const client = await identifyClient(db, publicClientId, credentials)
+  switch (request.grant_type) {
+    case 'password':
+      return passwordGrant(db, issuer, client, request)
+    case 'refresh_token':
+      return refreshTokenGrant(db, issuer, client, request)
+    case 'client_credentials':
+      return clientCredentialsGrant(db, issuer, client)
+    default:
+      throw new OAuthError(400, 'unsupported_grant_type', `Unsupported grant_type ${request.grant_type}`)
+  }
+}
+
+export async function logout(
+  db: Kysely<Database>,
+  publicClientId: string,
+  refreshToken: string,
+  credentials: ClientCredentials,
+): Promise<void> {
+  const client = await identifyClient(db, publicClientId, credentials)
+  if (!(await endSession(db, refreshToken, client.clientId))) {
+    throw new OAuthError(400, 'invalid_grant', 'Invalid refresh token')
+  }
+}
