@@ -4,6 +4,8 @@ import { defineConfig } from 'vitest/config'
 // TEST_DATABASE_URL is set, as CI does, and are not collected otherwise.
 const include = ['tests/{unit,api,process}/**/*.test.ts']
 if (process.env.TEST_DATABASE_URL) include.push('tests/postgres/**/*.test.ts')
+// Tests under tests/redis need a Redis server (TEST_REDIS_URL), as CI provides.
+if (process.env.TEST_REDIS_URL) include.push('tests/redis/**/*.test.ts')
 
 export default defineConfig({
   test: {

@@ -14,6 +14,7 @@ import errorHandler from './plugins/error-handler.js'
 import health from './plugins/health.js'
 import metrics from './plugins/metrics.js'
 import openapi from './plugins/openapi.js'
+import rateLimits from './plugins/rate-limit.js'
 import requestContext, { requestIdFor } from './plugins/request-context.js'
 import routeConventions from './plugins/route-conventions.js'
 import validation from './plugins/validation.js'
@@ -34,6 +35,12 @@ function loggerOptions(config: Config): FastifyServerOptions['logger'] {
   }
 }
 
+/** `true`, `false`, or a comma-separated list of proxy addresses and CIDR ranges to trust. */
+function trustProxySetting(value: string): boolean | string[] {
+  if (value === 'true' || value === 'false') return value === 'true'
+  return value.split(',').map((entry) => entry.trim())
+}
+
 export async function openConfiguredDatabase(config: Config, onPoolError: (error: Error) => void) {
   return config.DATABASE_URL
     ? openPostgres({ url: config.DATABASE_URL, poolMax: config.DATABASE_POOL_MAX, onPoolError })
@@ -47,6 +54,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
     genReqId: requestIdFor,
     bodyLimit: config.BODY_LIMIT_BYTES,
     exposeHeadRoutes: false,
+    trustProxy: trustProxySetting(config.TRUST_PROXY),
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   const handle =
@@ -62,6 +70,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   await app.register(database, { handle })
   await app.register(audit, { flushIntervalMs: config.AUDIT_FLUSH_INTERVAL_MS })
   await app.register(auth, { config })
+  await app.register(rateLimits, { config })
   await app.register(routeConventions)
   await app.register(metrics)
   await app.register(openapi)

@@ -25,6 +25,15 @@ export const ConfigSchema = Type.Object({
   ADMIN_EMAIL: Type.String({ pattern: '^[^@\\s]+@[^@\\s]+\\.[^@\\s]+$', default: 'admin@example.com' }),
   ADMIN_PASSWORD: Type.Optional(Type.String({ minLength: 12 })),
   BOOTSTRAP_ORGANIZATION: Type.String({ minLength: 1, default: 'Default Practice' }),
+  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+  RATE_LIMIT_AUTHENTICATED: Type.Integer({ minimum: 1, default: 1000 }),
+  RATE_LIMIT_ANONYMOUS: Type.Integer({ minimum: 1, default: 100 }),
+  RATE_LIMIT_WINDOW_SECONDS: Type.Integer({ minimum: 1, maximum: 86_400, default: 3600 }),
+  RATE_LIMIT_CLIENTS: Type.String({
+    pattern: '^([a-z0-9][a-z0-9._-]*=[0-9]+)?(,[a-z0-9][a-z0-9._-]*=[0-9]+)*$',
+    default: '',
+  }),
+  TRUST_PROXY: Type.String({ minLength: 1, default: 'false' }),
   AUDIT_FLUSH_INTERVAL_MS: Type.Integer({ minimum: 10, maximum: 60_000, default: 1000 }),
 })
 

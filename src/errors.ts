@@ -10,6 +10,7 @@ export const ERRORS = {
   VAL_002: { status: 422, message: 'Missing required field' },
   RES_001: { status: 404, message: 'Resource not found' },
   RES_002: { status: 409, message: 'Resource already exists' },
+  RATE_001: { status: 429, message: 'Too many requests' },
   SYS_001: { status: 500, message: 'Internal server error' },
   SYS_002: { status: 503, message: 'Database unavailable' },
 } as const satisfies Record<string, { status: number; message: string }>

@@ -20,6 +20,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   413: 'The request body is too large (VAL_001)',
   415: 'Unsupported Content-Type (VAL_001)',
   422: 'The body failed validation (VAL_001, VAL_002)',
+  429: 'Rate limit exceeded; see Retry-After (RATE_001)',
   500: 'Unexpected error (SYS_001)',
   503: 'The database is unavailable (SYS_002)',
 }
@@ -33,7 +34,7 @@ export const errorResponse = (status: number, description = ERROR_DESCRIPTIONS[s
 /** Error statuses any route of this shape can produce, whatever its handler does. */
 function standardErrors(route: RouteOptions, access: RouteAccess): Record<number, TSchema> {
   const schema = route.schema ?? {}
-  const statuses = [500, 503]
+  const statuses = [429, 500, 503]
   if (access.allow !== 'public') statuses.push(401, 403)
   if (schema.querystring || schema.params) statuses.push(400)
   if (schema.body) statuses.push(400, 413, 415, 422)
@@ -43,7 +44,7 @@ function standardErrors(route: RouteOptions, access: RouteAccess): Record<number
 function guard(access: RouteAccess): onRequestHookHandler {
   const { allow } = access
   return async function requireAccess(this, request: FastifyRequest) {
-    const principal = await this.authenticate(request)
+    const principal = request.principal ?? (await this.authenticate(request))
     if (allow !== 'authenticated' && allow !== 'public' && !hasAnyRole(principal.authorities, allow)) {
       throw forbidden(`This operation requires one of the roles: ${allow.join(', ')}`)
     }
@@ -79,7 +80,8 @@ const routeConventions: FastifyPluginAsync = async (app) => {
       response: { ...standardErrors(route, access), ...(schema.response as object) },
     }
     route.config = { ...route.config, access }
-    if (access.allow !== 'public') route.onRequest = [guard(access), ...asArray(route.onRequest)]
+    // After the rate limiter's hook, which is already in place, so floods of bad tokens are counted too.
+    if (access.allow !== 'public') route.onRequest = [...asArray(route.onRequest), guard(access)]
   })
 }
 

@@ -46,7 +46,7 @@ describe('fromDatabaseError', () => {
 })
 
 describe('the error table', () => {
-  it('has every code of the specification with its status', () => {
+  it('has every code of the specification, and RATE_001, with its status', () => {
     expect(Object.fromEntries(Object.entries(ERRORS).map(([code, { status }]) => [code, status]))).toEqual({
       AUTH_001: 401,
       AUTH_002: 401,
@@ -55,6 +55,7 @@ describe('the error table', () => {
       VAL_002: 422,
       RES_001: 404,
       RES_002: 409,
+      RATE_001: 429,
       SYS_001: 500,
       SYS_002: 503,
     })

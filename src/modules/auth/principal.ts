@@ -10,6 +10,8 @@ import { findAccountBySubject } from './queries.js'
 export interface Principal {
   userId: number
   subject: string
+  /** The client the token was issued to (`azp`). */
+  clientId: string
   organizationId: number
   email: string
   firstName: string
@@ -56,6 +58,7 @@ export function createPrincipalResolver(db: Kysely<Database>, clientId: string) 
     return {
       userId: account.id,
       subject: claims.sub,
+      clientId: claims.azp ?? clientId,
       organizationId: account.organization_id,
       email: account.email,
       firstName: account.first_name,
