@@ -70,6 +70,39 @@ export const LogoutBody = Type.Object(RefreshTokenFields, {
 })
 export type LogoutBody = Static<typeof LogoutBody>
 
+export const IdpLoginBody = Type.Object(
+  {
+    username: Type.Optional(Type.String({ minLength: 1, maxLength: 254 })),
+    password: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
+    code: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 4096, description: 'Authorization code from the provider' }),
+    ),
+    redirectUri: Type.Optional(
+      Type.String({
+        format: 'uri',
+        maxLength: 2048,
+        description: 'The redirect URI the code was issued for',
+      }),
+    ),
+    codeVerifier: Type.Optional(
+      Type.String({ minLength: 43, maxLength: 128, description: 'PKCE code verifier' }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'Either `username` and `password` (the provider checks them), or `code` and `redirectUri` (+ `codeVerifier` with PKCE)',
+    examples: [
+      {
+        code: '<authorization code>',
+        redirectUri: 'https://app.example/callback',
+        codeVerifier: '<PKCE verifier>',
+      },
+    ],
+  },
+)
+export type IdpLoginBody = Static<typeof IdpLoginBody>
+
 export const RefreshResult = Type.Object({
   token: Type.String(),
   refreshToken: Type.String({ description: 'The replacement refresh token; the one sent no longer works' }),
@@ -106,5 +139,10 @@ export const AccessTokenClaims = Type.Object({
   typ: Type.Optional(Type.String()),
   realm_access: Type.Optional(Type.Object({ roles: Type.Optional(Type.Array(Type.String())) })),
   groups: Type.Optional(Type.Array(Type.String())),
+  email: Type.Optional(Type.String()),
+  email_verified: Type.Optional(Type.Boolean()),
+  given_name: Type.Optional(Type.String()),
+  family_name: Type.Optional(Type.String()),
+  preferred_username: Type.Optional(Type.String()),
 })
 export type AccessTokenClaims = Static<typeof AccessTokenClaims>

@@ -79,7 +79,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   await app.register(authRoutes, {
     prefix: '/api/auth',
     loginStyle: config.LOGIN_RESPONSE_STYLE,
-    clientId: config.OIDC_CLIENT_ID,
+    external: !config.embeddedIssuer,
   })
   await app.register(patientRoutes, { prefix: '/api/patients' })
   await app.register(oidcRoutes, {

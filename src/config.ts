@@ -20,6 +20,7 @@ export const ConfigSchema = Type.Object({
   BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, maximum: 50 * 1024 * 1024, default: 1024 * 1024 }),
   OIDC_ISSUER_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
   OIDC_CLIENT_ID: Type.String({ minLength: 1, default: 'ehr-api' }),
+  OIDC_CLIENT_SECRET: Type.Optional(Type.String({ minLength: 1 })),
   OIDC_REALM: Type.String({ pattern: '^[A-Za-z0-9_-]+$', default: 'ehr' }),
   LOGIN_RESPONSE_STYLE: Type.Union([Type.Literal('envelope'), Type.Literal('flat')], { default: 'envelope' }),
   ADMIN_EMAIL: Type.String({ pattern: '^[^@\\s]+@[^@\\s]+\\.[^@\\s]+$', default: 'admin@example.com' }),

@@ -23,6 +23,7 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'POST /api/auth/login': { allow: 'public' },
   'POST /api/auth/refresh': { allow: 'public' },
   'POST /api/auth/logout': { allow: 'public' },
+  'POST /api/auth/idp-login': { allow: 'public' },
   'GET /api/auth/me': { allow: 'authenticated' },
 
   'GET /api/patients': { allow: CLINICAL_READERS, audit: { resourceType: 'patient', action: 'LIST' } },

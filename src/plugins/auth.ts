@@ -4,6 +4,12 @@ import fp from 'fastify-plugin'
 import type { AccessTokenClaims } from '../../schemas/auth.js'
 import type { Config } from '../config.js'
 import { AppError } from '../errors.js'
+import { type AuthBackend, embeddedBackend, externalBackend } from '../modules/auth/backends.js'
+import {
+  createProviderClient,
+  discoverProvider,
+  type ProviderClient,
+} from '../modules/auth/external-provider.js'
 import { embeddedKeyResolver, jwksKeyResolver, type KeyResolver } from '../modules/auth/key-resolver.js'
 import { createPrincipalResolver, type Principal } from '../modules/auth/principal.js'
 import {
@@ -26,6 +32,8 @@ declare module 'fastify' {
     authenticate(request: FastifyRequest): Promise<Principal>
     /** Present when the service is its own token issuer (no OIDC_ISSUER_URL). */
     tokenIssuer: TokenIssuer | undefined
+    /** Sign-in, refresh and logout, by the embedded issuer or through the external provider. */
+    authBackend: AuthBackend
   }
   interface FastifyRequest {
     principal: Principal | null
@@ -54,6 +62,7 @@ function fromJwtError(error: unknown): AppError {
 const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => {
   let resolveKey: KeyResolver
   let signingKey: SigningKey | undefined
+  let provider: ProviderClient | undefined
   if (config.embeddedIssuer) {
     signingKey = await ensureSigningKey(app.db)
     resolveKey = embeddedKeyResolver(app.db, await loadVerificationKeys(app.db))
@@ -70,6 +79,11 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
     app.addHook('onClose', async () => clearInterval(refresh))
   } else {
     resolveKey = jwksKeyResolver(config.tokenIssuer)
+    provider = createProviderClient(
+      await discoverProvider(config.tokenIssuer),
+      config.OIDC_CLIENT_ID,
+      config.OIDC_CLIENT_SECRET,
+    )
   }
 
   await app.register(fastifyJwt, {
@@ -88,7 +102,9 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
     },
   })
 
-  const resolvePrincipal = createPrincipalResolver(app.db, config.OIDC_CLIENT_ID)
+  const resolvePrincipal = createPrincipalResolver(app.db, config.OIDC_CLIENT_ID, {
+    provision: !config.embeddedIssuer,
+  })
   app.decorateRequest('principal', null)
   app.decorate('authenticate', async (request: FastifyRequest) => {
     let claims: AccessTokenClaims
@@ -100,15 +116,19 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
     request.principal = await resolvePrincipal(claims)
     return request.principal
   })
+  const tokenIssuer = signingKey
+    ? createTokenIssuer(app.jwt, {
+        issuer: config.tokenIssuer,
+        clientId: config.OIDC_CLIENT_ID,
+        signingKey: () => signingKey as SigningKey,
+      })
+    : undefined
+  app.decorate('tokenIssuer', tokenIssuer)
   app.decorate(
-    'tokenIssuer',
-    signingKey
-      ? createTokenIssuer(app.jwt, {
-          issuer: config.tokenIssuer,
-          clientId: config.OIDC_CLIENT_ID,
-          signingKey: () => signingKey as SigningKey,
-        })
-      : undefined,
+    'authBackend',
+    tokenIssuer
+      ? embeddedBackend(app.db, tokenIssuer, config.OIDC_CLIENT_ID)
+      : externalBackend(provider as ProviderClient, resolvePrincipal),
   )
 }
 

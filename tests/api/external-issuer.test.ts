@@ -68,12 +68,13 @@ describe('with OIDC_ISSUER_URL (external identity provider)', () => {
     expect(response.statusCode).toBe(401)
   })
 
-  it('does not offer password login: clients sign in at the provider', async () => {
+  it('answers 503 in the envelope when the provider cannot sign in', async () => {
     const response = await app.inject({
       method: 'POST',
       url: '/api/auth/login',
-      payload: { username: 'a', password: 'b' },
+      payload: { username: 'a@b.c', password: 'whatever-password' },
     })
-    expect(response.statusCode).toBe(404)
+    expect(response.statusCode).toBe(503)
+    expect(response.json()).toMatchObject({ success: false, message: 'Identity provider unavailable' })
   })
 })

@@ -14,8 +14,8 @@ export async function newSigningKey(kid: string): Promise<SigningKeyPair> {
 }
 
 /**
- * A minimal OpenID provider on loopback: the Keycloak-style discovery document and key set, nothing
- * else. Tests change the published keys to simulate rotation.
+ * A minimal OpenID provider on loopback: the Keycloak-style discovery document and key set; its
+ * token endpoint answers 404. Tests change the published keys to simulate rotation.
  */
 export async function startJwksServer(realm: string) {
   let published: JWK[] = []
@@ -24,7 +24,13 @@ export async function startJwksServer(realm: string) {
     const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}/realms/${realm}`
     response.setHeader('content-type', 'application/json')
     if (request.url === `/realms/${realm}/.well-known/openid-configuration`) {
-      response.end(JSON.stringify({ issuer, jwks_uri: `${issuer}/protocol/openid-connect/certs` }))
+      response.end(
+        JSON.stringify({
+          issuer,
+          jwks_uri: `${issuer}/protocol/openid-connect/certs`,
+          token_endpoint: `${issuer}/protocol/openid-connect/token`,
+        }),
+      )
     } else if (request.url === `/realms/${realm}/protocol/openid-connect/certs`) {
       jwksRequests += 1
       response.end(JSON.stringify({ keys: published }))

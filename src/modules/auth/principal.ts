@@ -4,6 +4,7 @@ import type { AccessTokenClaims } from '../../../schemas/auth.js'
 import { authorityOf } from '../../access/roles.js'
 import { AppError, forbidden } from '../../errors.js'
 import { TtlCache } from '../../lib/ttl-cache.js'
+import { provisionAccount } from './provisioning.js'
 import { findAccountBySubject } from './queries.js'
 
 /** The authenticated caller of a request. */
@@ -34,9 +35,26 @@ function audiences(claims: AccessTokenClaims): string[] {
 /**
  * Turns verified token claims into a Principal: the token must be an access token for this client,
  * its subject a known active account, and its `groups` must include the account's organization.
+ * With `provision` (external provider), a subject seen for the first time gets its account here.
  */
-export function createPrincipalResolver(db: Kysely<Database>, clientId: string) {
+export function createPrincipalResolver(
+  db: Kysely<Database>,
+  clientId: string,
+  { provision }: { provision: boolean },
+) {
   const accounts = new TtlCache<string, Account>(ACCOUNT_CACHE_TTL_MS, 10_000)
+
+  async function accountOf(claims: AccessTokenClaims): Promise<Account | undefined> {
+    const cached = accounts.get(claims.sub)
+    if (cached) return cached
+    let account = await findAccountBySubject(db, claims.sub)
+    if (!account && provision) {
+      await provisionAccount(db, claims)
+      account = await findAccountBySubject(db, claims.sub)
+    }
+    if (account) accounts.set(claims.sub, account)
+    return account
+  }
 
   return async (claims: AccessTokenClaims): Promise<Principal> => {
     if (claims.typ !== undefined && claims.typ !== 'Bearer') {
@@ -45,11 +63,7 @@ export function createPrincipalResolver(db: Kysely<Database>, clientId: string) 
     if (claims.azp !== clientId && !audiences(claims).includes(clientId)) {
       throw new AppError('AUTH_001', 'The token was not issued for this service')
     }
-    let account = accounts.get(claims.sub)
-    if (!account) {
-      account = await findAccountBySubject(db, claims.sub)
-      if (account) accounts.set(claims.sub, account)
-    }
+    const account = await accountOf(claims)
     if (!account?.active) throw new AppError('AUTH_001', 'The token belongs to no active account')
     if (!claims.groups?.includes(account.group_path)) {
       throw forbidden("The token's groups do not include the account's organization")

@@ -4,6 +4,7 @@ import {
   CurrentUserEnvelope,
   FlatLoginResponse,
   FlatRefreshResponse,
+  IdpLoginBody,
   LoginBody,
   LoginEnvelope,
   LogoutBody,
@@ -11,41 +12,70 @@ import {
   RefreshBody,
   RefreshEnvelope,
 } from '../../../schemas/auth.js'
+import { AppError } from '../../errors.js'
 import { ok } from '../../lib/envelope.js'
 import { principalOf } from '../../plugins/auth.js'
 import { errorResponse } from '../../plugins/route-conventions.js'
-import { currentUser, login, presentedRefreshToken } from './service.js'
-import { endSession, refreshSession } from './sessions.js'
+import type { IssuedTokens, SignInResult } from './backends.js'
+import { currentUser, presentedRefreshToken } from './service.js'
 
 const tags = ['Authentication']
 
-const passwordChangeRequired = {
-  success: false as const,
-  message: 'The password is temporary and must be changed before signing in',
-  data: { requiresPasswordChange: true as const },
-}
-
-const authRoutes: FastifyPluginAsyncTypebox<{ loginStyle: 'envelope' | 'flat'; clientId: string }> = async (
+const authRoutes: FastifyPluginAsyncTypebox<{ loginStyle: 'envelope' | 'flat'; external: boolean }> = async (
   app,
-  { loginStyle, clientId },
+  { loginStyle, external },
 ) => {
   const flat = loginStyle === 'flat'
-  app.get(
-    '/me',
-    {
-      schema: {
-        tags,
-        operationId: 'getCurrentUser',
-        summary: 'The signed-in user',
-        response: { 200: CurrentUserEnvelope },
-      },
-    },
-    async (request) => ok('Current user', currentUser(principalOf(request))),
-  )
+  const backend = app.authBackend
 
-  const issuer = app.tokenIssuer
-  // With an external identity provider, clients obtain tokens from the provider itself.
-  if (!issuer) return
+  function signInResponse(result: SignInResult) {
+    if (result.kind === 'password-change-required') {
+      return {
+        success: false as const,
+        message: 'The password is temporary and must be changed before signing in',
+        data: { requiresPasswordChange: true as const },
+      }
+    }
+    if (flat) {
+      return {
+        access_token: result.accessToken,
+        refresh_token: result.refreshToken,
+        expires_in: result.expiresIn,
+        token_type: 'Bearer' as const,
+      }
+    }
+    return ok('Login successful', {
+      token: result.accessToken,
+      refreshToken: result.refreshToken,
+      expiresIn: result.expiresIn,
+      user: result.user,
+    })
+  }
+
+  function refreshResponse(tokens: IssuedTokens) {
+    if (flat) {
+      return {
+        access_token: tokens.accessToken,
+        expires_in: tokens.expiresIn,
+        refresh_token: tokens.refreshToken,
+        token_type: 'Bearer' as const,
+      }
+    }
+    return ok('Token refreshed', {
+      token: tokens.accessToken,
+      refreshToken: tokens.refreshToken,
+      expiresIn: tokens.expiresIn,
+    })
+  }
+
+  const signInSchema = {
+    200: Type.Union([flat ? FlatLoginResponse : LoginEnvelope, PasswordChangeRequired]),
+    401: errorResponse(401, 'Invalid username or password (AUTH_001)'),
+    503: errorResponse(503, 'The database or the identity provider is unavailable (SYS_002, SYS_001)'),
+  }
+  const issuerNote = external
+    ? 'This deployment forwards to its external identity provider.'
+    : 'This deployment issues its own tokens.'
 
   app.post(
     '/login',
@@ -55,35 +85,42 @@ const authRoutes: FastifyPluginAsyncTypebox<{ loginStyle: 'envelope' | 'flat'; c
         operationId: 'login',
         summary: 'Sign in with e-mail and password',
         description: `Returns an RS256 access token (3600 s) and a refresh token (86400 s), ${
-          flat
-            ? 'as a flat OAuth-style object (this deployment uses LOGIN_RESPONSE_STYLE=flat)'
-            : 'in the envelope'
-        }. An account with a temporary password gets success=false and data.requiresPasswordChange instead.`,
+          flat ? 'as a flat OAuth-style object (LOGIN_RESPONSE_STYLE=flat)' : 'in the envelope'
+        }. An account with a temporary password gets success=false and data.requiresPasswordChange instead. ${issuerNote}`,
         body: LoginBody,
+        response: signInSchema,
+      },
+    },
+    async (request) =>
+      signInResponse(await backend.passwordLogin(request.body.username, request.body.password)),
+  )
+
+  app.post(
+    '/idp-login',
+    {
+      schema: {
+        tags,
+        operationId: 'identityProviderLogin',
+        summary: 'Sign in through the external identity provider',
+        description:
+          'With username and password, performs the provider’s password grant; with an authorization code and its redirect URI (and PKCE verifier), exchanges the code. Answers like /api/auth/login. 400 VAL_001 when no external provider is configured.',
+        body: IdpLoginBody,
         response: {
-          200: Type.Union([flat ? FlatLoginResponse : LoginEnvelope, PasswordChangeRequired]),
-          401: errorResponse(401, 'Invalid username or password (AUTH_001)'),
+          ...signInSchema,
+          400: errorResponse(
+            400,
+            'No external provider configured, or a bad authorization code (VAL_001, AUTH_001)',
+          ),
         },
       },
     },
     async (request) => {
-      const outcome = await login(app.db, issuer, request.body, clientId)
-      if (outcome.kind === 'password-change-required') return passwordChangeRequired
-      const { tokens, user } = outcome
-      if (flat) {
-        return {
-          access_token: tokens.accessToken,
-          refresh_token: tokens.refreshToken,
-          expires_in: tokens.expiresIn,
-          token_type: 'Bearer' as const,
-        }
-      }
-      return ok('Login successful', {
-        token: tokens.accessToken,
-        refreshToken: tokens.refreshToken,
-        expiresIn: tokens.expiresIn,
-        user,
-      })
+      const { username, password, code, redirectUri, codeVerifier } = request.body
+      if (!external)
+        throw new AppError('VAL_001', 'No external identity provider is configured', { status: 400 })
+      if (code && redirectUri) return signInResponse(await backend.codeLogin(code, redirectUri, codeVerifier))
+      if (username && password) return signInResponse(await backend.passwordLogin(username, password))
+      throw new AppError('VAL_002', 'Send username and password, or code and redirectUri')
     },
   )
 
@@ -103,22 +140,7 @@ const authRoutes: FastifyPluginAsyncTypebox<{ loginStyle: 'envelope' | 'flat'; c
         },
       },
     },
-    async (request) => {
-      const tokens = await refreshSession(app.db, issuer, presentedRefreshToken(request.body))
-      if (flat) {
-        return {
-          access_token: tokens.accessToken,
-          expires_in: tokens.expiresIn,
-          refresh_token: tokens.refreshToken,
-          token_type: 'Bearer' as const,
-        }
-      }
-      return ok('Token refreshed', {
-        token: tokens.accessToken,
-        refreshToken: tokens.refreshToken,
-        expiresIn: tokens.expiresIn,
-      })
-    },
+    async (request) => refreshResponse(await backend.refresh(presentedRefreshToken(request.body))),
   )
 
   app.post(
@@ -135,9 +157,22 @@ const authRoutes: FastifyPluginAsyncTypebox<{ loginStyle: 'envelope' | 'flat'; c
       },
     },
     async (request, reply) => {
-      await endSession(app.db, presentedRefreshToken(request.body))
+      await backend.logout(presentedRefreshToken(request.body))
       return reply.code(204).send(null)
     },
+  )
+
+  app.get(
+    '/me',
+    {
+      schema: {
+        tags,
+        operationId: 'getCurrentUser',
+        summary: 'The signed-in user',
+        response: { 200: CurrentUserEnvelope },
+      },
+    },
+    async (request) => ok('Current user', currentUser(principalOf(request))),
   )
 }
 
