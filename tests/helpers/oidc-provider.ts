@@ -43,7 +43,6 @@ type Middleware = (ctx: KoaContext, next: () => Promise<void>) => Promise<void>
 interface KoaContext {
   status: number
   body: unknown
-  type: string
   oidc?: OidcContext
 }
 
@@ -134,7 +133,7 @@ interface Provider {
 interface OidcProviderModule {
   Provider: new (issuer: string, configuration: Record<string, unknown>) => Provider
   errors: {
-    CustomOIDCProviderError: new (error: string, description: string) => Error & { status: number; statusCode: number }
+    CustomOIDCProviderError: new (error: string, description: string) => Error
     InvalidTarget: new () => Error
   }
 }
@@ -232,7 +231,12 @@ function createMemoryStore() {
 
 async function newSigningKey(): Promise<JWK> {
   const { privateKey } = await generateKeyPair('RS256', { extractable: true })
-  return { ...(await exportJWK(privateKey)), kid: randomBytes(16).toString('base64url'), alg: 'RS256', use: 'sig' }
+  return {
+    ...(await exportJWK(privateKey)),
+    kid: randomBytes(16).toString('base64url'),
+    alg: 'RS256',
+    use: 'sig',
+  }
 }
 
 async function readForm(request: IncomingMessage): Promise<URLSearchParams> {
@@ -281,7 +285,8 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<O
     const path = url.split('?')[0] ?? url
     const handle = () => {
       if (path.startsWith(`${loginActions}/`)) return login(request, response)
-      if (request.method === 'POST' && path === `${prefix}${routes.end_session}`) return logout(request, response)
+      if (request.method === 'POST' && path === `${prefix}${routes.end_session}`)
+        return logout(request, response)
       if (!path.startsWith(`${prefix}/`)) return sendJson(response, 404, { error: 'Not Found' })
       // oidc-provider derives its mount path (and so every URL it advertises) from originalUrl.
       Object.assign(request, { originalUrl: url })
@@ -289,7 +294,8 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<O
       return current.handle(request, response)
     }
     Promise.resolve(handle()).catch((error: unknown) => {
-      if (!response.headersSent) sendJson(response, 500, { error: 'server_error', error_description: String(error) })
+      if (!response.headersSent)
+        sendJson(response, 500, { error: 'server_error', error_description: String(error) })
     })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -300,9 +306,11 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<O
     const { params, client } = ctx.oidc
     const user = users.find((candidate) => candidate.username === params.username)
     if (!user || user.password !== params.password) {
-      const error = new errors.CustomOIDCProviderError('invalid_grant', 'Invalid user credentials')
-      error.status = error.statusCode = 401
-      throw error
+      // Keycloak answers bad user credentials with 401 where oidc-provider's grant errors are 400.
+      throw Object.assign(new errors.CustomOIDCProviderError('invalid_grant', 'Invalid user credentials'), {
+        status: 401,
+        statusCode: 401,
+      })
     }
     const requested = new Set(params.scope?.split(' '))
     const scope = KEYCLOAK_SCOPES.filter((name) => name !== 'openid' || requested.has('openid')).join(' ')
@@ -315,7 +323,11 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<O
       ...issued,
       resourceServer: new current.provider.ResourceServer(resourceIndicator, resourceServerInfo),
     })
-    const refreshToken = new current.provider.RefreshToken({ ...issued, resource: resourceIndicator, rotations: 0 })
+    const refreshToken = new current.provider.RefreshToken({
+      ...issued,
+      resource: resourceIndicator,
+      rotations: 0,
+    })
     ctx.oidc.entity('AccessToken', accessToken)
     ctx.oidc.entity('RefreshToken', refreshToken)
     ctx.body = {
@@ -385,7 +397,7 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<O
         devInteractions: { enabled: false },
         revocation: {
           enabled: true,
-          allowedPolicy: async (_ctx: unknown, client: OidcClient, token: StoredRefreshToken) =>
+          allowedPolicy: async (_ctx: unknown, client: OidcClient, token: { clientId: string }) =>
             token.clientId === client.clientId,
         },
         resourceIndicators: {
@@ -398,7 +410,9 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<O
           },
         },
       },
-      interactions: { url: async (_ctx: unknown, interaction: { uid: string }) => `${loginActions}/${interaction.uid}` },
+      interactions: {
+        url: async (_ctx: unknown, interaction: { uid: string }) => `${loginActions}/${interaction.uid}`,
+      },
       findAccount: async (_ctx: unknown, subject: string) => {
         const user = findUser(subject)
         return (
@@ -416,7 +430,8 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<O
           }
         )
       },
-      issueRefreshToken: async (_ctx: unknown, client: OidcClient) => client.grantTypeAllowed('refresh_token'),
+      issueRefreshToken: async (_ctx: unknown, client: OidcClient) =>
+        client.grantTypeAllowed('refresh_token'),
       formats: { customizers: { jwt: keycloakClaims } },
       ttl: {
         AccessToken: accessTokenLifetime,
@@ -425,10 +440,6 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<O
         Grant: REFRESH_TOKEN_LIFETIME_SECONDS,
         Session: REFRESH_TOKEN_LIFETIME_SECONDS,
         Interaction: 600,
-      },
-      renderError: async (ctx: KoaContext, out: object) => {
-        ctx.type = 'json'
-        ctx.body = out
       },
     })
     provider.registerGrantType('password', passwordGrant, ['username', 'password', 'scope'])
@@ -481,15 +492,22 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<O
       grant.addResourceScope(resource, scopes.join(' '))
     }
     const grantId = await grant.save()
-    return provider.interactionFinished(request, response, { consent: { grantId } }, { mergeWithLastSubmission: true })
+    return provider.interactionFinished(
+      request,
+      response,
+      { consent: { grantId } },
+      { mergeWithLastSubmission: true },
+    )
   }
 
   /** Keycloak's back-channel logout: POST with client authentication and the session's refresh token. */
   async function logout(request: IncomingMessage, response: ServerResponse) {
     const form = await readForm(request)
     const basic = /^Basic (.+)$/i.exec(request.headers.authorization ?? '')?.[1]
-    const [id, secret] = basic
-      ? Buffer.from(basic, 'base64').toString().split(':').map(decodeURIComponent)
+    const credentials = basic ? Buffer.from(basic, 'base64').toString() : undefined
+    const colon = credentials?.indexOf(':') ?? -1
+    const [id, secret] = credentials
+      ? [credentials.slice(0, colon), credentials.slice(colon + 1)].map(decodeURIComponent)
       : [form.get('client_id'), form.get('client_secret')]
     if (id !== clientId || secret !== clientSecret) {
       return sendJson(response, 401, {
@@ -498,7 +516,8 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<O
       })
     }
     const value = form.get('refresh_token')
-    if (!value) return sendJson(response, 400, { error: 'invalid_request', error_description: 'Refresh token missing' })
+    if (!value)
+      return sendJson(response, 400, { error: 'invalid_request', error_description: 'Refresh token missing' })
     const refreshToken = await current.provider.RefreshToken.find(value)
     if (!refreshToken || refreshToken.clientId !== clientId) {
       return sendJson(response, 400, { error: 'invalid_grant', error_description: 'Invalid refresh token' })
@@ -593,7 +612,10 @@ async function driveAuthorizationCode(flow: {
         const { searchParams } = target
         if (searchParams.get('state') !== state) throw new Error(`state mismatch in ${target.href}`)
         const code = searchParams.get('code')
-        if (!code) throw new Error(`authorization failed: ${searchParams.get('error')} ${searchParams.get('error_description')}`)
+        if (!code)
+          throw new Error(
+            `authorization failed: ${searchParams.get('error')} ${searchParams.get('error_description')}`,
+          )
         return code
       }
       url = target
