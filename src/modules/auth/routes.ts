@@ -71,6 +71,7 @@ const authRoutes: FastifyPluginAsyncTypebox<{ loginStyle: 'envelope' | 'flat'; e
   const signInSchema = {
     200: Type.Union([flat ? FlatLoginResponse : LoginEnvelope, PasswordChangeRequired]),
     401: errorResponse(401, 'Invalid username or password (AUTH_001)'),
+    403: errorResponse(403, "External provider: the token's groups match no organization (AUTH_003)"),
     503: errorResponse(503, 'The database or the identity provider is unavailable (SYS_002, SYS_001)'),
   }
   const issuerNote = external
