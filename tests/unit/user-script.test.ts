@@ -89,6 +89,14 @@ describe('user script: create', () => {
     expect(result.output).not.toContain('Generated password')
   })
 
+  it('exits 1 for a password that breaks the policy, naming the rule', async () => {
+    const { group, email } = await newOrganization()
+    const short = await run(...userArgs(group, email), '--password', 'too-short')
+    expect(short).toEqual({ code: 1, output: 'Error: password must have at least 12 characters' })
+    const ownEmail = await run(...userArgs(group, email), '--password', email.toUpperCase())
+    expect(ownEmail).toEqual({ code: 1, output: 'Error: password must not be the account e-mail address' })
+  })
+
   it('accepts the organization by id', async () => {
     const { group, email } = await newOrganization()
     const organization = await handle.db

@@ -12,8 +12,10 @@ import {
   RefreshEnvelope,
 } from '../../../schemas/auth.js'
 import { ok } from '../../lib/envelope.js'
+import type { Mailer } from '../../lib/mailer.js'
 import { principalOf } from '../../plugins/auth.js'
 import { errorResponse } from '../../plugins/route-conventions.js'
+import passwordRoutes from './password-routes.js'
 import { currentUser, login, presentedRefreshToken } from './service.js'
 import { endSession, refreshSession } from './sessions.js'
 
@@ -25,9 +27,16 @@ const passwordChangeRequired = {
   data: { requiresPasswordChange: true as const },
 }
 
-const authRoutes: FastifyPluginAsyncTypebox<{ loginStyle: 'envelope' | 'flat'; clientId: string }> = async (
+interface AuthRoutesOptions {
+  loginStyle: 'envelope' | 'flat'
+  clientId: string
+  mailer: Mailer
+  passwordResetUrl: string
+}
+
+const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
   app,
-  { loginStyle, clientId },
+  { loginStyle, clientId, mailer, passwordResetUrl },
 ) => {
   const flat = loginStyle === 'flat'
   app.get(
@@ -44,8 +53,11 @@ const authRoutes: FastifyPluginAsyncTypebox<{ loginStyle: 'envelope' | 'flat'; c
   )
 
   const issuer = app.tokenIssuer
-  // With an external identity provider, clients obtain tokens from the provider itself.
+  // With an external identity provider, clients obtain tokens from the provider itself, and the
+  // provider owns the passwords.
   if (!issuer) return
+
+  await app.register(passwordRoutes, { mailer, resetUrl: passwordResetUrl })
 
   app.post(
     '/login',
