@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
+import { createUser } from '../../src/modules/users/service.js'
 import { buildTestApp } from '../helpers/app.js'
 import { bearer, newOrganization, TEST_PASSWORD, type TestUser } from '../helpers/factories.js'
 import { mailHeader, mailText, startSmtpServer } from '../helpers/smtp-server.js'
@@ -282,6 +283,43 @@ describe('POST /api/auth/change-password', () => {
       expect(response.json().error, details).toEqual({ code, details })
     }
     expect((await login(user.email, TEST_PASSWORD)).statusCode).toBe(200)
+  })
+})
+
+describe('temporary passwords', () => {
+  it('get no tokens at login until changed without a token; then login works', async () => {
+    const organization = await newOrganization(app)
+    const email = `${randomUUID()}@example.test`
+    const temporary = 'temporary passphrase 1'
+    const user = await createUser(app.db, {
+      organizationId: organization.id,
+      email,
+      firstName: 'Tem',
+      lastName: 'Porary',
+      roles: ['NURSE'],
+      password: temporary,
+      temporaryPassword: true,
+    })
+    expect(user.password_change_required).toBe(true)
+
+    const first = await login(email, temporary)
+    expect(first.statusCode).toBe(200)
+    expect(first.json()).toEqual({
+      success: false,
+      message: 'The password is temporary and must be changed before signing in',
+      data: { requiresPasswordChange: true },
+    })
+
+    const changed = await post(app, 'change-password', {
+      username: email,
+      currentPassword: temporary,
+      newPassword: NEW_PASSWORD,
+    })
+    expect(changed.statusCode).toBe(200)
+    const after = await login(email, NEW_PASSWORD)
+    expect(after.statusCode).toBe(200)
+    expect(after.json()).toMatchObject({ success: true, data: { user: { email } } })
+    expect(after.json().data.token).toBeTypeOf('string')
   })
 })
 

@@ -36,6 +36,8 @@ export interface NewUser {
   password?: string
   /** The token `sub` of an external provider's account; generated otherwise. */
   subject?: string
+  /** The password was chosen for the user (e.g. generated): they must replace it before signing in. */
+  temporaryPassword?: boolean
 }
 
 export function checkRoles(roles: string[]): Role[] {
@@ -58,6 +60,7 @@ export async function createUser(db: Kysely<Database>, user: NewUser) {
       first_name: user.firstName,
       last_name: user.lastName,
       roles: checkRoles(user.roles),
+      password_change_required: user.temporaryPassword ?? false,
     })
     .returningAll()
     .executeTakeFirstOrThrow()
