@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox'
-import { Envelope } from './common.js'
+import { Email, Envelope } from './common.js'
 
 export const LoginBody = Type.Object(
   {
@@ -116,6 +116,68 @@ export const FlatRefreshResponse = Type.Object({
   refresh_token: Type.String({ description: 'The replacement refresh token; the one sent no longer works' }),
   token_type: Type.Literal('Bearer'),
 })
+
+export const PASSWORD_MIN_LENGTH = 12
+export const PASSWORD_MAX_LENGTH = 1024
+
+const PASSWORD_POLICY = `At least ${PASSWORD_MIN_LENGTH} and at most ${PASSWORD_MAX_LENGTH} characters, not the account e-mail address (in any case), and on a change not the current password. A password breaking a rule is 422 VAL_001 naming newPassword and the rule.`
+
+const NewPassword = Type.String({
+  minLength: PASSWORD_MIN_LENGTH,
+  maxLength: PASSWORD_MAX_LENGTH,
+  description: `The new password. ${PASSWORD_POLICY}`,
+})
+
+export const ForgotPasswordBody = Type.Object(
+  { email: Email },
+  { additionalProperties: false, examples: [{ email: 'ann.lee@example.com' }] },
+)
+export type ForgotPasswordBody = Static<typeof ForgotPasswordBody>
+
+export const ResetPasswordBody = Type.Object(
+  {
+    token: Type.String({
+      minLength: 1,
+      maxLength: 512,
+      description: 'The `token` parameter of the link in the reset mail',
+    }),
+    newPassword: NewPassword,
+  },
+  {
+    additionalProperties: false,
+    examples: [{ token: '<token from the mailed link>', newPassword: 'a long and new passphrase' }],
+  },
+)
+export type ResetPasswordBody = Static<typeof ResetPasswordBody>
+
+export const ChangePasswordBody = Type.Object(
+  {
+    username: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 254,
+        description:
+          'The account e-mail address. Required without a bearer token; with one, it may be left out and must otherwise name the same account',
+      }),
+    ),
+    currentPassword: Type.String({ minLength: 1, maxLength: PASSWORD_MAX_LENGTH }),
+    newPassword: NewPassword,
+  },
+  {
+    additionalProperties: false,
+    examples: [
+      {
+        username: 'ann.lee@example.com',
+        currentPassword: '<temporary password>',
+        newPassword: 'a long and new passphrase',
+      },
+    ],
+  },
+)
+export type ChangePasswordBody = Static<typeof ChangePasswordBody>
+
+/** Answer of the password operations: the message says what happened, `data` is empty. */
+export const PasswordEnvelope = Envelope(Type.Object({}))
 
 export const CurrentUser = Type.Object({
   id: Type.String({ description: 'The user id (the numeric id, as a string)' }),

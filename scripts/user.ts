@@ -13,6 +13,9 @@ import { createOrganization, createUser } from '../src/modules/users/service.js'
 
 type Out = (line: string) => void
 
+/** A command line that cannot be run as given: exit code 2 and the usage text. */
+class UsageError extends Error {}
+
 /** Every option of every command; a command reads only those it declares, and required ones are checked. */
 interface Options {
   name: string
@@ -25,7 +28,11 @@ interface Options {
   password?: string
   subject?: string
   'client-id': string
+  temporary?: boolean
 }
+
+/** Options that take no value. */
+const FLAGS: ReadonlySet<string> = new Set(['temporary'])
 
 interface Command {
   /** The options the command accepts, each marked required (true) or not. */
@@ -39,7 +46,7 @@ Commands:
   org create --name <name> --group <group path, e.g. /practices/north>
   org list
   create --org <id or group path> --email <email> --first <first name> --last <last name>
-         --roles <ROLE,ROLE> [--password <password>] [--subject <external sub>]
+         --roles <ROLE,ROLE> [--password <password> [--temporary]] [--subject <external sub>]
   list --org <id or group path>
   deactivate --email <email>
   client create --org <id or group path> --client-id <id> --name <name> --roles <ROLE,ROLE>
@@ -47,7 +54,9 @@ Commands:
   help
 
 Roles: ${ROLES.join(', ')}
-Without --password or --subject, create generates a password and prints it once.
+Without --password or --subject, create generates a password and prints it once. A generated
+password is temporary: the user must change it (POST /api/auth/change-password) before signing in.
+--temporary makes a --password temporary in the same way.
 With --subject and no --password, the account signs in only through the external identity provider.
 Prefer the generated password: a --password value stays in the shell history.
 With the embedded database (no DATABASE_URL), stop the server first: PGlite cannot share its data directory.`
@@ -84,6 +93,9 @@ async function orgList(db: Kysely<Database>, _options: Options, out: Out) {
 }
 
 async function userCreate(db: Kysely<Database>, options: Options, out: Out) {
+  if (options.temporary && options.password === undefined) {
+    throw new UsageError('--temporary goes with --password (a generated password is always temporary)')
+  }
   const organization = await findOrganization(db, options.org)
   const generatedPassword =
     options.password === undefined && options.subject === undefined
@@ -97,11 +109,13 @@ async function userCreate(db: Kysely<Database>, options: Options, out: Out) {
     roles: options.roles.split(',').map((role) => role.trim()),
     password: options.password ?? generatedPassword,
     subject: options.subject,
+    temporaryPassword: generatedPassword !== undefined || options.temporary === true,
   })
   out(
     `Created user ${user.id} ${user.email} in ${organization.group_path} with roles ${user.roles.join(',')}`,
   )
   if (generatedPassword) out(`Generated password (shown only now): ${generatedPassword}`)
+  if (user.password_change_required) out('The password is temporary: it must be changed before signing in')
 }
 
 async function userList(db: Kysely<Database>, options: Options, out: Out) {
@@ -171,6 +185,7 @@ const COMMANDS: Record<string, Command> = {
       last: true,
       roles: true,
       password: false,
+      temporary: false,
       subject: false,
     },
     run: userCreate,
@@ -183,10 +198,10 @@ const COMMANDS: Record<string, Command> = {
 
 const isHelp = (argv: string[]) => argv.length === 0 || ['help', '--help', '-h'].includes(argv[0] ?? '')
 
-class UsageError extends Error {}
-
 function parseOptions(command: Command, args: string[]): Options {
-  const declared = Object.keys(command.options).map((option) => [option, { type: 'string' }] as const)
+  const declared = Object.keys(command.options).map(
+    (option) => [option, { type: FLAGS.has(option) ? 'boolean' : 'string' }] as const,
+  )
   let values: Record<string, unknown>
   try {
     values = parseArgs({
@@ -234,19 +249,17 @@ export async function runUserCommand(db: Kysely<Database>, argv: string[], out: 
     out(USAGE)
     return 0
   }
-  let parsed: ReturnType<typeof parseCommand>
+  let parsed: ReturnType<typeof parseCommand> | undefined
   try {
     parsed = parseCommand(argv)
-  } catch (error) {
-    if (!(error instanceof UsageError)) throw error
-    out(`${error.message}\n\n${USAGE}`)
-    return 2
-  }
-  try {
     await parsed.command.run(db, parsed.options, out)
     return 0
   } catch (error) {
-    const message = failureMessage(error, parsed.options)
+    if (error instanceof UsageError) {
+      out(`${error.message}\n\n${USAGE}`)
+      return 2
+    }
+    const message = parsed && failureMessage(error, parsed.options)
     if (message === undefined) throw error
     out(`Error: ${message}`)
     return 1

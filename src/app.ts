@@ -4,11 +4,13 @@ import Fastify, { type FastifyServerOptions } from 'fastify'
 import { type DatabaseHandle, openPglite, openPostgres } from '../db/connect.js'
 import { migrateToLatest } from '../db/migrator.js'
 import type { Config } from './config.js'
+import { logMailer, smtpMailer } from './lib/mailer.js'
 import authRoutes from './modules/auth/routes.js'
 import oidcRoutes from './modules/oidc/routes.js'
 import patientRoutes from './modules/patients/routes.js'
 import audit from './plugins/audit.js'
 import auth from './plugins/auth.js'
+import background from './plugins/background.js'
 import database from './plugins/database.js'
 import errorHandler from './plugins/error-handler.js'
 import health from './plugins/health.js'
@@ -22,11 +24,14 @@ import validation from './plugins/validation.js'
 export interface AppOverrides {
   /** An already open database (tests); otherwise opened from the configuration. */
   database?: DatabaseHandle
+  /** Where log lines go instead of standard output (tests that check what is logged). */
+  logStream?: { write(line: string): void }
 }
 
-function loggerOptions(config: Config): FastifyServerOptions['logger'] {
+function loggerOptions(config: Config, stream: AppOverrides['logStream']): FastifyServerOptions['logger'] {
   return {
     level: config.LOG_LEVEL,
+    ...(stream ? { stream } : {}),
     // Only method and path: query strings and bodies can carry names and birth dates.
     serializers: {
       req: (request) => ({ method: request.method, url: request.url.split('?')[0] }),
@@ -50,7 +55,7 @@ export async function openConfiguredDatabase(config: Config, onPoolError: (error
 /** Builds the whole service as a Fastify instance; `server.ts` only starts it. */
 export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   const app = Fastify({
-    logger: loggerOptions(config),
+    logger: loggerOptions(config, overrides.logStream),
     genReqId: requestIdFor,
     bodyLimit: config.BODY_LIMIT_BYTES,
     exposeHeadRoutes: false,
@@ -69,6 +74,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   await app.register(errorHandler, { bodyLimit: config.BODY_LIMIT_BYTES })
   await app.register(database, { handle })
   await app.register(audit, { flushIntervalMs: config.AUDIT_FLUSH_INTERVAL_MS })
+  await app.register(background)
   await app.register(auth, { config })
   await app.register(rateLimits, { config })
   await app.register(routeConventions)
@@ -80,6 +86,8 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
     prefix: '/api/auth',
     loginStyle: config.LOGIN_RESPONSE_STYLE,
     external: !config.embeddedIssuer,
+    mailer: config.SMTP_URL ? smtpMailer(config.SMTP_URL, config.MAIL_FROM) : logMailer(app.log),
+    passwordResetUrl: config.PASSWORD_RESET_URL,
   })
   await app.register(patientRoutes, { prefix: '/api/patients' })
   await app.register(oidcRoutes, {

@@ -36,13 +36,18 @@ export const ConfigSchema = Type.Object({
   }),
   TRUST_PROXY: Type.String({ minLength: 1, default: 'false' }),
   AUDIT_FLUSH_INTERVAL_MS: Type.Integer({ minimum: 10, maximum: 60_000, default: 1000 }),
+  SMTP_URL: Type.Optional(Type.String({ pattern: '^smtps?://' })),
+  MAIL_FROM: Type.String({ pattern: '@', default: 'EHR Service <no-reply@localhost>' }),
+  PASSWORD_RESET_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$' })),
 })
 
 type RawConfig = Static<typeof ConfigSchema>
 
 export type Config = Readonly<
-  Omit<RawConfig, 'PUBLIC_URL'> & {
+  Omit<RawConfig, 'PUBLIC_URL' | 'PASSWORD_RESET_URL'> & {
     PUBLIC_URL: string
+    /** The page a password reset mail links to, with `?token=…` appended. */
+    PASSWORD_RESET_URL: string
     /** Issuer of the access tokens this service accepts (`iss`). */
     tokenIssuer: string
     embeddedIssuer: boolean
@@ -52,7 +57,7 @@ export type Config = Readonly<
 export class ConfigError extends Error {}
 
 /** Values of these variables may carry credentials and are never echoed back in errors. */
-const SECRET_NAMES = /PASSWORD|SECRET|DATABASE_URL/
+const SECRET_NAMES = /PASSWORD$|SECRET|DATABASE_URL|SMTP_URL/
 
 /**
  * Validates the environment once. Throws a ConfigError naming each bad variable, so a
@@ -78,6 +83,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   return Object.freeze({
     ...raw,
     PUBLIC_URL: publicUrl,
+    PASSWORD_RESET_URL: raw.PASSWORD_RESET_URL ?? `${publicUrl}/reset-password`,
     embeddedIssuer,
     tokenIssuer: embeddedIssuer
       ? `${publicUrl}/realms/${raw.OIDC_REALM}`

@@ -8,7 +8,7 @@ export interface SessionsTable {
   client_id: string
   expires_at: Date
   revoked_at: Date | null
-  /** Why the session ended early: LOGOUT, REFRESH_REUSE, PASSWORD_CHANGE. */
+  /** Why the session ended early: LOGOUT, REFRESH_REUSE, PASSWORD_CHANGE, PASSWORD_RESET. */
   revoked_reason: string | null
   created_at: Generated<Date>
 }

@@ -24,6 +24,11 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'POST /api/auth/refresh': { allow: 'public' },
   'POST /api/auth/logout': { allow: 'public' },
   'POST /api/auth/idp-login': { allow: 'public' },
+  'POST /api/auth/forgot-password': { allow: 'public' },
+  'POST /api/auth/reset-password': { allow: 'public' },
+  // Public so that a user with a temporary password (who gets no tokens) can change it; the route
+  // itself checks a bearer token when one is sent, and the current password always.
+  'POST /api/auth/change-password': { allow: 'public' },
   'GET /api/auth/me': { allow: 'authenticated' },
 
   'GET /api/patients': { allow: CLINICAL_READERS, audit: { resourceType: 'patient', action: 'LIST' } },

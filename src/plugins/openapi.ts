@@ -39,7 +39,7 @@ const openapi: FastifyPluginAsync = async (app) => {
         securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
       },
       tags: [
-        { name: 'Authentication', description: 'Sign-in and the current user' },
+        { name: 'Authentication', description: 'Sign-in, sessions, passwords and the current user' },
         { name: 'Patients', description: 'Patient demographics and registration' },
         { name: 'Operations', description: 'Health probes' },
         {

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { inject } from 'vitest'
 import { type DatabaseHandle, openPglite, openPostgres } from '../../db/connect.js'
-import { type App, buildApp } from '../../src/app.js'
+import { type App, type AppOverrides, buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { checkResponsesAgainstContract } from './contract.js'
 
@@ -27,13 +27,17 @@ export const testEnvironment = (overrides: Record<string, string> = {}) => ({
 
 /**
  * The whole service on this run's database, with every response checked against the contract.
- * `extend` may add test-only routes before the app is sealed.
+ * `extend` may add test-only routes before the app is sealed; `logStream` receives the log lines.
  */
 export async function buildTestApp(
   environment: Record<string, string> = {},
   extend?: (app: App) => void,
+  logStream?: AppOverrides['logStream'],
 ): Promise<App> {
-  const app = await buildApp(loadConfig(testEnvironment(environment)), { database: await openTestDatabase() })
+  const app = await buildApp(loadConfig(testEnvironment(environment)), {
+    database: await openTestDatabase(),
+    logStream,
+  })
   checkResponsesAgainstContract(app)
   extend?.(app)
   await app.ready()

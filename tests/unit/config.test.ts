@@ -31,6 +31,19 @@ describe('loadConfig', () => {
     expect(external).toMatchObject({ embeddedIssuer: false, tokenIssuer: 'https://idp.example/realms/ehr' })
   })
 
+  it('sends mail to the log by default and links resets to $PUBLIC_URL/reset-password', () => {
+    const config = loadConfig({})
+    expect(config.SMTP_URL).toBeUndefined()
+    expect(config.MAIL_FROM).toBe('EHR Service <no-reply@localhost>')
+    expect(config.PASSWORD_RESET_URL).toBe('http://localhost:8080/reset-password')
+    expect(loadConfig({ PUBLIC_URL: 'https://ehr.example/' }).PASSWORD_RESET_URL).toBe(
+      'https://ehr.example/reset-password',
+    )
+    expect(
+      loadConfig({ PASSWORD_RESET_URL: 'https://app.example/reset', SMTP_URL: 'smtps://mail.example' }),
+    ).toMatchObject({ PASSWORD_RESET_URL: 'https://app.example/reset', SMTP_URL: 'smtps://mail.example' })
+  })
+
   it('names every bad variable and what was wrong', () => {
     let error: unknown
     try {
@@ -44,6 +57,13 @@ describe('loadConfig', () => {
     expect(message).toContain('LOG_LEVEL')
     expect(message).toMatch(/MIGRATE_ON_START: Expected boolean/)
     expect(message).toContain('DATABASE_URL')
+  })
+
+  it('never echoes the value of SMTP_URL, which carries the mail password', () => {
+    expect(() => loadConfig({ SMTP_URL: 'http://mailer:hunter2@mail.example' })).toThrow(
+      /SMTP_URL: .*\(value hidden\)/,
+    )
+    expect(() => loadConfig({ SMTP_URL: 'http://mailer:hunter2@mail.example' })).not.toThrow(/hunter2/)
   })
 
   it('never echoes the value of a secret variable', () => {

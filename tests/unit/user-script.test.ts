@@ -87,6 +87,34 @@ describe('user script: create', () => {
     expect(await verifyPassword('a-long-enough-password', user.password_hash as string)).toBe(true)
     expect(result.output).not.toContain(user.password_hash as string)
     expect(result.output).not.toContain('Generated password')
+    expect(result.output).not.toContain('temporary')
+    expect(user.password_change_required).toBe(false)
+  })
+
+  it('marks a given password temporary with --temporary', async () => {
+    const { group, email } = await newOrganization()
+    const result = await run(...userArgs(group, email), '--password', 'a-long-enough-password', '--temporary')
+    expect(result.code).toBe(0)
+    expect(result.output).toContain('The password is temporary: it must be changed before signing in')
+    expect((await findUser(email)).password_change_required).toBe(true)
+  })
+
+  it('exits 2 for --temporary without --password, and creates nothing', async () => {
+    const { group, email } = await newOrganization()
+    const result = await run(...userArgs(group, email), '--temporary')
+    expect(result.code).toBe(2)
+    expect(result.output).toContain('--temporary goes with --password')
+    expect(result.output).toContain('Usage: npm run user')
+    const rows = await handle.db.selectFrom('users').select('id').where('email', '=', email).execute()
+    expect(rows).toEqual([])
+  })
+
+  it('exits 1 for a password that breaks the policy, naming the rule', async () => {
+    const { group, email } = await newOrganization()
+    const short = await run(...userArgs(group, email), '--password', 'too-short')
+    expect(short).toEqual({ code: 1, output: 'Error: password must have at least 12 characters' })
+    const ownEmail = await run(...userArgs(group, email), '--password', email.toUpperCase())
+    expect(ownEmail).toEqual({ code: 1, output: 'Error: password must not be the account e-mail address' })
   })
 
   it('accepts the organization by id', async () => {
@@ -115,6 +143,8 @@ describe('user script: create', () => {
     expect(result.output.split(password as string)).toHaveLength(2)
     const user = await findUser(email)
     expect(await verifyPassword(password as string, user.password_hash as string)).toBe(true)
+    expect(user.password_change_required).toBe(true)
+    expect(result.output).toContain('The password is temporary: it must be changed before signing in')
   })
 
   it('creates an account without a password when only --subject is given', async () => {
@@ -126,6 +156,7 @@ describe('user script: create', () => {
     const user = await findUser(email)
     expect(user.subject).toBe(subject)
     expect(user.password_hash).toBeNull()
+    expect(user.password_change_required).toBe(false)
   })
 
   it('exits 1 naming an unknown role and creates nothing', async () => {

@@ -14,19 +14,30 @@ import {
 } from '../../../schemas/auth.js'
 import { AppError } from '../../errors.js'
 import { ok } from '../../lib/envelope.js'
+import type { Mailer } from '../../lib/mailer.js'
 import { principalOf } from '../../plugins/auth.js'
 import { errorResponse } from '../../plugins/route-conventions.js'
 import type { IssuedTokens, SignInResult } from './backends.js'
+import passwordRoutes from './password-routes.js'
 import { currentUser, presentedRefreshToken } from './service.js'
 
 const tags = ['Authentication']
 
-const authRoutes: FastifyPluginAsyncTypebox<{ loginStyle: 'envelope' | 'flat'; external: boolean }> = async (
+interface AuthRoutesOptions {
+  loginStyle: 'envelope' | 'flat'
+  external: boolean
+  mailer: Mailer
+  passwordResetUrl: string
+}
+
+const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
   app,
-  { loginStyle, external },
+  { loginStyle, external, mailer, passwordResetUrl },
 ) => {
   const flat = loginStyle === 'flat'
   const backend = app.authBackend
+  // With an external identity provider, the provider owns the passwords.
+  if (!external) await app.register(passwordRoutes, { mailer, resetUrl: passwordResetUrl })
 
   function signInResponse(result: SignInResult) {
     if (result.kind === 'password-change-required') {

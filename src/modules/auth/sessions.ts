@@ -17,7 +17,7 @@ export interface SessionTokens {
 }
 
 export const hashToken = (token: string) => createHash('sha256').update(token).digest('base64url')
-const newOpaqueToken = () => randomBytes(32).toString('base64url')
+export const newOpaqueToken = () => randomBytes(32).toString('base64url')
 
 export const invalidRefreshToken = () =>
   new AppError('AUTH_001', 'The refresh token is invalid, expired or revoked; sign in again', {

@@ -4,8 +4,8 @@ import type { Database } from '../../../db/database.js'
 import { isRole, type Role } from '../../access/roles.js'
 import { AppError } from '../../errors.js'
 import { hashPassword } from '../../lib/passwords.js'
+import { checkPasswordPolicy } from './password-policy.js'
 
-export const MIN_PASSWORD_LENGTH = 12
 const GROUP_PATH = /^(\/[A-Za-z0-9_.-]+)+$/
 const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/
 
@@ -36,6 +36,8 @@ export interface NewUser {
   password?: string
   /** The token `sub` of an external provider's account; generated otherwise. */
   subject?: string
+  /** The password was chosen for the user (e.g. generated): they must replace it before signing in. */
+  temporaryPassword?: boolean
 }
 
 export function checkRoles(roles: string[]): Role[] {
@@ -47,9 +49,7 @@ export function checkRoles(roles: string[]): Role[] {
 
 export async function createUser(db: Kysely<Database>, user: NewUser) {
   if (!EMAIL.test(user.email)) throw new AppError('VAL_001', 'email is not an e-mail address')
-  if (user.password !== undefined && user.password.length < MIN_PASSWORD_LENGTH) {
-    throw new AppError('VAL_001', `password must have at least ${MIN_PASSWORD_LENGTH} characters`)
-  }
+  if (user.password !== undefined) checkPasswordPolicy(user.password, { email: user.email }, 'password')
   return db
     .insertInto('users')
     .values({
@@ -60,6 +60,7 @@ export async function createUser(db: Kysely<Database>, user: NewUser) {
       first_name: user.firstName,
       last_name: user.lastName,
       roles: checkRoles(user.roles),
+      password_change_required: user.temporaryPassword ?? false,
     })
     .returningAll()
     .executeTakeFirstOrThrow()

@@ -1,0 +1,121 @@
+import type { Kysely, Transaction } from 'kysely'
+import type { Database } from '../../../db/database.js'
+import type { ChangePasswordBody, ResetPasswordBody } from '../../../schemas/auth.js'
+import { AppError, forbidden } from '../../errors.js'
+import type { Mailer } from '../../lib/mailer.js'
+import { hashPassword } from '../../lib/passwords.js'
+import { checkPasswordPolicy } from '../users/password-policy.js'
+import type { Principal } from './principal.js'
+import {
+  claimPasswordResetToken,
+  findLoginCandidate,
+  findPasswordResetAccount,
+  insertPasswordResetToken,
+  retirePasswordResetTokens,
+  updatePasswordHash,
+} from './queries.js'
+import { checkPassword, invalidCredentials } from './service.js'
+import { hashToken, newOpaqueToken, revokeUserSessions } from './sessions.js'
+
+// Long enough to read the mail and act on it; short enough that a link found later in a mailbox
+// (or a mail archive) is useless.
+const RESET_TOKEN_TTL_MINUTES = 30
+
+const invalidResetToken = () =>
+  new AppError('AUTH_001', 'The reset link is invalid, expired or already used; request a new one', {
+    status: 400,
+    message: 'Invalid reset token',
+  })
+
+function resetMail(to: string, link: string) {
+  return {
+    to,
+    subject: 'Reset your EHR password',
+    text: [
+      'Someone (hopefully you) asked to reset the password of the EHR account for this address.',
+      '',
+      `To choose a new password, open this link within ${RESET_TOKEN_TTL_MINUTES} minutes. It works once:`,
+      link,
+      '',
+      'If you did not ask for this, ignore this mail: your password stays as it is.',
+    ].join('\n'),
+  }
+}
+
+/**
+ * Mails a single-use reset link to the address if it belongs to an active person's account with a
+ * password; does nothing otherwise. The caller answers the same either way, without waiting for this.
+ */
+export async function sendPasswordResetLink(
+  db: Kysely<Database>,
+  mailer: Mailer,
+  options: { email: string; resetUrl: string },
+): Promise<void> {
+  const account = await findLoginCandidate(db, options.email)
+  if (!account?.password_hash) return
+  const token = newOpaqueToken()
+  await insertPasswordResetToken(db, {
+    userId: account.id,
+    tokenHash: hashToken(token),
+    expiresAt: new Date(Date.now() + RESET_TOKEN_TTL_MINUTES * 60_000),
+  })
+  const link = new URL(options.resetUrl)
+  link.searchParams.set('token', token)
+  await mailer.send(resetMail(account.email, link.toString()))
+}
+
+/** After any password replacement: every session and every outstanding reset link of the user ends. */
+async function endCredentialsOf(trx: Transaction<Database>, userId: number, reason: string) {
+  await revokeUserSessions(trx, userId, reason)
+  await retirePasswordResetTokens(trx, userId)
+}
+
+export async function resetPassword(db: Kysely<Database>, body: ResetPasswordBody): Promise<void> {
+  const tokenHash = hashToken(body.token)
+  const account = await findPasswordResetAccount(db, tokenHash)
+  if (!account) throw invalidResetToken()
+  checkPasswordPolicy(body.newPassword, { email: account.email }, 'newPassword')
+  const passwordHash = await hashPassword(body.newPassword)
+  await db.transaction().execute(async (trx) => {
+    // The lookup above only fails fast; this claim is what makes the token single-use.
+    const claimed = await claimPasswordResetToken(trx, tokenHash)
+    if (!claimed) throw invalidResetToken()
+    await updatePasswordHash(trx, claimed.user_id, passwordHash)
+    await endCredentialsOf(trx, claimed.user_id, 'PASSWORD_RESET')
+  })
+}
+
+/**
+ * Whose password a change-password call is about: the token's account when a bearer token was sent
+ * (a username, if given, must name it too), otherwise the username, which is then required.
+ */
+export function changePasswordAccount(principal: Principal | null, username: string | undefined): string {
+  if (!principal) {
+    if (username === undefined) throw new AppError('VAL_002', 'username is required without a bearer token')
+    return username
+  }
+  if (username !== undefined && username.toLowerCase() !== principal.email.toLowerCase()) {
+    throw forbidden('A bearer token can change only the password of its own account')
+  }
+  return principal.email
+}
+
+export async function changePassword(
+  db: Kysely<Database>,
+  username: string,
+  body: Omit<ChangePasswordBody, 'username'>,
+): Promise<void> {
+  // Same lookup and cost as a login, so a wrong password answers like one.
+  const account = await checkPassword(db, username, body.currentPassword)
+  checkPasswordPolicy(
+    body.newPassword,
+    { email: account.email, currentPassword: body.currentPassword },
+    'newPassword',
+  )
+  const passwordHash = await hashPassword(body.newPassword)
+  await db.transaction().execute(async (trx) => {
+    const previousHash = account.password_hash as string
+    if (!(await updatePasswordHash(trx, account.id, passwordHash, previousHash))) throw invalidCredentials()
+    await endCredentialsOf(trx, account.id, 'PASSWORD_CHANGE')
+  })
+}
