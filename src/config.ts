@@ -57,7 +57,7 @@ export type Config = Readonly<
 export class ConfigError extends Error {}
 
 /** Values of these variables may carry credentials and are never echoed back in errors. */
-const SECRET_NAMES = /PASSWORD$|SECRET|DATABASE_URL|SMTP_URL/
+const SECRET_NAMES = /PASSWORD$|SECRET|DATABASE_URL|SMTP_URL|REDIS_URL/
 
 /**
  * Validates the environment once. Throws a ConfigError naming each bad variable, so a
