@@ -141,3 +141,39 @@ describe('when the rate-limit store is unreachable', () => {
     }
   })
 })
+
+describe('TRUST_PROXY', () => {
+  it('counts by X-Forwarded-For only when the proxy is trusted', async () => {
+    const remoteAddress = newAddress()
+    const forwarded = (address: string) => ({ 'x-forwarded-for': address })
+    const untrusted = [] as number[]
+    for (let i = 0; i < 101; i++) {
+      untrusted.push(
+        (await app.inject({ url: '/api/patients', remoteAddress, headers: forwarded(newAddress()) }))
+          .statusCode,
+      )
+    }
+    expect(untrusted.at(-1)).toBe(429)
+
+    const behindProxy = await buildTestApp({ TRUST_PROXY: remoteAddress, RATE_LIMIT_ANONYMOUS: '2' })
+    try {
+      const client = newAddress()
+      const statuses: number[] = []
+      for (let i = 0; i < 3; i++) {
+        statuses.push(
+          (await behindProxy.inject({ url: '/api/patients', remoteAddress, headers: forwarded(client) }))
+            .statusCode,
+        )
+      }
+      expect(statuses).toEqual([401, 401, 429])
+      const another = await behindProxy.inject({
+        url: '/api/patients',
+        remoteAddress,
+        headers: forwarded(newAddress()),
+      })
+      expect(another.statusCode).toBe(401)
+    } finally {
+      await behindProxy.close()
+    }
+  })
+})
