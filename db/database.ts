@@ -1,5 +1,6 @@
 import type { AuditLogTable } from './tables/audit-log.js'
 import type { ClientsTable } from './tables/clients.js'
+import type { DocumentsTable } from './tables/documents.js'
 import type { OrganizationsTable } from './tables/organizations.js'
 import type { OutboxEventsTable } from './tables/outbox-events.js'
 import type { PasswordResetTokensTable } from './tables/password-reset-tokens.js'
@@ -19,6 +20,7 @@ export interface Database {
   clients: ClientsTable
   signing_keys: SigningKeysTable
   patients: PatientsTable
+  documents: DocumentsTable
   outbox_events: OutboxEventsTable
   audit_log: AuditLogTable
 }

@@ -6,6 +6,8 @@ import { migrateToLatest } from '../db/migrator.js'
 import type { Config } from './config.js'
 import { logMailer, smtpMailer } from './lib/mailer.js'
 import authRoutes from './modules/auth/routes.js'
+import documentRoutes from './modules/documents/routes.js'
+import { localStore } from './modules/documents/store.js'
 import oidcRoutes from './modules/oidc/routes.js'
 import patientRoutes from './modules/patients/routes.js'
 import audit from './plugins/audit.js'
@@ -90,6 +92,12 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
     passwordResetUrl: config.PASSWORD_RESET_URL,
   })
   await app.register(patientRoutes, { prefix: '/api/patients' })
+  await app.register(documentRoutes, {
+    prefix: '/api',
+    store: localStore(path.join(config.DATA_DIR, 'documents')),
+    maxUploadBytes: config.MAX_UPLOAD_BYTES,
+    retentionDays: config.DOCUMENT_RETENTION_DAYS,
+  })
   await app.register(oidcRoutes, {
     prefix: `/realms/${config.OIDC_REALM}`,
     issuerUrl: config.tokenIssuer,

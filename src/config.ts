@@ -35,6 +35,8 @@ export const ConfigSchema = Type.Object({
     default: '',
   }),
   TRUST_PROXY: Type.String({ minLength: 1, default: 'false' }),
+  MAX_UPLOAD_BYTES: Type.Integer({ minimum: 1024, maximum: 5 * 1024 ** 3, default: 25 * 1024 * 1024 }),
+  DOCUMENT_RETENTION_DAYS: Type.Integer({ minimum: 0, maximum: 36_500, default: 30 }),
   AUDIT_FLUSH_INTERVAL_MS: Type.Integer({ minimum: 10, maximum: 60_000, default: 1000 }),
   SMTP_URL: Type.Optional(Type.String({ pattern: '^smtps?://' })),
   MAIL_FROM: Type.String({ pattern: '@', default: 'EHR Service <no-reply@localhost>' }),

@@ -6,7 +6,7 @@ export interface RouteAccess {
   /** `public`: no token; `authenticated`: any valid token; otherwise at least one of the roles. */
   allow: 'public' | 'authenticated' | readonly Role[]
   /** Routes that touch patient data leave an audit record of who did what to which records. */
-  audit?: { resourceType: 'patient'; action: AuditAction }
+  audit?: { resourceType: 'patient' | 'document'; action: AuditAction }
 }
 
 const CLINICAL_READERS: readonly Role[] = ['PROVIDER', 'NURSE']
@@ -40,6 +40,23 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'POST /api/patients': { allow: REGISTRARS, audit: { resourceType: 'patient', action: 'CREATE' } },
   'PUT /api/patients/:id': { allow: REGISTRARS, audit: { resourceType: 'patient', action: 'UPDATE' } },
   'DELETE /api/patients/:id': { allow: ['ADMIN'], audit: { resourceType: 'patient', action: 'DELETE' } },
+
+  'POST /api/patients/:patientId/documents': {
+    allow: ['PROVIDER', 'NURSE', 'FRONT_DESK'],
+    audit: { resourceType: 'document', action: 'CREATE' },
+  },
+  'GET /api/patients/:patientId/documents': {
+    allow: CLINICAL_READERS,
+    audit: { resourceType: 'document', action: 'LIST' },
+  },
+  'GET /api/documents/:documentId/download': {
+    allow: CLINICAL_READERS,
+    audit: { resourceType: 'document', action: 'READ' },
+  },
+  'DELETE /api/documents/:documentId': {
+    allow: ['ADMIN', 'PROVIDER'],
+    audit: { resourceType: 'document', action: 'DELETE' },
+  },
 }
 
 export const routeKey = (method: string, url: string) => `${method} ${url}`

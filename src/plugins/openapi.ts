@@ -41,6 +41,7 @@ const openapi: FastifyPluginAsync = async (app) => {
       tags: [
         { name: 'Authentication', description: 'Sign-in, sessions, passwords and the current user' },
         { name: 'Patients', description: 'Patient demographics and registration' },
+        { name: 'Documents', description: 'Patient documents: streamed upload and download' },
         { name: 'Operations', description: 'Health probes' },
         {
           name: 'OpenID Connect',

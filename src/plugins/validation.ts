@@ -3,6 +3,12 @@ import addFormats from 'ajv-formats'
 import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 
+/**
+ * Marks a body schema that documents a streamed body (multipart uploads): the handler reads and
+ * checks it part by part, so it is not validated up front (that would need it whole in memory).
+ */
+export const STREAMED_BODY = 'x-streamed'
+
 function buildAjv(options: Options): Ajv {
   const ajv = new Ajv({
     // Unknown fields are an error, never silently dropped: a misspelled clinical field must not vanish.
@@ -25,9 +31,10 @@ const validation: FastifyPluginAsync = async (app) => {
   const parameters = buildAjv({ coerceTypes: 'array' })
   // JSON is the wire format; a text/plain body is refused with 415 rather than parsed as a string.
   app.removeContentTypeParser('text/plain')
-  app.setValidatorCompiler(({ schema, httpPart }) =>
-    (httpPart === 'body' ? bodies : parameters).compile(schema),
-  )
+  app.setValidatorCompiler(({ schema, httpPart }) => {
+    if (httpPart === 'body' && (schema as Record<string, unknown>)[STREAMED_BODY] === true) return () => true
+    return (httpPart === 'body' ? bodies : parameters).compile(schema)
+  })
 }
 
 export default fp(validation, { name: 'validation' })

@@ -89,6 +89,15 @@ export async function createPatient(
   })
 }
 
+/** Checks that the patient exists in the actor's organization (403 or 404 otherwise). */
+export async function requirePatient(
+  db: Kysely<Database> | Transaction<Database>,
+  actor: Actor,
+  patientId: number,
+): Promise<void> {
+  if (!(await findPatient(db, actor.organizationId, patientId))) await missingPatient(db, actor, patientId)
+}
+
 export async function getPatient(db: Kysely<Database>, actor: Actor, id: number): Promise<Patient> {
   const row = await findPatient(db, actor.organizationId, id)
   return row ? toPatient(row) : missingPatient(db, actor, id)

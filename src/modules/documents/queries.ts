@@ -1,0 +1,120 @@
+import { type Kysely, sql } from 'kysely'
+import type { Database } from '../../../db/database.js'
+import type { DocumentRow } from '../../../db/tables/documents.js'
+import type { PageQuery } from '../../../schemas/common.js'
+import { fetchPage, type SortOrder } from '../../lib/paging.js'
+
+export const DOCUMENT_SORT_COLUMNS = { createdAt: 'created_at', title: 'lower(title)' }
+
+export function insertPendingDocument(
+  db: Kysely<Database>,
+  row: Pick<
+    DocumentRow,
+    | 'organization_id'
+    | 'patient_id'
+    | 'encounter_id'
+    | 'title'
+    | 'category'
+    | 'content_type'
+    | 'file_name'
+    | 'storage_key'
+    | 'uploaded_by'
+  >,
+) {
+  return db
+    .insertInto('documents')
+    .values({ ...row, size_bytes: null, sha256: null, deleted_at: null, deleted_by: null, purged_at: null })
+    .returning('id')
+    .executeTakeFirstOrThrow()
+}
+
+export function markAvailable(db: Kysely<Database>, id: number, size: number, sha256: string) {
+  return db
+    .updateTable('documents')
+    .set({ status: 'AVAILABLE', size_bytes: size, sha256, updated_at: sql`now()` })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow()
+}
+
+export function deleteDocumentRow(db: Kysely<Database>, id: number) {
+  return db.deleteFrom('documents').where('id', '=', id).where('status', '=', 'PENDING').execute()
+}
+
+export function findAvailableDocument(db: Kysely<Database>, organizationId: number, id: number) {
+  return db
+    .selectFrom('documents')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', id)
+    .where('status', '=', 'AVAILABLE')
+    .executeTakeFirst()
+}
+
+/** The organization of an available document, whatever the caller's: only to tell 403 from 404. */
+export async function findDocumentOrganization(
+  db: Kysely<Database>,
+  id: number,
+): Promise<number | undefined> {
+  const row = await db
+    .selectFrom('documents')
+    .select('organization_id')
+    .where('id', '=', id)
+    .where('status', '=', 'AVAILABLE')
+    .executeTakeFirst()
+  return row?.organization_id
+}
+
+export function listPatientDocuments(
+  db: Kysely<Database>,
+  organizationId: number,
+  patientId: number,
+  category: string | undefined,
+  sort: SortOrder,
+  paging: PageQuery,
+) {
+  let query = db
+    .selectFrom('documents')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('patient_id', '=', patientId)
+    .where('status', '=', 'AVAILABLE')
+  if (category) query = query.where('category', '=', category)
+  return fetchPage(
+    db,
+    query.orderBy(sql.raw(`${sort.column} ${sort.direction}, id ${sort.direction}`)),
+    paging,
+  )
+}
+
+export function markDeleted(db: Kysely<Database>, organizationId: number, id: number, userId: number) {
+  return db
+    .updateTable('documents')
+    .set({ status: 'DELETED', deleted_at: sql`now()`, deleted_by: userId, updated_at: sql`now()` })
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', id)
+    .where('status', '=', 'AVAILABLE')
+    .returning(['id', 'storage_key'])
+    .executeTakeFirst()
+}
+
+/** Uploads that never finished (a crash between row and bytes) and deleted documents past retention. */
+export function findSweepable(db: Kysely<Database>, pendingBefore: Date, deletedBefore: Date, limit: number) {
+  return db
+    .selectFrom('documents')
+    .select(['id', 'status', 'storage_key'])
+    .where('purged_at', 'is', null)
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('status', '=', 'PENDING'), eb('updated_at', '<', pendingBefore)]),
+        eb.and([eb('status', '=', 'DELETED'), eb('deleted_at', '<', deletedBefore)]),
+      ]),
+    )
+    .orderBy('id')
+    .limit(limit)
+    .execute()
+}
+
+export function markPurged(db: Kysely<Database>, id: number) {
+  return db.updateTable('documents').set({ purged_at: sql`now()` }).where('id', '=', id).execute()
+}

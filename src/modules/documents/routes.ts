@@ -1,0 +1,202 @@
+import multipart from '@fastify/multipart'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import {
+  DocumentDeletedEnvelope,
+  DocumentEnvelope,
+  DocumentIdParams,
+  DocumentListQuery,
+  DocumentPageEnvelope,
+  DocumentUploadBody,
+  PatientIdParams,
+} from '../../../schemas/documents.js'
+import { AppError } from '../../errors.js'
+import { ok } from '../../lib/envelope.js'
+import { principalOf } from '../../plugins/auth.js'
+import { errorResponse } from '../../plugins/route-conventions.js'
+import { STREAMED_BODY } from '../../plugins/validation.js'
+import { contentDisposition, parseRange } from './download.js'
+import { deleteDocument, findDocument, listDocuments, sweepDocuments, uploadDocument } from './service.js'
+import type { DocumentStore } from './store.js'
+
+const tags = ['Documents']
+const patientRule = errorResponse(
+  403,
+  'Missing role, or the patient belongs to another organization (AUTH_003)',
+)
+const documentRule = errorResponse(
+  403,
+  'Missing role, or the document belongs to another organization (AUTH_003)',
+)
+const binary = (description: string) => ({
+  description,
+  content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+})
+
+// Housekeeping runs at start and then this often (interrupted uploads, purge after retention).
+const SWEEP_INTERVAL_MS = 10 * 60_000
+
+export interface DocumentRoutesOptions {
+  store: DocumentStore
+  maxUploadBytes: number
+  retentionDays: number
+}
+
+const documentRoutes: FastifyPluginAsyncTypebox<DocumentRoutesOptions> = async (
+  app,
+  { store, maxUploadBytes, retentionDays },
+) => {
+  await app.register(multipart, {
+    limits: { fileSize: maxUploadBytes, files: 1, fields: 10, fieldSize: 1024, parts: 11, headerPairs: 50 },
+  })
+
+  const sweep = () =>
+    sweepDocuments(app.db, store, retentionDays).catch((error: Error) =>
+      app.log.error({ err: { message: error.message } }, 'document housekeeping failed'),
+    )
+  app.addHook('onReady', async () => {
+    void sweep()
+  })
+  const timer = setInterval(sweep, SWEEP_INTERVAL_MS)
+  timer.unref()
+  app.addHook('onClose', async () => clearInterval(timer))
+
+  app.post(
+    '/patients/:patientId/documents',
+    {
+      schema: {
+        tags,
+        operationId: 'uploadDocument',
+        summary: 'Upload a document for a patient (multipart/form-data)',
+        consumes: ['multipart/form-data'],
+        params: PatientIdParams,
+        body: { ...DocumentUploadBody, [STREAMED_BODY]: true },
+        response: {
+          201: DocumentEnvelope,
+          403: patientRule,
+          404: errorResponse(404, 'No such patient (RES_001)'),
+        },
+      },
+    },
+    async (request, reply) => {
+      if (!request.isMultipart()) {
+        throw new AppError('VAL_001', 'Send multipart/form-data', {
+          status: 415,
+          message: 'Unsupported media type',
+        })
+      }
+      const document = await uploadDocument(
+        app.db,
+        store,
+        principalOf(request),
+        request.params.patientId,
+        request.parts(),
+        {
+          maxBytes: maxUploadBytes,
+        },
+      )
+      request.auditedIds = [document.id]
+      return reply.code(201).send(ok('Document stored', document))
+    },
+  )
+
+  app.get(
+    '/patients/:patientId/documents',
+    {
+      schema: {
+        tags,
+        operationId: 'listPatientDocuments',
+        summary: "A patient's documents (metadata), newest first",
+        params: PatientIdParams,
+        querystring: DocumentListQuery,
+        response: {
+          200: DocumentPageEnvelope,
+          403: patientRule,
+          404: errorResponse(404, 'No such patient (RES_001)'),
+        },
+      },
+    },
+    async (request) => {
+      const page = await listDocuments(app.db, principalOf(request), request.params.patientId, request.query)
+      request.auditedIds = page.content.map((document) => document.id)
+      return ok('Documents retrieved', page)
+    },
+  )
+
+  app.get(
+    '/documents/:documentId/download',
+    {
+      schema: {
+        tags,
+        operationId: 'downloadDocument',
+        summary: 'Download the bytes of a document',
+        description:
+          'Streams the stored bytes with their content type, Content-Length, Content-Disposition: attachment and an ETag (the SHA-256). Supports a single Range (206) and If-None-Match (304).',
+        params: DocumentIdParams,
+        response: {
+          200: binary('The whole document, in its stored content type'),
+          206: binary('The requested byte range'),
+          304: { description: 'Unchanged (If-None-Match matched the ETag)', type: 'null' },
+          403: documentRule,
+          404: errorResponse(404, 'No such document (RES_001)'),
+          416: errorResponse(416, 'The range is outside the document (VAL_001)'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const document = await findDocument(app.db, principalOf(request), request.params.documentId)
+      request.auditedIds = [document.id]
+      const size = Number(document.size_bytes)
+      const etag = `"${document.sha256}"`
+      reply.header('etag', etag).header('accept-ranges', 'bytes').header('cache-control', 'private, no-store')
+      if (request.headers['if-none-match'] === etag) return reply.code(304).send()
+      const range = parseRange(request.headers.range, size)
+      if (range === 'unsatisfiable') {
+        reply.header('content-range', `bytes */${size}`)
+        throw new AppError('VAL_001', `The document has ${size} bytes`, {
+          status: 416,
+          message: 'Range not satisfiable',
+        })
+      }
+      reply
+        .header('content-type', document.content_type)
+        .header('content-disposition', contentDisposition(document.file_name))
+        .header('x-content-type-options', 'nosniff')
+      if (!range) return reply.header('content-length', size).send(store.read(document.storage_key))
+      return reply
+        .code(206)
+        .header('content-range', `bytes ${range.start}-${range.end}/${size}`)
+        .header('content-length', range.end - range.start + 1)
+        .send(store.read(document.storage_key, range))
+    },
+  )
+
+  app.delete(
+    '/documents/:documentId',
+    {
+      schema: {
+        tags,
+        operationId: 'deleteDocument',
+        summary: 'Delete a document',
+        description:
+          'It disappears from listings and downloads at once; its bytes are kept for DOCUMENT_RETENTION_DAYS and purged after that (0: purged now).',
+        params: DocumentIdParams,
+        response: {
+          200: DocumentDeletedEnvelope,
+          403: documentRule,
+          404: errorResponse(404, 'No such document (RES_001)'),
+        },
+      },
+    },
+    async (request) => {
+      const id = request.params.documentId
+      request.auditedIds = [id]
+      return ok(
+        'Document deleted',
+        await deleteDocument(app.db, store, principalOf(request), id, retentionDays),
+      )
+    },
+  )
+}
+
+export default documentRoutes

@@ -1,0 +1,245 @@
+import { randomUUID } from 'node:crypto'
+import type { Multipart, MultipartFile } from '@fastify/multipart'
+import { Value } from '@sinclair/typebox/value'
+import type { Kysely } from 'kysely'
+import type { Database } from '../../../db/database.js'
+import type { DocumentRow } from '../../../db/tables/documents.js'
+import type { PageOf } from '../../../schemas/common.js'
+import { type Document, DocumentFields, type DocumentListQuery } from '../../../schemas/documents.js'
+import { AppError, forbidden, notFound } from '../../errors.js'
+import { sortOrder, toPage } from '../../lib/paging.js'
+import { type Actor, requirePatient } from '../patients/service.js'
+import { checkDeclaredType, checkSignature, SNIFF_BYTES } from './content-types.js'
+import {
+  DOCUMENT_SORT_COLUMNS,
+  deleteDocumentRow,
+  findAvailableDocument,
+  findDocumentOrganization,
+  findSweepable,
+  insertPendingDocument,
+  listPatientDocuments,
+  markAvailable,
+  markDeleted,
+  markPurged,
+} from './queries.js'
+import type { DocumentStore } from './store.js'
+
+export function toDocument(row: DocumentRow): Document {
+  return {
+    id: row.id,
+    patientId: row.patient_id,
+    encounterId: row.encounter_id,
+    title: row.title,
+    category: row.category as Document['category'],
+    contentType: row.content_type,
+    fileName: row.file_name,
+    sizeBytes: Number(row.size_bytes),
+    sha256: row.sha256 ?? '',
+    uploadedBy: row.uploaded_by,
+    createdAt: row.created_at.toISOString(),
+  }
+}
+
+/** A client's file name made safe to show: base name only, no control or quote characters. */
+export function safeFileName(name: string | undefined): string {
+  const base = (name ?? '').split(/[\\/]/).pop() ?? ''
+  const cleaned = base
+    .replace(/[\u0000-\u001f\u007f"]/g, '')
+    .trim()
+    .slice(0, 200)
+  return cleaned || 'document'
+}
+
+/** Passes the bytes through once their first bytes have matched the declared type. */
+async function* verified(source: AsyncIterable<Buffer>, contentType: string): AsyncGenerator<Buffer> {
+  let head = Buffer.alloc(0)
+  let checked = false
+  for await (const chunk of source) {
+    if (checked) {
+      yield chunk
+      continue
+    }
+    head = Buffer.concat([head, chunk])
+    if (head.length >= SNIFF_BYTES) {
+      checkSignature(contentType, head)
+      checked = true
+      yield head
+    }
+  }
+  if (!checked) {
+    checkSignature(contentType, head)
+    yield head
+  }
+}
+
+function parseFields(fields: Record<string, string>): DocumentFields {
+  if (!Value.Check(DocumentFields, fields)) {
+    const error = [...Value.Errors(DocumentFields, fields)][0]
+    const field = error?.path.slice(1) || 'fields'
+    if (error && error.value === undefined)
+      throw new AppError('VAL_002', `${field} is required (send it before the file)`)
+    throw new AppError('VAL_001', `${field}: ${error?.message ?? 'invalid'}`)
+  }
+  return fields
+}
+
+export interface UploadLimits {
+  maxBytes: number
+}
+
+/**
+ * Stores one uploaded file for a patient. The metadata row is written first (PENDING), the bytes
+ * are streamed to the store while their hash and size are computed, then the row becomes
+ * AVAILABLE. Any failure removes both; a crash in between leaves a PENDING row that housekeeping
+ * clears.
+ */
+export async function uploadDocument(
+  db: Kysely<Database>,
+  store: DocumentStore,
+  actor: Actor,
+  patientId: number,
+  parts: AsyncIterable<Multipart>,
+  limits: UploadLimits,
+): Promise<Document> {
+  await requirePatient(db, actor, patientId)
+  const fields: Record<string, string> = {}
+  let stored: DocumentRow | undefined
+  try {
+    for await (const part of parts) {
+      if (part.type === 'field') {
+        if (stored)
+          throw new AppError('VAL_001', `The field ${part.fieldname} came after the file; send fields first`)
+        fields[part.fieldname] = String(part.value)
+        continue
+      }
+      if (part.fieldname !== 'file')
+        throw new AppError('VAL_001', `Unexpected file field ${part.fieldname}; name it file`)
+      stored = await storeFile(db, store, actor, patientId, parseFields(fields), part, limits)
+    }
+  } catch (error) {
+    if (stored) await discard(db, store, stored)
+    throw error
+  }
+  if (!stored) throw new AppError('VAL_002', 'file is required')
+  return toDocument(stored)
+}
+
+async function storeFile(
+  db: Kysely<Database>,
+  store: DocumentStore,
+  actor: Actor,
+  patientId: number,
+  fields: DocumentFields,
+  part: MultipartFile,
+  limits: UploadLimits,
+): Promise<DocumentRow> {
+  checkDeclaredType(part.mimetype)
+  const storageKey = randomUUID()
+  const { id } = await insertPendingDocument(db, {
+    organization_id: actor.organizationId,
+    patient_id: patientId,
+    encounter_id: fields.encounterId ? Number(fields.encounterId) : null,
+    title: fields.title,
+    category: fields.category,
+    content_type: part.mimetype,
+    file_name: safeFileName(part.filename),
+    storage_key: storageKey,
+    uploaded_by: actor.userId,
+  })
+  try {
+    const { size, sha256 } = await store.write(storageKey, verified(part.file, part.mimetype))
+    if (part.file.truncated) {
+      throw new AppError('VAL_001', `The file is larger than the limit of ${limits.maxBytes} bytes`, {
+        status: 413,
+        message: 'File too large',
+      })
+    }
+    return await markAvailable(db, id, size, sha256)
+  } catch (error) {
+    // The rest of the file must be read off the connection, or the request would hang.
+    part.file.resume()
+    await store.remove(storageKey)
+    await deleteDocumentRow(db, id)
+    throw error
+  }
+}
+
+async function discard(db: Kysely<Database>, store: DocumentStore, row: DocumentRow): Promise<void> {
+  await store.remove(row.storage_key)
+  await db.deleteFrom('documents').where('id', '=', row.id).execute()
+}
+
+export async function listDocuments(
+  db: Kysely<Database>,
+  actor: Actor,
+  patientId: number,
+  query: DocumentListQuery,
+): Promise<PageOf<Document>> {
+  await requirePatient(db, actor, patientId)
+  const paging = { page: query.page, size: query.size }
+  const sort = sortOrder(query.sort, DOCUMENT_SORT_COLUMNS, { field: 'createdAt', direction: 'desc' })
+  const { rows, total } = await listPatientDocuments(
+    db,
+    actor.organizationId,
+    patientId,
+    query.category,
+    sort,
+    paging,
+  )
+  return toPage(rows.map(toDocument), total, paging)
+}
+
+/** The document, or the organization rule: another organization's is 403, a missing one 404. */
+export async function findDocument(db: Kysely<Database>, actor: Actor, id: number): Promise<DocumentRow> {
+  const row = await findAvailableDocument(db, actor.organizationId, id)
+  if (row) return row
+  const organizationId = await findDocumentOrganization(db, id)
+  if (organizationId !== undefined) throw forbidden('The document belongs to another organization')
+  throw notFound(`Document ${id}`)
+}
+
+/**
+ * Removes the document from every listing. Its bytes are kept for the retention period
+ * (DOCUMENT_RETENTION_DAYS) and purged by housekeeping after that; 0 purges them now.
+ */
+export async function deleteDocument(
+  db: Kysely<Database>,
+  store: DocumentStore,
+  actor: Actor,
+  id: number,
+  retentionDays: number,
+): Promise<{ id: number }> {
+  await findDocument(db, actor, id)
+  const deleted = await markDeleted(db, actor.organizationId, id, actor.userId)
+  if (!deleted) throw notFound(`Document ${id}`)
+  if (retentionDays === 0) {
+    await store.remove(deleted.storage_key)
+    await markPurged(db, id)
+  }
+  return { id }
+}
+
+// An upload still PENDING after this long was cut off by a crash.
+const ABANDONED_UPLOAD_MS = 60 * 60_000
+const SWEEP_BATCH = 100
+
+/** Clears interrupted uploads and purges the bytes of documents deleted longer ago than the retention. */
+export async function sweepDocuments(
+  db: Kysely<Database>,
+  store: DocumentStore,
+  retentionDays: number,
+  now = Date.now(),
+): Promise<number> {
+  const rows = await findSweepable(
+    db,
+    new Date(now - ABANDONED_UPLOAD_MS),
+    new Date(now - retentionDays * 86_400_000),
+    SWEEP_BATCH,
+  )
+  for (const row of rows) {
+    await store.remove(row.storage_key)
+    if (row.status === 'PENDING') await db.deleteFrom('documents').where('id', '=', row.id).execute()
+    else await markPurged(db, row.id)
+  }
+  return rows.length
+}

@@ -1,0 +1,64 @@
+import { createHash } from 'node:crypto'
+import { createReadStream, createWriteStream } from 'node:fs'
+import { mkdir, rename, rm } from 'node:fs/promises'
+import path from 'node:path'
+import type { Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+
+export interface StoredObject {
+  size: number
+  sha256: string
+}
+
+export interface ByteRange {
+  start: number
+  end: number
+}
+
+/** Where document bytes live. Keys are random (never client file names). */
+export interface DocumentStore {
+  /** Streams the source to the store; nothing is left behind if it fails. */
+  write(key: string, source: AsyncIterable<Buffer>): Promise<StoredObject>
+  read(key: string, range?: ByteRange): Readable
+  remove(key: string): Promise<void>
+}
+
+async function* measured(
+  source: AsyncIterable<Buffer>,
+  totals: { size: number; hash: ReturnType<typeof createHash> },
+) {
+  for await (const chunk of source) {
+    totals.size += chunk.length
+    totals.hash.update(chunk)
+    yield chunk
+  }
+}
+
+/** Files under a directory, two levels of sharding by key prefix, written to a temporary name first. */
+export function localStore(root: string): DocumentStore {
+  const location = (key: string) => path.join(root, key.slice(0, 2), key)
+  return {
+    async write(key, source) {
+      const target = location(key)
+      const partial = `${target}.partial`
+      await mkdir(path.dirname(target), { recursive: true })
+      const totals = { size: 0, hash: createHash('sha256') }
+      try {
+        await pipeline(measured(source, totals), createWriteStream(partial, { flags: 'wx', mode: 0o600 }))
+        await rename(partial, target)
+      } catch (error) {
+        await rm(partial, { force: true })
+        throw error
+      }
+      return { size: totals.size, sha256: totals.hash.digest('hex') }
+    },
+    read(key, range) {
+      return createReadStream(location(key), range ? { start: range.start, end: range.end } : {})
+    },
+    async remove(key) {
+      const target = location(key)
+      await rm(target, { force: true })
+      await rm(`${target}.partial`, { force: true })
+    },
+  }
+}
