@@ -7,7 +7,9 @@ const document = {
       get: {
         responses: {
           '204': { description: 'No content' },
-          '206': { content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } },
+          '206': {
+            content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+          },
           '200': {
             content: {
               'application/json': {

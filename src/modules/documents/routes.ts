@@ -1,6 +1,5 @@
 import multipart from '@fastify/multipart'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Type } from '@sinclair/typebox'
 import {
   DocumentDeletedEnvelope,
   DocumentEnvelope,

@@ -43,11 +43,11 @@ export function toDocument(row: DocumentRow): Document {
 /** A client's file name made safe to show: base name only, no control or quote characters. */
 export function safeFileName(name: string | undefined): string {
   const base = (name ?? '').split(/[\\/]/).pop() ?? ''
-  const cleaned = base
-    .replace(/[\u0000-\u001f\u007f"]/g, '')
-    .trim()
-    .slice(0, 200)
-  return cleaned || 'document'
+  const printable = [...base].filter((char) => {
+    const code = char.codePointAt(0) ?? 0
+    return code >= 0x20 && code !== 0x7f && char !== '"'
+  })
+  return printable.join('').trim().slice(0, 200) || 'document'
 }
 
 /** Passes the bytes through once their first bytes have matched the declared type. */
