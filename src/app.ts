@@ -7,6 +7,7 @@ import type { Config } from './config.js'
 import { logMailer, smtpMailer } from './lib/mailer.js'
 import authRoutes from './modules/auth/routes.js'
 import documentRoutes from './modules/documents/routes.js'
+import { s3Store } from './modules/documents/s3-store.js'
 import { localStore } from './modules/documents/store.js'
 import oidcRoutes from './modules/oidc/routes.js'
 import patientRoutes from './modules/patients/routes.js'
@@ -40,6 +41,20 @@ function loggerOptions(config: Config, stream: AppOverrides['logStream']): Fasti
     },
     redact: ['req.headers.authorization', 'req.headers.cookie'],
   }
+}
+
+/** An S3-compatible bucket when S3_BUCKET is set (instances share it), else files under DATA_DIR. */
+function documentStore(config: Config) {
+  if (!config.S3_BUCKET) return localStore(path.join(config.DATA_DIR, 'documents'))
+  return s3Store({
+    bucket: config.S3_BUCKET,
+    region: config.S3_REGION,
+    endpoint: config.S3_ENDPOINT,
+    accessKeyId: config.S3_ACCESS_KEY_ID,
+    secretAccessKey: config.S3_SECRET_ACCESS_KEY,
+    forcePathStyle: config.S3_FORCE_PATH_STYLE,
+    prefix: config.S3_PREFIX,
+  })
 }
 
 /** `true`, `false`, or a comma-separated list of proxy addresses and CIDR ranges to trust. */
@@ -94,7 +109,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   await app.register(patientRoutes, { prefix: '/api/patients' })
   await app.register(documentRoutes, {
     prefix: '/api',
-    store: localStore(path.join(config.DATA_DIR, 'documents')),
+    store: documentStore(config),
     maxUploadBytes: config.MAX_UPLOAD_BYTES,
     retentionDays: config.DOCUMENT_RETENTION_DAYS,
   })

@@ -161,12 +161,12 @@ const documentRoutes: FastifyPluginAsyncTypebox<DocumentRoutesOptions> = async (
         .header('content-type', document.content_type)
         .header('content-disposition', contentDisposition(document.file_name))
         .header('x-content-type-options', 'nosniff')
-      if (!range) return reply.header('content-length', size).send(store.read(document.storage_key))
+      if (!range) return reply.header('content-length', size).send(await store.read(document.storage_key))
       return reply
         .code(206)
         .header('content-range', `bytes ${range.start}-${range.end}/${size}`)
         .header('content-length', range.end - range.start + 1)
-        .send(store.read(document.storage_key, range))
+        .send(await store.read(document.storage_key, range))
     },
   )
 

@@ -19,11 +19,11 @@ export interface ByteRange {
 export interface DocumentStore {
   /** Streams the source to the store; nothing is left behind if it fails. */
   write(key: string, source: AsyncIterable<Buffer>): Promise<StoredObject>
-  read(key: string, range?: ByteRange): Readable
+  read(key: string, range?: ByteRange): Promise<Readable>
   remove(key: string): Promise<void>
 }
 
-async function* measured(
+export async function* measured(
   source: AsyncIterable<Buffer>,
   totals: { size: number; hash: ReturnType<typeof createHash> },
 ) {
@@ -52,7 +52,7 @@ export function localStore(root: string): DocumentStore {
       }
       return { size: totals.size, sha256: totals.hash.digest('hex') }
     },
-    read(key, range) {
+    async read(key, range) {
       return createReadStream(location(key), range ? { start: range.start, end: range.end } : {})
     },
     async remove(key) {

@@ -1,0 +1,97 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { App } from '../../src/app.js'
+import { buildApp } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { buildTestApp, testEnvironment } from '../helpers/app.js'
+import { bearer, newOrganization, patientBody, type TestUser } from '../helpers/factories.js'
+import { fileBytes, multipart } from '../helpers/multipart.js'
+import { startS3Server } from '../helpers/s3-server.js'
+
+let s3: Awaited<ReturnType<typeof startS3Server>>
+let first: App
+let second: App
+let user: TestUser
+let patientId: number
+
+beforeAll(async () => {
+  s3 = await startS3Server('ehr-documents')
+  const environment = {
+    ...s3.environment,
+    MAX_UPLOAD_BYTES: String(12 * 1024 * 1024),
+    DOCUMENT_RETENTION_DAYS: '0',
+  }
+  first = await buildTestApp(environment)
+  // A second instance on the same database (the first one owns and closes it).
+  second = await buildApp(loadConfig(testEnvironment(environment)), {
+    database: { ...first.database, close: async () => {} },
+  })
+  await second.ready()
+  user = await (await newOrganization(first)).user('PROVIDER')
+  patientId = (
+    await first.inject({
+      method: 'POST',
+      url: '/api/patients',
+      headers: bearer(user.token),
+      payload: patientBody(),
+    })
+  ).json().data.id
+})
+afterAll(async () => {
+  await second.close()
+  await first.close()
+  await s3.close()
+})
+
+function upload(app: App, content: Buffer, contentType = 'application/pdf') {
+  const body = multipart([
+    ['title', 'Scan'],
+    ['category', 'IMAGING'],
+    { fileName: 'scan.pdf', contentType, content },
+  ])
+  return app.inject({
+    method: 'POST',
+    url: `/api/patients/${patientId}/documents`,
+    headers: { ...bearer(user.token), ...body.headers },
+    payload: body.payload,
+  })
+}
+
+describe('documents in an S3-compatible bucket (S3_BUCKET)', () => {
+  it('round-trips a multi-part upload written by one instance and read by another', async () => {
+    const content = fileBytes('%PDF-1.7\n', 10 * 1024 * 1024 + 3)
+    const created = await upload(first, content)
+    expect(created.statusCode).toBe(201)
+    const { id } = created.json().data
+    expect(await s3.keys()).toHaveLength(1)
+    expect((await s3.keys())[0]).toMatch(/^documents\/[0-9a-f-]{36}$/)
+
+    const whole = await second.inject({ url: `/api/documents/${id}/download`, headers: bearer(user.token) })
+    expect(whole.statusCode).toBe(200)
+    expect(whole.rawPayload.equals(content)).toBe(true)
+    const part = await second.inject({
+      url: `/api/documents/${id}/download`,
+      headers: { ...bearer(user.token), range: 'bytes=1000-1999' },
+    })
+    expect(part.statusCode).toBe(206)
+    expect(part.rawPayload.equals(content.subarray(1000, 2000))).toBe(true)
+  })
+
+  it('leaves no object behind after a refused upload, and purges at once with retention 0', async () => {
+    const before = await s3.keys()
+    const tooBig = await upload(first, fileBytes('%PDF-1.7\n', 13 * 1024 * 1024))
+    expect(tooBig.statusCode).toBe(413)
+    const spoofed = await upload(first, fileBytes('GIF89a', 4096), 'image/png')
+    expect(spoofed.statusCode).toBe(415)
+    expect(await s3.keys()).toEqual(before)
+
+    const { id } = (await upload(first, fileBytes('%PDF-1.7\n', 2048))).json().data
+    expect((await s3.keys()).length).toBe(before.length + 1)
+    const removed = await second.inject({
+      method: 'DELETE',
+      url: `/api/documents/${id}`,
+      headers: bearer(user.token),
+    })
+    expect(removed.statusCode).toBe(200)
+    expect(await s3.keys()).toEqual(before)
+  })
+})
