@@ -1,5 +1,6 @@
 import type { AuditLogTable } from './tables/audit-log.js'
 import type { ClientsTable } from './tables/clients.js'
+import type { ClinicalRecordsTable } from './tables/clinical-records.js'
 import type { DocumentsTable } from './tables/documents.js'
 import type { OrganizationsTable } from './tables/organizations.js'
 import type { OutboxEventsTable } from './tables/outbox-events.js'
@@ -21,6 +22,7 @@ export interface Database {
   signing_keys: SigningKeysTable
   patients: PatientsTable
   documents: DocumentsTable
+  clinical_records: ClinicalRecordsTable
   outbox_events: OutboxEventsTable
   audit_log: AuditLogTable
 }

@@ -6,6 +6,7 @@ import { migrateToLatest } from '../db/migrator.js'
 import type { Config } from './config.js'
 import { logMailer, smtpMailer } from './lib/mailer.js'
 import authRoutes from './modules/auth/routes.js'
+import clinicalRoutes from './modules/clinical/routes.js'
 import documentRoutes from './modules/documents/routes.js'
 import { s3Store } from './modules/documents/s3-store.js'
 import { localStore } from './modules/documents/store.js'
@@ -107,6 +108,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
     passwordResetUrl: config.PASSWORD_RESET_URL,
   })
   await app.register(patientRoutes, { prefix: '/api/patients' })
+  await app.register(clinicalRoutes, { prefix: '/api/patients' })
   await app.register(documentRoutes, {
     prefix: '/api',
     store: documentStore(config),

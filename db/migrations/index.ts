@@ -2,10 +2,12 @@ import type { Migration } from 'kysely'
 import * as initial from './0001_initial.js'
 import * as identity from './0002_identity.js'
 import * as documents from './0005_documents.js'
+import * as clinical from './0006_clinical.js'
 
 /** Every migration, in order. Listed rather than scanned so tsx and compiled JS behave alike. */
 export const migrations: Record<string, Migration> = {
   '0001_initial': initial,
   '0002_identity': identity,
   '0005_documents': documents,
+  '0006_clinical': clinical,
 }

@@ -1,17 +1,39 @@
 import type { Role } from './roles.js'
 
+export type AuditResource =
+  | 'patient'
+  | 'document'
+  | 'vital-signs'
+  | 'lab-result'
+  | 'condition'
+  | 'allergy'
+  | 'medication'
+
 export type AuditAction = 'READ' | 'LIST' | 'SEARCH' | 'CREATE' | 'UPDATE' | 'DELETE'
 
 export interface RouteAccess {
   /** `public`: no token; `authenticated`: any valid token; otherwise at least one of the roles. */
   allow: 'public' | 'authenticated' | readonly Role[]
   /** Routes that touch patient data leave an audit record of who did what to which records. */
-  audit?: { resourceType: 'patient' | 'document'; action: AuditAction }
+  audit?: { resourceType: AuditResource; action: AuditAction }
 }
 
 const CLINICAL_READERS: readonly Role[] = ['PROVIDER', 'NURSE']
 const STAFF: readonly Role[] = ['ADMIN', 'PROVIDER', 'NURSE', 'FRONT_DESK', 'BILLING']
 const REGISTRARS: readonly Role[] = ['ADMIN', 'PROVIDER', 'NURSE', 'FRONT_DESK']
+
+/** The five routes of a kind of clinical record: PROVIDER and NURSE read, `writers` write. */
+function clinicalRecordRoutes(path: string, resourceType: AuditResource, writers: readonly Role[]) {
+  const collection = `/api/patients/:patientId/${path}`
+  const item = `${collection}/:id`
+  return {
+    [`POST ${collection}`]: { allow: writers, audit: { resourceType, action: 'CREATE' } },
+    [`GET ${collection}`]: { allow: CLINICAL_READERS, audit: { resourceType, action: 'LIST' } },
+    [`GET ${item}`]: { allow: CLINICAL_READERS, audit: { resourceType, action: 'READ' } },
+    [`PUT ${item}`]: { allow: writers, audit: { resourceType, action: 'UPDATE' } },
+    [`POST ${item}/entered-in-error`]: { allow: writers, audit: { resourceType, action: 'UPDATE' } },
+  } satisfies Record<string, RouteAccess>
+}
 
 /**
  * Who may call each `/api` route: the one place access rules live. Every registered `/api` route
@@ -40,6 +62,16 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'POST /api/patients': { allow: REGISTRARS, audit: { resourceType: 'patient', action: 'CREATE' } },
   'PUT /api/patients/:id': { allow: REGISTRARS, audit: { resourceType: 'patient', action: 'UPDATE' } },
   'DELETE /api/patients/:id': { allow: ['ADMIN'], audit: { resourceType: 'patient', action: 'DELETE' } },
+
+  ...clinicalRecordRoutes('vitals', 'vital-signs', ['PROVIDER', 'NURSE']),
+  ...clinicalRecordRoutes('lab-results', 'lab-result', ['PROVIDER']),
+  ...clinicalRecordRoutes('conditions', 'condition', ['PROVIDER']),
+  ...clinicalRecordRoutes('allergies', 'allergy', ['PROVIDER']),
+  ...clinicalRecordRoutes('medications', 'medication', ['PROVIDER']),
+  'GET /api/patients/:patientId/chart': {
+    allow: CLINICAL_READERS,
+    audit: { resourceType: 'patient', action: 'READ' },
+  },
 
   'POST /api/patients/:patientId/documents': {
     allow: ['PROVIDER', 'NURSE', 'FRONT_DESK'],

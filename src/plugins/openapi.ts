@@ -41,6 +41,10 @@ const openapi: FastifyPluginAsync = async (app) => {
       tags: [
         { name: 'Authentication', description: 'Sign-in, sessions, passwords and the current user' },
         { name: 'Patients', description: 'Patient demographics and registration' },
+        {
+          name: 'Clinical records',
+          description: 'Vital signs, lab results, conditions, allergies, medications, chart',
+        },
         { name: 'Documents', description: 'Patient documents: streamed upload and download' },
         { name: 'Operations', description: 'Health probes' },
         {

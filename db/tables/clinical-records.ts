@@ -1,0 +1,29 @@
+import type { ColumnType, Generated, JSONColumnType, Selectable } from 'kysely'
+
+export type ClinicalKindName = 'VITAL_SIGNS' | 'LAB_RESULT' | 'CONDITION' | 'ALLERGY' | 'MEDICATION'
+
+export interface ClinicalRecordsTable {
+  id: ColumnType<number, never, never>
+  organization_id: number
+  patient_id: number
+  encounter_id: number | null
+  kind: ClinicalKindName
+  /** The kind's own status (e.g. ACTIVE, FINAL), or ENTERED_IN_ERROR. */
+  status: string
+  /** The code the kind is filtered by: LOINC, ICD-10-CM, RxNorm, or the allergy substance key. */
+  code: string | null
+  /** The clinical time the list is ordered by (measured, resulted, onset, started). */
+  effective_at: Date
+  data: JSONColumnType<Record<string, unknown>>
+  version: Generated<number>
+  recorded_by: number
+  recorded_at: Generated<Date>
+  updated_by: number
+  created_at: Generated<Date>
+  updated_at: Generated<Date>
+  entered_in_error_at: Date | null
+  entered_in_error_by: number | null
+  entered_in_error_reason: string | null
+}
+
+export type ClinicalRecordRow = Selectable<ClinicalRecordsTable>

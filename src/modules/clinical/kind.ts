@@ -1,0 +1,39 @@
+import type { Static, TObject, TProperties } from '@sinclair/typebox'
+import type { ClinicalKindName } from '../../../db/tables/clinical-records.js'
+import type { Role } from '../../access/roles.js'
+
+/** What a kind's input becomes in storage. */
+export interface PreparedRecord<D> {
+  data: D
+  status: string
+  code: string | null
+  effectiveAt: Date
+}
+
+/**
+ * One kind of clinical record: its schemas and the rules that go beyond them. The generic
+ * service, queries and routes do the rest, identically for every kind.
+ */
+export interface ClinicalKind<I extends TObject = TObject, D extends TObject = TObject> {
+  kind: ClinicalKindName
+  /** Path segment under /api/patients/{patientId}/. */
+  path: string
+  /** Singular name for messages and the audit trail's resource type. */
+  label: string
+  input: I
+  data: D
+  /** The data field that carries the status (set to ENTERED_IN_ERROR when withdrawn). */
+  statusField: keyof Static<D> & string
+  /** List filters beyond the status field and the time range (the code filter, a category). */
+  listFilters: TProperties
+  /** The query parameter holding the code filter, if any. */
+  codeFilter?: string
+  /**
+   * Checks what the schema cannot (ranges across fields, code check digits, dates) and derives
+   * stored values (BMI, interpretation). `previous` is set for a correction. Throws 422 AppErrors.
+   */
+  prepare(input: Static<I>, previous?: Static<D>): PreparedRecord<Static<D>>
+  /** A unique index of this kind and the 409 message when it is violated. */
+  uniqueness?: { constraint: string; message: string }
+  writers: readonly Role[]
+}

@@ -1,0 +1,131 @@
+import { type Kysely, sql, type Transaction } from 'kysely'
+import type { Database } from '../../../db/database.js'
+import type { ClinicalKindName, ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
+import type { PageQuery } from '../../../schemas/common.js'
+import { fetchPage, type SortOrder } from '../../lib/paging.js'
+
+export const CLINICAL_SORT_COLUMNS = { effectiveAt: 'effective_at', recordedAt: 'recorded_at' }
+
+type Db = Kysely<Database> | Transaction<Database>
+
+export interface RecordScope {
+  organizationId: number
+  patientId: number
+  kind: ClinicalKindName
+}
+
+const scoped = (db: Db, scope: RecordScope) =>
+  db
+    .selectFrom('clinical_records')
+    .where('organization_id', '=', scope.organizationId)
+    .where('patient_id', '=', scope.patientId)
+    .where('kind', '=', scope.kind)
+
+export function insertRecord(
+  db: Db,
+  row: Omit<ClinicalRecordRow, 'id' | 'version' | 'recorded_at' | 'created_at' | 'updated_at'>,
+) {
+  return db
+    .insertInto('clinical_records')
+    .values({ ...row, data: JSON.stringify(row.data) })
+    .returningAll()
+    .executeTakeFirstOrThrow()
+}
+
+export function findRecord(db: Db, scope: RecordScope, id: number) {
+  return scoped(db, scope).selectAll().where('id', '=', id).executeTakeFirst()
+}
+
+export function lockRecord(trx: Transaction<Database>, scope: RecordScope, id: number) {
+  return scoped(trx, scope).selectAll().where('id', '=', id).forUpdate().executeTakeFirst()
+}
+
+export function updateRecord(
+  trx: Transaction<Database>,
+  id: number,
+  changes: Partial<Pick<ClinicalRecordRow, 'status' | 'code' | 'effective_at' | 'data' | 'encounter_id'>> & {
+    updated_by: number
+    entered_in_error_at?: Date
+    entered_in_error_by?: number
+    entered_in_error_reason?: string
+  },
+  bumpVersion: boolean,
+) {
+  const { data, ...rest } = changes
+  return trx
+    .updateTable('clinical_records')
+    .set({
+      ...rest,
+      ...(data ? { data: JSON.stringify(data) } : {}),
+      ...(bumpVersion ? { version: sql`version + 1` } : {}),
+      updated_at: sql`now()`,
+    })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow()
+}
+
+export interface RecordFilters {
+  status?: string
+  code?: string
+  from?: string
+  to?: string
+  includeEnteredInError?: boolean
+  category?: string
+}
+
+export function listRecords(
+  db: Kysely<Database>,
+  scope: RecordScope,
+  filters: RecordFilters,
+  sort: SortOrder,
+  paging: PageQuery,
+) {
+  let query = scoped(db, scope).selectAll()
+  if (!filters.includeEnteredInError) query = query.where('entered_in_error_at', 'is', null)
+  if (filters.status) query = query.where('status', '=', filters.status)
+  if (filters.code) query = query.where('code', '=', filters.code)
+  if (filters.category) query = query.where(sql`data->>'category'`, '=', filters.category)
+  if (filters.from) query = query.where('effective_at', '>=', new Date(filters.from))
+  if (filters.to) query = query.where('effective_at', '<', new Date(filters.to))
+  return fetchPage(
+    db,
+    query.orderBy(sql.raw(`${sort.column} ${sort.direction}, id ${sort.direction}`)),
+    paging,
+  )
+}
+
+const RECENT_LAB_RESULTS = 10
+
+/**
+ * Everything the chart summary shows, in one query: the latest vital signs, the 10 latest lab
+ * results, and the active conditions, allergies and medications.
+ */
+export function chartRecords(db: Kysely<Database>, organizationId: number, patientId: number) {
+  return db
+    .selectFrom((eb) =>
+      eb
+        .selectFrom('clinical_records')
+        .selectAll()
+        .select(
+          sql<number>`row_number() over (partition by kind order by effective_at desc, id desc)`.as(
+            'recency',
+          ),
+        )
+        .where('organization_id', '=', organizationId)
+        .where('patient_id', '=', patientId)
+        .where('entered_in_error_at', 'is', null)
+        .as('ranked'),
+    )
+    .selectAll()
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('kind', '=', 'VITAL_SIGNS'), eb('recency', '=', 1)]),
+        eb.and([eb('kind', '=', 'LAB_RESULT'), eb('recency', '<=', RECENT_LAB_RESULTS)]),
+        eb.and([eb('kind', 'in', ['CONDITION', 'ALLERGY', 'MEDICATION']), eb('status', '=', 'ACTIVE')]),
+      ]),
+    )
+    .orderBy('effective_at', 'desc')
+    .orderBy('id', 'desc')
+    .execute()
+}

@@ -1,0 +1,233 @@
+import type { Static, TObject } from '@sinclair/typebox'
+import type { Kysely } from 'kysely'
+import type { Database } from '../../../db/database.js'
+import type { ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
+import { type Chart, ENTERED_IN_ERROR, type RecordFields } from '../../../schemas/clinical.js'
+import type { PageOf } from '../../../schemas/common.js'
+import { AppError, notFound } from '../../errors.js'
+import { sortOrder, toPage } from '../../lib/paging.js'
+import { type Actor, requirePatient } from '../patients/service.js'
+import type { ClinicalKind } from './kind.js'
+import {
+  CLINICAL_SORT_COLUMNS,
+  chartRecords,
+  findRecord,
+  insertRecord,
+  listRecords,
+  lockRecord,
+  type RecordScope,
+  updateRecord,
+} from './queries.js'
+
+type Common = { [K in keyof typeof RecordFields]: Static<(typeof RecordFields)[K]> }
+export type ClinicalRecord<D extends TObject> = Common & Static<D>
+
+export function toRecord<D extends TObject>(row: ClinicalRecordRow): ClinicalRecord<D> {
+  return {
+    ...(row.data as Static<D>),
+    id: row.id,
+    patientId: row.patient_id,
+    encounterId: row.encounter_id,
+    recordedBy: row.recorded_by,
+    recordedAt: row.recorded_at.toISOString(),
+    updatedBy: row.updated_by,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+    version: row.version,
+    enteredInError:
+      row.entered_in_error_at && row.entered_in_error_by
+        ? {
+            by: row.entered_in_error_by,
+            at: row.entered_in_error_at.toISOString(),
+            reason: row.entered_in_error_reason ?? '',
+          }
+        : null,
+  }
+}
+
+type KindIdentity = Pick<ClinicalKind, 'kind' | 'label' | 'uniqueness'>
+
+const scopeOf = (kind: KindIdentity, actor: Actor, patientId: number): RecordScope => ({
+  organizationId: actor.organizationId,
+  patientId,
+  kind: kind.kind,
+})
+
+/** A unique index of the kind (e.g. one ACTIVE allergy per substance) as a clear 409. */
+function conflictOf(kind: KindIdentity, error: unknown): unknown {
+  const { code, constraint } = (error ?? {}) as { code?: string; constraint?: string }
+  if (code === '23505' && kind.uniqueness && constraint === kind.uniqueness.constraint) {
+    return new AppError('RES_002', kind.uniqueness.message)
+  }
+  return error
+}
+
+const missing = (kind: KindIdentity, id: number) => notFound(`${kind.label} ${id} of this patient`)
+
+export async function createRecord<I extends TObject, D extends TObject>(
+  db: Kysely<Database>,
+  kind: ClinicalKind<I, D>,
+  actor: Actor,
+  patientId: number,
+  input: Static<I>,
+): Promise<ClinicalRecord<D>> {
+  await requirePatient(db, actor, patientId)
+  const prepared = kind.prepare(input)
+  try {
+    const row = await insertRecord(db, {
+      organization_id: actor.organizationId,
+      patient_id: patientId,
+      encounter_id: null,
+      kind: kind.kind,
+      status: prepared.status,
+      code: prepared.code,
+      effective_at: prepared.effectiveAt,
+      data: prepared.data as Record<string, unknown>,
+      recorded_by: actor.userId,
+      updated_by: actor.userId,
+      entered_in_error_at: null,
+      entered_in_error_by: null,
+      entered_in_error_reason: null,
+    })
+    return toRecord<D>(row)
+  } catch (error) {
+    throw conflictOf(kind, error)
+  }
+}
+
+export async function getRecord<D extends TObject>(
+  db: Kysely<Database>,
+  kind: ClinicalKind<TObject, D>,
+  actor: Actor,
+  patientId: number,
+  id: number,
+): Promise<ClinicalRecord<D>> {
+  await requirePatient(db, actor, patientId)
+  const row = await findRecord(db, scopeOf(kind, actor, patientId), id)
+  if (!row) throw missing(kind, id)
+  return toRecord<D>(row)
+}
+
+export async function listClinicalRecords<D extends TObject>(
+  db: Kysely<Database>,
+  kind: ClinicalKind<TObject, D>,
+  actor: Actor,
+  patientId: number,
+  query: Record<string, unknown> & { page: number; size: number; sort?: string },
+): Promise<PageOf<ClinicalRecord<D>>> {
+  await requirePatient(db, actor, patientId)
+  const paging = { page: query.page, size: query.size }
+  const sort = sortOrder(query.sort, CLINICAL_SORT_COLUMNS, { field: 'effectiveAt', direction: 'desc' })
+  const { rows, total } = await listRecords(
+    db,
+    scopeOf(kind, actor, patientId),
+    {
+      status: query[kind.statusField] as string | undefined,
+      code: kind.codeFilter ? (query[kind.codeFilter] as string | undefined) : undefined,
+      category: query.category as string | undefined,
+      from: query.from as string | undefined,
+      to: query.to as string | undefined,
+      includeEnteredInError: query.includeEnteredInError === true,
+    },
+    sort,
+    paging,
+  )
+  return toPage(
+    rows.map((row) => toRecord<D>(row)),
+    total,
+    paging,
+  )
+}
+
+/** A correction replaces the kind's fields; the record keeps its id and its version goes up. */
+export async function correctRecord<I extends TObject, D extends TObject>(
+  db: Kysely<Database>,
+  kind: ClinicalKind<I, D>,
+  actor: Actor,
+  patientId: number,
+  id: number,
+  input: Static<I>,
+): Promise<ClinicalRecord<D>> {
+  await requirePatient(db, actor, patientId)
+  try {
+    const row = await db.transaction().execute(async (trx) => {
+      const current = await lockRecord(trx, scopeOf(kind, actor, patientId), id)
+      if (!current) throw missing(kind, id)
+      if (current.entered_in_error_at) {
+        throw new AppError(
+          'RES_002',
+          `The ${kind.label} was entered in error and can no longer be corrected`,
+          {
+            message: 'Record withdrawn',
+          },
+        )
+      }
+      const prepared = kind.prepare(input, current.data as Static<D>)
+      return updateRecord(
+        trx,
+        id,
+        {
+          status: prepared.status,
+          code: prepared.code,
+          effective_at: prepared.effectiveAt,
+          data: prepared.data as Record<string, unknown>,
+          updated_by: actor.userId,
+        },
+        true,
+      )
+    })
+    return toRecord<D>(row)
+  } catch (error) {
+    throw conflictOf(kind, error)
+  }
+}
+
+/** Withdraws a record: kept with who, when and why, and its status becomes ENTERED_IN_ERROR. */
+export async function enterInError<D extends TObject>(
+  db: Kysely<Database>,
+  kind: ClinicalKind<TObject, D>,
+  actor: Actor,
+  patientId: number,
+  id: number,
+  reason: string,
+): Promise<ClinicalRecord<D>> {
+  await requirePatient(db, actor, patientId)
+  const row = await db.transaction().execute(async (trx) => {
+    const current = await lockRecord(trx, scopeOf(kind, actor, patientId), id)
+    if (!current) throw missing(kind, id)
+    if (current.entered_in_error_at) {
+      throw new AppError('RES_002', `The ${kind.label} is already entered in error`, {
+        message: 'Record withdrawn',
+      })
+    }
+    return updateRecord(
+      trx,
+      id,
+      {
+        status: ENTERED_IN_ERROR,
+        data: { ...current.data, [kind.statusField]: ENTERED_IN_ERROR },
+        updated_by: actor.userId,
+        entered_in_error_at: new Date(),
+        entered_in_error_by: actor.userId,
+        entered_in_error_reason: reason,
+      },
+      false,
+    )
+  })
+  return toRecord<D>(row)
+}
+
+export async function getChart(db: Kysely<Database>, actor: Actor, patientId: number): Promise<Chart> {
+  await requirePatient(db, actor, patientId)
+  const rows = await chartRecords(db, actor.organizationId, patientId)
+  const of = (kind: ClinicalRecordRow['kind']) =>
+    rows.filter((row) => row.kind === kind).map((row) => toRecord(row))
+  return {
+    patientId,
+    latestVitals: (of('VITAL_SIGNS')[0] as Chart['latestVitals']) ?? null,
+    activeConditions: of('CONDITION') as Chart['activeConditions'],
+    activeAllergies: of('ALLERGY') as Chart['activeAllergies'],
+    activeMedications: of('MEDICATION') as Chart['activeMedications'],
+    recentLabResults: of('LAB_RESULT') as Chart['recentLabResults'],
+  }
+}
