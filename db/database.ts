@@ -1,7 +1,9 @@
 import type { AuditLogTable } from './tables/audit-log.js'
+import type { InvoicesTable, OrganizationCountersTable, PaymentsTable } from './tables/billing.js'
 import type { ClientsTable } from './tables/clients.js'
 import type { ClinicalRecordsTable } from './tables/clinical-records.js'
 import type { DocumentsTable } from './tables/documents.js'
+import type { MessagesTable } from './tables/messages.js'
 import type { OrganizationsTable } from './tables/organizations.js'
 import type { OutboxEventsTable } from './tables/outbox-events.js'
 import type { PasswordResetTokensTable } from './tables/password-reset-tokens.js'
@@ -23,6 +25,10 @@ export interface Database {
   patients: PatientsTable
   documents: DocumentsTable
   clinical_records: ClinicalRecordsTable
+  messages: MessagesTable
+  organization_counters: OrganizationCountersTable
+  invoices: InvoicesTable
+  payments: PaymentsTable
   outbox_events: OutboxEventsTable
   audit_log: AuditLogTable
 }

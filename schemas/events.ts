@@ -23,6 +23,25 @@ export const PatientEventData = Type.Object({
   deleted: Type.Boolean({ description: 'true when the change was a deletion (the patient left all reads)' }),
 })
 
+/** `data` of invoice.created. */
+export const InvoiceEventData = Type.Object({
+  id: Id,
+  patientId: Id,
+  number: Type.String(),
+  total: Type.Integer({ description: 'Minor units' }),
+  currency: Type.String(),
+  status: Type.String(),
+})
+
+/** `data` of payment.received. */
+export const PaymentEventData = Type.Object({
+  id: Id,
+  invoiceId: Id,
+  amount: Type.Integer({ description: 'Minor units' }),
+  currency: Type.String(),
+  balance: Type.Integer({ description: "The invoice's open balance after this payment, minor units" }),
+})
+
 /**
  * The data shape of each event, in one place: the outbox writes these and the webhook
  * documentation publishes them. Events of areas not built yet have no entry.
@@ -30,6 +49,8 @@ export const PatientEventData = Type.Object({
 export const EVENT_DATA = {
   'patient.created': PatientEventData,
   'patient.updated': PatientEventData,
+  'invoice.created': InvoiceEventData,
+  'payment.received': PaymentEventData,
 } satisfies Partial<Record<EventName, TSchema>>
 
 export type EmittedEvent = keyof typeof EVENT_DATA

@@ -6,10 +6,12 @@ import { migrateToLatest } from '../db/migrator.js'
 import type { Config } from './config.js'
 import { logMailer, smtpMailer } from './lib/mailer.js'
 import authRoutes from './modules/auth/routes.js'
+import billingRoutes from './modules/billing/routes.js'
 import clinicalRoutes from './modules/clinical/routes.js'
 import documentRoutes from './modules/documents/routes.js'
 import { s3Store } from './modules/documents/s3-store.js'
 import { localStore } from './modules/documents/store.js'
+import messageRoutes from './modules/messages/routes.js'
 import oidcRoutes from './modules/oidc/routes.js'
 import patientRoutes from './modules/patients/routes.js'
 import audit from './plugins/audit.js'
@@ -109,6 +111,11 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   })
   await app.register(patientRoutes, { prefix: '/api/patients' })
   await app.register(clinicalRoutes, { prefix: '/api/patients' })
+  await app.register(messageRoutes, { prefix: '/api/messages' })
+  await app.register(billingRoutes, {
+    prefix: '/api/billing',
+    settings: { currency: config.DEFAULT_CURRENCY, taxRateBasisPoints: config.TAX_RATE_BASIS_POINTS },
+  })
   await app.register(documentRoutes, {
     prefix: '/api',
     store: documentStore(config),

@@ -44,6 +44,8 @@ export const ConfigSchema = Type.Object({
   S3_FORCE_PATH_STYLE: Type.Boolean({ default: true }),
   S3_PREFIX: Type.String({ pattern: '^([A-Za-z0-9._-]+/)*$', default: 'documents/' }),
   DOCUMENT_RETENTION_DAYS: Type.Integer({ minimum: 0, maximum: 36_500, default: 30 }),
+  DEFAULT_CURRENCY: Type.String({ pattern: '^[A-Z]{3}$', default: 'USD' }),
+  TAX_RATE_BASIS_POINTS: Type.Integer({ minimum: 0, maximum: 10_000, default: 0 }),
   AUDIT_FLUSH_INTERVAL_MS: Type.Integer({ minimum: 10, maximum: 60_000, default: 1000 }),
   SMTP_URL: Type.Optional(Type.String({ pattern: '^smtps?://' })),
   MAIL_FROM: Type.String({ pattern: '@', default: 'EHR Service <no-reply@localhost>' }),

@@ -3,6 +3,8 @@ import * as initial from './0001_initial.js'
 import * as identity from './0002_identity.js'
 import * as documents from './0005_documents.js'
 import * as clinical from './0006_clinical.js'
+import * as messages from './0007_messages.js'
+import * as billing from './0008_billing.js'
 
 /** Every migration, in order. Listed rather than scanned so tsx and compiled JS behave alike. */
 export const migrations: Record<string, Migration> = {
@@ -10,4 +12,6 @@ export const migrations: Record<string, Migration> = {
   '0002_identity': identity,
   '0005_documents': documents,
   '0006_clinical': clinical,
+  '0007_messages': messages,
+  '0008_billing': billing,
 }

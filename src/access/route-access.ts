@@ -8,6 +8,9 @@ export type AuditResource =
   | 'condition'
   | 'allergy'
   | 'medication'
+  | 'message'
+  | 'invoice'
+  | 'payment'
 
 export type AuditAction = 'READ' | 'LIST' | 'SEARCH' | 'CREATE' | 'UPDATE' | 'DELETE'
 
@@ -21,6 +24,8 @@ export interface RouteAccess {
 const CLINICAL_READERS: readonly Role[] = ['PROVIDER', 'NURSE']
 const STAFF: readonly Role[] = ['ADMIN', 'PROVIDER', 'NURSE', 'FRONT_DESK', 'BILLING']
 const REGISTRARS: readonly Role[] = ['ADMIN', 'PROVIDER', 'NURSE', 'FRONT_DESK']
+const BILLERS: readonly Role[] = ['BILLING', 'ADMIN']
+const BILLING_READERS: readonly Role[] = ['BILLING', 'ADMIN', 'PROVIDER']
 
 /** The five routes of a kind of clinical record: PROVIDER and NURSE read, `writers` write. */
 function clinicalRecordRoutes(path: string, resourceType: AuditResource, writers: readonly Role[]) {
@@ -72,6 +77,27 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
     allow: CLINICAL_READERS,
     audit: { resourceType: 'patient', action: 'READ' },
   },
+
+  'POST /api/messages': { allow: STAFF, audit: { resourceType: 'message', action: 'CREATE' } },
+  'GET /api/messages': { allow: STAFF, audit: { resourceType: 'message', action: 'LIST' } },
+  'GET /api/messages/:id': { allow: STAFF, audit: { resourceType: 'message', action: 'READ' } },
+  'PUT /api/messages/:id/read': { allow: STAFF, audit: { resourceType: 'message', action: 'UPDATE' } },
+
+  'POST /api/billing/invoices': { allow: BILLERS, audit: { resourceType: 'invoice', action: 'CREATE' } },
+  'GET /api/billing/invoices': { allow: BILLING_READERS, audit: { resourceType: 'invoice', action: 'LIST' } },
+  'GET /api/billing/invoices/:id': {
+    allow: BILLING_READERS,
+    audit: { resourceType: 'invoice', action: 'READ' },
+  },
+  'POST /api/billing/invoices/:id/issue': {
+    allow: BILLERS,
+    audit: { resourceType: 'invoice', action: 'UPDATE' },
+  },
+  'POST /api/billing/invoices/:id/void': {
+    allow: BILLERS,
+    audit: { resourceType: 'invoice', action: 'UPDATE' },
+  },
+  'POST /api/billing/payments': { allow: BILLERS, audit: { resourceType: 'payment', action: 'CREATE' } },
 
   'POST /api/patients/:patientId/documents': {
     allow: ['PROVIDER', 'NURSE', 'FRONT_DESK'],

@@ -46,6 +46,8 @@ const openapi: FastifyPluginAsync = async (app) => {
           description: 'Vital signs, lab results, conditions, allergies, medications, chart',
         },
         { name: 'Documents', description: 'Patient documents: streamed upload and download' },
+        { name: 'Messages', description: 'Secure messages between users of one organization' },
+        { name: 'Billing', description: 'Invoices and payments, in minor units of a currency' },
         { name: 'Operations', description: 'Health probes' },
         {
           name: 'OpenID Connect',

@@ -1,0 +1,127 @@
+import { type Kysely, sql, type Transaction } from 'kysely'
+import type { Database } from '../../../db/database.js'
+import type { InvoiceRow } from '../../../db/tables/billing.js'
+import type { PageQuery } from '../../../schemas/common.js'
+import { fetchPage, type SortOrder } from '../../lib/paging.js'
+
+type Db = Kysely<Database> | Transaction<Database>
+
+export const INVOICE_SORT_COLUMNS = {
+  createdAt: 'created_at',
+  dueDate: 'due_date',
+  number: 'number',
+  total: 'total',
+}
+
+/** The next value of an organization's counter; concurrent callers get distinct values. */
+export async function nextCounterValue(trx: Transaction<Database>, organizationId: number, name: string) {
+  const row = await trx
+    .insertInto('organization_counters')
+    .values({ organization_id: organizationId, name, value: 1 })
+    .onConflict((conflict) =>
+      conflict
+        .columns(['organization_id', 'name'])
+        .doUpdateSet({ value: sql`organization_counters.value + 1` }),
+    )
+    .returning('value')
+    .executeTakeFirstOrThrow()
+  return Number(row.value)
+}
+
+export function insertInvoice(
+  trx: Transaction<Database>,
+  invoice: Omit<InvoiceRow, 'id' | 'amount_paid' | 'created_at' | 'updated_at'>,
+) {
+  return trx
+    .insertInto('invoices')
+    .values({ ...invoice, line_items: JSON.stringify(invoice.line_items) })
+    .returningAll()
+    .executeTakeFirstOrThrow()
+}
+
+export function findInvoice(db: Db, organizationId: number, id: number) {
+  return db
+    .selectFrom('invoices')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', id)
+    .executeTakeFirst()
+}
+
+export function lockInvoice(trx: Transaction<Database>, organizationId: number, id: number) {
+  return trx
+    .selectFrom('invoices')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', id)
+    .forUpdate()
+    .executeTakeFirst()
+}
+
+/** The organization of an invoice, whatever the caller's: only to tell 403 from 404. */
+export async function findInvoiceOrganization(db: Db, id: number) {
+  const row = await db
+    .selectFrom('invoices')
+    .select('organization_id')
+    .where('id', '=', id)
+    .executeTakeFirst()
+  return row?.organization_id
+}
+
+export function updateInvoice(
+  trx: Transaction<Database>,
+  id: number,
+  changes: Partial<Pick<InvoiceRow, 'status' | 'amount_paid' | 'issued_at' | 'voided_at'>>,
+) {
+  return trx
+    .updateTable('invoices')
+    .set({ ...changes, updated_at: sql`now()` })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow()
+}
+
+export interface InvoiceFilters {
+  patientId?: number
+  status?: string
+  from?: string
+  to?: string
+}
+
+export function listInvoices(
+  db: Kysely<Database>,
+  organizationId: number,
+  filters: InvoiceFilters,
+  sort: SortOrder,
+  paging: PageQuery,
+) {
+  let query = db.selectFrom('invoices').selectAll().where('organization_id', '=', organizationId)
+  if (filters.patientId) query = query.where('patient_id', '=', filters.patientId)
+  if (filters.status) query = query.where('status', '=', filters.status)
+  if (filters.from) query = query.where('created_at', '>=', new Date(`${filters.from}T00:00:00Z`))
+  if (filters.to) query = query.where('created_at', '<', new Date(`${filters.to}T00:00:00Z`))
+  return fetchPage(
+    db,
+    query.orderBy(sql.raw(`${sort.column} ${sort.direction}, id ${sort.direction}`)),
+    paging,
+  )
+}
+
+export function paymentsOf(db: Db, organizationId: number, invoiceId: number) {
+  return db
+    .selectFrom('payments')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('invoice_id', '=', invoiceId)
+    .orderBy('id')
+    .execute()
+}
+
+export function findPaymentByKey(db: Db, organizationId: number, key: string) {
+  return db
+    .selectFrom('payments')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('idempotency_key', '=', key)
+    .executeTakeFirst()
+}

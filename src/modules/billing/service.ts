@@ -1,0 +1,263 @@
+import { createHash } from 'node:crypto'
+import type { Kysely, Transaction } from 'kysely'
+import type { Database } from '../../../db/database.js'
+import type { InvoiceRow, PaymentRow } from '../../../db/tables/billing.js'
+import type {
+  CreateInvoiceBody,
+  Invoice,
+  InvoiceListQuery,
+  InvoiceWithPayments,
+  PaymentResult,
+  RecordPaymentBody,
+} from '../../../schemas/billing.js'
+import type { PageOf } from '../../../schemas/common.js'
+import { AppError, forbidden, notFound } from '../../errors.js'
+import { sortOrder, toPage } from '../../lib/paging.js'
+import { enqueueEvent } from '../../outbox/enqueue.js'
+import { type Actor, requirePatient } from '../patients/service.js'
+import { priceLines } from './money.js'
+import {
+  findInvoice,
+  findInvoiceOrganization,
+  findPaymentByKey,
+  INVOICE_SORT_COLUMNS,
+  insertInvoice,
+  listInvoices as listInvoiceRows,
+  lockInvoice,
+  nextCounterValue,
+  paymentsOf,
+  updateInvoice,
+} from './queries.js'
+
+export interface BillingSettings {
+  currency: string
+  taxRateBasisPoints: number
+}
+
+export function toInvoice(row: InvoiceRow): Invoice {
+  return {
+    id: row.id,
+    number: row.number,
+    patientId: row.patient_id,
+    status: row.status as Invoice['status'],
+    currency: row.currency,
+    lineItems: row.line_items,
+    subtotal: Number(row.subtotal),
+    taxRateBasisPoints: row.tax_rate_basis_points,
+    tax: Number(row.tax),
+    total: Number(row.total),
+    amountPaid: Number(row.amount_paid),
+    balance: Number(row.total) - Number(row.amount_paid),
+    dueDate: row.due_date,
+    issuedAt: row.issued_at?.toISOString() ?? null,
+    voidedAt: row.voided_at?.toISOString() ?? null,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+  }
+}
+
+function toPayment(row: PaymentRow) {
+  return {
+    id: row.id,
+    invoiceId: row.invoice_id,
+    amount: Number(row.amount),
+    currency: row.currency,
+    method: row.method as PaymentResult['method'],
+    externalReference: row.external_reference,
+    receivedAt: row.received_at.toISOString(),
+    recordedBy: row.recorded_by,
+    createdAt: row.created_at.toISOString(),
+  }
+}
+
+export async function createInvoice(
+  db: Kysely<Database>,
+  actor: Actor,
+  body: CreateInvoiceBody,
+  settings: BillingSettings,
+): Promise<Invoice> {
+  await requirePatient(db, actor, body.patientId)
+  const priced = priceLines(body.lineItems, settings.taxRateBasisPoints)
+  const issue = body.issue ?? true
+  const row = await db.transaction().execute(async (trx) => {
+    const sequence = await nextCounterValue(trx, actor.organizationId, 'invoice')
+    const invoice = await insertInvoice(trx, {
+      organization_id: actor.organizationId,
+      number: `INV-${String(sequence).padStart(6, '0')}`,
+      patient_id: body.patientId,
+      encounter_id: null,
+      status: issue ? 'ISSUED' : 'DRAFT',
+      currency: body.currency ?? settings.currency,
+      line_items: priced.lineItems,
+      subtotal: priced.subtotal,
+      tax_rate_basis_points: settings.taxRateBasisPoints,
+      tax: priced.tax,
+      total: priced.total,
+      due_date: body.dueDate,
+      issued_at: issue ? new Date() : null,
+      voided_at: null,
+      created_by: actor.userId,
+    })
+    await enqueueEvent(trx, actor.organizationId, 'invoice.created', {
+      id: invoice.id,
+      patientId: invoice.patient_id,
+      number: invoice.number,
+      total: Number(invoice.total),
+      currency: invoice.currency,
+      status: invoice.status,
+    })
+    return invoice
+  })
+  return toInvoice(row)
+}
+
+/** The organization rule for invoices: another organization's is 403, a missing one 404. */
+async function missingInvoice(db: Kysely<Database> | Transaction<Database>, id: number): Promise<never> {
+  if ((await findInvoiceOrganization(db, id)) !== undefined)
+    throw forbidden('The invoice belongs to another organization')
+  throw notFound(`Invoice ${id}`)
+}
+
+export async function getInvoice(
+  db: Kysely<Database>,
+  actor: Actor,
+  id: number,
+): Promise<InvoiceWithPayments> {
+  const row = await findInvoice(db, actor.organizationId, id)
+  if (!row) return missingInvoice(db, id)
+  const payments = await paymentsOf(db, actor.organizationId, id)
+  return { ...toInvoice(row), payments: payments.map(toPayment) }
+}
+
+export async function listInvoices(
+  db: Kysely<Database>,
+  actor: Actor,
+  query: InvoiceListQuery,
+): Promise<PageOf<Invoice>> {
+  const { page, size, sort, ...filters } = query
+  const paging = { page, size }
+  const order = sortOrder(sort, INVOICE_SORT_COLUMNS, { field: 'createdAt', direction: 'desc' })
+  const { rows, total } = await listInvoiceRows(db, actor.organizationId, filters, order, paging)
+  return toPage(rows.map(toInvoice), total, paging)
+}
+
+const conflict = (details: string) => new AppError('RES_002', details, { message: 'Invoice state conflict' })
+
+async function changeInvoice(
+  db: Kysely<Database>,
+  actor: Actor,
+  id: number,
+  change: (invoice: InvoiceRow, trx: Transaction<Database>) => Promise<InvoiceRow>,
+): Promise<Invoice> {
+  const row = await db.transaction().execute(async (trx) => {
+    const invoice = await lockInvoice(trx, actor.organizationId, id)
+    if (!invoice) return missingInvoice(trx, id)
+    return change(invoice, trx)
+  })
+  return toInvoice(row)
+}
+
+export function issueInvoice(db: Kysely<Database>, actor: Actor, id: number) {
+  return changeInvoice(db, actor, id, (invoice, trx) => {
+    if (invoice.status !== 'DRAFT')
+      throw conflict(`Only a DRAFT invoice can be issued; this one is ${invoice.status}`)
+    return updateInvoice(trx, id, { status: 'ISSUED', issued_at: new Date() })
+  })
+}
+
+export function voidInvoice(db: Kysely<Database>, actor: Actor, id: number) {
+  return changeInvoice(db, actor, id, (invoice, trx) => {
+    if (Number(invoice.amount_paid) > 0) throw conflict('An invoice with payments cannot be voided')
+    if (invoice.status === 'VOID') throw conflict('The invoice is already void')
+    return updateInvoice(trx, id, { status: 'VOID', voided_at: new Date() })
+  })
+}
+
+const requestHash = (body: RecordPaymentBody) =>
+  createHash('sha256')
+    .update(
+      JSON.stringify([
+        body.invoiceId,
+        body.amount,
+        body.method,
+        body.externalReference ?? null,
+        body.receivedAt ?? null,
+      ]),
+    )
+    .digest('hex')
+
+export interface PaymentOutcome {
+  payment: PaymentResult
+  /** True when an Idempotency-Key repeat returned the earlier payment. */
+  replayed: boolean
+}
+
+/**
+ * Records a payment. The invoice row is locked for the whole transaction, so concurrent payments
+ * queue: none can see a stale balance, and together they can never exceed the total. With an
+ * Idempotency-Key, a repeat (same key, same request) returns the first payment.
+ */
+export async function recordPayment(
+  db: Kysely<Database>,
+  actor: Actor,
+  body: RecordPaymentBody,
+  idempotencyKey: string | undefined,
+): Promise<PaymentOutcome> {
+  const hash = requestHash(body)
+  try {
+    return await db.transaction().execute(async (trx) => {
+      const invoice = await lockInvoice(trx, actor.organizationId, body.invoiceId)
+      if (!invoice) return missingInvoice(trx, body.invoiceId)
+      if (idempotencyKey) {
+        const earlier = await findPaymentByKey(trx, actor.organizationId, idempotencyKey)
+        if (earlier) {
+          if (earlier.request_hash !== hash) {
+            throw new AppError('VAL_001', 'This Idempotency-Key was used for a different payment')
+          }
+          return { payment: { ...toPayment(earlier), invoice: toInvoice(invoice) }, replayed: true }
+        }
+      }
+      if (invoice.status !== 'ISSUED' && invoice.status !== 'PARTIALLY_PAID') {
+        throw conflict(`A ${invoice.status} invoice takes no payments`)
+      }
+      const balance = Number(invoice.total) - Number(invoice.amount_paid)
+      if (body.amount > balance)
+        throw new AppError('VAL_001', `amount exceeds the open balance of ${balance}`)
+      const payment = await trx
+        .insertInto('payments')
+        .values({
+          organization_id: actor.organizationId,
+          invoice_id: invoice.id,
+          amount: body.amount,
+          currency: invoice.currency,
+          method: body.method,
+          external_reference: body.externalReference ?? null,
+          received_at: body.receivedAt ? new Date(body.receivedAt) : new Date(),
+          idempotency_key: idempotencyKey ?? null,
+          request_hash: idempotencyKey ? hash : null,
+          recorded_by: actor.userId,
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow()
+      const paid = Number(invoice.amount_paid) + body.amount
+      const updated = await updateInvoice(trx, invoice.id, {
+        amount_paid: paid,
+        status: paid === Number(invoice.total) ? 'PAID' : 'PARTIALLY_PAID',
+      })
+      await enqueueEvent(trx, actor.organizationId, 'payment.received', {
+        id: payment.id,
+        invoiceId: invoice.id,
+        amount: body.amount,
+        currency: invoice.currency,
+        balance: Number(updated.total) - paid,
+      })
+      return { payment: { ...toPayment(payment), invoice: toInvoice(updated) }, replayed: false }
+    })
+  } catch (error) {
+    // The same key used at the same moment for another invoice: the unique index decides.
+    if ((error as { constraint?: string }).constraint === 'payments_idempotency_key') {
+      throw new AppError('RES_002', 'This Idempotency-Key is being used by another payment')
+    }
+    throw error
+  }
+}

@@ -1,0 +1,94 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { IdParams } from '../../../schemas/common.js'
+import {
+  MessageEnvelope,
+  MessageListQuery,
+  MessagePageEnvelope,
+  SendMessageBody,
+} from '../../../schemas/messages.js'
+import { ok } from '../../lib/envelope.js'
+import { principalOf } from '../../plugins/auth.js'
+import { errorResponse } from '../../plugins/route-conventions.js'
+import { getMessage, listMessages, readMessage, sendMessage } from './service.js'
+
+const tags = ['Messages']
+const notVisible = errorResponse(404, 'No such message among yours (RES_001)')
+
+const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.post(
+    '',
+    {
+      schema: {
+        tags,
+        operationId: 'sendMessage',
+        summary: 'Send a message to a user of your organization',
+        body: SendMessageBody,
+        response: {
+          201: MessageEnvelope,
+          403: errorResponse(403, 'Missing role, or the patient belongs to another organization (AUTH_003)'),
+          404: errorResponse(404, 'No such patient (RES_001)'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const message = await sendMessage(app.db, principalOf(request), request.body)
+      request.auditedIds = [message.id]
+      return reply.code(201).send(ok('Message sent', message))
+    },
+  )
+
+  app.get(
+    '',
+    {
+      schema: {
+        tags,
+        operationId: 'listMessages',
+        summary: 'Your messages: inbox or sent, newest first',
+        querystring: MessageListQuery,
+        response: { 200: MessagePageEnvelope },
+      },
+    },
+    async (request) => {
+      const page = await listMessages(app.db, principalOf(request), request.query)
+      request.auditedIds = page.content.map((message) => message.id)
+      return ok('Messages retrieved', page)
+    },
+  )
+
+  app.get(
+    '/:id',
+    {
+      schema: {
+        tags,
+        operationId: 'getMessage',
+        summary: 'A message you sent or received',
+        params: IdParams,
+        response: { 200: MessageEnvelope, 404: notVisible },
+      },
+    },
+    async (request) =>
+      ok('Message retrieved', await getMessage(app.db, principalOf(request), request.params.id)),
+  )
+
+  app.put(
+    '/:id/read',
+    {
+      schema: {
+        tags,
+        operationId: 'markMessageRead',
+        summary: 'Mark a message you received as read',
+        description: 'Idempotent: the first read time is kept. The sender gets 403; anyone else 404.',
+        params: IdParams,
+        response: {
+          200: MessageEnvelope,
+          403: errorResponse(403, 'You sent this message; only its recipient marks it read (AUTH_003)'),
+          404: notVisible,
+        },
+      },
+    },
+    async (request) =>
+      ok('Message marked read', await readMessage(app.db, principalOf(request), request.params.id)),
+  )
+}
+
+export default messageRoutes

@@ -1,0 +1,83 @@
+import type { Kysely } from 'kysely'
+import type { Database } from '../../../db/database.js'
+import type { MessageRow } from '../../../db/tables/messages.js'
+import type { PageOf } from '../../../schemas/common.js'
+import type { Message, MessageListQuery, SendMessageBody } from '../../../schemas/messages.js'
+import { AppError, forbidden, notFound } from '../../errors.js'
+import { sortOrder, toPage } from '../../lib/paging.js'
+import { type Actor, requirePatient } from '../patients/service.js'
+import { findVisibleMessage, insertMessage, isActiveColleague, listMailbox, markRead } from './queries.js'
+
+export function toMessage(row: MessageRow): Message {
+  return {
+    id: row.id,
+    senderId: row.sender_id,
+    recipientId: row.recipient_id,
+    patientId: row.patient_id,
+    threadId: row.thread_id ?? row.id,
+    replyToId: row.reply_to_id,
+    subject: row.subject,
+    body: row.body,
+    readAt: row.read_at?.toISOString() ?? null,
+    createdAt: row.created_at.toISOString(),
+  }
+}
+
+export async function sendMessage(
+  db: Kysely<Database>,
+  actor: Actor,
+  body: SendMessageBody,
+): Promise<Message> {
+  // Another organization's user and no user at all get the same answer: ids reveal nothing.
+  if (!(await isActiveColleague(db, actor.organizationId, body.recipientId))) {
+    throw new AppError('VAL_001', 'recipientId is not an active user of your organization')
+  }
+  if (body.patientId) await requirePatient(db, actor, body.patientId)
+  let threadId: number | null = null
+  if (body.replyToId) {
+    const parent = await findVisibleMessage(db, actor.organizationId, actor.userId, body.replyToId)
+    if (!parent) throw new AppError('VAL_001', 'replyToId is not a message you sent or received')
+    threadId = parent.thread_id ?? parent.id
+  }
+  const row = await insertMessage(db, {
+    organization_id: actor.organizationId,
+    sender_id: actor.userId,
+    recipient_id: body.recipientId,
+    patient_id: body.patientId ?? null,
+    thread_id: threadId,
+    reply_to_id: body.replyToId ?? null,
+    subject: body.subject,
+    body: body.body,
+  })
+  return toMessage(row)
+}
+
+export async function listMessages(
+  db: Kysely<Database>,
+  actor: Actor,
+  query: MessageListQuery,
+): Promise<PageOf<Message>> {
+  const paging = { page: query.page, size: query.size }
+  const sort = sortOrder(query.sort, { createdAt: 'created_at' }, { field: 'createdAt', direction: 'desc' })
+  const { rows, total } = await listMailbox(db, actor.organizationId, actor.userId, query, sort, paging)
+  return toPage(rows.map(toMessage), total, paging)
+}
+
+export async function getMessage(db: Kysely<Database>, actor: Actor, id: number): Promise<Message> {
+  const row = await findVisibleMessage(db, actor.organizationId, actor.userId, id)
+  if (!row) throw notFound(`Message ${id}`)
+  return toMessage(row)
+}
+
+/**
+ * Only the recipient marks a message read (idempotently: the first read time stays). The sender
+ * gets 403; anyone else 404, as for a message that does not exist.
+ */
+export async function readMessage(db: Kysely<Database>, actor: Actor, id: number): Promise<Message> {
+  const row = await markRead(db, actor.organizationId, actor.userId, id)
+  if (row) return toMessage(row)
+  if (await findVisibleMessage(db, actor.organizationId, actor.userId, id)) {
+    throw forbidden('Only the recipient can mark a message read')
+  }
+  throw notFound(`Message ${id}`)
+}
