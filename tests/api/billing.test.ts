@@ -4,8 +4,8 @@ import { percentOf } from '../../src/modules/billing/money.js'
 import { buildTestApp } from '../helpers/app.js'
 import {
   bearer,
+  createPatient,
   newOrganization,
-  patientBody,
   type TestOrganization,
   type TestUser,
 } from '../helpers/factories.js'
@@ -20,14 +20,7 @@ beforeAll(async () => {
   org = await newOrganization(app)
   biller = await org.user('BILLING')
   const provider = await org.user('PROVIDER')
-  patientId = (
-    await app.inject({
-      method: 'POST',
-      url: '/api/patients',
-      headers: bearer(provider.token),
-      payload: patientBody(),
-    })
-  ).json().data.id
+  patientId = await createPatient(app, provider)
 })
 afterAll(async () => {
   await app.close()

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
 import { buildTestApp } from '../helpers/app.js'
-import { bearer, newOrganization, patientBody, type TestUser } from '../helpers/factories.js'
+import { bearer, createPatient, newOrganization, type TestUser } from '../helpers/factories.js'
 
 let app: App
 let provider: TestUser
@@ -17,15 +17,7 @@ afterAll(async () => {
   await app.close()
 })
 
-async function newPatient(user = provider): Promise<number> {
-  const response = await app.inject({
-    method: 'POST',
-    url: '/api/patients',
-    headers: bearer(user.token),
-    payload: patientBody(),
-  })
-  return response.json().data.id
-}
+const newPatient = () => createPatient(app, provider)
 
 const post = (user: TestUser, url: string, payload: object) =>
   app.inject({ method: 'POST', url, headers: bearer(user.token), payload })

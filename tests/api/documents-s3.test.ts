@@ -3,7 +3,7 @@ import type { App } from '../../src/app.js'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { buildTestApp, testEnvironment } from '../helpers/app.js'
-import { bearer, newOrganization, patientBody, type TestUser } from '../helpers/factories.js'
+import { bearer, createPatient, newOrganization, type TestUser } from '../helpers/factories.js'
 import { fileBytes, multipart } from '../helpers/multipart.js'
 import { startS3Server } from '../helpers/s3-server.js'
 
@@ -27,14 +27,7 @@ beforeAll(async () => {
   })
   await second.ready()
   user = await (await newOrganization(first)).user('PROVIDER')
-  patientId = (
-    await first.inject({
-      method: 'POST',
-      url: '/api/patients',
-      headers: bearer(user.token),
-      payload: patientBody(),
-    })
-  ).json().data.id
+  patientId = await createPatient(first, user)
 })
 afterAll(async () => {
   await second.close()

@@ -7,7 +7,7 @@ import type { App } from '../../src/app.js'
 import { sweepDocuments } from '../../src/modules/documents/service.js'
 import { localStore } from '../../src/modules/documents/store.js'
 import { buildTestApp } from '../helpers/app.js'
-import { bearer, newOrganization, patientBody, type TestUser } from '../helpers/factories.js'
+import { bearer, createPatient, newOrganization, type TestUser } from '../helpers/factories.js'
 import { fileBytes, multipart } from '../helpers/multipart.js'
 
 const PDF = '%PDF-1.7\n'
@@ -22,14 +22,7 @@ beforeAll(async () => {
   dataDir = await mkdtemp(path.join(tmpdir(), 'ehr-documents-'))
   app = await buildTestApp({ DATA_DIR: dataDir, MAX_UPLOAD_BYTES: String(MAX_UPLOAD) })
   nurse = await (await newOrganization(app)).user('NURSE')
-  patientId = (
-    await app.inject({
-      method: 'POST',
-      url: '/api/patients',
-      headers: bearer(nurse.token),
-      payload: patientBody(),
-    })
-  ).json().data.id
+  patientId = await createPatient(app, nurse)
 })
 afterAll(async () => {
   await app.close()
@@ -219,14 +212,7 @@ describe('POST /api/patients/{patientId}/documents', () => {
     const big = await buildTestApp({ DATA_DIR: dataDir, MAX_UPLOAD_BYTES: String(size + 1024) })
     try {
       const user = await (await newOrganization(big)).user('PROVIDER')
-      const id = (
-        await big.inject({
-          method: 'POST',
-          url: '/api/patients',
-          headers: bearer(user.token),
-          payload: patientBody(),
-        })
-      ).json().data.id
+      const id = await createPatient(big, user)
       const chunk = fileBytes(PDF, 1024 * 1024)
       const body = multipart([
         ['title', 'Large scan'],
@@ -264,14 +250,7 @@ describe('POST /api/patients/{patientId}/documents', () => {
 describe('GET /api/patients/{patientId}/documents', () => {
   it('lists metadata newest first, with paging and a category filter', async () => {
     const user = await (await newOrganization(app)).user('PROVIDER')
-    const owner = (
-      await app.inject({
-        method: 'POST',
-        url: '/api/patients',
-        headers: bearer(user.token),
-        payload: patientBody(),
-      })
-    ).json().data.id
+    const owner = await createPatient(app, user)
     for (const [title, category] of [
       ['First', 'CONSENT'],
       ['Second', 'REFERRAL'],
@@ -340,14 +319,7 @@ describe('organization scoping', () => {
 describe('DELETE /api/documents/{documentId} and housekeeping', () => {
   it('hides the document at once, keeps the bytes for the retention period, then purges them', async () => {
     const provider = await (await newOrganization(app)).user('PROVIDER')
-    const owner = (
-      await app.inject({
-        method: 'POST',
-        url: '/api/patients',
-        headers: bearer(provider.token),
-        payload: patientBody(),
-      })
-    ).json().data.id
+    const owner = await createPatient(app, provider)
     const created = await upload(provider, owner, [
       ['title', 'To delete'],
       ['category', 'OTHER'],

@@ -3,8 +3,8 @@ import type { App } from '../../src/app.js'
 import { buildTestApp } from '../helpers/app.js'
 import {
   bearer,
+  createPatient,
   newOrganization,
-  patientBody,
   type TestOrganization,
   type TestUser,
 } from '../helpers/factories.js'
@@ -35,14 +35,7 @@ const markRead = (user: TestUser, id: number) =>
 
 describe('POST /api/messages', () => {
   it('sends to a colleague, about a patient, and threads replies', async () => {
-    const patientId = (
-      await app.inject({
-        method: 'POST',
-        url: '/api/patients',
-        headers: bearer(alice.token),
-        payload: patientBody(),
-      })
-    ).json().data.id
+    const patientId = await createPatient(app, alice)
     const first = await send(alice, {
       recipientId: bob.id,
       subject: 'Glucose',
@@ -77,14 +70,7 @@ describe('POST /api/messages', () => {
 
   it("refuses another organization's patient and a reply to someone else's message", async () => {
     const outsider = await (await newOrganization(app)).user('PROVIDER')
-    const theirPatient = (
-      await app.inject({
-        method: 'POST',
-        url: '/api/patients',
-        headers: bearer(outsider.token),
-        payload: patientBody(),
-      })
-    ).json().data.id
+    const theirPatient = await createPatient(app, outsider)
     expect(
       (await send(alice, { recipientId: bob.id, subject: 'x', body: 'x', patientId: theirPatient }))
         .statusCode,

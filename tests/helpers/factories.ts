@@ -85,6 +85,23 @@ export function tokenFor(
 
 export const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
 
+/** Registers a patient through the API as `user` and returns its id. */
+export async function createPatient(
+  app: App,
+  user: { token: string },
+  body: object = patientBody(),
+): Promise<number> {
+  const response = await app.inject({
+    method: 'POST',
+    url: '/api/patients',
+    headers: bearer(user.token),
+    payload: body,
+  })
+  if (response.statusCode !== 201)
+    throw new Error(`patient not created: ${response.statusCode} ${response.body}`)
+  return response.json().data.id
+}
+
 let patientCounter = 0
 
 /** A valid creation body; each call yields a different name so searches can tell them apart. */

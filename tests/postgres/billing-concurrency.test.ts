@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
 import { buildTestApp } from '../helpers/app.js'
-import { bearer, newOrganization, patientBody, type TestUser } from '../helpers/factories.js'
+import { bearer, createPatient, newOrganization, type TestUser } from '../helpers/factories.js'
 
 let app: App
 let biller: TestUser
@@ -12,14 +12,7 @@ beforeAll(async () => {
   const org = await newOrganization(app)
   biller = await org.user('BILLING')
   const provider = await org.user('PROVIDER')
-  patientId = (
-    await app.inject({
-      method: 'POST',
-      url: '/api/patients',
-      headers: bearer(provider.token),
-      payload: patientBody(),
-    })
-  ).json().data.id
+  patientId = await createPatient(app, provider)
 })
 afterAll(async () => {
   await app.close()

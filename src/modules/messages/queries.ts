@@ -1,5 +1,6 @@
-import { type Kysely, sql } from 'kysely'
+import { type Insertable, type Kysely, sql } from 'kysely'
 import type { Database } from '../../../db/database.js'
+import type { MessagesTable } from '../../../db/tables/messages.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import { fetchPage, type SortOrder } from '../../lib/paging.js'
 
@@ -26,19 +27,7 @@ export async function isActiveColleague(db: Kysely<Database>, organizationId: nu
   return user !== undefined
 }
 
-export function insertMessage(
-  db: Kysely<Database>,
-  message: {
-    organization_id: number
-    sender_id: number
-    recipient_id: number
-    patient_id: number | null
-    thread_id: number | null
-    reply_to_id: number | null
-    subject: string
-    body: string
-  },
-) {
+export function insertMessage(db: Kysely<Database>, message: Omit<Insertable<MessagesTable>, 'read_at'>) {
   return db
     .insertInto('messages')
     .values({ ...message, read_at: null })
