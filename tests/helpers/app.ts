@@ -17,26 +17,32 @@ export async function openTestDatabase(): Promise<DatabaseHandle> {
   return openPglite({ loadDataDir: new Blob([await readFile(template)]) })
 }
 
+export const TEST_ENCRYPTION_KEY = Buffer.alloc(32, 7).toString('base64')
+
 export const testEnvironment = (overrides: Record<string, string> = {}) => ({
   LOG_LEVEL: 'silent',
   MIGRATE_ON_START: 'false',
   DATA_DIR: tmpdir(),
   AUDIT_FLUSH_INTERVAL_MS: '50',
+  ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
+  // Tests drive delivery with `app.outbox.drainOnce()`; the worker's own loop is tested on its own.
+  OUTBOX_WORKER: 'false',
   ...overrides,
 })
 
 /**
  * The whole service on this run's database, with every response checked against the contract.
- * `extend` may add test-only routes before the app is sealed; `logStream` receives the log lines.
+ * `extend` may add test-only routes before the app is sealed; `overrides` can collect the log
+ * lines or stub DNS.
  */
 export async function buildTestApp(
   environment: Record<string, string> = {},
   extend?: (app: App) => void,
-  logStream?: AppOverrides['logStream'],
+  overrides: Omit<AppOverrides, 'database'> = {},
 ): Promise<App> {
   const app = await buildApp(loadConfig(testEnvironment(environment)), {
+    ...overrides,
     database: await openTestDatabase(),
-    logStream,
   })
   checkResponsesAgainstContract(app)
   extend?.(app)
