@@ -42,7 +42,6 @@ for (const [network, prefix] of [
 }
 for (const [network, prefix] of [
   ['::', 96],
-  ['::ffff:0:0', 96],
   ['64:ff9b::', 96],
   ['64:ff9b:1::', 48],
   ['100::', 64],
@@ -55,10 +54,15 @@ for (const [network, prefix] of [
   REFUSED.addSubnet(network, prefix, 'ipv6')
 }
 
+// Kept apart: BlockList matches every IPv4 address against an IPv4-mapped IPv6 rule.
+const IPV4_MAPPED = new BlockList()
+IPV4_MAPPED.addSubnet('::ffff:0:0', 96, 'ipv6')
+
 export function isRefusedAddress(address: string): boolean {
   const family = isIP(address)
   if (family === 0) return true
-  return REFUSED.check(address, family === 6 ? 'ipv6' : 'ipv4')
+  if (family === 6) return IPV4_MAPPED.check(address, 'ipv6') || REFUSED.check(address, 'ipv6')
+  return REFUSED.check(address, 'ipv4')
 }
 
 const bare = (hostname: string) => hostname.replace(/^\[(.*)\]$/, '$1')

@@ -2,6 +2,7 @@ import { createServer, type IncomingHttpHeaders } from 'node:http'
 import type { AddressInfo } from 'node:net'
 
 export interface ReceivedRequest {
+  path: string
   headers: IncomingHttpHeaders
   body: string
   receivedAt: number
@@ -30,6 +31,7 @@ export async function startReceiver(
     request.on('data', (chunk: Buffer) => chunks.push(chunk))
     request.on('end', () => {
       const entry = {
+        path: request.url ?? '',
         headers: request.headers,
         body: Buffer.concat(chunks).toString('utf8'),
         receivedAt: Date.now(),

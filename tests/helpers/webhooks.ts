@@ -12,7 +12,7 @@ export async function registerWebhook(
     method: 'POST',
     url: '/api/webhooks',
     headers: bearer(admin.token),
-    payload: { events: ['*'], ...body },
+    payload: { ...body, events: body.events ?? ['*'] },
   })
   expect(response.statusCode, response.body).toBe(201)
   return response.json().data as { id: number; secret: string | null; url: string; events: string[] }

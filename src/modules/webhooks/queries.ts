@@ -85,8 +85,8 @@ export function listWebhooks(
 const deliveriesOf = (db: Db, organizationId: number, webhookId: number) =>
   db
     .selectFrom('webhook_deliveries')
-    .where('organization_id', '=', organizationId)
-    .where('webhook_id', '=', webhookId)
+    .where('webhook_deliveries.organization_id', '=', organizationId)
+    .where('webhook_deliveries.webhook_id', '=', webhookId)
 
 export function listDeliveries(
   db: Kysely<Database>,
