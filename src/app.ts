@@ -5,6 +5,7 @@ import { type DatabaseHandle, openPglite, openPostgres } from '../db/connect.js'
 import { migrateToLatest } from '../db/migrator.js'
 import type { Config } from './config.js'
 import { logMailer, smtpMailer } from './lib/mailer.js'
+import { loadEncryptionKey } from './lib/secret-box.js'
 import authRoutes from './modules/auth/routes.js'
 import oidcRoutes from './modules/oidc/routes.js'
 import patientRoutes from './modules/patients/routes.js'
@@ -69,6 +70,12 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
     trustProxy: trustProxySetting(config.TRUST_PROXY),
   }).withTypeProvider<TypeBoxTypeProvider>()
 
+  // Before the database: a deployment missing its key stops here, naming the variable.
+  const encryptionKey = await loadEncryptionKey({
+    configured: config.ENCRYPTION_KEY,
+    dataDir: config.DATA_DIR,
+    sharedDatabase: config.DATABASE_URL !== undefined,
+  })
   const handle =
     overrides.database ??
     (await openConfiguredDatabase(config, (error) =>
@@ -88,11 +95,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   await app.register(metrics)
   await app.register(openapi)
   await app.register(health, { dataDir: config.DATA_DIR })
-  await app.register(encryption, {
-    key: config.ENCRYPTION_KEY,
-    dataDir: config.DATA_DIR,
-    sharedDatabase: config.DATABASE_URL !== undefined,
-  })
+  await app.register(encryption, { key: encryptionKey })
   const webhookTargets = {
     allowHttp: config.WEBHOOK_ALLOW_HTTP,
     allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,

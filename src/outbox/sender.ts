@@ -47,12 +47,12 @@ function describeFailure(error: unknown): string {
   const cause = (error as { cause?: unknown }).cause
   if (error instanceof TargetRefused) return error.message
   if (cause instanceof TargetRefused) return cause.message
-  const { name, code } = error as { name?: string; code?: string }
+  const { name, code: rawCode } = (error ?? {}) as { name?: string; code?: unknown }
   if (name === 'TimeoutError') return 'timeout'
+  // DOMExceptions carry a numeric code; only the string codes of Node and undici say anything.
+  const code = typeof rawCode === 'string' ? rawCode : undefined
   if (code && CONNECTION_ERRORS[code]) return CONNECTION_ERRORS[code]
-  if (code?.startsWith('ERR_TLS') || code?.includes('CERT') || code?.startsWith('ERR_SSL')) {
-    return 'TLS handshake failed'
-  }
+  if (code && /^ERR_(TLS|SSL)|CERT/.test(code)) return 'TLS handshake failed'
   return `connection failed (${code ?? name ?? 'unknown error'})`
 }
 

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
-import { loadEncryptionKey, SecretBox } from '../lib/secret-box.js'
+import { SecretBox } from '../lib/secret-box.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -9,15 +9,8 @@ declare module 'fastify' {
   }
 }
 
-const encryption: FastifyPluginAsync<{
-  key: string | undefined
-  dataDir: string
-  sharedDatabase: boolean
-}> = async (app, { key, dataDir, sharedDatabase }) => {
-  app.decorate(
-    'secretBox',
-    new SecretBox(await loadEncryptionKey({ configured: key, dataDir, sharedDatabase })),
-  )
+const encryption: FastifyPluginAsync<{ key: Buffer }> = async (app, { key }) => {
+  app.decorate('secretBox', new SecretBox(key))
 }
 
 export default fp(encryption, { name: 'encryption' })
