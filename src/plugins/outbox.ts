@@ -42,6 +42,7 @@ const outbox: FastifyPluginAsync<{ config: Config; targets: TargetPolicy }> = as
     concurrency: config.WEBHOOK_CONCURRENCY,
     hostConcurrency: config.WEBHOOK_HOST_CONCURRENCY,
     deactivateAfterSeconds: config.WEBHOOK_DEACTIVATE_AFTER_SECONDS,
+    attemptTimeoutMs: config.WEBHOOK_TIMEOUT_MS,
     releaseLeasesAtStart: app.database.kind === 'pglite',
   })
   app.decorate('outbox', worker)

@@ -23,8 +23,8 @@ beforeAll(async () => {
       WEBHOOK_ALLOW_HTTP: 'true',
       WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
       WEBHOOK_RETRY_SCHEDULE: '0.3',
-      // Polling only for retries here: a first delivery that is quick can only come from NOTIFY.
-      OUTBOX_POLL_INTERVAL_MS: '200',
+      // Practically no polling: only NOTIFY (new events) and the retry timer can wake the worker.
+      OUTBOX_POLL_INTERVAL_MS: '600000',
     },
     undefined,
     { database: (await openOwnTestDatabase()).handle },
@@ -49,11 +49,11 @@ describe('the running outbox worker', () => {
       expect(JSON.parse(request?.body as string).data.id).toBe(patient.id)
       latencies.push((request?.receivedAt as number) - committed)
     }
-    // Well under the 200 ms poll interval: the wake-up came from the commit's notification.
-    expect(Math.min(...latencies)).toBeLessThan(150)
+    // Nothing but the commit's notification woke the worker; typically a few milliseconds.
+    expect(Math.max(...latencies)).toBeLessThan(3000)
   })
 
-  it('retries on its own timer after a failure', async () => {
+  it('retries when the retry falls due, on its own timer', async () => {
     const admin = await (await newOrganization(app)).user('ADMIN')
     await registerWebhook(app, admin, { url: receiver.url })
     const before = receiver.received.length

@@ -37,7 +37,7 @@ const instanceEnvironment = () => ({
   WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
   WEBHOOK_TIMEOUT_MS: '2000',
   // Short, so that the deliveries the killed process held come back quickly.
-  WEBHOOK_LEASE_SECONDS: '3',
+  WEBHOOK_LEASE_SECONDS: '5',
   WEBHOOK_HOST_CONCURRENCY: '4',
   OUTBOX_POLL_INTERVAL_MS: '200',
 })
