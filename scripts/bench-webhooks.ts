@@ -226,6 +226,7 @@ async function main(): Promise<void> {
     'Commit-to-receipt runs from the event timestamp (taken inside the committing transaction) to the receiver reading the request.',
     'Targets (issue 9): at least 1,000 deliveries/s and p99 under 250 ms on the development machine.',
     '',
+    '',
   ].join('\n')
   const existing = await readFile(values.out, 'utf8').catch(() => header)
   const sections = existing.split(/^(?=## )/m)
