@@ -14,11 +14,18 @@ export interface PoolStats {
   waiting: number
 }
 
+export type Unlisten = () => Promise<void>
+
 /** An open database: the Kysely handle plus what operations need to know about the connections. */
 export interface DatabaseHandle {
   db: Kysely<Database>
   kind: 'postgres' | 'pglite'
   poolStats(): PoolStats
+  /**
+   * Calls `onNotify` for every NOTIFY on `channel` (sent on commit), and once more whenever
+   * listening (re)starts, since notifications sent while not listening are lost.
+   */
+  listen(channel: string, onNotify: () => void): Promise<Unlisten>
   close(): Promise<void>
 }
 
@@ -57,11 +64,85 @@ export function openPostgres({ url, poolMax, onPoolError }: PostgresOptions): Da
   pool.on('connect', (client) => client.on('error', (error) => onPoolError?.(error)))
   pool.on('error', () => {})
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+  const listeners = new Set<Unlisten>()
   return {
     db,
     kind: 'postgres',
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
-    close: () => db.destroy(),
+    listen: async (channel, onNotify) => {
+      const stop = listenOnPostgres(url, channel, onNotify, onPoolError)
+      const unlisten = async () => {
+        listeners.delete(unlisten)
+        await stop()
+      }
+      listeners.add(unlisten)
+      return unlisten
+    },
+    close: async () => {
+      await Promise.all([...listeners].map((unlisten) => unlisten()))
+      await db.destroy()
+    },
+  }
+}
+
+const LISTEN_RETRY_MS = 1000
+
+/**
+ * LISTEN needs a session of its own that stays open (a pooled client would be handed to queries).
+ * A lost connection is re-opened after a pause; the caller's polling covers the gap.
+ */
+function listenOnPostgres(
+  url: string,
+  channel: string,
+  onNotify: () => void,
+  onError?: (error: Error) => void,
+): Unlisten {
+  let client: pg.Client | undefined
+  let retry: NodeJS.Timeout | undefined
+  let stopped = false
+
+  const connect = async () => {
+    const candidate = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 })
+    let lost = false
+    const onLost = (error?: Error) => {
+      if (error) onError?.(error)
+      if (lost) return
+      lost = true
+      if (client === candidate) client = undefined
+      candidate.end().catch(() => {})
+      if (stopped || retry) return
+      retry = setTimeout(() => {
+        retry = undefined
+        void connect()
+      }, LISTEN_RETRY_MS)
+      retry.unref()
+    }
+    candidate.on('error', onLost)
+    candidate.on('end', () => onLost())
+    candidate.on('notification', (message) => {
+      if (message.channel === channel) onNotify()
+    })
+    try {
+      await candidate.connect()
+      await candidate.query(`listen ${candidate.escapeIdentifier(channel)}`)
+    } catch (error) {
+      onLost(error as Error)
+      return
+    }
+    if (stopped) {
+      lost = true
+      await candidate.end()
+      return
+    }
+    client = candidate
+    onNotify()
+  }
+
+  void connect()
+  return async () => {
+    stopped = true
+    clearTimeout(retry)
+    await client?.end().catch(() => {})
   }
 }
 
@@ -97,6 +178,13 @@ export async function openPglite({ dataDir, loadDataDir }: PgliteOptions): Promi
     db,
     kind: 'pglite',
     poolStats: () => ({ total: 1, idle: 1, waiting: 0 }),
+    // Through Kysely's connection, so the LISTEN cannot land inside another caller's transaction
+    // (and be undone by its rollback) on PGlite's single session.
+    listen: async (channel, onNotify) => {
+      const unsubscribe = await db.connection().execute(() => pglite.listen(channel, () => onNotify()))
+      onNotify()
+      return () => db.connection().execute(() => unsubscribe())
+    },
     close: async () => {
       await db.destroy()
       await pglite.close()

@@ -12,6 +12,9 @@ import type { RefreshTokensTable } from './tables/refresh-tokens.js'
 import type { SessionsTable } from './tables/sessions.js'
 import type { SigningKeysTable } from './tables/signing-keys.js'
 import type { UsersTable } from './tables/users.js'
+import type { WebhookDeliveriesTable } from './tables/webhook-deliveries.js'
+import type { WebhookDeliveryAttemptsTable } from './tables/webhook-delivery-attempts.js'
+import type { WebhooksTable } from './tables/webhooks.js'
 
 /** The whole schema as Kysely sees it; must match db/migrations. */
 export interface Database {
@@ -31,4 +34,7 @@ export interface Database {
   payments: PaymentsTable
   outbox_events: OutboxEventsTable
   audit_log: AuditLogTable
+  webhooks: WebhooksTable
+  webhook_deliveries: WebhookDeliveriesTable
+  webhook_delivery_attempts: WebhookDeliveryAttemptsTable
 }

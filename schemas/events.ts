@@ -16,12 +16,20 @@ export const EVENT_NAMES = [
 export type EventName = (typeof EVENT_NAMES)[number]
 
 /** `data` of patient.created and patient.updated: identifiers only, no demographics. */
-export const PatientEventData = Type.Object({
-  id: Id,
-  mrn: Type.String(),
-  status: Type.Union(PATIENT_STATUSES.map((s) => Type.Literal(s))),
-  deleted: Type.Boolean({ description: 'true when the change was a deletion (the patient left all reads)' }),
-})
+export const PatientEventData = Type.Object(
+  {
+    id: Id,
+    mrn: Type.String(),
+    status: Type.Union(PATIENT_STATUSES.map((s) => Type.Literal(s))),
+    deleted: Type.Boolean({
+      description: 'true when the change was a deletion (the patient left all reads)',
+    }),
+  },
+  {
+    description:
+      'Identifiers only, no demographics. patient.created: POST /api/patients; patient.updated: PUT /api/patients/{id} and DELETE /api/patients/{id} (deleted: true).',
+  },
+)
 
 /** `data` of invoice.created. */
 export const InvoiceEventData = Type.Object({
@@ -56,10 +64,27 @@ export const EVENT_DATA = {
 export type EmittedEvent = keyof typeof EVENT_DATA
 export type EventData<E extends EmittedEvent> = Static<(typeof EVENT_DATA)[E]>
 
+/**
+ * Sent only when an administrator asks for a test delivery, never for a change; its own name, so
+ * that no receiver mistakes it for a real patient or appointment.
+ */
+export const TEST_EVENT = 'webhook.test'
+export const TestEventData = Type.Object(
+  { webhookId: Id, message: Type.String() },
+  { description: 'POST /api/webhooks/{id}/test, to that webhook only' },
+)
+
 /** The body every webhook receives. */
-export const EventPayload = <T extends TSchema>(event: EventName, data: T) =>
+export const EventPayload = <T extends TSchema>(event: EventName | typeof TEST_EVENT, data: T) =>
   Type.Object({
     event: Type.Literal(event),
     timestamp: Timestamp,
     data,
   })
+
+/** A stored payload as the outbox holds it, whatever the event. */
+export interface StoredPayload {
+  event: string
+  timestamp: string
+  data: Record<string, unknown>
+}

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
@@ -7,7 +8,14 @@ import { ConfigError, loadConfig } from '../src/config.js'
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { out: { type: 'string', default: 'openapi.json' } } })
-  const config = loadConfig({ ...process.env, LOG_LEVEL: 'silent', MIGRATE_ON_START: 'true' })
+  const config = loadConfig({
+    ...process.env,
+    LOG_LEVEL: 'silent',
+    MIGRATE_ON_START: 'true',
+    OUTBOX_WORKER: 'false',
+    // Nothing is encrypted here; a throwaway key keeps the operator's key file untouched.
+    ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+  })
   // A throwaway in-memory database: building the app needs the schema, not the operator's data.
   const app = await buildApp(config, { database: await openPglite({}) })
   try {

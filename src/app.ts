@@ -5,6 +5,7 @@ import { type DatabaseHandle, openPglite, openPostgres } from '../db/connect.js'
 import { migrateToLatest } from '../db/migrator.js'
 import type { Config } from './config.js'
 import { logMailer, smtpMailer } from './lib/mailer.js'
+import { loadEncryptionKey } from './lib/secret-box.js'
 import authRoutes from './modules/auth/routes.js'
 import billingRoutes from './modules/billing/routes.js'
 import clinicalRoutes from './modules/clinical/routes.js'
@@ -14,14 +15,19 @@ import { localStore } from './modules/documents/store.js'
 import messageRoutes from './modules/messages/routes.js'
 import oidcRoutes from './modules/oidc/routes.js'
 import patientRoutes from './modules/patients/routes.js'
+import webhookDeliveryRoutes from './modules/webhooks/delivery-routes.js'
+import webhookRoutes from './modules/webhooks/routes.js'
+import { type HostResolver, systemResolver } from './outbox/targets.js'
 import audit from './plugins/audit.js'
 import auth from './plugins/auth.js'
 import background from './plugins/background.js'
 import database from './plugins/database.js'
+import encryption from './plugins/encryption.js'
 import errorHandler from './plugins/error-handler.js'
 import health from './plugins/health.js'
 import metrics from './plugins/metrics.js'
 import openapi from './plugins/openapi.js'
+import outbox from './plugins/outbox.js'
 import rateLimits from './plugins/rate-limit.js'
 import requestContext, { requestIdFor } from './plugins/request-context.js'
 import routeConventions from './plugins/route-conventions.js'
@@ -32,6 +38,8 @@ export interface AppOverrides {
   database?: DatabaseHandle
   /** Where log lines go instead of standard output (tests that check what is logged). */
   logStream?: { write(line: string): void }
+  /** How webhook hosts are resolved (tests stub DNS so that no packet leaves loopback). */
+  resolveHost?: HostResolver
 }
 
 function loggerOptions(config: Config, stream: AppOverrides['logStream']): FastifyServerOptions['logger'] {
@@ -82,6 +90,12 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
     trustProxy: trustProxySetting(config.TRUST_PROXY),
   }).withTypeProvider<TypeBoxTypeProvider>()
 
+  // Before the database: a deployment missing its key stops here, naming the variable.
+  const encryptionKey = await loadEncryptionKey({
+    configured: config.ENCRYPTION_KEY,
+    dataDir: config.DATA_DIR,
+    sharedDatabase: config.DATABASE_URL !== undefined,
+  })
   const handle =
     overrides.database ??
     (await openConfiguredDatabase(config, (error) =>
@@ -101,6 +115,13 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   await app.register(metrics)
   await app.register(openapi)
   await app.register(health, { dataDir: config.DATA_DIR })
+  await app.register(encryption, { key: encryptionKey })
+  const webhookTargets = {
+    allowHttp: config.WEBHOOK_ALLOW_HTTP,
+    allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+    resolve: overrides.resolveHost ?? systemResolver,
+  }
+  await app.register(outbox, { config, targets: webhookTargets })
 
   await app.register(authRoutes, {
     prefix: '/api/auth',
@@ -122,6 +143,13 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
     maxUploadBytes: config.MAX_UPLOAD_BYTES,
     retentionDays: config.DOCUMENT_RETENTION_DAYS,
   })
+  const webhookSettings = {
+    targets: webhookTargets,
+    secretBox: app.secretBox,
+    secretOverlapSeconds: config.WEBHOOK_SECRET_OVERLAP_SECONDS,
+  }
+  await app.register(webhookRoutes, { prefix: '/api/webhooks', settings: webhookSettings })
+  await app.register(webhookDeliveryRoutes, { prefix: '/api/webhooks' })
   await app.register(oidcRoutes, {
     prefix: `/realms/${config.OIDC_REALM}`,
     issuerUrl: config.tokenIssuer,

@@ -50,12 +50,30 @@ export const ConfigSchema = Type.Object({
   SMTP_URL: Type.Optional(Type.String({ pattern: '^smtps?://' })),
   MAIL_FROM: Type.String({ pattern: '@', default: 'EHR Service <no-reply@localhost>' }),
   PASSWORD_RESET_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$' })),
+  ENCRYPTION_KEY: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9+/]{43}=$' })),
+  OUTBOX_WORKER: Type.Boolean({ default: true }),
+  OUTBOX_POLL_INTERVAL_MS: Type.Integer({ minimum: 50, maximum: 600_000, default: 1000 }),
+  WEBHOOK_ALLOW_HTTP: Type.Boolean({ default: false }),
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: Type.Boolean({ default: false }),
+  WEBHOOK_RETRY_SCHEDULE: Type.String({
+    pattern: '^\\d+(\\.\\d+)?(,\\d+(\\.\\d+)?)*$',
+    default: '5,300,1800,7200,18000,36000,36000',
+  }),
+  WEBHOOK_CONNECT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 60_000, default: 5000 }),
+  WEBHOOK_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 120_000, default: 10_000 }),
+  WEBHOOK_LEASE_SECONDS: Type.Number({ minimum: 1, maximum: 3600, default: 60 }),
+  WEBHOOK_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 1000, default: 64 }),
+  WEBHOOK_HOST_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 1000, default: 8 }),
+  WEBHOOK_DEACTIVATE_AFTER_SECONDS: Type.Integer({ minimum: 1, default: 5 * 86_400 }),
+  WEBHOOK_SECRET_OVERLAP_SECONDS: Type.Integer({ minimum: 0, maximum: 30 * 86_400, default: 86_400 }),
 })
 
 type RawConfig = Static<typeof ConfigSchema>
 
 export type Config = Readonly<
   Omit<RawConfig, 'PUBLIC_URL' | 'PASSWORD_RESET_URL'> & {
+    /** WEBHOOK_RETRY_SCHEDULE as seconds: the delay before each retry after a failed attempt. */
+    webhookRetrySeconds: readonly number[]
     PUBLIC_URL: string
     /** The page a password reset mail links to, with `?token=…` appended. */
     PASSWORD_RESET_URL: string
@@ -68,7 +86,7 @@ export type Config = Readonly<
 export class ConfigError extends Error {}
 
 /** Values of these variables may carry credentials and are never echoed back in errors. */
-const SECRET_NAMES = /PASSWORD$|SECRET|DATABASE_URL|SMTP_URL|REDIS_URL/
+const SECRET_NAMES = /PASSWORD$|SECRET|DATABASE_URL|SMTP_URL|REDIS_URL|ENCRYPTION_KEY/
 
 /**
  * Validates the environment once. Throws a ConfigError naming each bad variable, so a
@@ -89,11 +107,18 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`)
 
   const raw = withDefaults as RawConfig
+  // A lease shorter than an attempt would let a second instance claim a delivery still in flight.
+  if (raw.WEBHOOK_LEASE_SECONDS * 1000 <= raw.WEBHOOK_TIMEOUT_MS) {
+    throw new ConfigError(
+      'Invalid configuration:\n  WEBHOOK_LEASE_SECONDS: must be longer than WEBHOOK_TIMEOUT_MS (an attempt must end within its lease)',
+    )
+  }
   const publicUrl = (raw.PUBLIC_URL ?? `http://localhost:${raw.PORT}`).replace(/\/$/, '')
   const embeddedIssuer = raw.OIDC_ISSUER_URL === undefined
   return Object.freeze({
     ...raw,
     PUBLIC_URL: publicUrl,
+    webhookRetrySeconds: Object.freeze(raw.WEBHOOK_RETRY_SCHEDULE.split(',').map(Number)),
     PASSWORD_RESET_URL: raw.PASSWORD_RESET_URL ?? `${publicUrl}/reset-password`,
     embeddedIssuer,
     tokenIssuer: embeddedIssuer

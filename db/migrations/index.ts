@@ -1,6 +1,7 @@
 import type { Migration } from 'kysely'
 import * as initial from './0001_initial.js'
 import * as identity from './0002_identity.js'
+import * as webhooks from './0004_webhooks.js'
 import * as documents from './0005_documents.js'
 import * as clinical from './0006_clinical.js'
 import * as messages from './0007_messages.js'
@@ -10,6 +11,7 @@ import * as billing from './0008_billing.js'
 export const migrations: Record<string, Migration> = {
   '0001_initial': initial,
   '0002_identity': identity,
+  '0004_webhooks': webhooks,
   '0005_documents': documents,
   '0006_clinical': clinical,
   '0007_messages': messages,

@@ -11,13 +11,17 @@ export type AuditResource =
   | 'message'
   | 'invoice'
   | 'payment'
+  | 'webhook'
 
 export type AuditAction = 'READ' | 'LIST' | 'SEARCH' | 'CREATE' | 'UPDATE' | 'DELETE'
 
 export interface RouteAccess {
   /** `public`: no token; `authenticated`: any valid token; otherwise at least one of the roles. */
   allow: 'public' | 'authenticated' | readonly Role[]
-  /** Routes that touch patient data leave an audit record of who did what to which records. */
+  /**
+   * Routes that touch patient data leave an audit record of who did what to which records; so do
+   * webhook routes, since a webhook decides where events about patients are sent.
+   */
   audit?: { resourceType: AuditResource; action: AuditAction }
 }
 
@@ -114,6 +118,29 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'DELETE /api/documents/:documentId': {
     allow: ['ADMIN', 'PROVIDER'],
     audit: { resourceType: 'document', action: 'DELETE' },
+  },
+
+  'POST /api/webhooks': { allow: ['ADMIN'], audit: { resourceType: 'webhook', action: 'CREATE' } },
+  'GET /api/webhooks': { allow: ['ADMIN'], audit: { resourceType: 'webhook', action: 'LIST' } },
+  'GET /api/webhooks/:id': { allow: ['ADMIN'], audit: { resourceType: 'webhook', action: 'READ' } },
+  'PUT /api/webhooks/:id': { allow: ['ADMIN'], audit: { resourceType: 'webhook', action: 'UPDATE' } },
+  'DELETE /api/webhooks/:id': { allow: ['ADMIN'], audit: { resourceType: 'webhook', action: 'DELETE' } },
+  'POST /api/webhooks/:id/rotate-secret': {
+    allow: ['ADMIN'],
+    audit: { resourceType: 'webhook', action: 'UPDATE' },
+  },
+  'POST /api/webhooks/:id/test': { allow: ['ADMIN'], audit: { resourceType: 'webhook', action: 'UPDATE' } },
+  'GET /api/webhooks/:id/deliveries': {
+    allow: ['ADMIN'],
+    audit: { resourceType: 'webhook', action: 'READ' },
+  },
+  'GET /api/webhooks/:id/deliveries/:deliveryId': {
+    allow: ['ADMIN'],
+    audit: { resourceType: 'webhook', action: 'READ' },
+  },
+  'POST /api/webhooks/:id/deliveries/:deliveryId/redeliver': {
+    allow: ['ADMIN'],
+    audit: { resourceType: 'webhook', action: 'UPDATE' },
   },
 }
 

@@ -1,8 +1,10 @@
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
+import type { TSchema } from '@sinclair/typebox'
 import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX } from '../../schemas/common.js'
+import { EVENT_DATA, EventPayload, TEST_EVENT, TestEventData } from '../../schemas/events.js'
 import { ERRORS } from '../errors.js'
 
 const errorTable = [
@@ -23,7 +25,54 @@ Errors:
 
 ${errorTable}
 
-VAL_001 is also used with 413 (body too large) and 415 (unsupported Content-Type).`
+VAL_001 is also used with 413 (body too large) and 415 (unsupported Content-Type).
+
+Webhooks: an organization's administrators register addresses that receive its events (see \`webhooks\` for every event's body). Each delivery is a POST of \`{event, timestamp, data}\` signed per Standard Webhooks (\`webhook-id\`, \`webhook-timestamp\`, \`webhook-signature\`); any 2xx answer within the timeout is success, anything else is retried with backoff, then marked FAILED and kept for redelivery. Delivery is at least once and in no guaranteed order: deduplicate on \`webhook-id\`, and order by \`timestamp\` if needed.`
+
+const signatureHeaders = (
+  [
+    [
+      'webhook-id',
+      'Message id: the same on every attempt and redelivery of this delivery; deduplicate on it',
+    ],
+    ['webhook-timestamp', 'Unix time in seconds of this attempt; reject values far from now to stop replays'],
+    [
+      'webhook-signature',
+      '`v1,` + base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}` under the secret; during a secret rotation two signatures, space-separated, and either may match',
+    ],
+  ] as const
+).map(([name, description]) => ({
+  name,
+  in: 'header' as const,
+  required: true,
+  description,
+  schema: { type: 'string' as const },
+}))
+
+const eventWebhook = (event: string, data: TSchema) => ({
+  post: {
+    tags: ['Webhooks'],
+    summary: event,
+    description: data.description,
+    parameters: signatureHeaders,
+    requestBody: {
+      required: true,
+      content: { 'application/json': { schema: EventPayload(event as typeof TEST_EVENT, data) } },
+    },
+    responses: {
+      '2XX': { description: 'Received: any 2xx answer counts as delivered' },
+      default: { description: 'Any other answer, a redirect, a timeout or a connection error is retried' },
+    },
+  },
+})
+
+/** The OpenAPI 3.1 `webhooks` section, from the same schemas the outbox writes. */
+const webhooks = Object.fromEntries(
+  [...Object.entries(EVENT_DATA), [TEST_EVENT, TestEventData] as const].map(([event, data]) => [
+    event,
+    eventWebhook(event, data),
+  ]),
+)
 
 /** The OpenAPI 3.1 document at /v3/api-docs and the explorer at /swagger-ui.html. */
 const openapi: FastifyPluginAsync = async (app) => {
@@ -35,6 +84,7 @@ const openapi: FastifyPluginAsync = async (app) => {
       info: { title: 'EHR Service API', version: '0.1.0', description },
       // Relative: the document describes whichever address it is served from.
       servers: [{ url: '/' }],
+      webhooks,
       components: {
         securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
       },
@@ -48,6 +98,7 @@ const openapi: FastifyPluginAsync = async (app) => {
         { name: 'Documents', description: 'Patient documents: streamed upload and download' },
         { name: 'Messages', description: 'Secure messages between users of one organization' },
         { name: 'Billing', description: 'Invoices and payments, in minor units of a currency' },
+        { name: 'Webhooks', description: 'Event notifications to the organization’s own systems' },
         { name: 'Operations', description: 'Health probes' },
         {
           name: 'OpenID Connect',

@@ -328,9 +328,11 @@ async function appWithLog(environment: Record<string, string>) {
   const lines: Record<string, unknown>[] = []
   const raw: string[] = []
   const logged = await buildTestApp({ ...environment, LOG_LEVEL: 'info' }, undefined, {
-    write(line: string) {
-      raw.push(line)
-      lines.push(JSON.parse(line))
+    logStream: {
+      write(line: string) {
+        raw.push(line)
+        lines.push(JSON.parse(line))
+      },
     },
   })
   return { app: logged, lines, raw }

@@ -1,62 +1,16 @@
-import { type ChildProcess, spawn } from 'node:child_process'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { spawn } from 'node:child_process'
+import { mkdtemp, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-
-interface RunningServer {
-  child: ChildProcess
-  output: () => string
-  baseUrl: string
-}
+import { startServer as startProcess, stopServer } from '../helpers/server-process.js'
 
 const serverEntry = path.resolve('src/server.ts')
 
-/** Starts the real entry point as `npm start` does, on loopback and an ephemeral port. */
-async function startServer(dataDir: string, env: Record<string, string> = {}): Promise<RunningServer> {
-  const child = spawn(process.execPath, ['--import', 'tsx', serverEntry], {
-    env: {
-      PATH: process.env.PATH,
-      HOST: '127.0.0.1',
-      PORT: '0',
-      DATA_DIR: dataDir,
-      LOG_LEVEL: 'info',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let output = ''
-  child.stdout?.on('data', (chunk) => {
-    output += chunk
-  })
-  child.stderr?.on('data', (chunk) => {
-    output += chunk
-  })
-  const baseUrl = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 45_000)
-    const poll = setInterval(() => {
-      const match = output.match(/Server listening at (http:\/\/127\.0\.0\.1:\d+)/)
-      if (match?.[1]) {
-        clearInterval(poll)
-        clearTimeout(timer)
-        resolve(match[1])
-      }
-    }, 50)
-    child.once('exit', (code) => {
-      clearInterval(poll)
-      clearTimeout(timer)
-      reject(new Error(`server exited with ${code}:\n${output}`))
-    })
-  })
-  return { child, output: () => output, baseUrl }
-}
-
-function stop(server: RunningServer, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
-  return new Promise((resolve) => {
-    server.child.once('exit', (code) => resolve(code))
-    server.child.kill(signal)
-  })
-}
+/** Starts the real entry point on a data directory of its own. */
+const startServer = (dataDir: string, env: Record<string, string> = {}) =>
+  startProcess({ DATA_DIR: dataDir, ...env })
+const stop = stopServer
 
 async function login(baseUrl: string, username: string, password: string) {
   const response = await fetch(`${baseUrl}/api/auth/login`, {
@@ -86,6 +40,8 @@ describe('the server process', () => {
       const first = await startServer(dataDir)
       const printed = first.output().match(/Bootstrap administrator created: admin@example\.com \/ (\S+)/)
       expect(printed?.[1]).toBeTruthy()
+      // Without ENCRYPTION_KEY the embedded default keeps a generated key beside its data.
+      expect((await stat(path.join(dataDir, 'encryption.key'))).mode & 0o777).toBe(0o600)
       const password = printed?.[1] as string
       const session = await login(first.baseUrl, 'admin@example.com', password)
       expect(session.status).toBe(200)
@@ -142,6 +98,24 @@ describe('the server process', () => {
       const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
       expect(code).toBe(1)
       expect(stderr).toContain('PORT: Expected integer')
+    },
+    PROCESS_TEST_TIMEOUT_MS,
+  )
+
+  it(
+    'refuses to start on PostgreSQL without ENCRYPTION_KEY, which every instance must share',
+    async () => {
+      const child = spawn(process.execPath, ['--import', 'tsx', serverEntry], {
+        env: { PATH: process.env.PATH, DATABASE_URL: 'postgres://127.0.0.1:1/none', DATA_DIR: dataDir },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+      let stderr = ''
+      child.stderr.on('data', (chunk) => {
+        stderr += chunk
+      })
+      const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+      expect(code).toBe(1)
+      expect(stderr).toContain('ENCRYPTION_KEY: required when DATABASE_URL is set')
     },
     PROCESS_TEST_TIMEOUT_MS,
   )

@@ -76,4 +76,20 @@ describe('loadConfig', () => {
       expect((error as Error).message).not.toMatch(/short|hunter2/)
     }
   })
+
+  it('parses the webhook retry schedule and keeps a lease longer than an attempt', () => {
+    expect(loadConfig({}).webhookRetrySeconds).toEqual([5, 300, 1800, 7200, 18000, 36000, 36000])
+    expect(loadConfig({ WEBHOOK_RETRY_SCHEDULE: '0.5,2' }).webhookRetrySeconds).toEqual([0.5, 2])
+    expect(() => loadConfig({ WEBHOOK_RETRY_SCHEDULE: '5,,10' })).toThrow(/WEBHOOK_RETRY_SCHEDULE/)
+    expect(() => loadConfig({ WEBHOOK_LEASE_SECONDS: '5', WEBHOOK_TIMEOUT_MS: '5000' })).toThrow(
+      /WEBHOOK_LEASE_SECONDS: must be longer than WEBHOOK_TIMEOUT_MS/,
+    )
+  })
+
+  it('never echoes the value of ENCRYPTION_KEY', () => {
+    expect(() => loadConfig({ ENCRYPTION_KEY: 'not-a-key-but-secret' })).toThrow(
+      /ENCRYPTION_KEY: .*\(value hidden\)/,
+    )
+    expect(() => loadConfig({ ENCRYPTION_KEY: 'not-a-key-but-secret' })).not.toThrow(/not-a-key/)
+  })
 })

@@ -1,0 +1,86 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { IdParams } from '../../../schemas/common.js'
+import {
+  DeliveryDetailEnvelope,
+  DeliveryEnvelope,
+  DeliveryListQuery,
+  DeliveryPageEnvelope,
+  DeliveryParams,
+} from '../../../schemas/webhooks.js'
+import { ok } from '../../lib/envelope.js'
+import { principalOf } from '../../plugins/auth.js'
+import { errorResponse } from '../../plugins/route-conventions.js'
+import { otherOrganization, tags, webhookNotFound } from './routes.js'
+import { getDelivery, listDeliveries, redeliver } from './service.js'
+
+const deliveryNotFound = errorResponse(404, 'No such webhook, or no such delivery of it (RES_001)')
+
+const deliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/:id/deliveries',
+    {
+      schema: {
+        tags,
+        operationId: 'listWebhookDeliveries',
+        summary: 'Deliveries of a webhook, newest first',
+        description: 'Each with its attempt count, last status code, last error, latency and next attempt.',
+        params: IdParams,
+        querystring: DeliveryListQuery,
+        response: { 200: DeliveryPageEnvelope, 403: otherOrganization, 404: webhookNotFound },
+      },
+    },
+    async (request) =>
+      ok(
+        'Deliveries retrieved',
+        await listDeliveries(app.db, principalOf(request), request.params.id, request.query),
+      ),
+  )
+
+  app.get(
+    '/:id/deliveries/:deliveryId',
+    {
+      schema: {
+        tags,
+        operationId: 'getWebhookDelivery',
+        summary: 'One delivery with its body and every attempt',
+        params: DeliveryParams,
+        response: { 200: DeliveryDetailEnvelope, 403: otherOrganization, 404: deliveryNotFound },
+      },
+    },
+    async (request) =>
+      ok(
+        'Delivery retrieved',
+        await getDelivery(app.db, principalOf(request), request.params.id, request.params.deliveryId),
+      ),
+  )
+
+  app.post(
+    '/:id/deliveries/:deliveryId/redeliver',
+    {
+      schema: {
+        tags,
+        operationId: 'redeliverWebhookDelivery',
+        summary: 'Send a delivery again',
+        description:
+          'Due at once, with the same `webhook-id` (receivers that already processed it skip it) and a fresh retry schedule.',
+        params: DeliveryParams,
+        response: {
+          200: DeliveryEnvelope,
+          403: otherOrganization,
+          404: deliveryNotFound,
+          409: errorResponse(
+            409,
+            'The webhook is inactive, or the delivery is being sent right now (RES_002)',
+          ),
+        },
+      },
+    },
+    async (request) =>
+      ok(
+        'Delivery queued again',
+        await redeliver(app.db, principalOf(request), request.params.id, request.params.deliveryId),
+      ),
+  )
+}
+
+export default deliveryRoutes

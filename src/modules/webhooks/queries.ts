@@ -1,0 +1,148 @@
+import { type Kysely, sql, type Transaction } from 'kysely'
+import type { Database } from '../../../db/database.js'
+import type { NewWebhookRow, WebhookRow, WebhookRowUpdate } from '../../../db/tables/webhooks.js'
+import type { PageQuery } from '../../../schemas/common.js'
+import type { DELIVERY_SORT_FIELDS, WEBHOOK_SORT_FIELDS } from '../../../schemas/webhooks.js'
+import { fetchPage, type SortOrder } from '../../lib/paging.js'
+
+type Db = Kysely<Database> | Transaction<Database>
+
+export const WEBHOOK_SORT_COLUMNS: Record<(typeof WEBHOOK_SORT_FIELDS)[number], string> = {
+  createdAt: 'created_at',
+  url: 'url',
+}
+
+export const DELIVERY_SORT_COLUMNS: Record<(typeof DELIVERY_SORT_FIELDS)[number], string> = {
+  createdAt: 'created_at',
+}
+
+const orderBy = (sort: SortOrder) => sql.raw(`${sort.column} ${sort.direction}, id ${sort.direction}`)
+
+const webhooksOf = (db: Db, organizationId: number) =>
+  db.selectFrom('webhooks').where('organization_id', '=', organizationId)
+
+export function insertWebhook(trx: Transaction<Database>, row: NewWebhookRow): Promise<WebhookRow> {
+  return trx.insertInto('webhooks').values(row).returningAll().executeTakeFirstOrThrow()
+}
+
+export function findWebhook(db: Db, organizationId: number, id: number): Promise<WebhookRow | undefined> {
+  return webhooksOf(db, organizationId).selectAll().where('id', '=', id).executeTakeFirst()
+}
+
+export function lockWebhook(trx: Transaction<Database>, organizationId: number, id: number) {
+  return webhooksOf(trx, organizationId).selectAll().where('id', '=', id).forUpdate().executeTakeFirst()
+}
+
+/**
+ * The organization of a webhook, whatever the caller's: the one query that crosses tenants, used
+ * only to tell "not yours" (403) from "does not exist" (404). It returns nothing else.
+ */
+export async function findWebhookOrganization(db: Db, id: number): Promise<number | undefined> {
+  const row = await db
+    .selectFrom('webhooks')
+    .select('organization_id')
+    .where('id', '=', id)
+    .executeTakeFirst()
+  return row?.organization_id
+}
+
+export function updateWebhookRow(
+  trx: Transaction<Database>,
+  organizationId: number,
+  id: number,
+  changes: WebhookRowUpdate,
+): Promise<WebhookRow> {
+  return trx
+    .updateTable('webhooks')
+    .set({ ...changes, updated_at: sql`now()` })
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow()
+}
+
+/** Deletes the webhook; its deliveries and their attempts go with it. */
+export async function deleteWebhookRow(trx: Transaction<Database>, organizationId: number, id: number) {
+  await trx
+    .deleteFrom('webhooks')
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', id)
+    .execute()
+}
+
+export function listWebhooks(
+  db: Kysely<Database>,
+  organizationId: number,
+  filters: { active?: boolean },
+  sort: SortOrder,
+  paging: PageQuery,
+) {
+  let query = webhooksOf(db, organizationId).selectAll()
+  if (filters.active !== undefined) query = query.where('active', '=', filters.active)
+  return fetchPage(db, query.orderBy(orderBy(sort)), paging)
+}
+
+const deliveriesOf = (db: Db, organizationId: number, webhookId: number) =>
+  db
+    .selectFrom('webhook_deliveries')
+    .where('webhook_deliveries.organization_id', '=', organizationId)
+    .where('webhook_deliveries.webhook_id', '=', webhookId)
+
+export function listDeliveries(
+  db: Kysely<Database>,
+  organizationId: number,
+  webhookId: number,
+  filters: { status?: string; event?: string },
+  sort: SortOrder,
+  paging: PageQuery,
+) {
+  let query = deliveriesOf(db, organizationId, webhookId).selectAll()
+  if (filters.status) query = query.where('status', '=', filters.status as 'PENDING')
+  if (filters.event) query = query.where('event_type', '=', filters.event)
+  return fetchPage(db, query.orderBy(orderBy(sort)), paging)
+}
+
+export function findDelivery(db: Db, organizationId: number, webhookId: number, id: number) {
+  return deliveriesOf(db, organizationId, webhookId)
+    .innerJoin('outbox_events', 'outbox_events.id', 'webhook_deliveries.event_id')
+    .selectAll('webhook_deliveries')
+    .select('outbox_events.payload')
+    .where('webhook_deliveries.id', '=', id)
+    .executeTakeFirst()
+}
+
+export function listAttempts(db: Db, deliveryId: number) {
+  return db
+    .selectFrom('webhook_delivery_attempts')
+    .selectAll()
+    .where('delivery_id', '=', deliveryId)
+    .orderBy('attempted_at')
+    .orderBy('id')
+    .execute()
+}
+
+/**
+ * Puts a delivery back in the queue as if new: due now, at the start of the retry schedule. A
+ * delivery an instance is sending right now is left alone (undefined).
+ */
+export function requeueDelivery(
+  trx: Transaction<Database>,
+  organizationId: number,
+  webhookId: number,
+  id: number,
+) {
+  return trx
+    .updateTable('webhook_deliveries')
+    .set({
+      status: 'PENDING',
+      retry_step: 0,
+      next_attempt_at: sql`now()`,
+      completed_at: null,
+    })
+    .where('organization_id', '=', organizationId)
+    .where('webhook_id', '=', webhookId)
+    .where('id', '=', id)
+    .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', sql<Date>`now()`)]))
+    .returningAll()
+    .executeTakeFirst()
+}

@@ -1,0 +1,277 @@
+import type { Kysely, Transaction } from 'kysely'
+import type { Database } from '../../../db/database.js'
+import type { PageOf } from '../../../schemas/common.js'
+import {
+  ALL_EVENTS,
+  type CreateWebhookBody,
+  type Delivery,
+  type DeliveryDetail,
+  type DeliveryListQuery,
+  type RotateSecretBody,
+  type UpdateWebhookBody,
+  type Webhook,
+  type WebhookListQuery,
+  type WebhookWithSecret,
+} from '../../../schemas/webhooks.js'
+import { AppError, forbidden, notFound } from '../../errors.js'
+import { sortOrder, toPage } from '../../lib/paging.js'
+import type { SecretBox } from '../../lib/secret-box.js'
+import { enqueueTestDelivery, notifyWorkers } from '../../outbox/enqueue.js'
+import { checkTarget, type TargetPolicy, TargetRefused } from '../../outbox/targets.js'
+import { generateSecret, sealSigningKey, signingKeyOf } from '../../outbox/webhook-secrets.js'
+import type { Principal } from '../auth/principal.js'
+import { toDelivery, toDeliveryDetail, toWebhook } from './mapper.js'
+import {
+  DELIVERY_SORT_COLUMNS,
+  deleteWebhookRow,
+  findDelivery,
+  findWebhook,
+  findWebhookOrganization,
+  insertWebhook,
+  listAttempts,
+  listDeliveries as listDeliveryRows,
+  listWebhooks as listWebhookRows,
+  lockWebhook,
+  requeueDelivery,
+  updateWebhookRow,
+  WEBHOOK_SORT_COLUMNS,
+} from './queries.js'
+
+/** Who is acting: every webhook operation is confined to this organization. */
+export type Actor = Pick<Principal, 'userId' | 'organizationId'>
+
+/** What registration needs besides the database: the address rules, encryption, rotation overlap. */
+export interface WebhookSettings {
+  targets: TargetPolicy
+  secretBox: SecretBox
+  secretOverlapSeconds: number
+}
+
+/** The spec's organization rule: a webhook of another organization is 403, a missing one 404. */
+async function missingWebhook(
+  db: Kysely<Database> | Transaction<Database>,
+  actor: Actor,
+  id: number,
+): Promise<never> {
+  const organizationId = await findWebhookOrganization(db, id)
+  if (organizationId !== undefined && organizationId !== actor.organizationId) {
+    throw forbidden('The webhook belongs to another organization')
+  }
+  throw notFound(`Webhook ${id}`)
+}
+
+async function checkUrl(url: string, targets: TargetPolicy): Promise<void> {
+  try {
+    await checkTarget(url, targets)
+  } catch (error) {
+    if (error instanceof TargetRefused) throw new AppError('VAL_001', `url: ${error.message}`)
+    throw error
+  }
+}
+
+/** `*` covers every event, so nothing else needs listing beside it. */
+const normalizeEvents = (events: CreateWebhookBody['events']) =>
+  events.includes(ALL_EVENTS) ? [ALL_EVENTS] : [...events]
+
+/** The caller's secret, or a generated one (returned once); sealed for storage either way. */
+function newSecret(settings: WebhookSettings, actor: Actor, chosen: string | undefined) {
+  const secret = chosen ?? generateSecret()
+  return {
+    sealed: sealSigningKey(settings.secretBox, actor.organizationId, signingKeyOf(secret)),
+    generated: chosen === undefined ? secret : null,
+  }
+}
+
+const inactive = () =>
+  new AppError('RES_002', 'The webhook is inactive; activate it first', {
+    message: 'Webhook inactive',
+  })
+
+export async function createWebhook(
+  db: Kysely<Database>,
+  settings: WebhookSettings,
+  actor: Actor,
+  body: CreateWebhookBody,
+): Promise<WebhookWithSecret> {
+  await checkUrl(body.url, settings.targets)
+  const secret = newSecret(settings, actor, body.secret)
+  return db.transaction().execute(async (trx) => {
+    const row = await insertWebhook(trx, {
+      organization_id: actor.organizationId,
+      url: body.url,
+      events: normalizeEvents(body.events),
+      secret: secret.sealed,
+      previous_secret: null,
+      previous_secret_expires_at: null,
+      failing_since: null,
+      deactivated_at: null,
+      deactivation_reason: null,
+      created_by: actor.userId,
+    })
+    return { ...toWebhook(row), secret: secret.generated }
+  })
+}
+
+export async function getWebhook(db: Kysely<Database>, actor: Actor, id: number): Promise<Webhook> {
+  const row = await findWebhook(db, actor.organizationId, id)
+  return row ? toWebhook(row) : missingWebhook(db, actor, id)
+}
+
+export async function listWebhooks(
+  db: Kysely<Database>,
+  actor: Actor,
+  query: WebhookListQuery,
+): Promise<PageOf<Webhook>> {
+  const { page, size, sort, ...filters } = query
+  const paging = { page, size }
+  const { rows, total } = await listWebhookRows(
+    db,
+    actor.organizationId,
+    filters,
+    sortOrder(sort, WEBHOOK_SORT_COLUMNS, { field: 'createdAt', direction: 'asc' }),
+    paging,
+  )
+  return toPage(rows.map(toWebhook), total, paging)
+}
+
+/**
+ * Replaces the address and events. Deactivating records when and that it was by hand;
+ * reactivating clears the failure streak, so a fixed receiver gets a fresh period.
+ */
+export async function updateWebhook(
+  db: Kysely<Database>,
+  settings: WebhookSettings,
+  actor: Actor,
+  id: number,
+  body: UpdateWebhookBody,
+): Promise<Webhook> {
+  await checkUrl(body.url, settings.targets)
+  return db.transaction().execute(async (trx) => {
+    const current = await lockWebhook(trx, actor.organizationId, id)
+    if (!current) return missingWebhook(trx, actor, id)
+    const active = body.active ?? current.active
+    const switched =
+      active === current.active
+        ? {}
+        : active
+          ? { failing_since: null, deactivated_at: null, deactivation_reason: null }
+          : { deactivated_at: new Date(), deactivation_reason: 'MANUAL' as const }
+    const row = await updateWebhookRow(trx, actor.organizationId, id, {
+      url: body.url,
+      events: normalizeEvents(body.events),
+      active,
+      ...switched,
+    })
+    // Deliveries that waited while the webhook was inactive are due again.
+    if (active && !current.active) await notifyWorkers(trx)
+    return toWebhook(row)
+  })
+}
+
+export async function deleteWebhook(db: Kysely<Database>, actor: Actor, id: number): Promise<{ id: number }> {
+  return db.transaction().execute(async (trx) => {
+    if (!(await lockWebhook(trx, actor.organizationId, id))) return missingWebhook(trx, actor, id)
+    await deleteWebhookRow(trx, actor.organizationId, id)
+    return { id }
+  })
+}
+
+/**
+ * A new signing secret. The one it replaces keeps signing beside it for the overlap period, so
+ * receivers can switch without rejecting anything; a second rotation within the period retires
+ * the oldest at once.
+ */
+export async function rotateSecret(
+  db: Kysely<Database>,
+  settings: WebhookSettings,
+  actor: Actor,
+  id: number,
+  body: RotateSecretBody,
+): Promise<WebhookWithSecret> {
+  const secret = newSecret(settings, actor, body.secret)
+  return db.transaction().execute(async (trx) => {
+    const current = await lockWebhook(trx, actor.organizationId, id)
+    if (!current) return missingWebhook(trx, actor, id)
+    const overlap = settings.secretOverlapSeconds > 0
+    const row = await updateWebhookRow(trx, actor.organizationId, id, {
+      secret: secret.sealed,
+      previous_secret: overlap ? current.secret : null,
+      previous_secret_expires_at: overlap
+        ? new Date(Date.now() + settings.secretOverlapSeconds * 1000)
+        : null,
+    })
+    return { ...toWebhook(row), secret: secret.generated }
+  })
+}
+
+export async function sendTestEvent(db: Kysely<Database>, actor: Actor, id: number): Promise<Delivery> {
+  return db.transaction().execute(async (trx) => {
+    const webhook = await lockWebhook(trx, actor.organizationId, id)
+    if (!webhook) return missingWebhook(trx, actor, id)
+    if (!webhook.active) throw inactive()
+    const deliveryId = await enqueueTestDelivery(trx, actor.organizationId, id)
+    const delivery = await findDelivery(trx, actor.organizationId, id, deliveryId)
+    return toDelivery(delivery as NonNullable<typeof delivery>)
+  })
+}
+
+async function requireWebhook(db: Kysely<Database> | Transaction<Database>, actor: Actor, id: number) {
+  const webhook = await findWebhook(db, actor.organizationId, id)
+  return webhook ?? missingWebhook(db, actor, id)
+}
+
+export async function listDeliveries(
+  db: Kysely<Database>,
+  actor: Actor,
+  webhookId: number,
+  query: DeliveryListQuery,
+): Promise<PageOf<Delivery>> {
+  await requireWebhook(db, actor, webhookId)
+  const { page, size, sort, ...filters } = query
+  const paging = { page, size }
+  const { rows, total } = await listDeliveryRows(
+    db,
+    actor.organizationId,
+    webhookId,
+    filters,
+    sortOrder(sort, DELIVERY_SORT_COLUMNS, { field: 'createdAt', direction: 'desc' }),
+    paging,
+  )
+  return toPage(rows.map(toDelivery), total, paging)
+}
+
+export async function getDelivery(
+  db: Kysely<Database>,
+  actor: Actor,
+  webhookId: number,
+  deliveryId: number,
+): Promise<DeliveryDetail> {
+  await requireWebhook(db, actor, webhookId)
+  const delivery = await findDelivery(db, actor.organizationId, webhookId, deliveryId)
+  if (!delivery) throw notFound(`Delivery ${deliveryId}`)
+  return toDeliveryDetail(delivery, await listAttempts(db, deliveryId))
+}
+
+/** Sends a delivery again (failed or not), with the same `webhook-id` and a fresh retry schedule. */
+export async function redeliver(
+  db: Kysely<Database>,
+  actor: Actor,
+  webhookId: number,
+  deliveryId: number,
+): Promise<Delivery> {
+  return db.transaction().execute(async (trx) => {
+    const webhook = await requireWebhook(trx, actor, webhookId)
+    if (!webhook.active) throw inactive()
+    const requeued = await requeueDelivery(trx, actor.organizationId, webhookId, deliveryId)
+    if (!requeued) {
+      if (await findDelivery(trx, actor.organizationId, webhookId, deliveryId)) {
+        throw new AppError('RES_002', 'The delivery is being sent right now', {
+          message: 'Delivery in progress',
+        })
+      }
+      throw notFound(`Delivery ${deliveryId}`)
+    }
+    await notifyWorkers(trx)
+    return toDelivery(requeued)
+  })
+}

@@ -1,0 +1,172 @@
+import { type Kysely, sql } from 'kysely'
+import type { Database } from '../../db/database.js'
+import type { StoredPayload } from '../../schemas/events.js'
+
+type Db = Kysely<Database>
+
+/** A delivery this instance holds until `leaseSeconds` pass, with what sending it needs. */
+export interface ClaimedDelivery {
+  id: number
+  message_id: string
+  webhook_id: number
+  organization_id: number
+  event_type: string
+  retry_step: number
+  url: string
+  secret: string
+  /** The secret replaced by the last rotation, while it still signs too. */
+  previous_secret: string | null
+  payload: StoredPayload
+}
+
+/**
+ * Claims due deliveries of active webhooks. SKIP LOCKED lets several instances claim at once
+ * without waiting on or taking each other's rows; the lease (`locked_until`) keeps a claimed row
+ * away from them afterwards, and its expiry hands back the work of an instance that died.
+ */
+export async function claimDeliveries(
+  db: Db,
+  options: { limit: number; leaseSeconds: number; instanceId: string; skipWebhookIds: readonly number[] },
+): Promise<ClaimedDelivery[]> {
+  const skip =
+    options.skipWebhookIds.length > 0
+      ? sql`and candidate.webhook_id not in (${sql.join(options.skipWebhookIds)})`
+      : sql``
+  const { rows } = await sql<ClaimedDelivery>`
+    update webhook_deliveries
+    set locked_until = now() + ${options.leaseSeconds}::float8 * interval '1 second', locked_by = ${options.instanceId}
+    from webhooks, outbox_events
+    where webhook_deliveries.id in (
+      select candidate.id
+      from webhook_deliveries candidate
+      join webhooks target on target.id = candidate.webhook_id
+      where candidate.status = 'PENDING'
+        and candidate.next_attempt_at <= now()
+        and (candidate.locked_until is null or candidate.locked_until < now())
+        and target.active
+        ${skip}
+      order by candidate.next_attempt_at
+      limit ${options.limit}
+      for update of candidate skip locked
+    )
+      and webhooks.id = webhook_deliveries.webhook_id
+      and outbox_events.id = webhook_deliveries.event_id
+    returning webhook_deliveries.id, webhook_deliveries.message_id, webhook_deliveries.webhook_id,
+      webhook_deliveries.organization_id, webhook_deliveries.event_type, webhook_deliveries.retry_step,
+      webhooks.url, webhooks.secret,
+      case when webhooks.previous_secret_expires_at > now() then webhooks.previous_secret end as previous_secret,
+      outbox_events.payload
+  `.execute(db)
+  return rows
+}
+
+/** Hands claimed deliveries back untried (shutdown, or a host already at its limit). */
+export async function releaseDeliveries(db: Db, ids: readonly number[], instanceId: string): Promise<void> {
+  if (ids.length === 0) return
+  await db
+    .updateTable('webhook_deliveries')
+    .set({ locked_until: null, locked_by: null })
+    .where('id', 'in', ids)
+    .where('locked_by', '=', instanceId)
+    .execute()
+}
+
+/**
+ * After a crash of the only process that can open an embedded database, every lease it held is
+ * stale; there is no other instance whose work could be taken.
+ */
+export async function releaseAllLeases(db: Db): Promise<void> {
+  await db
+    .updateTable('webhook_deliveries')
+    .set({ locked_until: null, locked_by: null })
+    .where('locked_until', 'is not', null)
+    .execute()
+}
+
+export interface AttemptResult {
+  deliveryId: number
+  webhookId: number
+  instanceId: string
+  attemptedAt: Date
+  statusCode: number | null
+  error: string | null
+  latencyMs: number
+  /** Seconds until the retry; null: succeeded (no error) or failed for good (error). */
+  retryInSeconds: number | null
+  deactivateAfterSeconds: number
+}
+
+/**
+ * Records one attempt in one statement: the attempt row, the delivery's new state and the
+ * webhook's failure streak (deactivating it once it has failed for long enough). Returns whether
+ * this attempt deactivated the webhook. A delivery whose lease another instance took over keeps
+ * that instance's state; the attempt is recorded all the same (unless the webhook was deleted).
+ */
+export async function recordAttempt(db: Db, result: AttemptResult): Promise<{ deactivated: boolean }> {
+  const succeeded = result.error === null
+  const status = succeeded ? 'SUCCEEDED' : result.retryInSeconds === null ? 'FAILED' : 'PENDING'
+  const nextAttempt =
+    result.retryInSeconds === null
+      ? sql`next_attempt_at`
+      : sql`now() + ${result.retryInSeconds}::float8 * interval '1 second'`
+  const webhookUpdate = succeeded
+    ? sql`
+      update webhooks set failing_since = null
+      where id = ${result.webhookId} and failing_since is not null
+      returning false as deactivated`
+    : sql`
+      update webhooks set
+        failing_since = coalesce(webhooks.failing_since, now()),
+        active = not streak.deactivate and webhooks.active,
+        deactivated_at = case when streak.deactivate then now() else webhooks.deactivated_at end,
+        deactivation_reason = case when streak.deactivate then 'FAILING' else webhooks.deactivation_reason end,
+        updated_at = case when streak.deactivate then now() else webhooks.updated_at end
+      from (
+        select id, active and coalesce(
+          failing_since <= now() - ${result.deactivateAfterSeconds}::float8 * interval '1 second', false
+        ) as deactivate
+        from webhooks where id = ${result.webhookId}
+      ) streak
+      where webhooks.id = streak.id
+      returning streak.deactivate as deactivated`
+  const { rows } = await db.transaction().execute(async (trx) => {
+    // Not waiting for this commit to reach disk: if the database crashed and lost it, the lease
+    // would expire and the delivery be sent again, which at-least-once allows. It saves a disk
+    // flush per attempt.
+    await sql`set local synchronous_commit to off`.execute(trx)
+    return sql<{ deactivated: boolean }>`
+    with attempt as (
+      insert into webhook_delivery_attempts (delivery_id, attempted_at, status_code, error, latency_ms, instance_id)
+      select id, ${result.attemptedAt}, ${result.statusCode}, ${result.error}, ${result.latencyMs}, ${result.instanceId}
+      from webhook_deliveries where id = ${result.deliveryId}
+    ), delivery as (
+      update webhook_deliveries set
+        status = ${status},
+        attempt_count = attempt_count + 1,
+        retry_step = retry_step + ${succeeded ? 0 : 1},
+        next_attempt_at = ${nextAttempt},
+        last_attempt_at = ${result.attemptedAt},
+        last_status_code = ${result.statusCode},
+        last_error = ${result.error},
+        last_latency_ms = ${result.latencyMs},
+        completed_at = ${status === 'PENDING' ? null : sql`now()`},
+        locked_until = null,
+        locked_by = null
+      where id = ${result.deliveryId} and locked_by = ${result.instanceId}
+    ), webhook as (${webhookUpdate})
+    select coalesce((select bool_or(deactivated) from webhook), false) as deactivated
+  `.execute(trx)
+  })
+  return { deactivated: rows[0]?.deactivated === true }
+}
+
+/** Pending deliveries of active webhooks, and how long the oldest has waited (all instances). */
+export async function backlog(db: Db): Promise<{ pending: number; oldestAgeSeconds: number }> {
+  const { rows } = await sql<{ pending: number; oldest_age_seconds: number | null }>`
+    select count(*)::int as pending,
+      extract(epoch from now() - min(webhook_deliveries.created_at))::float8 as oldest_age_seconds
+    from webhook_deliveries join webhooks on webhooks.id = webhook_deliveries.webhook_id
+    where webhook_deliveries.status = 'PENDING' and webhooks.active
+  `.execute(db)
+  return { pending: rows[0]?.pending ?? 0, oldestAgeSeconds: rows[0]?.oldest_age_seconds ?? 0 }
+}

@@ -1,0 +1,313 @@
+import type { FastifyBaseLogger } from 'fastify'
+import type { Kysely } from 'kysely'
+import type { Unlisten } from '../../db/connect.js'
+import type { Database } from '../../db/database.js'
+import type { SecretBox } from '../lib/secret-box.js'
+import { retryDelaySeconds } from './backoff.js'
+import {
+  type ClaimedDelivery,
+  claimDeliveries,
+  recordAttempt,
+  releaseAllLeases,
+  releaseDeliveries,
+} from './deliveries.js'
+import { OUTBOX_CHANNEL } from './enqueue.js'
+import type { AttemptOutcome, OutboxMetrics } from './metrics.js'
+import type { Sender } from './sender.js'
+import { signatureHeader } from './signing.js'
+import { openSigningKey } from './webhook-secrets.js'
+
+// Small batches: a claim holds row locks only for its own statement. Rows of a host that is
+// already at its limit wait in a local queue of at most this many (claiming for that host pauses
+// until the queue is empty), so a busy receiver costs one claim per batch, not one per delivery.
+const CLAIM_BATCH = 25
+// In-flight attempts get this long to finish at shutdown (within the server's 15 s); the rest are
+// cut off and handed back as pending.
+const STOP_GRACE_MS = 5000
+// A queued delivery is sent only if its lease outlasts a whole attempt by this much; otherwise it
+// is handed back, so that no other instance can claim it while it is being sent.
+const LEASE_MARGIN_MS = 2000
+
+export interface WorkerOptions {
+  db: Kysely<Database>
+  listen: (channel: string, onNotify: () => void) => Promise<Unlisten>
+  sender: Sender
+  secretBox: SecretBox
+  metrics: OutboxMetrics
+  log: Pick<FastifyBaseLogger, 'warn' | 'error'>
+  instanceId: string
+  retrySchedule: readonly number[]
+  leaseSeconds: number
+  pollIntervalMs: number
+  concurrency: number
+  hostConcurrency: number
+  deactivateAfterSeconds: number
+  attemptTimeoutMs: number
+  /** Only one process can open an embedded database: any lease found at start is stale. */
+  releaseLeasesAtStart: boolean
+}
+
+const hostOf = (url: string) => {
+  try {
+    return new URL(url).host
+  } catch {
+    return url
+  }
+}
+
+interface HostState {
+  inFlight: number
+  queue: Array<{ delivery: ClaimedDelivery; claimedAt: number }>
+  webhooks: Set<number>
+}
+
+/**
+ * Sends the outbox's deliveries: woken by NOTIFY after each commit that created deliveries, and by
+ * a timer for retries and anything a lost notification missed. At most `concurrency` attempts run
+ * at once, at most `hostConcurrency` of them to one receiving host (`host:port` of the URL).
+ */
+export class OutboxWorker {
+  private readonly inFlight = new Set<Promise<void>>()
+  private readonly hosts = new Map<string, HostState>()
+  private readonly shutdown = new AbortController()
+  private running = false
+  private stopping = false
+  private claiming: Promise<unknown> | undefined
+  private wakeAgain = false
+  /** Attempts started so far (drainOnce counts with it). */
+  private attempts = 0
+  private unlisten: Unlisten | undefined
+  private timer: NodeJS.Timeout | undefined
+  private readonly retryTimers = new Set<NodeJS.Timeout>()
+
+  constructor(private readonly options: WorkerOptions) {}
+
+  async start(): Promise<void> {
+    if (this.options.releaseLeasesAtStart) await releaseAllLeases(this.options.db)
+    this.running = true
+    this.unlisten = await this.options.listen(OUTBOX_CHANNEL, () => this.wake())
+    this.timer = setInterval(() => this.wake(), this.options.pollIntervalMs)
+    this.timer.unref()
+    this.wake()
+  }
+
+  /** Stops claiming, lets attempts in flight finish for a while, then hands the rest back. */
+  async stop(): Promise<void> {
+    this.stopping = true
+    clearInterval(this.timer)
+    for (const timer of this.retryTimers) clearTimeout(timer)
+    await this.unlisten?.()
+    await this.claiming
+    await this.releaseQueued()
+    const all = Promise.all(this.inFlight)
+    let timer: NodeJS.Timeout | undefined
+    const late = await Promise.race([
+      all.then(() => false),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(true), STOP_GRACE_MS)
+      }),
+    ])
+    clearTimeout(timer)
+    if (late) {
+      this.shutdown.abort()
+      await all
+    }
+    await this.options.sender.close()
+  }
+
+  /** Claims and sends everything due now, retries that fall due meanwhile included, and waits. */
+  async drainOnce(): Promise<number> {
+    let total = 0
+    for (;;) {
+      await this.claiming
+      const before = this.attempts
+      await this.claimAndStart()
+      while (this.inFlight.size > 0) await Promise.all(this.inFlight)
+      if (this.attempts === before) return total
+      total += this.attempts - before
+    }
+  }
+
+  private wake(): void {
+    if (!this.running || this.stopping) return
+    if (this.claiming) {
+      this.wakeAgain = true
+      return
+    }
+    this.claiming = this.claimAndStart()
+      .catch((error: unknown) =>
+        this.options.log.error({ err: { message: (error as Error).message } }, 'outbox claim failed'),
+      )
+      .finally(() => {
+        this.claiming = undefined
+        if (this.wakeAgain) {
+          this.wakeAgain = false
+          this.wake()
+        }
+      })
+  }
+
+  /** The retry this instance scheduled is due then; the poll covers other instances and restarts. */
+  private wakeAfter(seconds: number): void {
+    if (!this.running) return
+    const timer = setTimeout(() => {
+      this.retryTimers.delete(timer)
+      this.wake()
+    }, seconds * 1000)
+    timer.unref()
+    this.retryTimers.add(timer)
+  }
+
+  /** Webhooks of hosts with deliveries queued here: claim nothing more for them until it empties. */
+  private busyWebhooks(): number[] {
+    const ids: number[] = []
+    for (const host of this.hosts.values()) if (host.queue.length > 0) ids.push(...host.webhooks)
+    return ids
+  }
+
+  private hostState(host: string): HostState {
+    let state = this.hosts.get(host)
+    if (!state) {
+      state = { inFlight: 0, queue: [], webhooks: new Set() }
+      this.hosts.set(host, state)
+    }
+    return state
+  }
+
+  private async claimAndStart(): Promise<void> {
+    const { db, concurrency, hostConcurrency, leaseSeconds, instanceId } = this.options
+    while (!this.stopping) {
+      const limit = Math.min(CLAIM_BATCH, concurrency - this.inFlight.size)
+      if (limit <= 0) return
+      const claimed = await claimDeliveries(db, {
+        limit,
+        leaseSeconds,
+        instanceId,
+        skipWebhookIds: this.busyWebhooks(),
+      })
+      const claimedAt = Date.now()
+      const overflow: number[] = []
+      for (const delivery of claimed) {
+        const host = hostOf(delivery.url)
+        const state = this.hostState(host)
+        state.webhooks.add(delivery.webhook_id)
+        if (state.inFlight < hostConcurrency) this.begin(delivery, host)
+        else if (state.queue.length < CLAIM_BATCH) state.queue.push({ delivery, claimedAt })
+        else overflow.push(delivery.id)
+      }
+      await releaseDeliveries(db, overflow, instanceId)
+      if (claimed.length < limit) return
+    }
+  }
+
+  /** Hands back what waits in the local queues (shutdown). */
+  private async releaseQueued(): Promise<void> {
+    const ids: number[] = []
+    for (const state of this.hosts.values())
+      ids.push(...state.queue.splice(0).map(({ delivery }) => delivery.id))
+    await releaseDeliveries(this.options.db, ids, this.options.instanceId)
+  }
+
+  private begin(delivery: ClaimedDelivery, host: string): void {
+    const state = this.hostState(host)
+    state.inFlight += 1
+    this.attempts += 1
+    let slotHeld = true
+    // The host's slot is freed as soon as its answer is in; recording the outcome needs no slot.
+    const freeSlot = () => {
+      if (!slotHeld) return
+      slotHeld = false
+      state.inFlight -= 1
+      this.next(host, state)
+    }
+    const attempt: Promise<void> = this.attempt(delivery, freeSlot)
+      .catch((error: unknown) =>
+        this.options.log.error(
+          { deliveryId: delivery.id, err: { message: (error as Error).message } },
+          'webhook delivery could not be recorded; it is retried when its lease expires',
+        ),
+      )
+      .finally(() => {
+        const wasFull = this.inFlight.size >= this.options.concurrency
+        this.inFlight.delete(attempt)
+        freeSlot()
+        // A host with a queue keeps itself busy; claiming again only helps when a slot opened up
+        // for other hosts or this one has nothing left.
+        if (wasFull || !this.hosts.get(host)?.queue.length) this.wake()
+      })
+    this.inFlight.add(attempt)
+  }
+
+  /** A slot of `host` is free: the next queued delivery goes, or, with none left, claiming resumes. */
+  private next(host: string, state: HostState): void {
+    const { leaseSeconds, attemptTimeoutMs, db, instanceId } = this.options
+    const queued = this.stopping ? undefined : state.queue.shift()
+    if (queued) {
+      const leaseLeft = queued.claimedAt + leaseSeconds * 1000 - Date.now()
+      if (leaseLeft > attemptTimeoutMs + LEASE_MARGIN_MS) {
+        this.begin(queued.delivery, host)
+      } else {
+        releaseDeliveries(db, [queued.delivery.id], instanceId).catch(() => {})
+        this.next(host, state)
+      }
+      return
+    }
+    if (state.inFlight === 0 && state.queue.length === 0) this.hosts.delete(host)
+  }
+
+  private signingSecrets(delivery: ClaimedDelivery): Buffer[] {
+    const { secretBox } = this.options
+    const secrets = [openSigningKey(secretBox, delivery.organization_id, delivery.secret)]
+    if (delivery.previous_secret) {
+      secrets.push(openSigningKey(secretBox, delivery.organization_id, delivery.previous_secret))
+    }
+    return secrets
+  }
+
+  private async attempt(delivery: ClaimedDelivery, answered: () => void): Promise<void> {
+    const { db, sender, metrics, instanceId } = this.options
+    const { event, timestamp, data } = delivery.payload
+    const body = JSON.stringify({ event, timestamp, data })
+    const attemptedAt = new Date()
+    const unixSeconds = Math.floor(attemptedAt.getTime() / 1000)
+    const headers = {
+      'webhook-id': delivery.message_id,
+      'webhook-timestamp': String(unixSeconds),
+      'webhook-signature': signatureHeader(
+        this.signingSecrets(delivery),
+        delivery.message_id,
+        unixSeconds,
+        body,
+      ),
+    }
+    const sent = await sender.send(delivery.url, headers, body, this.shutdown.signal)
+    answered()
+    if (sent.aborted) {
+      await releaseDeliveries(db, [delivery.id], instanceId)
+      return
+    }
+    const retryIn =
+      sent.error === null ? undefined : retryDelaySeconds(this.options.retrySchedule, delivery.retry_step)
+    const outcome: AttemptOutcome =
+      sent.error === null ? 'succeeded' : retryIn === undefined ? 'failed' : 'retrying'
+    metrics.attempted(delivery.event_type, outcome, sent.latencyMs / 1000)
+    const { deactivated } = await recordAttempt(db, {
+      deliveryId: delivery.id,
+      webhookId: delivery.webhook_id,
+      instanceId,
+      attemptedAt,
+      statusCode: sent.statusCode,
+      error: sent.error,
+      latencyMs: sent.latencyMs,
+      retryInSeconds: retryIn ?? null,
+      deactivateAfterSeconds: this.options.deactivateAfterSeconds,
+    })
+    if (retryIn !== undefined) this.wakeAfter(retryIn)
+    if (deactivated) {
+      this.options.log.warn(
+        { webhookId: delivery.webhook_id },
+        'webhook deactivated: every attempt failed for the configured period',
+      )
+    }
+  }
+}

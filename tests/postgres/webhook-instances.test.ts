@@ -1,0 +1,57 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { openPostgres } from '../../db/connect.js'
+import type { App } from '../../src/app.js'
+import { buildTestApp, openOwnTestDatabase } from '../helpers/app.js'
+import { newOrganization, patientBody } from '../helpers/factories.js'
+import { type Receiver, startReceiver } from '../helpers/webhook-receiver.js'
+import { createPatientAs, registerWebhook } from '../helpers/webhooks.js'
+
+const workerEnvironment = {
+  OUTBOX_WORKER: 'true',
+  WEBHOOK_ALLOW_HTTP: 'true',
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+  WEBHOOK_HOST_CONCURRENCY: '4',
+}
+
+let url: string
+let first: App
+let second: App
+let receiver: Receiver
+
+beforeAll(async () => {
+  const own = await openOwnTestDatabase()
+  url = own.url as string
+  receiver = await startReceiver(() => ({ status: 204, delayMs: 20 }))
+  first = await buildTestApp(workerEnvironment, undefined, { database: own.handle })
+  second = await buildTestApp(workerEnvironment, undefined, {
+    database: openPostgres({ url, poolMax: 10 }),
+  })
+})
+afterAll(async () => {
+  await second.close()
+  await first.close()
+  await receiver.close()
+})
+
+describe('two instances delivering from one database', () => {
+  it('deliver every event exactly once between them, both taking part', async () => {
+    const admin = await (await newOrganization(first)).user('ADMIN')
+    await registerWebhook(first, admin, { url: receiver.url })
+    const total = 200
+    for (let batch = 0; batch < total / 20; batch++) {
+      const app = batch % 2 === 0 ? first : second
+      await Promise.all(Array.from({ length: 20 }, () => createPatientAs(app, admin, patientBody())))
+    }
+    await receiver.waitFor(total, 30_000)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+
+    expect(receiver.received).toHaveLength(total)
+    expect(receiver.messageIds().size).toBe(total)
+    const instances = await first.db
+      .selectFrom('webhook_delivery_attempts')
+      .select('instance_id')
+      .distinct()
+      .execute()
+    expect(instances).toHaveLength(2)
+  }, 60_000)
+})
