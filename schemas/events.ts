@@ -1,5 +1,6 @@
 import { type Static, type TSchema, Type } from '@sinclair/typebox'
-import { Id, Timestamp } from './common.js'
+import { APPOINTMENT_STATUSES } from './appointments.js'
+import { DateString, Id, Nullable, Timestamp } from './common.js'
 import { PATIENT_STATUSES } from './patients.js'
 
 /** Every event name of the API specification. */
@@ -23,6 +24,34 @@ export const PatientEventData = Type.Object({
   deleted: Type.Boolean({ description: 'true when the change was a deletion (the patient left all reads)' }),
 })
 
+const appointmentIdentity = {
+  id: Id,
+  patientId: Id,
+  providerId: Id,
+  appointmentDate: DateString,
+  appointmentTime: Type.String({ description: 'HH:MM:SS, wall-clock time in the provider’s time zone' }),
+}
+
+/** `data` of appointment.created: exactly the fields the specification shows. */
+export const AppointmentCreatedEventData = Type.Object(appointmentIdentity, { additionalProperties: false })
+
+/** `data` of appointment.updated: after a reschedule or a status change. */
+export const AppointmentUpdatedEventData = Type.Object(
+  { ...appointmentIdentity, status: Type.Union(APPOINTMENT_STATUSES.map((s) => Type.Literal(s))) },
+  { additionalProperties: false },
+)
+
+/** `data` of appointment.cancelled. */
+export const AppointmentCancelledEventData = Type.Object(
+  {
+    ...appointmentIdentity,
+    status: Type.Literal('CANCELLED'),
+    reason: Nullable(Type.String()),
+    notifyPatient: Type.Boolean({ description: 'Whether the canceller asked for the patient to be told' }),
+  },
+  { additionalProperties: false },
+)
+
 /**
  * The data shape of each event, in one place: the outbox writes these and the webhook
  * documentation publishes them. Events of areas not built yet have no entry.
@@ -30,6 +59,9 @@ export const PatientEventData = Type.Object({
 export const EVENT_DATA = {
   'patient.created': PatientEventData,
   'patient.updated': PatientEventData,
+  'appointment.created': AppointmentCreatedEventData,
+  'appointment.updated': AppointmentUpdatedEventData,
+  'appointment.cancelled': AppointmentCancelledEventData,
 } satisfies Partial<Record<EventName, TSchema>>
 
 export type EmittedEvent = keyof typeof EVENT_DATA

@@ -5,9 +5,12 @@ import { type DatabaseHandle, openPglite, openPostgres } from '../db/connect.js'
 import { migrateToLatest } from '../db/migrator.js'
 import type { Config } from './config.js'
 import { logMailer, smtpMailer } from './lib/mailer.js'
+import appointmentRoutes from './modules/appointments/routes.js'
 import authRoutes from './modules/auth/routes.js'
 import oidcRoutes from './modules/oidc/routes.js'
 import patientRoutes from './modules/patients/routes.js'
+import providerRoutes from './modules/providers/routes.js'
+import providerScheduleRoutes from './modules/providers/schedule-routes.js'
 import audit from './plugins/audit.js'
 import auth from './plugins/auth.js'
 import background from './plugins/background.js'
@@ -90,6 +93,9 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
     passwordResetUrl: config.PASSWORD_RESET_URL,
   })
   await app.register(patientRoutes, { prefix: '/api/patients' })
+  await app.register(providerRoutes, { prefix: '/api/providers' })
+  await app.register(providerScheduleRoutes, { prefix: '/api/providers' })
+  await app.register(appointmentRoutes, { prefix: '/api/appointments' })
   await app.register(oidcRoutes, {
     prefix: `/realms/${config.OIDC_REALM}`,
     issuerUrl: config.tokenIssuer,

@@ -1,17 +1,19 @@
 import type { Role } from './roles.js'
 
-export type AuditAction = 'READ' | 'LIST' | 'SEARCH' | 'CREATE' | 'UPDATE' | 'DELETE'
+export type AuditAction = 'READ' | 'LIST' | 'SEARCH' | 'CREATE' | 'UPDATE' | 'DELETE' | 'CANCEL'
+export type AuditResource = 'patient' | 'appointment'
 
 export interface RouteAccess {
   /** `public`: no token; `authenticated`: any valid token; otherwise at least one of the roles. */
   allow: 'public' | 'authenticated' | readonly Role[]
   /** Routes that touch patient data leave an audit record of who did what to which records. */
-  audit?: { resourceType: 'patient'; action: AuditAction }
+  audit?: { resourceType: AuditResource; action: AuditAction }
 }
 
 const CLINICAL_READERS: readonly Role[] = ['PROVIDER', 'NURSE']
 const STAFF: readonly Role[] = ['ADMIN', 'PROVIDER', 'NURSE', 'FRONT_DESK', 'BILLING']
 const REGISTRARS: readonly Role[] = ['ADMIN', 'PROVIDER', 'NURSE', 'FRONT_DESK']
+const SCHEDULERS: readonly Role[] = ['ADMIN', 'PROVIDER', 'NURSE']
 
 /**
  * Who may call each `/api` route: the one place access rules live. Every registered `/api` route
@@ -40,6 +42,29 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'POST /api/patients': { allow: REGISTRARS, audit: { resourceType: 'patient', action: 'CREATE' } },
   'PUT /api/patients/:id': { allow: REGISTRARS, audit: { resourceType: 'patient', action: 'UPDATE' } },
   'DELETE /api/patients/:id': { allow: ['ADMIN'], audit: { resourceType: 'patient', action: 'DELETE' } },
+
+  // The provider directory and its availability carry no patient data (booked time shows no patient).
+  'GET /api/providers': { allow: STAFF },
+  'GET /api/providers/:id': { allow: STAFF },
+  'GET /api/providers/:id/schedule': { allow: STAFF },
+  'POST /api/providers': { allow: ['ADMIN'] },
+  'PUT /api/providers/:id': { allow: ['ADMIN'] },
+  'PUT /api/providers/:id/hours': { allow: ['ADMIN'] },
+  'POST /api/providers/:id/exceptions': { allow: ['ADMIN'] },
+  'DELETE /api/providers/:id/exceptions/:exceptionId': { allow: ['ADMIN'] },
+
+  'GET /api/appointments/available-slots': { allow: STAFF },
+  'GET /api/appointments': { allow: SCHEDULERS, audit: { resourceType: 'appointment', action: 'LIST' } },
+  'GET /api/appointments/:id': { allow: SCHEDULERS, audit: { resourceType: 'appointment', action: 'READ' } },
+  'POST /api/appointments': { allow: SCHEDULERS, audit: { resourceType: 'appointment', action: 'CREATE' } },
+  'PUT /api/appointments/:id': {
+    allow: SCHEDULERS,
+    audit: { resourceType: 'appointment', action: 'UPDATE' },
+  },
+  'POST /api/appointments/:id/cancel': {
+    allow: SCHEDULERS,
+    audit: { resourceType: 'appointment', action: 'CANCEL' },
+  },
 }
 
 export const routeKey = (method: string, url: string) => `${method} ${url}`

@@ -41,6 +41,8 @@ const openapi: FastifyPluginAsync = async (app) => {
       tags: [
         { name: 'Authentication', description: 'Sign-in, sessions, passwords and the current user' },
         { name: 'Patients', description: 'Patient demographics and registration' },
+        { name: 'Providers', description: 'Providers, their working hours and schedules' },
+        { name: 'Appointments', description: 'Booking, rescheduling, status changes and free slots' },
         { name: 'Operations', description: 'Health probes' },
         {
           name: 'OpenID Connect',
