@@ -1,6 +1,7 @@
 import { type Static, type TSchema, Type } from '@sinclair/typebox'
-import { APPOINTMENT_STATUSES } from './appointments.js'
+import { APPOINTMENT_STATUSES, VisitType } from './appointments.js'
 import { DateString, Id, Nullable, Timestamp } from './common.js'
+import { ENCOUNTER_STATUSES } from './encounters.js'
 import { PATIENT_STATUSES } from './patients.js'
 
 /** Every event name of the API specification. */
@@ -52,6 +53,20 @@ export const AppointmentCancelledEventData = Type.Object(
   { additionalProperties: false },
 )
 
+/** `data` of encounter.created: identifiers only, no clinical text. */
+export const EncounterCreatedEventData = Type.Object(
+  {
+    id: Id,
+    patientId: Id,
+    providerId: Id,
+    appointmentId: Nullable(Id),
+    encounterDate: DateString,
+    encounterType: VisitType(),
+    status: Type.Union(ENCOUNTER_STATUSES.map((s) => Type.Literal(s))),
+  },
+  { additionalProperties: false },
+)
+
 /**
  * The data shape of each event, in one place: the outbox writes these and the webhook
  * documentation publishes them. Events of areas not built yet have no entry.
@@ -62,6 +77,7 @@ export const EVENT_DATA = {
   'appointment.created': AppointmentCreatedEventData,
   'appointment.updated': AppointmentUpdatedEventData,
   'appointment.cancelled': AppointmentCancelledEventData,
+  'encounter.created': EncounterCreatedEventData,
 } satisfies Partial<Record<EventName, TSchema>>
 
 export type EmittedEvent = keyof typeof EVENT_DATA

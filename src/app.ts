@@ -7,6 +7,7 @@ import type { Config } from './config.js'
 import { logMailer, smtpMailer } from './lib/mailer.js'
 import appointmentRoutes from './modules/appointments/routes.js'
 import authRoutes from './modules/auth/routes.js'
+import encounterRoutes from './modules/encounters/routes.js'
 import oidcRoutes from './modules/oidc/routes.js'
 import patientRoutes from './modules/patients/routes.js'
 import providerRoutes from './modules/providers/routes.js'
@@ -96,6 +97,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   await app.register(providerRoutes, { prefix: '/api/providers' })
   await app.register(providerScheduleRoutes, { prefix: '/api/providers' })
   await app.register(appointmentRoutes, { prefix: '/api/appointments' })
+  await app.register(encounterRoutes, { prefix: '/api/encounters' })
   await app.register(oidcRoutes, {
     prefix: `/realms/${config.OIDC_REALM}`,
     issuerUrl: config.tokenIssuer,

@@ -1,7 +1,16 @@
 import type { Role } from './roles.js'
 
-export type AuditAction = 'READ' | 'LIST' | 'SEARCH' | 'CREATE' | 'UPDATE' | 'DELETE' | 'CANCEL'
-export type AuditResource = 'patient' | 'appointment'
+export type AuditAction =
+  | 'READ'
+  | 'LIST'
+  | 'SEARCH'
+  | 'CREATE'
+  | 'UPDATE'
+  | 'DELETE'
+  | 'CANCEL'
+  | 'SIGN'
+  | 'AMEND'
+export type AuditResource = 'patient' | 'appointment' | 'encounter'
 
 export interface RouteAccess {
   /** `public`: no token; `authenticated`: any valid token; otherwise at least one of the roles. */
@@ -14,6 +23,7 @@ const CLINICAL_READERS: readonly Role[] = ['PROVIDER', 'NURSE']
 const STAFF: readonly Role[] = ['ADMIN', 'PROVIDER', 'NURSE', 'FRONT_DESK', 'BILLING']
 const REGISTRARS: readonly Role[] = ['ADMIN', 'PROVIDER', 'NURSE', 'FRONT_DESK']
 const SCHEDULERS: readonly Role[] = ['ADMIN', 'PROVIDER', 'NURSE']
+const CLINICIANS: readonly Role[] = ['PROVIDER']
 
 /**
  * Who may call each `/api` route: the one place access rules live. Every registered `/api` route
@@ -64,6 +74,22 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'POST /api/appointments/:id/cancel': {
     allow: SCHEDULERS,
     audit: { resourceType: 'appointment', action: 'CANCEL' },
+  },
+
+  'GET /api/encounters': { allow: CLINICAL_READERS, audit: { resourceType: 'encounter', action: 'LIST' } },
+  'GET /api/encounters/:id': {
+    allow: CLINICAL_READERS,
+    audit: { resourceType: 'encounter', action: 'READ' },
+  },
+  'POST /api/encounters': { allow: CLINICIANS, audit: { resourceType: 'encounter', action: 'CREATE' } },
+  'PUT /api/encounters/:id': { allow: CLINICIANS, audit: { resourceType: 'encounter', action: 'UPDATE' } },
+  'POST /api/encounters/:id/sign': {
+    allow: CLINICIANS,
+    audit: { resourceType: 'encounter', action: 'SIGN' },
+  },
+  'POST /api/encounters/:id/addendum': {
+    allow: CLINICIANS,
+    audit: { resourceType: 'encounter', action: 'AMEND' },
   },
 }
 

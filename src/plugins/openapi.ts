@@ -43,6 +43,7 @@ const openapi: FastifyPluginAsync = async (app) => {
         { name: 'Patients', description: 'Patient demographics and registration' },
         { name: 'Providers', description: 'Providers, their working hours and schedules' },
         { name: 'Appointments', description: 'Booking, rescheduling, status changes and free slots' },
+        { name: 'Encounters', description: 'Clinical visits: SOAP notes, signing and addenda' },
         { name: 'Operations', description: 'Health probes' },
         {
           name: 'OpenID Connect',
