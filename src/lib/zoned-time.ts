@@ -67,19 +67,17 @@ export interface ZonedInstant {
  */
 export function zonedInstant(zone: string, date: string, minutes: number): ZonedInstant {
   const wall = Date.parse(`${date}T00:00:00Z`) + minutes * MINUTE_MS
-  // Real zones change offset at most once within a day either side of any instant.
-  const offsets = new Set([
-    offsetAt(zone, wall - DAY_MS),
-    offsetAt(zone, wall),
-    offsetAt(zone, wall + DAY_MS),
-  ])
-  const matches = [...offsets]
-    .map((offset) => wall - offset)
+  // Real zones change offset at most once within a day either side of any instant; with the same
+  // offset on both sides no change is near, and the reading is unambiguous.
+  const before = offsetAt(zone, wall - DAY_MS)
+  const after = offsetAt(zone, wall + DAY_MS)
+  if (before === after) return { instant: wall - before, inGap: false }
+  const matches = [wall - before, wall - after]
     .filter((instant) => wallClock(zone, instant) === wall)
     .sort((a, b) => a - b)
   const earliest = matches[0]
   if (earliest !== undefined) return { instant: earliest, inGap: false }
-  return { instant: wall - offsetAt(zone, wall - DAY_MS), inGap: true }
+  return { instant: wall - before, inGap: true }
 }
 
 /** The zone's wall-clock date and minutes after midnight at an instant. */
