@@ -1,6 +1,7 @@
 import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
 import { PGlite, types as pgliteTypes } from '@electric-sql/pglite'
+import { btree_gist } from '@electric-sql/pglite/contrib/btree_gist'
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm'
 import { Kysely, PostgresDialect } from 'kysely'
 import pg from 'pg'
@@ -153,7 +154,7 @@ export interface PgliteOptions {
   loadDataDir?: Blob
 }
 
-export const pgliteExtensions = { pg_trgm }
+export const pgliteExtensions = { pg_trgm, btree_gist }
 
 export async function openPglite({ dataDir, loadDataDir }: PgliteOptions): Promise<DatabaseHandle> {
   let unlock = async () => {}

@@ -1,13 +1,19 @@
+import type { AppointmentsTable } from './tables/appointments.js'
 import type { AuditLogTable } from './tables/audit-log.js'
 import type { InvoicesTable, OrganizationCountersTable, PaymentsTable } from './tables/billing.js'
 import type { ClientsTable } from './tables/clients.js'
 import type { ClinicalRecordsTable } from './tables/clinical-records.js'
 import type { DocumentsTable } from './tables/documents.js'
+import type { EncounterAddendaTable } from './tables/encounter-addenda.js'
+import type { EncountersTable } from './tables/encounters.js'
 import type { MessagesTable } from './tables/messages.js'
 import type { OrganizationsTable } from './tables/organizations.js'
 import type { OutboxEventsTable } from './tables/outbox-events.js'
 import type { PasswordResetTokensTable } from './tables/password-reset-tokens.js'
 import type { PatientsTable } from './tables/patients.js'
+import type { ProviderExceptionsTable } from './tables/provider-exceptions.js'
+import type { ProviderHoursTable } from './tables/provider-hours.js'
+import type { ProvidersTable } from './tables/providers.js'
 import type { RefreshTokensTable } from './tables/refresh-tokens.js'
 import type { SessionsTable } from './tables/sessions.js'
 import type { SigningKeysTable } from './tables/signing-keys.js'
@@ -32,6 +38,12 @@ export interface Database {
   organization_counters: OrganizationCountersTable
   invoices: InvoicesTable
   payments: PaymentsTable
+  providers: ProvidersTable
+  provider_hours: ProviderHoursTable
+  provider_exceptions: ProviderExceptionsTable
+  appointments: AppointmentsTable
+  encounters: EncountersTable
+  encounter_addenda: EncounterAddendaTable
   outbox_events: OutboxEventsTable
   audit_log: AuditLogTable
   webhooks: WebhooksTable

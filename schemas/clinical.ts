@@ -10,6 +10,13 @@ const strict = { additionalProperties: false } as const
 const Optional = <T extends Parameters<typeof Nullable>[0]>(schema: T) => Type.Optional(Nullable(schema))
 
 export const ENTERED_IN_ERROR = 'ENTERED_IN_ERROR'
+
+/** Every kind may point at the encounter it was recorded in (one of the same patient's). */
+const encounterLink = {
+  encounterId: Type.Optional(
+    Nullable(Type.Integer({ minimum: 1, description: 'An encounter of the same patient' })),
+  ),
+}
 const SEVERITIES = ['MILD', 'MODERATE', 'SEVERE'] as const
 
 /** Fields every clinical record has, whatever its kind. */
@@ -61,6 +68,7 @@ export const VITAL_STATUSES = ['FINAL', 'AMENDED', ENTERED_IN_ERROR] as const
 
 export const VitalSignsInput = Type.Object(
   {
+    ...encounterLink,
     recordedAt: Type.Optional(
       Type.String({ format: 'date-time', description: 'When measured; default now' }),
     ),
@@ -129,6 +137,7 @@ const ReferenceRange = Type.Object(
 
 export const LabResultInput = Type.Object(
   {
+    ...encounterLink,
     testCode: Type.String({
       pattern: '^[0-9]{1,7}-[0-9]$',
       description: 'LOINC code; its check digit is verified',
@@ -205,6 +214,7 @@ export const VERIFICATION_STATUSES = [
 
 export const ConditionInput = Type.Object(
   {
+    ...encounterLink,
     icd10Code: Type.String({
       pattern: '^[A-TV-Z][0-9][0-9AB](\\.[0-9A-TV-Z]{1,4})?$',
       description: 'ICD-10-CM code, e.g. E11.9',
@@ -245,6 +255,7 @@ export const ALLERGY_CATEGORIES = ['FOOD', 'MEDICATION', 'ENVIRONMENT', 'BIOLOGI
 
 export const AllergyInput = Type.Object(
   {
+    ...encounterLink,
     substance: Text(200),
     substanceCode: Optional(
       Type.Object(
@@ -321,6 +332,7 @@ export const MEDICATION_ROUTES = [
 
 export const MedicationInput = Type.Object(
   {
+    ...encounterLink,
     name: Text(200),
     rxnormCode: Optional(Type.String({ pattern: '^[0-9]{1,10}$', description: 'RxNorm concept id' })),
     dose: Optional(Type.Number({ exclusiveMinimum: 0, maximum: 100000 })),
@@ -329,7 +341,9 @@ export const MedicationInput = Type.Object(
     frequency: Optional(Text(100)),
     startDate: Optional(DateString),
     endDate: Optional(Type.String({ format: 'date', description: 'Not before startDate' })),
-    prescriberId: Optional(Type.Integer({ minimum: 1, description: 'The prescribing user' })),
+    prescriberId: Optional(
+      Type.Integer({ minimum: 1, description: 'The prescribing provider (of your organization)' }),
+    ),
     status: Type.Optional(literals(['ACTIVE', 'COMPLETED', 'STOPPED', 'ON_HOLD'], 'Default ACTIVE')),
     instructions: Optional(Text(2000)),
   },

@@ -11,6 +11,22 @@ export type IdParams = Static<typeof IdParams>
 /** Calendar date, YYYY-MM-DD; impossible dates such as 2023-02-30 are rejected. */
 export const DateString = Type.String({ format: 'date', examples: ['1984-07-12'] })
 
+/** Wall-clock time of day in whole minutes, HH:MM:SS. */
+export const TimeOfDay = (options: { description?: string } = {}) =>
+  Type.String({
+    pattern: '^([01][0-9]|2[0-3]):[0-5][0-9]:00$',
+    description: 'HH:MM:SS, whole minutes',
+    examples: ['09:30:00'],
+    ...options,
+  })
+
+/** The end of a wall-clock interval: a time of day, or 24:00:00 for the end of the day. */
+export const EndTimeOfDay = Type.String({
+  pattern: '^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00):00$',
+  description: 'HH:MM:SS, whole minutes; 24:00:00 is the end of the day',
+  examples: ['17:00:00'],
+})
+
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC date-time' })
 
 /** Free text that must carry at least one visible character. */

@@ -5,19 +5,25 @@ import { type DatabaseHandle, openPglite, openPostgres } from '../db/connect.js'
 import { migrateToLatest } from '../db/migrator.js'
 import type { Config } from './config.js'
 import { logMailer, smtpMailer } from './lib/mailer.js'
+
 import { loadEncryptionKey } from './lib/secret-box.js'
+import appointmentRoutes from './modules/appointments/routes.js'
 import authRoutes from './modules/auth/routes.js'
 import billingRoutes from './modules/billing/routes.js'
 import clinicalRoutes from './modules/clinical/routes.js'
 import documentRoutes from './modules/documents/routes.js'
 import { s3Store } from './modules/documents/s3-store.js'
 import { localStore } from './modules/documents/store.js'
+import encounterRoutes from './modules/encounters/routes.js'
 import messageRoutes from './modules/messages/routes.js'
 import oidcRoutes from './modules/oidc/routes.js'
 import patientRoutes from './modules/patients/routes.js'
+import providerRoutes from './modules/providers/routes.js'
+import providerScheduleRoutes from './modules/providers/schedule-routes.js'
 import webhookDeliveryRoutes from './modules/webhooks/delivery-routes.js'
 import webhookRoutes from './modules/webhooks/routes.js'
 import { type HostResolver, systemResolver } from './outbox/targets.js'
+
 import audit from './plugins/audit.js'
 import auth from './plugins/auth.js'
 import background from './plugins/background.js'
@@ -150,6 +156,10 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   }
   await app.register(webhookRoutes, { prefix: '/api/webhooks', settings: webhookSettings })
   await app.register(webhookDeliveryRoutes, { prefix: '/api/webhooks' })
+  await app.register(providerRoutes, { prefix: '/api/providers' })
+  await app.register(providerScheduleRoutes, { prefix: '/api/providers' })
+  await app.register(appointmentRoutes, { prefix: '/api/appointments' })
+  await app.register(encounterRoutes, { prefix: '/api/encounters' })
   await app.register(oidcRoutes, {
     prefix: `/realms/${config.OIDC_REALM}`,
     issuerUrl: config.tokenIssuer,

@@ -33,11 +33,22 @@ export class AppError extends Error {
 
 export const notFound = (resource: string) => new AppError('RES_001', `${resource} not found`)
 export const forbidden = (details: string) => new AppError('AUTH_003', details)
+/** The request conflicts with the record's current state (e.g. an illegal status transition). */
+export const conflict = (details: string) =>
+  new AppError('RES_002', details, { message: 'Conflict with the current state' })
 
 interface PgLikeError {
   code?: string
   constraint?: string
   message?: string
+}
+
+// What to tell the caller when a particular constraint stops a write; no values, only the rule.
+const CONSTRAINT_DETAILS: Record<string, string> = {
+  appointments_no_overlap: 'The provider already has an appointment overlapping this time',
+  providers_organization_npi_key: 'A provider with this NPI already exists in this organization',
+  providers_user_key: 'This user account is already linked to another provider',
+  encounters_appointment_key: 'The appointment already has an encounter',
 }
 
 const CONNECTION_FAILURE =
@@ -56,8 +67,9 @@ export function fromDatabaseError(error: unknown): AppError | undefined {
       ? new AppError('SYS_002', 'The database could not be reached')
       : undefined
   }
+  const known = constraint ? CONSTRAINT_DETAILS[constraint] : undefined
   if (code === '23505')
-    return new AppError('RES_002', `A record with the same unique value exists (${constraint})`)
+    return new AppError('RES_002', known ?? `A record with the same unique value exists (${constraint})`)
   if (code === '23503') {
     return message.startsWith('update or delete')
       ? new AppError('RES_002', 'The record is still referenced by other records', {
@@ -68,7 +80,9 @@ export function fromDatabaseError(error: unknown): AppError | undefined {
   if (code === '23502') return new AppError('VAL_002', 'A required value is missing')
   if (code === '23514') return new AppError('VAL_001', `A constraint was violated (${constraint})`)
   if (code === '23P01')
-    return new AppError('RES_002', `The record conflicts with an existing one (${constraint})`)
+    return new AppError('RES_002', known ?? `The record conflicts with an existing one (${constraint})`, {
+      message: 'Conflict with an existing record',
+    })
   if (code.startsWith('22'))
     return new AppError('VAL_001', 'A value is out of range or malformed', { status: 400 })
   if (code === '40001' || code === '40P01') {

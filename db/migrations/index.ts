@@ -1,6 +1,7 @@
 import type { Migration } from 'kysely'
 import * as initial from './0001_initial.js'
 import * as identity from './0002_identity.js'
+import * as scheduling from './0003_scheduling.js'
 import * as webhooks from './0004_webhooks.js'
 import * as documents from './0005_documents.js'
 import * as clinical from './0006_clinical.js'
@@ -16,4 +17,5 @@ export const migrations: Record<string, Migration> = {
   '0006_clinical': clinical,
   '0007_messages': messages,
   '0008_billing': billing,
+  '0003_scheduling': scheduling,
 }

@@ -12,8 +12,19 @@ export type AuditResource =
   | 'invoice'
   | 'payment'
   | 'webhook'
+  | 'appointment'
+  | 'encounter'
 
-export type AuditAction = 'READ' | 'LIST' | 'SEARCH' | 'CREATE' | 'UPDATE' | 'DELETE'
+export type AuditAction =
+  | 'READ'
+  | 'LIST'
+  | 'SEARCH'
+  | 'CREATE'
+  | 'UPDATE'
+  | 'DELETE'
+  | 'CANCEL'
+  | 'SIGN'
+  | 'AMEND'
 
 export interface RouteAccess {
   /** `public`: no token; `authenticated`: any valid token; otherwise at least one of the roles. */
@@ -43,6 +54,8 @@ function clinicalRecordRoutes(path: string, resourceType: AuditResource, writers
     [`POST ${item}/entered-in-error`]: { allow: writers, audit: { resourceType, action: 'UPDATE' } },
   } satisfies Record<string, RouteAccess>
 }
+const SCHEDULERS: readonly Role[] = ['ADMIN', 'PROVIDER', 'NURSE']
+const CLINICIANS: readonly Role[] = ['PROVIDER']
 
 /**
  * Who may call each `/api` route: the one place access rules live. Every registered `/api` route
@@ -141,6 +154,45 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'POST /api/webhooks/:id/deliveries/:deliveryId/redeliver': {
     allow: ['ADMIN'],
     audit: { resourceType: 'webhook', action: 'UPDATE' },
+  },
+
+  // The provider directory and its availability carry no patient data (booked time shows no patient).
+  'GET /api/providers': { allow: STAFF },
+  'GET /api/providers/:id': { allow: STAFF },
+  'GET /api/providers/:id/schedule': { allow: STAFF },
+  'POST /api/providers': { allow: ['ADMIN'] },
+  'PUT /api/providers/:id': { allow: ['ADMIN'] },
+  'PUT /api/providers/:id/hours': { allow: ['ADMIN'] },
+  'POST /api/providers/:id/exceptions': { allow: ['ADMIN'] },
+  'DELETE /api/providers/:id/exceptions/:exceptionId': { allow: ['ADMIN'] },
+
+  'GET /api/appointments/available-slots': { allow: STAFF },
+  'GET /api/appointments': { allow: SCHEDULERS, audit: { resourceType: 'appointment', action: 'LIST' } },
+  'GET /api/appointments/:id': { allow: SCHEDULERS, audit: { resourceType: 'appointment', action: 'READ' } },
+  'POST /api/appointments': { allow: SCHEDULERS, audit: { resourceType: 'appointment', action: 'CREATE' } },
+  'PUT /api/appointments/:id': {
+    allow: SCHEDULERS,
+    audit: { resourceType: 'appointment', action: 'UPDATE' },
+  },
+  'POST /api/appointments/:id/cancel': {
+    allow: SCHEDULERS,
+    audit: { resourceType: 'appointment', action: 'CANCEL' },
+  },
+
+  'GET /api/encounters': { allow: CLINICAL_READERS, audit: { resourceType: 'encounter', action: 'LIST' } },
+  'GET /api/encounters/:id': {
+    allow: CLINICAL_READERS,
+    audit: { resourceType: 'encounter', action: 'READ' },
+  },
+  'POST /api/encounters': { allow: CLINICIANS, audit: { resourceType: 'encounter', action: 'CREATE' } },
+  'PUT /api/encounters/:id': { allow: CLINICIANS, audit: { resourceType: 'encounter', action: 'UPDATE' } },
+  'POST /api/encounters/:id/sign': {
+    allow: CLINICIANS,
+    audit: { resourceType: 'encounter', action: 'SIGN' },
+  },
+  'POST /api/encounters/:id/addendum': {
+    allow: CLINICIANS,
+    audit: { resourceType: 'encounter', action: 'AMEND' },
   },
 }
 

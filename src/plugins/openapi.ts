@@ -99,6 +99,9 @@ const openapi: FastifyPluginAsync = async (app) => {
         { name: 'Messages', description: 'Secure messages between users of one organization' },
         { name: 'Billing', description: 'Invoices and payments, in minor units of a currency' },
         { name: 'Webhooks', description: 'Event notifications to the organization’s own systems' },
+        { name: 'Providers', description: 'Providers, their working hours and schedules' },
+        { name: 'Appointments', description: 'Booking, rescheduling, status changes and free slots' },
+        { name: 'Encounters', description: 'Clinical visits: SOAP notes, signing and addenda' },
         { name: 'Operations', description: 'Health probes' },
         {
           name: 'OpenID Connect',

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Role } from '../../src/access/roles.js'
 import type { App } from '../../src/app.js'
+import { isValidNpi } from '../../src/lib/npi.js'
 import { hashPassword } from '../../src/lib/passwords.js'
 import { createOrganization } from '../../src/modules/users/service.js'
 
@@ -117,4 +118,50 @@ export function patientBody(overrides: Record<string, unknown> = {}) {
     contact: { email: `jane${patientCounter}@example.com`, phoneNumber: '+1 555 010 4477' },
     ...overrides,
   }
+}
+
+let npiCounter = 0
+
+/** A valid NPI (its tenth digit the Luhn check digit over 80840 + the other nine), new on each call. */
+export function uniqueNpi(): string {
+  npiCounter += 1
+  const base = `1${String(process.pid % 10_000).padStart(4, '0')}${String(npiCounter).padStart(4, '0')}`
+  const check = [...'0123456789'].find((digit) => isValidNpi(base + digit))
+  return base + check
+}
+
+const EVERY_DAY = ['MONDAY', 'TUESDAY', 'WEDNESDAY', 'THURSDAY', 'FRIDAY', 'SATURDAY', 'SUNDAY'] as const
+
+/** Weekly hours with the same intervals on every day, e.g. everyDay(['09:00', '12:00'], ['13:00', '17:00']). */
+export function everyDay(...intervals: [string, string][]) {
+  return EVERY_DAY.flatMap((dayOfWeek) =>
+    intervals.map(([start, end]) => ({ dayOfWeek, startTime: `${start}:00`, endTime: `${end}:00` })),
+  )
+}
+
+/** A valid provider creation body: UTC, 30-minute slots, 09:00–17:00 every day unless overridden. */
+export function providerBody(overrides: Record<string, unknown> = {}) {
+  return {
+    firstName: 'Grace',
+    lastName: 'Hopper',
+    title: 'MD',
+    specialty: 'Family Medicine',
+    npi: uniqueNpi(),
+    timeZone: 'UTC',
+    slotMinutes: 30,
+    weeklyHours: everyDay(['09:00', '17:00']),
+    ...overrides,
+  }
+}
+
+/** A date `days` after today (UTC), YYYY-MM-DD. */
+export function daysFromToday(days: number): string {
+  return new Date(Date.now() + days * 86_400_000).toISOString().slice(0, 10)
+}
+
+/** The n-th Sunday of a month of a year (US daylight saving starts on the 2nd Sunday of March, ends on the 1st of November). */
+export function nthSunday(year: number, month: number, n: number): string {
+  const first = new Date(Date.UTC(year, month - 1, 1))
+  const day = 1 + ((7 - first.getUTCDay()) % 7) + (n - 1) * 7
+  return new Date(Date.UTC(year, month - 1, day)).toISOString().slice(0, 10)
 }

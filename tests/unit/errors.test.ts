@@ -29,6 +29,15 @@ describe('fromDatabaseError', () => {
     expect(mapped?.code).toBe(code)
   })
 
+  it('says which rule a known constraint enforces, without values', () => {
+    expect(fromDatabaseError({ code: '23P01', constraint: 'appointments_no_overlap' })?.details).toBe(
+      'The provider already has an appointment overlapping this time',
+    )
+    expect(fromDatabaseError({ code: '23505', constraint: 'encounters_appointment_key' })?.details).toBe(
+      'The appointment already has an encounter',
+    )
+  })
+
   it('leaves other errors to the generic 500', () => {
     expect(fromDatabaseError(new Error('boom'))).toBeUndefined()
     expect(fromDatabaseError({ code: '42P01' })).toBeUndefined()

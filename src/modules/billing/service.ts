@@ -11,10 +11,11 @@ import type {
   RecordPaymentBody,
 } from '../../../schemas/billing.js'
 import type { PageOf } from '../../../schemas/common.js'
-import { AppError, forbidden, notFound } from '../../errors.js'
+import { type Actor, missingRecord } from '../../access/organization-scope.js'
+import { AppError } from '../../errors.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import { enqueueEvent } from '../../outbox/enqueue.js'
-import { type Actor, requirePatient } from '../patients/service.js'
+import { requirePatient } from '../patients/service.js'
 import { priceLines } from './money.js'
 import {
   findInvoice,
@@ -111,11 +112,12 @@ export async function createInvoice(
   return toInvoice(row)
 }
 
-/** The organization rule for invoices: another organization's is 403, a missing one 404. */
-async function missingInvoice(db: Kysely<Database> | Transaction<Database>, id: number): Promise<never> {
-  if ((await findInvoiceOrganization(db, id)) !== undefined)
-    throw forbidden('The invoice belongs to another organization')
-  throw notFound(`Invoice ${id}`)
+async function missingInvoice(
+  db: Kysely<Database> | Transaction<Database>,
+  actor: Actor,
+  id: number,
+): Promise<never> {
+  return missingRecord('Invoice', id, await findInvoiceOrganization(db, id), actor)
 }
 
 export async function getInvoice(
@@ -124,7 +126,7 @@ export async function getInvoice(
   id: number,
 ): Promise<InvoiceWithPayments> {
   const row = await findInvoice(db, actor.organizationId, id)
-  if (!row) return missingInvoice(db, id)
+  if (!row) return missingInvoice(db, actor, id)
   const payments = await paymentsOf(db, actor.organizationId, id)
   return { ...toInvoice(row), payments: payments.map(toPayment) }
 }
@@ -151,7 +153,7 @@ async function changeInvoice(
 ): Promise<Invoice> {
   const row = await db.transaction().execute(async (trx) => {
     const invoice = await lockInvoice(trx, actor.organizationId, id)
-    if (!invoice) return missingInvoice(trx, id)
+    if (!invoice) return missingInvoice(trx, actor, id)
     return change(invoice, trx)
   })
   return toInvoice(row)
@@ -207,7 +209,7 @@ export async function recordPayment(
   try {
     return await db.transaction().execute(async (trx) => {
       const invoice = await lockInvoice(trx, actor.organizationId, body.invoiceId)
-      if (!invoice) return missingInvoice(trx, body.invoiceId)
+      if (!invoice) return missingInvoice(trx, actor, body.invoiceId)
       if (idempotencyKey) {
         const earlier = await findPaymentByKey(trx, actor.organizationId, idempotencyKey)
         if (earlier) {

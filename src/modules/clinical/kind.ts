@@ -1,4 +1,6 @@
 import type { Static, TObject, TProperties } from '@sinclair/typebox'
+import type { Kysely } from 'kysely'
+import type { Database } from '../../../db/database.js'
 import type { ClinicalKindName } from '../../../db/tables/clinical-records.js'
 import type { Role } from '../../access/roles.js'
 
@@ -33,6 +35,8 @@ export interface ClinicalKind<I extends TObject = TObject, D extends TObject = T
    * stored values (BMI, interpretation). `previous` is set for a correction. Throws 422 AppErrors.
    */
   prepare(input: Static<I>, previous?: Static<D>): PreparedRecord<Static<D>>
+  /** Checks that need the database (e.g. that a named provider exists); throws 422 AppErrors. */
+  checkReferences?(db: Kysely<Database>, organizationId: number, input: Static<I>): Promise<void>
   /** A unique index of this kind and the 409 message when it is violated. */
   uniqueness?: { constraint: string; message: string }
   writers: readonly Role[]

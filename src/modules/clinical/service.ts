@@ -4,9 +4,11 @@ import type { Database } from '../../../db/database.js'
 import type { ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import { type Chart, ENTERED_IN_ERROR, type RecordFields } from '../../../schemas/clinical.js'
 import type { PageOf } from '../../../schemas/common.js'
+import type { Actor } from '../../access/organization-scope.js'
 import { AppError, notFound } from '../../errors.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
-import { type Actor, requirePatient } from '../patients/service.js'
+import { checkEncounterOfPatient } from '../encounters/service.js'
+import { requirePatient } from '../patients/service.js'
 import type { ClinicalKind } from './kind.js'
 import {
   CLINICAL_SORT_COLUMNS,
@@ -62,6 +64,20 @@ function conflictOf(kind: KindIdentity, error: unknown): unknown {
   return error
 }
 
+/** The encounter the input points at (checked to be the patient's), after the kind's own reference checks. */
+async function checkReferences<I extends TObject, D extends TObject>(
+  db: Kysely<Database>,
+  kind: ClinicalKind<I, D>,
+  actor: Actor,
+  patientId: number,
+  input: Static<I>,
+): Promise<number | null> {
+  await kind.checkReferences?.(db, actor.organizationId, input)
+  const { encounterId } = input as { encounterId?: number | null }
+  if (encounterId) await checkEncounterOfPatient(db, actor.organizationId, patientId, encounterId)
+  return encounterId ?? null
+}
+
 const missing = (kind: KindIdentity, id: number) => notFound(`${kind.label} ${id} of this patient`)
 
 export async function createRecord<I extends TObject, D extends TObject>(
@@ -72,12 +88,13 @@ export async function createRecord<I extends TObject, D extends TObject>(
   input: Static<I>,
 ): Promise<ClinicalRecord<D>> {
   await requirePatient(db, actor, patientId)
+  const encounterId = await checkReferences(db, kind, actor, patientId, input)
   const prepared = kind.prepare(input)
   try {
     const row = await insertRecord(db, {
       organization_id: actor.organizationId,
       patient_id: patientId,
-      encounter_id: null,
+      encounter_id: encounterId,
       kind: kind.kind,
       status: prepared.status,
       code: prepared.code,
@@ -149,6 +166,7 @@ export async function correctRecord<I extends TObject, D extends TObject>(
   input: Static<I>,
 ): Promise<ClinicalRecord<D>> {
   await requirePatient(db, actor, patientId)
+  const encounterId = await checkReferences(db, kind, actor, patientId, input)
   try {
     const row = await db.transaction().execute(async (trx) => {
       const current = await lockRecord(trx, scopeOf(kind, actor, patientId), id)
@@ -171,6 +189,7 @@ export async function correctRecord<I extends TObject, D extends TObject>(
           code: prepared.code,
           effective_at: prepared.effectiveAt,
           data: prepared.data as Record<string, unknown>,
+          encounter_id: encounterId,
           updated_by: actor.userId,
         },
         true,

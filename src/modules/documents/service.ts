@@ -6,9 +6,11 @@ import type { Database } from '../../../db/database.js'
 import type { DocumentRow } from '../../../db/tables/documents.js'
 import type { PageOf } from '../../../schemas/common.js'
 import { type Document, DocumentFields, type DocumentListQuery } from '../../../schemas/documents.js'
-import { AppError, forbidden, notFound } from '../../errors.js'
+import { type Actor, missingRecord } from '../../access/organization-scope.js'
+import { AppError, notFound } from '../../errors.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
-import { type Actor, requirePatient } from '../patients/service.js'
+import { checkEncounterOfPatient } from '../encounters/service.js'
+import { requirePatient } from '../patients/service.js'
 import { checkDeclaredType, checkSignature, SNIFF_BYTES } from './content-types.js'
 import {
   DOCUMENT_SORT_COLUMNS,
@@ -114,7 +116,11 @@ export async function uploadDocument(
       }
       if (part.fieldname !== 'file')
         throw new AppError('VAL_001', `Unexpected file field ${part.fieldname}; name it file`)
-      stored = await storeFile(db, store, actor, patientId, parseFields(fields), part, limits)
+      const metadata = parseFields(fields)
+      if (metadata.encounterId) {
+        await checkEncounterOfPatient(db, actor.organizationId, patientId, Number(metadata.encounterId))
+      }
+      stored = await storeFile(db, store, actor, patientId, metadata, part, limits)
     }
   } catch (error) {
     if (stored) await discard(db, store, stored)
@@ -192,10 +198,7 @@ export async function listDocuments(
 /** The document, or the organization rule: another organization's is 403, a missing one 404. */
 export async function findDocument(db: Kysely<Database>, actor: Actor, id: number): Promise<DocumentRow> {
   const row = await findAvailableDocument(db, actor.organizationId, id)
-  if (row) return row
-  const organizationId = await findDocumentOrganization(db, id)
-  if (organizationId !== undefined) throw forbidden('The document belongs to another organization')
-  throw notFound(`Document ${id}`)
+  return row ?? missingRecord('Document', id, await findDocumentOrganization(db, id), actor)
 }
 
 /**

@@ -3,9 +3,10 @@ import type { Database } from '../../../db/database.js'
 import type { MessageRow } from '../../../db/tables/messages.js'
 import type { PageOf } from '../../../schemas/common.js'
 import type { Message, MessageListQuery, SendMessageBody } from '../../../schemas/messages.js'
+import type { Actor } from '../../access/organization-scope.js'
 import { AppError, forbidden, notFound } from '../../errors.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
-import { type Actor, requirePatient } from '../patients/service.js'
+import { requirePatient } from '../patients/service.js'
 import { findVisibleMessage, insertMessage, isActiveColleague, listMailbox, markRead } from './queries.js'
 
 export function toMessage(row: MessageRow): Message {

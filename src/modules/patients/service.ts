@@ -1,5 +1,6 @@
 import type { Kysely, Transaction } from 'kysely'
 import type { Database } from '../../../db/database.js'
+import type { PatientRow } from '../../../db/tables/patients.js'
 import type { PageOf } from '../../../schemas/common.js'
 import type {
   CreatePatientBody,
@@ -8,7 +9,8 @@ import type {
   PatientSearchQuery,
   UpdatePatientBody,
 } from '../../../schemas/patients.js'
-import { AppError, forbidden, notFound } from '../../errors.js'
+import { type Actor, missingRecord } from '../../access/organization-scope.js'
+import { AppError } from '../../errors.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import { enqueueEvent } from '../../outbox/enqueue.js'
 import { demographicColumns, toPatient, toPatientEvent } from './mapper.js'
@@ -22,12 +24,6 @@ import {
   searchPatients as searchPatientRows,
   updatePatientRow,
 } from './queries.js'
-
-/** Who is acting: every patient operation is confined to this organization. */
-export interface Actor {
-  userId: number
-  organizationId: number
-}
 
 const EARLIEST_BIRTH_DATE = '1900-01-01'
 // The latest calendar date anywhere on Earth (UTC+14), so a newborn registered today is accepted.
@@ -48,11 +44,7 @@ async function missingPatient(
   actor: Actor,
   id: number,
 ): Promise<never> {
-  const organizationId = await findPatientOrganization(db, id)
-  if (organizationId !== undefined && organizationId !== actor.organizationId) {
-    throw forbidden('The patient belongs to another organization')
-  }
-  throw notFound(`Patient ${id}`)
+  return missingRecord('Patient', id, await findPatientOrganization(db, id), actor)
 }
 
 const duplicateMrn = (mrn: string) =>
@@ -89,18 +81,17 @@ export async function createPatient(
   })
 }
 
-/** Checks that the patient exists in the actor's organization (403 or 404 otherwise). */
+/** The live patient, if of the caller's organization; otherwise 403 or 404. */
 export async function requirePatient(
   db: Kysely<Database> | Transaction<Database>,
   actor: Actor,
-  patientId: number,
-): Promise<void> {
-  if (!(await findPatient(db, actor.organizationId, patientId))) await missingPatient(db, actor, patientId)
+  id: number,
+): Promise<PatientRow> {
+  return (await findPatient(db, actor.organizationId, id)) ?? missingPatient(db, actor, id)
 }
 
 export async function getPatient(db: Kysely<Database>, actor: Actor, id: number): Promise<Patient> {
-  const row = await findPatient(db, actor.organizationId, id)
-  return row ? toPatient(row) : missingPatient(db, actor, id)
+  return toPatient(await requirePatient(db, actor, id))
 }
 
 export async function updatePatient(

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { MedicationData, MedicationInput } from '../../../../schemas/clinical.js'
+import { checkProviderOfOrganization } from '../../providers/service.js'
 import type { ClinicalKind } from '../kind.js'
 import { invalid, notBefore, orNull } from './checks.js'
 
@@ -13,6 +14,10 @@ export const medications: ClinicalKind<typeof MedicationInput, typeof Medication
   listFilters: { rxnormCode: Type.Optional(Type.String({ pattern: '^[0-9]{1,10}$' })) },
   codeFilter: 'rxnormCode',
   writers: ['PROVIDER'],
+  async checkReferences(db, organizationId, input) {
+    if (input.prescriberId)
+      await checkProviderOfOrganization(db, organizationId, input.prescriberId, 'prescriberId')
+  },
   prepare(input) {
     notBefore(orNull(input.endDate), orNull(input.startDate), 'endDate', 'startDate')
     if (

@@ -1,0 +1,28 @@
+import type { ColumnType, Generated, Insertable, JSONColumnType, Selectable, Updateable } from 'kysely'
+
+export interface EncountersTable {
+  id: ColumnType<number, never, never>
+  organization_id: number
+  patient_id: number
+  provider_id: number
+  appointment_id: number | null
+  encounter_date: string
+  encounter_type: string
+  chief_complaint: string | null
+  subjective: string | null
+  objective: string | null
+  assessment: string | null
+  diagnoses: JSONColumnType<{ icd10Code: string; description: string }[]>
+  plan: string | null
+  status: Generated<string>
+  signed_by: number | null
+  signed_at: Date | null
+  created_by: number | null
+  updated_by: number | null
+  created_at: Generated<Date>
+  updated_at: Generated<Date>
+}
+
+export type EncounterRow = Selectable<EncountersTable>
+export type NewEncounterRow = Insertable<EncountersTable>
+export type EncounterRowUpdate = Updateable<EncountersTable>

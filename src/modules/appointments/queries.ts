@@ -1,0 +1,122 @@
+import { type Kysely, type RawBuilder, sql, type Transaction } from 'kysely'
+import type { Database } from '../../../db/database.js'
+import type {
+  AppointmentRow,
+  AppointmentRowUpdate,
+  NewAppointmentRow,
+} from '../../../db/tables/appointments.js'
+import { type APPOINTMENT_SORT_FIELDS, TIME_RELEASING_STATUSES } from '../../../schemas/appointments.js'
+import type { PageQuery } from '../../../schemas/common.js'
+import { fetchPage, type SortOrder } from '../../lib/paging.js'
+
+type Db = Kysely<Database> | Transaction<Database>
+
+export type AppointmentSortField = (typeof APPOINTMENT_SORT_FIELDS)[number]
+
+export const APPOINTMENT_SORT_COLUMNS: Record<AppointmentSortField, string> = {
+  appointmentDate: 'starts_at',
+  status: 'status',
+  createdAt: 'created_at',
+  updatedAt: 'updated_at',
+}
+
+export interface AppointmentFilters {
+  patientId?: number
+  providerId?: number
+  status?: string
+  appointmentType?: string
+  priority?: string
+  appointmentDate?: string
+  dateFrom?: string
+  dateTo?: string
+}
+
+const scoped = (db: Db, organizationId: number) =>
+  db.selectFrom('appointments').where('organization_id', '=', organizationId)
+
+export function findAppointment(
+  db: Db,
+  organizationId: number,
+  id: number,
+): Promise<AppointmentRow | undefined> {
+  return scoped(db, organizationId).selectAll().where('id', '=', id).executeTakeFirst()
+}
+
+/**
+ * The organization of an appointment, whatever the caller's: the one query that crosses tenants,
+ * used only to tell "not yours" (403) from "does not exist" (404). It returns no appointment data.
+ */
+export async function findAppointmentOrganization(db: Db, id: number): Promise<number | undefined> {
+  const row = await db
+    .selectFrom('appointments')
+    .select('organization_id')
+    .where('id', '=', id)
+    .executeTakeFirst()
+  return row?.organization_id
+}
+
+export function lockAppointment(trx: Transaction<Database>, organizationId: number, id: number) {
+  return scoped(trx, organizationId).selectAll().where('id', '=', id).forUpdate().executeTakeFirst()
+}
+
+export function insertAppointment(
+  trx: Transaction<Database>,
+  row: NewAppointmentRow,
+): Promise<AppointmentRow> {
+  return trx.insertInto('appointments').values(row).returningAll().executeTakeFirstOrThrow()
+}
+
+export function updateAppointmentRow(
+  trx: Transaction<Database>,
+  organizationId: number,
+  id: number,
+  changes: AppointmentRowUpdate,
+): Promise<AppointmentRow> {
+  return trx
+    .updateTable('appointments')
+    .set({ ...changes, updated_at: sql`now()` })
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow()
+}
+
+/** A provider's appointments that hold time overlapping [from, to). */
+export function findBookedAppointments(
+  db: Db,
+  providerId: number,
+  from: Date,
+  to: Date,
+): Promise<AppointmentRow[]> {
+  return db
+    .selectFrom('appointments')
+    .selectAll()
+    .where('provider_id', '=', providerId)
+    .where('status', 'not in', TIME_RELEASING_STATUSES)
+    .where('starts_at', '<', to)
+    .where('ends_at', '>', from)
+    .orderBy('starts_at')
+    .execute()
+}
+
+const orderBy = (sort: SortOrder): RawBuilder<unknown> =>
+  sql.raw(`${sort.column} ${sort.direction}, id ${sort.direction}`)
+
+export function listAppointments(
+  db: Kysely<Database>,
+  organizationId: number,
+  filters: AppointmentFilters,
+  sort: SortOrder,
+  paging: PageQuery,
+) {
+  let query = scoped(db, organizationId).selectAll()
+  if (filters.patientId) query = query.where('patient_id', '=', filters.patientId)
+  if (filters.providerId) query = query.where('provider_id', '=', filters.providerId)
+  if (filters.status) query = query.where('status', '=', filters.status)
+  if (filters.appointmentType) query = query.where('appointment_type', '=', filters.appointmentType)
+  if (filters.priority) query = query.where('priority', '=', filters.priority)
+  if (filters.appointmentDate) query = query.where('appointment_date', '=', filters.appointmentDate)
+  if (filters.dateFrom) query = query.where('appointment_date', '>=', filters.dateFrom)
+  if (filters.dateTo) query = query.where('appointment_date', '<=', filters.dateTo)
+  return fetchPage(db, query.orderBy(orderBy(sort)), paging)
+}

@@ -1,0 +1,241 @@
+import type { Kysely, Transaction } from 'kysely'
+import type { Database } from '../../../db/database.js'
+import type { AppointmentRow } from '../../../db/tables/appointments.js'
+import type { ProviderRow } from '../../../db/tables/providers.js'
+import {
+  APPOINTMENT_TRANSITIONS,
+  type Appointment,
+  type AppointmentListQuery,
+  type AppointmentStatus,
+  type CancelAppointmentBody,
+  type CreateAppointmentBody,
+  RESCHEDULABLE_STATUSES,
+  type UpdateAppointmentBody,
+} from '../../../schemas/appointments.js'
+import type { PageOf } from '../../../schemas/common.js'
+import { type Actor, missingRecord } from '../../access/organization-scope.js'
+import { AppError, conflict } from '../../errors.js'
+import { sortOrder, toPage } from '../../lib/paging.js'
+import { minutesOf, zonedInstant } from '../../lib/zoned-time.js'
+import { enqueueEvent } from '../../outbox/enqueue.js'
+import { requirePatient } from '../patients/service.js'
+import { withinWorkingHours } from '../providers/availability.js'
+import { workingIntervalsOn } from '../providers/schedule.js'
+import { requireProvider } from '../providers/service.js'
+import {
+  toAppointment,
+  toAppointmentCancelledEvent,
+  toAppointmentCreatedEvent,
+  toAppointmentUpdatedEvent,
+} from './mapper.js'
+import {
+  APPOINTMENT_SORT_COLUMNS,
+  findAppointment,
+  findAppointmentOrganization,
+  insertAppointment,
+  listAppointments as listAppointmentRows,
+  lockAppointment,
+  updateAppointmentRow,
+} from './queries.js'
+
+type Db = Kysely<Database> | Transaction<Database>
+
+const MINUTE_MS = 60_000
+
+const invalid = (details: string) => new AppError('VAL_001', details)
+
+async function missingAppointment(db: Db, actor: Actor, id: number): Promise<never> {
+  return missingRecord('Appointment', id, await findAppointmentOrganization(db, id), actor)
+}
+
+/** The lifecycle table decides; anything it does not list is 409. */
+function checkTransition(from: AppointmentStatus, to: AppointmentStatus): void {
+  const allowed = APPOINTMENT_TRANSITIONS[from]
+  if (!allowed.includes(to)) {
+    throw conflict(
+      `The appointment is ${from} and cannot become ${to}; ${
+        allowed.length > 0 ? `from ${from} it can become ${allowed.join(', ')}` : `${from} is final`
+      }`,
+    )
+  }
+}
+
+/**
+ * The instants of a booking of `provider` at a wall-clock date and time, after the checks every
+ * booking and reschedule passes: an active provider, a time that exists in the provider's zone
+ * (a DST gap is 422; an ambiguous time is its earlier instant), not in the past, within working
+ * hours. Overlaps are left to the database's exclusion constraint, which holds under concurrency.
+ */
+async function bookableTime(
+  trx: Transaction<Database>,
+  provider: ProviderRow,
+  date: string,
+  time: string,
+  duration: number,
+) {
+  if (!provider.active) throw conflict(`Provider ${provider.id} is inactive and takes no new appointments`)
+  const start = zonedInstant(provider.time_zone, date, minutesOf(time))
+  if (start.inGap) {
+    throw invalid(
+      `appointmentTime ${time} does not exist on ${date} in ${provider.time_zone}: the clocks skip it for daylight saving time`,
+    )
+  }
+  const span = { start: start.instant, end: start.instant + duration * MINUTE_MS }
+  if (span.start <= Date.now()) throw invalid('The appointment would start in the past')
+  const intervals = await workingIntervalsOn(trx, provider, date)
+  if (!withinWorkingHours(provider.time_zone, date, intervals, span)) {
+    throw invalid(`The appointment is outside the provider’s working hours on ${date}`)
+  }
+  return { time_zone: provider.time_zone, starts_at: new Date(span.start), ends_at: new Date(span.end) }
+}
+
+export async function createAppointment(
+  db: Kysely<Database>,
+  actor: Actor,
+  body: CreateAppointmentBody,
+): Promise<Appointment> {
+  return db.transaction().execute(async (trx) => {
+    await requirePatient(trx, actor, body.patientId)
+    const provider = await requireProvider(trx, actor, body.providerId)
+    const duration = body.duration ?? provider.slot_minutes
+    const when = await bookableTime(trx, provider, body.appointmentDate, body.appointmentTime, duration)
+    const row = await insertAppointment(trx, {
+      organization_id: actor.organizationId,
+      patient_id: body.patientId,
+      provider_id: provider.id,
+      appointment_date: body.appointmentDate,
+      appointment_time: body.appointmentTime,
+      ...when,
+      duration_minutes: duration,
+      appointment_type: body.appointmentType ?? 'OFFICE_VISIT',
+      priority: body.priority ?? 'ROUTINE',
+      reason: body.reason ?? null,
+      notes: body.notes ?? null,
+      cancellation_reason: null,
+      cancelled_at: null,
+      cancelled_by: null,
+      created_by: actor.userId,
+      updated_by: actor.userId,
+    })
+    await enqueueEvent(trx, actor.organizationId, 'appointment.created', toAppointmentCreatedEvent(row))
+    return toAppointment(row)
+  })
+}
+
+export async function getAppointment(db: Kysely<Database>, actor: Actor, id: number): Promise<Appointment> {
+  const row = await findAppointment(db, actor.organizationId, id)
+  return row ? toAppointment(row) : missingAppointment(db, actor, id)
+}
+
+/** Whether the body moves the appointment: another provider, date, time or duration. */
+function movesAppointment(current: AppointmentRow, body: UpdateAppointmentBody): boolean {
+  return (
+    (body.providerId !== undefined && body.providerId !== current.provider_id) ||
+    (body.appointmentDate !== undefined && body.appointmentDate !== current.appointment_date) ||
+    (body.appointmentTime !== undefined && body.appointmentTime !== current.appointment_time) ||
+    (body.duration !== undefined && body.duration !== current.duration_minutes)
+  )
+}
+
+async function rescheduled(
+  trx: Transaction<Database>,
+  actor: Actor,
+  current: AppointmentRow,
+  body: UpdateAppointmentBody,
+) {
+  const status = current.status as AppointmentStatus
+  if (!RESCHEDULABLE_STATUSES.includes(status)) {
+    throw conflict(
+      `The appointment is ${status} and cannot be rescheduled; only ${RESCHEDULABLE_STATUSES.join(' and ')} ones can`,
+    )
+  }
+  const provider = await requireProvider(trx, actor, body.providerId ?? current.provider_id)
+  const date = body.appointmentDate ?? current.appointment_date
+  const time = body.appointmentTime ?? current.appointment_time
+  const duration = body.duration ?? current.duration_minutes
+  return {
+    provider_id: provider.id,
+    appointment_date: date,
+    appointment_time: time,
+    duration_minutes: duration,
+    ...(await bookableTime(trx, provider, date, time, duration)),
+  }
+}
+
+export async function updateAppointment(
+  db: Kysely<Database>,
+  actor: Actor,
+  id: number,
+  body: UpdateAppointmentBody,
+): Promise<Appointment> {
+  if (body.status === 'CANCELLED') {
+    throw invalid('status CANCELLED is set by POST /api/appointments/{id}/cancel, which records the reason')
+  }
+  return db.transaction().execute(async (trx) => {
+    const current =
+      (await lockAppointment(trx, actor.organizationId, id)) ?? (await missingAppointment(trx, actor, id))
+    if (body.status !== undefined && body.status !== current.status) {
+      checkTransition(current.status as AppointmentStatus, body.status)
+    }
+    const updated = await updateAppointmentRow(trx, actor.organizationId, id, {
+      ...(movesAppointment(current, body) ? await rescheduled(trx, actor, current, body) : {}),
+      ...(body.appointmentType !== undefined ? { appointment_type: body.appointmentType } : {}),
+      ...(body.priority !== undefined ? { priority: body.priority } : {}),
+      ...(body.reason !== undefined ? { reason: body.reason } : {}),
+      ...(body.notes !== undefined ? { notes: body.notes } : {}),
+      ...(body.status !== undefined ? { status: body.status } : {}),
+      updated_by: actor.userId,
+    })
+    await enqueueEvent(trx, actor.organizationId, 'appointment.updated', toAppointmentUpdatedEvent(updated))
+    return toAppointment(updated)
+  })
+}
+
+export async function cancelAppointment(
+  db: Kysely<Database>,
+  actor: Actor,
+  id: number,
+  body: CancelAppointmentBody,
+): Promise<Appointment> {
+  return db.transaction().execute(async (trx) => {
+    const current =
+      (await lockAppointment(trx, actor.organizationId, id)) ?? (await missingAppointment(trx, actor, id))
+    checkTransition(current.status as AppointmentStatus, 'CANCELLED')
+    const cancelled = await updateAppointmentRow(trx, actor.organizationId, id, {
+      status: 'CANCELLED',
+      cancellation_reason: body.reason ?? null,
+      cancelled_at: new Date(),
+      cancelled_by: actor.userId,
+      updated_by: actor.userId,
+    })
+    await enqueueEvent(
+      trx,
+      actor.organizationId,
+      'appointment.cancelled',
+      toAppointmentCancelledEvent(cancelled, body.notifyPatient ?? true),
+    )
+    return toAppointment(cancelled)
+  })
+}
+
+const DEFAULT_SORT = { field: 'appointmentDate', direction: 'asc' } as const
+
+export async function listAppointments(
+  db: Kysely<Database>,
+  actor: Actor,
+  query: AppointmentListQuery,
+): Promise<PageOf<Appointment>> {
+  const { page, size, sort, ...filters } = query
+  if (filters.dateFrom && filters.dateTo && filters.dateTo < filters.dateFrom) {
+    throw new AppError('VAL_001', 'dateTo must not be before dateFrom', { status: 400 })
+  }
+  const paging = { page, size }
+  const { rows, total } = await listAppointmentRows(
+    db,
+    actor.organizationId,
+    filters,
+    sortOrder(sort, APPOINTMENT_SORT_COLUMNS, DEFAULT_SORT),
+    paging,
+  )
+  return toPage(rows.map(toAppointment), total, paging)
+}

@@ -1,0 +1,110 @@
+import { type Kysely, type RawBuilder, sql, type Transaction } from 'kysely'
+import type { Database } from '../../../db/database.js'
+import type { EncounterAddendumRow, NewEncounterAddendumRow } from '../../../db/tables/encounter-addenda.js'
+import type { EncounterRow, EncounterRowUpdate, NewEncounterRow } from '../../../db/tables/encounters.js'
+import type { PageQuery } from '../../../schemas/common.js'
+import type { ENCOUNTER_SORT_FIELDS } from '../../../schemas/encounters.js'
+import { fetchPage, type SortOrder } from '../../lib/paging.js'
+
+type Db = Kysely<Database> | Transaction<Database>
+
+export type EncounterSortField = (typeof ENCOUNTER_SORT_FIELDS)[number]
+
+export const ENCOUNTER_SORT_COLUMNS: Record<EncounterSortField, string> = {
+  encounterDate: 'encounter_date',
+  status: 'status',
+  createdAt: 'created_at',
+  updatedAt: 'updated_at',
+}
+
+export interface EncounterFilters {
+  patientId?: number
+  providerId?: number
+  appointmentId?: number
+  status?: string
+  encounterType?: string
+  dateFrom?: string
+  dateTo?: string
+}
+
+const scoped = (db: Db, organizationId: number) =>
+  db.selectFrom('encounters').where('organization_id', '=', organizationId)
+
+export function findEncounter(db: Db, organizationId: number, id: number): Promise<EncounterRow | undefined> {
+  return scoped(db, organizationId).selectAll().where('id', '=', id).executeTakeFirst()
+}
+
+/**
+ * The organization of an encounter, whatever the caller's: the one query that crosses tenants,
+ * used only to tell "not yours" (403) from "does not exist" (404). It returns no clinical data.
+ */
+export async function findEncounterOrganization(db: Db, id: number): Promise<number | undefined> {
+  const row = await db
+    .selectFrom('encounters')
+    .select('organization_id')
+    .where('id', '=', id)
+    .executeTakeFirst()
+  return row?.organization_id
+}
+
+export function lockEncounter(trx: Transaction<Database>, organizationId: number, id: number) {
+  return scoped(trx, organizationId).selectAll().where('id', '=', id).forUpdate().executeTakeFirst()
+}
+
+export function insertEncounter(trx: Transaction<Database>, row: NewEncounterRow): Promise<EncounterRow> {
+  return trx.insertInto('encounters').values(row).returningAll().executeTakeFirstOrThrow()
+}
+
+export function updateEncounterRow(
+  trx: Transaction<Database>,
+  organizationId: number,
+  id: number,
+  changes: EncounterRowUpdate,
+): Promise<EncounterRow> {
+  return trx
+    .updateTable('encounters')
+    .set({ ...changes, updated_at: sql`now()` })
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow()
+}
+
+/** Addenda of the given encounters, oldest first. */
+export function addendaOf(db: Db, encounterIds: number[]): Promise<EncounterAddendumRow[]> {
+  if (encounterIds.length === 0) return Promise.resolve([])
+  return db
+    .selectFrom('encounter_addenda')
+    .selectAll()
+    .where('encounter_id', 'in', encounterIds)
+    .orderBy('id')
+    .execute()
+}
+
+export async function insertAddendum(
+  trx: Transaction<Database>,
+  row: NewEncounterAddendumRow,
+): Promise<void> {
+  await trx.insertInto('encounter_addenda').values(row).execute()
+}
+
+const orderBy = (sort: SortOrder): RawBuilder<unknown> =>
+  sql.raw(`${sort.column} ${sort.direction}, id ${sort.direction}`)
+
+export function listEncounters(
+  db: Kysely<Database>,
+  organizationId: number,
+  filters: EncounterFilters,
+  sort: SortOrder,
+  paging: PageQuery,
+) {
+  let query = scoped(db, organizationId).selectAll()
+  if (filters.patientId) query = query.where('patient_id', '=', filters.patientId)
+  if (filters.providerId) query = query.where('provider_id', '=', filters.providerId)
+  if (filters.appointmentId) query = query.where('appointment_id', '=', filters.appointmentId)
+  if (filters.status) query = query.where('status', '=', filters.status)
+  if (filters.encounterType) query = query.where('encounter_type', '=', filters.encounterType)
+  if (filters.dateFrom) query = query.where('encounter_date', '>=', filters.dateFrom)
+  if (filters.dateTo) query = query.where('encounter_date', '<=', filters.dateTo)
+  return fetchPage(db, query.orderBy(orderBy(sort)), paging)
+}

@@ -1,0 +1,210 @@
+import type { Kysely, Transaction } from 'kysely'
+import type { Database } from '../../../db/database.js'
+import type { EncounterRow } from '../../../db/tables/encounters.js'
+import { TIME_RELEASING_STATUSES } from '../../../schemas/appointments.js'
+import type { PageOf } from '../../../schemas/common.js'
+import {
+  type AddendumBody,
+  type CreateEncounterBody,
+  ENCOUNTER_OPERATIONS,
+  type Encounter,
+  type EncounterListQuery,
+  type EncounterOperation,
+  type EncounterStatus,
+  type UpdateEncounterBody,
+} from '../../../schemas/encounters.js'
+import { type Actor, missingRecord } from '../../access/organization-scope.js'
+import { AppError, conflict, forbidden } from '../../errors.js'
+import { sortOrder, toPage } from '../../lib/paging.js'
+import { enqueueEvent } from '../../outbox/enqueue.js'
+import { findAppointment, findAppointmentOrganization } from '../appointments/queries.js'
+import { requirePatient } from '../patients/service.js'
+import { requireProvider } from '../providers/service.js'
+import { noteColumns, toEncounter, toEncounterCreatedEvent } from './mapper.js'
+import {
+  addendaOf,
+  ENCOUNTER_SORT_COLUMNS,
+  findEncounter,
+  findEncounterOrganization,
+  insertAddendum,
+  insertEncounter,
+  listEncounters as listEncounterRows,
+  lockEncounter,
+  updateEncounterRow,
+} from './queries.js'
+
+type Db = Kysely<Database> | Transaction<Database>
+
+async function missingEncounter(db: Db, actor: Actor, id: number): Promise<never> {
+  return missingRecord('Encounter', id, await findEncounterOrganization(db, id), actor)
+}
+
+const OPERATION_NAMES: Record<EncounterOperation, string> = {
+  edit: 'edited',
+  sign: 'signed',
+  addendum: 'given an addendum',
+}
+
+/** The lifecycle table decides what may be done to an encounter in its status; otherwise 409. */
+function checkOperation(row: EncounterRow, operation: EncounterOperation): void {
+  const allowed: readonly EncounterStatus[] = ENCOUNTER_OPERATIONS[operation]
+  if (!allowed.includes(row.status as EncounterStatus)) {
+    throw conflict(
+      `The encounter is ${row.status} and cannot be ${OPERATION_NAMES[operation]}; only ${allowed.join(' or ')} ones can${
+        operation === 'edit' ? ' (add an addendum to a signed note)' : ''
+      }`,
+    )
+  }
+}
+
+/** The appointment an encounter documents: same organization, patient and provider, not called off. */
+async function checkAppointment(trx: Transaction<Database>, actor: Actor, body: CreateEncounterBody) {
+  if (!body.appointmentId) return
+  const appointment =
+    (await findAppointment(trx, actor.organizationId, body.appointmentId)) ??
+    missingRecord(
+      'Appointment',
+      body.appointmentId,
+      await findAppointmentOrganization(trx, body.appointmentId),
+      actor,
+    )
+  if (appointment.patient_id !== body.patientId || appointment.provider_id !== body.providerId) {
+    throw new AppError('VAL_001', 'appointmentId is an appointment of another patient or provider')
+  }
+  if ((TIME_RELEASING_STATUSES as readonly string[]).includes(appointment.status)) {
+    throw conflict(`The appointment is ${appointment.status} and cannot have an encounter`)
+  }
+}
+
+export async function createEncounter(
+  db: Kysely<Database>,
+  actor: Actor,
+  body: CreateEncounterBody,
+): Promise<Encounter> {
+  return db.transaction().execute(async (trx) => {
+    await requirePatient(trx, actor, body.patientId)
+    await requireProvider(trx, actor, body.providerId)
+    await checkAppointment(trx, actor, body)
+    const row = await insertEncounter(trx, {
+      ...noteColumns(body),
+      organization_id: actor.organizationId,
+      patient_id: body.patientId,
+      provider_id: body.providerId,
+      appointment_id: body.appointmentId ?? null,
+      signed_by: null,
+      signed_at: null,
+      created_by: actor.userId,
+      updated_by: actor.userId,
+    })
+    await enqueueEvent(trx, actor.organizationId, 'encounter.created', toEncounterCreatedEvent(row))
+    return toEncounter(row, [])
+  })
+}
+
+export async function getEncounter(db: Kysely<Database>, actor: Actor, id: number): Promise<Encounter> {
+  const row = (await findEncounter(db, actor.organizationId, id)) ?? (await missingEncounter(db, actor, id))
+  return toEncounter(row, await addendaOf(db, [id]))
+}
+
+export async function updateEncounter(
+  db: Kysely<Database>,
+  actor: Actor,
+  id: number,
+  body: UpdateEncounterBody,
+): Promise<Encounter> {
+  return db.transaction().execute(async (trx) => {
+    const current =
+      (await lockEncounter(trx, actor.organizationId, id)) ?? (await missingEncounter(trx, actor, id))
+    checkOperation(current, 'edit')
+    const updated = await updateEncounterRow(trx, actor.organizationId, id, {
+      ...noteColumns(body),
+      updated_by: actor.userId,
+    })
+    return toEncounter(updated, [])
+  })
+}
+
+/**
+ * Signs and locks the note. When the encounter's provider has a user account, only that user may
+ * sign: a signature attests authorship. Otherwise any provider of the organization may.
+ */
+export async function signEncounter(db: Kysely<Database>, actor: Actor, id: number): Promise<Encounter> {
+  return db.transaction().execute(async (trx) => {
+    const current =
+      (await lockEncounter(trx, actor.organizationId, id)) ?? (await missingEncounter(trx, actor, id))
+    checkOperation(current, 'sign')
+    const provider = await requireProvider(trx, actor, current.provider_id)
+    if (provider.user_id !== null && provider.user_id !== actor.userId) {
+      throw forbidden('Only the encounter’s provider may sign it')
+    }
+    const signed = await updateEncounterRow(trx, actor.organizationId, id, {
+      status: 'SIGNED',
+      signed_by: actor.userId,
+      signed_at: new Date(),
+      updated_by: actor.userId,
+    })
+    return toEncounter(signed, [])
+  })
+}
+
+export async function addAddendum(
+  db: Kysely<Database>,
+  actor: Actor,
+  id: number,
+  body: AddendumBody,
+): Promise<Encounter> {
+  return db.transaction().execute(async (trx) => {
+    const current =
+      (await lockEncounter(trx, actor.organizationId, id)) ?? (await missingEncounter(trx, actor, id))
+    checkOperation(current, 'addendum')
+    await insertAddendum(trx, { encounter_id: id, text: body.text, signed_by: actor.userId })
+    const amended = await updateEncounterRow(trx, actor.organizationId, id, {
+      status: 'AMENDED',
+      updated_by: actor.userId,
+    })
+    return toEncounter(amended, await addendaOf(trx, [id]))
+  })
+}
+
+const DEFAULT_SORT = { field: 'encounterDate', direction: 'desc' } as const
+
+export async function listEncounters(
+  db: Kysely<Database>,
+  actor: Actor,
+  query: EncounterListQuery,
+): Promise<PageOf<Encounter>> {
+  const { page, size, sort, ...filters } = query
+  if (filters.dateFrom && filters.dateTo && filters.dateTo < filters.dateFrom) {
+    throw new AppError('VAL_001', 'dateTo must not be before dateFrom', { status: 400 })
+  }
+  const paging = { page, size }
+  const { rows, total } = await listEncounterRows(
+    db,
+    actor.organizationId,
+    filters,
+    sortOrder(sort, ENCOUNTER_SORT_COLUMNS, DEFAULT_SORT),
+    paging,
+  )
+  const addenda = await addendaOf(
+    db,
+    rows.map((row) => row.id),
+  )
+  return toPage(
+    rows.map((row) => toEncounter(row, addenda)),
+    total,
+    paging,
+  )
+}
+
+/** For records that point at an encounter: it must be one of this patient's, in this organization. */
+export async function checkEncounterOfPatient(
+  db: Kysely<Database>,
+  organizationId: number,
+  patientId: number,
+  encounterId: number,
+): Promise<void> {
+  const encounter = await findEncounter(db, organizationId, encounterId)
+  if (encounter?.patient_id !== patientId) {
+    throw new AppError('VAL_001', 'encounterId is not an encounter of this patient')
+  }
+}

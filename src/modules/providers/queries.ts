@@ -1,0 +1,162 @@
+import { type Kysely, type RawBuilder, sql, type Transaction } from 'kysely'
+import type { Database } from '../../../db/database.js'
+import type { NewProviderExceptionRow, ProviderExceptionRow } from '../../../db/tables/provider-exceptions.js'
+import type { NewProviderHoursRow, ProviderHoursRow } from '../../../db/tables/provider-hours.js'
+import type { NewProviderRow, ProviderRow, ProviderRowUpdate } from '../../../db/tables/providers.js'
+import type { PageQuery } from '../../../schemas/common.js'
+import type { PROVIDER_SORT_FIELDS } from '../../../schemas/providers.js'
+import { fetchPage, type SortOrder } from '../../lib/paging.js'
+
+type Db = Kysely<Database> | Transaction<Database>
+
+export type ProviderSortField = (typeof PROVIDER_SORT_FIELDS)[number]
+
+export const PROVIDER_SORT_COLUMNS: Record<ProviderSortField, string> = {
+  lastName: 'lower(last_name)',
+  firstName: 'lower(first_name)',
+  specialty: 'lower(specialty)',
+  npi: 'npi',
+  createdAt: 'created_at',
+  updatedAt: 'updated_at',
+}
+
+export interface ProviderFilters {
+  specialty?: string
+  active?: boolean
+  lastName?: string
+  npi?: string
+}
+
+const scoped = (db: Db, organizationId: number) =>
+  db.selectFrom('providers').where('organization_id', '=', organizationId)
+
+export function findProvider(db: Db, organizationId: number, id: number): Promise<ProviderRow | undefined> {
+  return scoped(db, organizationId).selectAll().where('id', '=', id).executeTakeFirst()
+}
+
+/**
+ * The organization of a provider, whatever the caller's: the one query that crosses tenants, used
+ * only to tell "not yours" (403) from "does not exist" (404). It returns no provider data.
+ */
+export async function findProviderOrganization(db: Db, id: number): Promise<number | undefined> {
+  const row = await db
+    .selectFrom('providers')
+    .select('organization_id')
+    .where('id', '=', id)
+    .executeTakeFirst()
+  return row?.organization_id
+}
+
+export function lockProvider(trx: Transaction<Database>, organizationId: number, id: number) {
+  return scoped(trx, organizationId).selectAll().where('id', '=', id).forUpdate().executeTakeFirst()
+}
+
+export function insertProvider(trx: Transaction<Database>, row: NewProviderRow): Promise<ProviderRow> {
+  return trx.insertInto('providers').values(row).returningAll().executeTakeFirstOrThrow()
+}
+
+export function updateProviderRow(
+  trx: Transaction<Database>,
+  organizationId: number,
+  id: number,
+  changes: ProviderRowUpdate,
+): Promise<ProviderRow> {
+  return trx
+    .updateTable('providers')
+    .set({ ...changes, updated_at: sql`now()` })
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow()
+}
+
+const orderBy = (sort: SortOrder): RawBuilder<unknown> =>
+  sql.raw(`${sort.column} ${sort.direction}, id ${sort.direction}`)
+
+export function listProviders(
+  db: Kysely<Database>,
+  organizationId: number,
+  filters: ProviderFilters,
+  sort: SortOrder,
+  paging: PageQuery,
+) {
+  let query = scoped(db, organizationId).selectAll()
+  if (filters.active !== undefined) query = query.where('active', '=', filters.active)
+  if (filters.npi) query = query.where('npi', '=', filters.npi)
+  if (filters.specialty) query = query.where(sql`lower(specialty)`, '=', filters.specialty.toLowerCase())
+  if (filters.lastName) query = query.where(sql`lower(last_name)`, '=', filters.lastName.toLowerCase())
+  return fetchPage(db, query.orderBy(orderBy(sort)), paging)
+}
+
+/** Whether the user is an account of the organization (a provider may be linked only to those). */
+export async function isUserOfOrganization(db: Db, organizationId: number, userId: number): Promise<boolean> {
+  const row = await db
+    .selectFrom('users')
+    .select('id')
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', userId)
+    .executeTakeFirst()
+  return row !== undefined
+}
+
+/** Weekly hours of the given providers, by provider, day and start. */
+export function weeklyHoursOf(db: Db, providerIds: number[]): Promise<ProviderHoursRow[]> {
+  if (providerIds.length === 0) return Promise.resolve([])
+  return db
+    .selectFrom('provider_hours')
+    .selectAll()
+    .where('provider_id', 'in', providerIds)
+    .orderBy('provider_id')
+    .orderBy('weekday')
+    .orderBy('start_time')
+    .execute()
+}
+
+export async function replaceWeeklyHours(
+  trx: Transaction<Database>,
+  providerId: number,
+  rows: NewProviderHoursRow[],
+): Promise<void> {
+  await trx.deleteFrom('provider_hours').where('provider_id', '=', providerId).execute()
+  if (rows.length > 0) await trx.insertInto('provider_hours').values(rows).execute()
+}
+
+/** A provider's exceptions dated from `from` to `to`, both included. */
+export function exceptionsBetween(
+  db: Db,
+  providerId: number,
+  from: string,
+  to: string,
+): Promise<ProviderExceptionRow[]> {
+  return db
+    .selectFrom('provider_exceptions')
+    .selectAll()
+    .where('provider_id', '=', providerId)
+    .where('date', '>=', from)
+    .where('date', '<=', to)
+    .orderBy('date')
+    .orderBy('start_time')
+    .orderBy('id')
+    .execute()
+}
+
+export function insertException(
+  trx: Transaction<Database>,
+  row: NewProviderExceptionRow,
+): Promise<ProviderExceptionRow> {
+  return trx.insertInto('provider_exceptions').values(row).returningAll().executeTakeFirstOrThrow()
+}
+
+export async function deleteException(
+  trx: Transaction<Database>,
+  providerId: number,
+  exceptionId: number,
+): Promise<boolean> {
+  const deleted = await trx
+    .deleteFrom('provider_exceptions')
+    .where('provider_id', '=', providerId)
+    .where('id', '=', exceptionId)
+    .returning('id')
+    .executeTakeFirst()
+  return deleted !== undefined
+}

@@ -1,0 +1,108 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { IdParams } from '../../../schemas/common.js'
+import {
+  ExceptionBody,
+  ExceptionDeletedEnvelope,
+  ExceptionParams,
+  ProviderEnvelope,
+  ProviderScheduleEnvelope,
+  ScheduleExceptionEnvelope,
+  ScheduleQuery,
+  WeeklyHoursBody,
+} from '../../../schemas/providers.js'
+import { ok } from '../../lib/envelope.js'
+import { principalOf } from '../../plugins/auth.js'
+import { errorResponse } from '../../plugins/route-conventions.js'
+import { notFound, otherOrganization, tags } from './responses.js'
+import { providerSchedule } from './schedule.js'
+import { addException, removeException, replaceWeeklyHours } from './service.js'
+
+/** A provider's working time: weekly hours, dated exceptions, and the resulting schedule. */
+const providerScheduleRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/:id/schedule',
+    {
+      schema: {
+        tags,
+        operationId: 'getProviderSchedule',
+        summary: 'The provider’s schedule, day by day',
+        description:
+          'For each date from startDate to endDate (at most 31 days; a longer or reversed range is 400): working hours, exceptions, appointments holding time (without patient identifiers) and free slots of the provider’s slot length, all in the provider’s time zone.',
+        params: IdParams,
+        querystring: ScheduleQuery,
+        response: { 200: ProviderScheduleEnvelope, 403: otherOrganization, 404: notFound },
+      },
+    },
+    async (request) =>
+      ok(
+        'Schedule retrieved',
+        await providerSchedule(app.db, principalOf(request), request.params.id, request.query),
+      ),
+  )
+
+  app.put(
+    '/:id/hours',
+    {
+      schema: {
+        tags,
+        operationId: 'replaceProviderHours',
+        summary: 'Replace the provider’s weekly working hours',
+        params: IdParams,
+        body: WeeklyHoursBody,
+        response: { 200: ProviderEnvelope, 403: otherOrganization, 404: notFound },
+      },
+    },
+    async (request) =>
+      ok(
+        'Working hours replaced',
+        await replaceWeeklyHours(app.db, principalOf(request), request.params.id, request.body),
+      ),
+  )
+
+  app.post(
+    '/:id/exceptions',
+    {
+      schema: {
+        tags,
+        operationId: 'addProviderException',
+        summary: 'Add time off or extra hours on a date',
+        params: IdParams,
+        body: ExceptionBody,
+        response: { 201: ScheduleExceptionEnvelope, 403: otherOrganization, 404: notFound },
+      },
+    },
+    async (request, reply) =>
+      reply
+        .code(201)
+        .send(
+          ok(
+            'Exception added',
+            await addException(app.db, principalOf(request), request.params.id, request.body),
+          ),
+        ),
+  )
+
+  app.delete(
+    '/:id/exceptions/:exceptionId',
+    {
+      schema: {
+        tags,
+        operationId: 'removeProviderException',
+        summary: 'Remove a dated exception',
+        params: ExceptionParams,
+        response: {
+          200: ExceptionDeletedEnvelope,
+          403: otherOrganization,
+          404: errorResponse(404, 'No such provider, or no such exception of the provider (RES_001)'),
+        },
+      },
+    },
+    async (request) =>
+      ok(
+        'Exception removed',
+        await removeException(app.db, principalOf(request), request.params.id, request.params.exceptionId),
+      ),
+  )
+}
+
+export default providerScheduleRoutes

@@ -1,0 +1,140 @@
+import type { Kysely, Transaction } from 'kysely'
+import type { Database } from '../../../db/database.js'
+import type { AppointmentRow } from '../../../db/tables/appointments.js'
+import type { ProviderRow } from '../../../db/tables/providers.js'
+import type { AvailableSlot, AvailableSlotsQuery } from '../../../schemas/appointments.js'
+import {
+  type ProviderSchedule,
+  SCHEDULE_MAX_DAYS,
+  type ScheduleDay,
+  type ScheduleQuery,
+} from '../../../schemas/providers.js'
+import type { Actor } from '../../access/organization-scope.js'
+import { AppError } from '../../errors.js'
+import {
+  addDays,
+  daysBetween,
+  isoWeekday,
+  timeOf,
+  timeOnDay,
+  zonedDateTime,
+  zonedInstant,
+} from '../../lib/zoned-time.js'
+import { findBookedAppointments } from '../appointments/queries.js'
+import { daySlots, type Interval, type Slot, type Span, workingIntervals } from './availability.js'
+import { dayOfWeek, toScheduleException } from './mapper.js'
+import { exceptionsBetween, weeklyHoursOf } from './queries.js'
+import { requireProvider } from './service.js'
+
+type Db = Kysely<Database> | Transaction<Database>
+
+/** A provider's working intervals on each date of a range; none while the provider is inactive. */
+async function workingCalendar(db: Db, provider: ProviderRow, from: string, to: string) {
+  const hours = await weeklyHoursOf(db, [provider.id])
+  const exceptions = await exceptionsBetween(db, provider.id, from, to)
+  return {
+    exceptions,
+    intervalsOn: (date: string): Interval[] =>
+      provider.active ? workingIntervals(date, hours, exceptions) : [],
+  }
+}
+
+/** The provider's working intervals on one date (what a booking must fit into). */
+export async function workingIntervalsOn(db: Db, provider: ProviderRow, date: string): Promise<Interval[]> {
+  return (await workingCalendar(db, provider, date, date)).intervalsOn(date)
+}
+
+/** Appointments holding the provider's time from the start of `from` to the end of `to`. */
+function bookedBetween(db: Db, provider: ProviderRow, from: string, to: string) {
+  const start = zonedInstant(provider.time_zone, from, 0).instant
+  const end = zonedInstant(provider.time_zone, addDays(to, 1), 0).instant
+  return findBookedAppointments(db, provider.id, new Date(start), new Date(end))
+}
+
+const spanOf = (row: AppointmentRow): Span => ({ start: row.starts_at.getTime(), end: row.ends_at.getTime() })
+
+const timesOf = (timeZone: string, date: string, span: Span) => ({
+  startTime: timeOf(zonedDateTime(timeZone, span.start).minutes),
+  endTime: timeOnDay(timeZone, date, span.end),
+  startsAt: new Date(span.start).toISOString(),
+  endsAt: new Date(span.end).toISOString(),
+})
+
+const toAvailableSlot = (timeZone: string, date: string, slot: Slot): AvailableSlot => ({
+  ...timesOf(timeZone, date, slot),
+  available: slot.available,
+})
+
+function checkRange({ startDate, endDate }: ScheduleQuery): void {
+  const days = daysBetween(startDate, endDate) + 1
+  if (days < 1) throw new AppError('VAL_001', 'endDate must not be before startDate', { status: 400 })
+  if (days > SCHEDULE_MAX_DAYS) {
+    throw new AppError('VAL_001', `The range may span at most ${SCHEDULE_MAX_DAYS} days`, { status: 400 })
+  }
+}
+
+export async function providerSchedule(
+  db: Kysely<Database>,
+  actor: Actor,
+  id: number,
+  query: ScheduleQuery,
+): Promise<ProviderSchedule> {
+  checkRange(query)
+  const provider = await requireProvider(db, actor, id)
+  const zone = provider.time_zone
+  const calendar = await workingCalendar(db, provider, query.startDate, query.endDate)
+  const booked = await bookedBetween(db, provider, query.startDate, query.endDate)
+  const busy = booked.map(spanOf)
+  const now = Date.now()
+  const days: ScheduleDay[] = []
+  for (let date = query.startDate; date <= query.endDate; date = addDays(date, 1)) {
+    const intervals = calendar.intervalsOn(date)
+    const slots = daySlots({
+      timeZone: zone,
+      date,
+      intervals,
+      stepMinutes: provider.slot_minutes,
+      durationMinutes: provider.slot_minutes,
+      busy,
+      now,
+    })
+    days.push({
+      date,
+      dayOfWeek: dayOfWeek(isoWeekday(date)),
+      workingHours: intervals.map((interval) => ({
+        startTime: timeOf(interval.start),
+        endTime: timeOf(interval.end),
+      })),
+      exceptions: calendar.exceptions.filter((e) => e.date === date).map(toScheduleException),
+      appointments: booked
+        .filter((row) => zonedDateTime(zone, row.starts_at.getTime()).date === date)
+        .map((row) => ({
+          id: row.id,
+          status: row.status,
+          appointmentType: row.appointment_type,
+          ...timesOf(zone, date, spanOf(row)),
+        })),
+      freeSlots: slots.filter((slot) => slot.available).map((slot) => timesOf(zone, date, slot)),
+    })
+  }
+  return { providerId: provider.id, timeZone: zone, slotMinutes: provider.slot_minutes, days }
+}
+
+export async function availableSlots(
+  db: Kysely<Database>,
+  actor: Actor,
+  query: AvailableSlotsQuery,
+): Promise<AvailableSlot[]> {
+  const provider = await requireProvider(db, actor, query.providerId)
+  const booked = await bookedBetween(db, provider, query.date, query.date)
+  const slots = daySlots({
+    timeZone: provider.time_zone,
+    date: query.date,
+    intervals: await workingIntervalsOn(db, provider, query.date),
+    stepMinutes: provider.slot_minutes,
+    durationMinutes: query.duration ?? provider.slot_minutes,
+    busy: booked.map(spanOf),
+    now: Date.now(),
+  })
+  return slots.map((slot) => toAvailableSlot(provider.time_zone, query.date, slot))
+}

@@ -1,0 +1,229 @@
+import type { Kysely, Transaction } from 'kysely'
+import type { Database } from '../../../db/database.js'
+import type { ProviderRow } from '../../../db/tables/providers.js'
+import type { PageOf } from '../../../schemas/common.js'
+import type {
+  CreateProviderBody,
+  ExceptionBody,
+  Provider,
+  ProviderListQuery,
+  ScheduleException,
+  UpdateProviderBody,
+  WeeklyHoursBody,
+  WorkingInterval,
+} from '../../../schemas/providers.js'
+import { type Actor, missingRecord } from '../../access/organization-scope.js'
+import { AppError, notFound } from '../../errors.js'
+import { isValidNpi } from '../../lib/npi.js'
+import { sortOrder, toPage } from '../../lib/paging.js'
+import { canonicalTimeZone, minutesOf } from '../../lib/zoned-time.js'
+import { hoursRows, providerColumns, toProvider, toScheduleException } from './mapper.js'
+import {
+  deleteException,
+  findProvider,
+  findProviderOrganization,
+  insertException,
+  insertProvider,
+  isUserOfOrganization,
+  listProviders as listProviderRows,
+  lockProvider,
+  PROVIDER_SORT_COLUMNS,
+  replaceWeeklyHours as replaceWeeklyHourRows,
+  updateProviderRow,
+  weeklyHoursOf,
+} from './queries.js'
+
+type Db = Kysely<Database> | Transaction<Database>
+
+const DEFAULT_SLOT_MINUTES = 30
+
+const invalid = (details: string) => new AppError('VAL_001', details)
+
+/** The spec's organization rule for providers: another organization's is 403, a missing one 404. */
+async function missingProvider(db: Db, actor: Actor, id: number): Promise<never> {
+  return missingRecord('Provider', id, await findProviderOrganization(db, id), actor)
+}
+
+/** The provider, if it is of the caller's organization; otherwise 403 or 404. */
+export async function requireProvider(db: Db, actor: Actor, id: number): Promise<ProviderRow> {
+  return (await findProvider(db, actor.organizationId, id)) ?? missingProvider(db, actor, id)
+}
+
+/** Checks what the schema cannot; returns the zone's canonical name. */
+async function checkProvider(db: Db, actor: Actor, body: UpdateProviderBody): Promise<string> {
+  if (!isValidNpi(body.npi)) throw invalid('npi fails the NPI check digit')
+  const timeZone = canonicalTimeZone(body.timeZone)
+  if (!timeZone) throw invalid(`timeZone ${body.timeZone} is not a known IANA time zone`)
+  if (body.userId && !(await isUserOfOrganization(db, actor.organizationId, body.userId))) {
+    throw invalid('userId is not a user of this organization')
+  }
+  return timeZone
+}
+
+function checkWeeklyHours(weeklyHours: readonly WorkingInterval[]): void {
+  weeklyHours.forEach((interval, index) => {
+    if (minutesOf(interval.endTime) <= minutesOf(interval.startTime)) {
+      throw invalid(`weeklyHours.${index}.endTime must be after startTime`)
+    }
+    const overlapping = weeklyHours.findIndex(
+      (other, otherIndex) =>
+        otherIndex !== index &&
+        other.dayOfWeek === interval.dayOfWeek &&
+        minutesOf(other.startTime) < minutesOf(interval.endTime) &&
+        minutesOf(interval.startTime) < minutesOf(other.endTime),
+    )
+    if (overlapping >= 0) throw invalid(`weeklyHours.${index} overlaps weeklyHours.${overlapping}`)
+  })
+}
+
+export async function createProvider(
+  db: Kysely<Database>,
+  actor: Actor,
+  body: CreateProviderBody,
+): Promise<Provider> {
+  const weeklyHours = body.weeklyHours ?? []
+  checkWeeklyHours(weeklyHours)
+  return db.transaction().execute(async (trx) => {
+    const timeZone = await checkProvider(trx, actor, body)
+    const row = await insertProvider(trx, {
+      ...providerColumns(body, timeZone),
+      organization_id: actor.organizationId,
+      active: body.active ?? true,
+      slot_minutes: body.slotMinutes ?? DEFAULT_SLOT_MINUTES,
+      created_by: actor.userId,
+      updated_by: actor.userId,
+    })
+    await replaceWeeklyHourRows(trx, row.id, hoursRows(row.id, weeklyHours))
+    return toProvider(row, await weeklyHoursOf(trx, [row.id]))
+  })
+}
+
+export async function getProvider(db: Kysely<Database>, actor: Actor, id: number): Promise<Provider> {
+  const row = await requireProvider(db, actor, id)
+  return toProvider(row, await weeklyHoursOf(db, [row.id]))
+}
+
+export async function updateProvider(
+  db: Kysely<Database>,
+  actor: Actor,
+  id: number,
+  body: UpdateProviderBody,
+): Promise<Provider> {
+  return db.transaction().execute(async (trx) => {
+    const current = await lockProvider(trx, actor.organizationId, id)
+    if (!current) return missingProvider(trx, actor, id)
+    const timeZone = await checkProvider(trx, actor, body)
+    const updated = await updateProviderRow(trx, actor.organizationId, id, {
+      ...providerColumns(body, timeZone),
+      active: body.active ?? current.active,
+      slot_minutes: body.slotMinutes ?? current.slot_minutes,
+      updated_by: actor.userId,
+    })
+    return toProvider(updated, await weeklyHoursOf(trx, [id]))
+  })
+}
+
+export async function replaceWeeklyHours(
+  db: Kysely<Database>,
+  actor: Actor,
+  id: number,
+  body: WeeklyHoursBody,
+): Promise<Provider> {
+  checkWeeklyHours(body.weeklyHours)
+  return db.transaction().execute(async (trx) => {
+    const current = await lockProvider(trx, actor.organizationId, id)
+    if (!current) return missingProvider(trx, actor, id)
+    await replaceWeeklyHourRows(trx, id, hoursRows(id, body.weeklyHours))
+    const updated = await updateProviderRow(trx, actor.organizationId, id, { updated_by: actor.userId })
+    return toProvider(updated, await weeklyHoursOf(trx, [id]))
+  })
+}
+
+function checkException(body: ExceptionBody): void {
+  const { startTime, endTime } = body
+  if (startTime === undefined && endTime === undefined) {
+    if (body.kind === 'EXTRA_HOURS') throw invalid('EXTRA_HOURS needs startTime and endTime')
+    return
+  }
+  if (startTime === undefined || endTime === undefined) {
+    throw invalid('startTime and endTime go together (leave both out for a whole day off)')
+  }
+  if (minutesOf(endTime) <= minutesOf(startTime)) throw invalid('endTime must be after startTime')
+}
+
+export async function addException(
+  db: Kysely<Database>,
+  actor: Actor,
+  id: number,
+  body: ExceptionBody,
+): Promise<ScheduleException> {
+  checkException(body)
+  return db.transaction().execute(async (trx) => {
+    const provider = await lockProvider(trx, actor.organizationId, id)
+    if (!provider) return missingProvider(trx, actor, id)
+    const row = await insertException(trx, {
+      provider_id: id,
+      date: body.date,
+      kind: body.kind,
+      start_time: body.startTime ?? null,
+      end_time: body.endTime ?? null,
+      reason: body.reason ?? null,
+      created_by: actor.userId,
+    })
+    return toScheduleException(row)
+  })
+}
+
+export async function removeException(
+  db: Kysely<Database>,
+  actor: Actor,
+  id: number,
+  exceptionId: number,
+): Promise<{ id: number }> {
+  return db.transaction().execute(async (trx) => {
+    const provider = await lockProvider(trx, actor.organizationId, id)
+    if (!provider) return missingProvider(trx, actor, id)
+    if (!(await deleteException(trx, id, exceptionId)))
+      throw notFound(`Exception ${exceptionId} of provider ${id}`)
+    return { id: exceptionId }
+  })
+}
+
+const DEFAULT_SORT = { field: 'lastName', direction: 'asc' } as const
+
+export async function listProviders(
+  db: Kysely<Database>,
+  actor: Actor,
+  query: ProviderListQuery,
+): Promise<PageOf<Provider>> {
+  const { page, size, sort, ...filters } = query
+  const paging = { page, size }
+  const { rows, total } = await listProviderRows(
+    db,
+    actor.organizationId,
+    filters,
+    sortOrder(sort, PROVIDER_SORT_COLUMNS, DEFAULT_SORT),
+    paging,
+  )
+  const hours = await weeklyHoursOf(
+    db,
+    rows.map((row) => row.id),
+  )
+  return toPage(
+    rows.map((row) => toProvider(row, hours)),
+    total,
+    paging,
+  )
+}
+
+/** For records that name a provider (e.g. a prescriber): it must be one of this organization's. */
+export async function checkProviderOfOrganization(
+  db: Kysely<Database>,
+  organizationId: number,
+  providerId: number,
+  field: string,
+): Promise<void> {
+  if (!(await findProvider(db, organizationId, providerId))) {
+    throw new AppError('VAL_001', `${field} is not a provider of your organization`)
+  }
+}
