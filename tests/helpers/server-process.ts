@@ -23,7 +23,12 @@ export async function startServer(env: Record<string, string>): Promise<RunningS
     output += chunk
   })
   const baseUrl = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 45_000)
+    const timer = setTimeout(() => {
+      clearInterval(poll)
+      // Never leave a half-started server behind.
+      child.kill('SIGKILL')
+      reject(new Error(`server did not start:\n${output}`))
+    }, 45_000)
     const poll = setInterval(() => {
       const match = output.match(/Server listening at (http:\/\/127\.0\.0\.1:\d+)/)
       if (match?.[1]) {
