@@ -17,6 +17,7 @@ import type { ProvidersTable } from './tables/providers.js'
 import type { RefreshTokensTable } from './tables/refresh-tokens.js'
 import type { SessionsTable } from './tables/sessions.js'
 import type { SigningKeysTable } from './tables/signing-keys.js'
+import type { TelehealthRoomsTable } from './tables/telehealth-rooms.js'
 import type { UsersTable } from './tables/users.js'
 import type { WebhookDeliveriesTable } from './tables/webhook-deliveries.js'
 import type { WebhookDeliveryAttemptsTable } from './tables/webhook-delivery-attempts.js'
@@ -38,6 +39,7 @@ export interface Database {
   organization_counters: OrganizationCountersTable
   invoices: InvoicesTable
   payments: PaymentsTable
+  telehealth_rooms: TelehealthRoomsTable
   providers: ProvidersTable
   provider_hours: ProviderHoursTable
   provider_exceptions: ProviderExceptionsTable

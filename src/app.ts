@@ -20,6 +20,7 @@ import oidcRoutes from './modules/oidc/routes.js'
 import patientRoutes from './modules/patients/routes.js'
 import providerRoutes from './modules/providers/routes.js'
 import providerScheduleRoutes from './modules/providers/schedule-routes.js'
+import telehealthRoutes from './modules/telehealth/routes.js'
 import webhookDeliveryRoutes from './modules/webhooks/delivery-routes.js'
 import webhookRoutes from './modules/webhooks/routes.js'
 import { type HostResolver, systemResolver } from './outbox/targets.js'
@@ -72,6 +73,12 @@ function documentStore(config: Config) {
     forcePathStyle: config.S3_FORCE_PATH_STYLE,
     prefix: config.S3_PREFIX,
   })
+}
+
+/** Jitsi only when all three settings are present; otherwise joining answers 503, never an unsigned link. */
+function jitsiSettings(config: Config) {
+  const { JITSI_DOMAIN: domain, JITSI_APP_ID: appId, JITSI_APP_SECRET: appSecret } = config
+  return domain && appId && appSecret ? { domain, appId, appSecret } : undefined
 }
 
 /** `true`, `false`, or a comma-separated list of proxy addresses and CIDR ranges to trust. */
@@ -139,6 +146,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   await app.register(patientRoutes, { prefix: '/api/patients' })
   await app.register(clinicalRoutes, { prefix: '/api/patients' })
   await app.register(messageRoutes, { prefix: '/api/messages' })
+  await app.register(telehealthRoutes, { prefix: '/api/telehealth', jitsi: jitsiSettings(config) })
   await app.register(billingRoutes, {
     prefix: '/api/billing',
     settings: { currency: config.DEFAULT_CURRENCY, taxRateBasisPoints: config.TAX_RATE_BASIS_POINTS },

@@ -7,6 +7,7 @@ import * as documents from './0005_documents.js'
 import * as clinical from './0006_clinical.js'
 import * as messages from './0007_messages.js'
 import * as billing from './0008_billing.js'
+import * as telehealth from './0009_telehealth.js'
 
 /** Every migration, in order. Listed rather than scanned so tsx and compiled JS behave alike. */
 export const migrations: Record<string, Migration> = {
@@ -17,5 +18,6 @@ export const migrations: Record<string, Migration> = {
   '0006_clinical': clinical,
   '0007_messages': messages,
   '0008_billing': billing,
+  '0009_telehealth': telehealth,
   '0003_scheduling': scheduling,
 }

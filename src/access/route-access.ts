@@ -14,6 +14,7 @@ export type AuditResource =
   | 'webhook'
   | 'appointment'
   | 'encounter'
+  | 'telehealth-room'
 
 export type AuditAction =
   | 'READ'
@@ -93,6 +94,23 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'GET /api/patients/:patientId/chart': {
     allow: CLINICAL_READERS,
     audit: { resourceType: 'patient', action: 'READ' },
+  },
+
+  'POST /api/telehealth/rooms': {
+    allow: REGISTRARS,
+    audit: { resourceType: 'telehealth-room', action: 'CREATE' },
+  },
+  'GET /api/telehealth/rooms/:id': {
+    allow: REGISTRARS,
+    audit: { resourceType: 'telehealth-room', action: 'READ' },
+  },
+  'POST /api/telehealth/rooms/:id/close': {
+    allow: ['ADMIN', 'PROVIDER', 'NURSE'],
+    audit: { resourceType: 'telehealth-room', action: 'UPDATE' },
+  },
+  'POST /api/telehealth/jitsi/join': {
+    allow: REGISTRARS,
+    audit: { resourceType: 'telehealth-room', action: 'READ' },
   },
 
   'POST /api/messages': { allow: STAFF, audit: { resourceType: 'message', action: 'CREATE' } },

@@ -96,6 +96,7 @@ const openapi: FastifyPluginAsync = async (app) => {
           description: 'Vital signs, lab results, conditions, allergies, medications, chart',
         },
         { name: 'Documents', description: 'Patient documents: streamed upload and download' },
+        { name: 'Telehealth', description: 'Video rooms (Jitsi) for visits' },
         { name: 'Messages', description: 'Secure messages between users of one organization' },
         { name: 'Billing', description: 'Invoices and payments, in minor units of a currency' },
         { name: 'Webhooks', description: 'Event notifications to the organization’s own systems' },

@@ -122,6 +122,11 @@ export async function createAppointment(
   })
 }
 
+/** The appointment, if of the caller's organization; otherwise 403 or 404. */
+export async function requireAppointment(db: Db, actor: Actor, id: number): Promise<AppointmentRow> {
+  return (await findAppointment(db, actor.organizationId, id)) ?? missingAppointment(db, actor, id)
+}
+
 export async function getAppointment(db: Kysely<Database>, actor: Actor, id: number): Promise<Appointment> {
   const row = await findAppointment(db, actor.organizationId, id)
   return row ? toAppointment(row) : missingAppointment(db, actor, id)

@@ -1,0 +1,74 @@
+import { type Insertable, type Kysely, sql, type Transaction } from 'kysely'
+import type { Database } from '../../../db/database.js'
+import type { TelehealthRoomsTable } from '../../../db/tables/telehealth-rooms.js'
+
+type Db = Kysely<Database> | Transaction<Database>
+
+const rooms = (db: Db, organizationId: number) =>
+  db.selectFrom('telehealth_rooms').selectAll().where('organization_id', '=', organizationId)
+
+export const findRoom = (db: Db, organizationId: number, id: number) =>
+  rooms(db, organizationId).where('id', '=', id).executeTakeFirst()
+
+export const findRoomOfAppointment = (db: Db, organizationId: number, appointmentId: number) =>
+  rooms(db, organizationId).where('appointment_id', '=', appointmentId).executeTakeFirst()
+
+export const findOpenAdHocRoom = (db: Db, organizationId: number, providerId: number, patientId: number) =>
+  rooms(db, organizationId)
+    .where('appointment_id', 'is', null)
+    .where('status', '=', 'OPEN')
+    .where('provider_id', '=', providerId)
+    .where('patient_id', '=', patientId)
+    .executeTakeFirst()
+
+/** Inserts unless an equivalent room appeared meanwhile (a concurrent request): then undefined. */
+export function insertRoom(db: Db, room: Insertable<TelehealthRoomsTable>) {
+  return db
+    .insertInto('telehealth_rooms')
+    .values(room)
+    .onConflict((conflict) => conflict.doNothing())
+    .returningAll()
+    .executeTakeFirst()
+}
+
+/** Looks a room up by its name across organizations: only its organization id and state leave here. */
+export function findRoomByName(db: Db, name: string) {
+  return db
+    .selectFrom('telehealth_rooms')
+    .leftJoin('appointments', 'appointments.id', 'telehealth_rooms.appointment_id')
+    .select([
+      'telehealth_rooms.id',
+      'telehealth_rooms.organization_id',
+      'telehealth_rooms.status',
+      'telehealth_rooms.provider_id',
+      'telehealth_rooms.patient_id',
+      'appointments.status as appointment_status',
+    ])
+    .where('telehealth_rooms.name', '=', name)
+    .executeTakeFirst()
+}
+
+export function closeRoom(db: Db, organizationId: number, id: number, userId: number) {
+  return db
+    .updateTable('telehealth_rooms')
+    .set({
+      status: 'CLOSED',
+      closed_at: sql`coalesce(closed_at, now())`,
+      closed_by: userId,
+      updated_at: sql`now()`,
+    })
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirst()
+}
+
+/** The organization of a room, whatever the caller's: only to tell 403 from 404. */
+export async function findRoomOrganization(db: Db, id: number) {
+  const row = await db
+    .selectFrom('telehealth_rooms')
+    .select('organization_id')
+    .where('id', '=', id)
+    .executeTakeFirst()
+  return row?.organization_id
+}
