@@ -235,3 +235,41 @@ describe('POST /api/billing/payments with Idempotency-Key', () => {
     })
   })
 })
+
+describe('invoice arithmetic with many lines', () => {
+  it('sums 100 lines exactly in minor units and rounds the tax once, half up', async () => {
+    const lines = Array.from({ length: 100 }, (_, i) =>
+      line(1_999 + i * 7, (i % 5) + 1, i % 2 ? 'J3420' : '99213'),
+    )
+    const invoice = (await createInvoice({ patientId, dueDate: '2026-12-31', lineItems: lines })).json().data
+    const subtotal = lines.reduce((sum, item) => sum + item.quantity * item.unitPrice, 0)
+    expect(invoice.subtotal).toBe(subtotal)
+    expect(invoice.tax).toBe(percentOf(subtotal, 825))
+    expect(invoice.total).toBe(subtotal + percentOf(subtotal, 825))
+    expect(invoice.lineItems).toHaveLength(100)
+    const last = lines[99] as (typeof lines)[number]
+    expect(invoice.lineItems[99].amount).toBe(last.quantity * last.unitPrice)
+  })
+})
+
+describe('another organization on every billing route', () => {
+  it('gets 403 for issue and void as well', async () => {
+    const draft = (
+      await createInvoice({ patientId, dueDate: '2026-12-31', lineItems: [line(1)], issue: false })
+    ).json().data
+    const outsider = await (await newOrganization(app)).user('BILLING', 'ADMIN')
+    for (const action of ['issue', 'void']) {
+      const response = await app.inject({
+        method: 'POST',
+        url: `/api/billing/invoices/${draft.id}/${action}`,
+        headers: bearer(outsider.token),
+      })
+      expect(response.statusCode, action).toBe(403)
+    }
+    const unchanged = await app.inject({
+      url: `/api/billing/invoices/${draft.id}`,
+      headers: bearer(biller.token),
+    })
+    expect(unchanged.json().data.status).toBe('DRAFT')
+  })
+})

@@ -53,6 +53,21 @@ describe('vital signs', () => {
   it.each([
     [{}, 'vitals need at least one measurement'],
     [{ systolic: 301 }, 'systolic'],
+    [{ systolic: 49 }, 'systolic'],
+    [{ diastolic: 19 }, 'diastolic'],
+    [{ diastolic: 201 }, 'diastolic'],
+    [{ heartRate: 19 }, 'heartRate'],
+    [{ heartRate: 301 }, 'heartRate'],
+    [{ respiratoryRate: 3 }, 'respiratoryRate'],
+    [{ respiratoryRate: 81 }, 'respiratoryRate'],
+    [{ heightCm: 19 }, 'heightCm'],
+    [{ heightCm: 273 }, 'heightCm'],
+    [{ weightKg: 0.1 }, 'weightKg'],
+    [{ weightKg: 651 }, 'weightKg'],
+    [{ temperature: { value: 24, unit: 'C' } }, 'temperature.value'],
+    [{ spo2: 49 }, 'spo2'],
+    [{ painScore: -1 }, 'painScore'],
+    [{ heartRate: 72.5 }, 'heartRate'],
     [{ systolic: 120, diastolic: 130 }, 'diastolic must be below systolic'],
     [{ temperature: { value: 50, unit: 'C' } }, 'temperature.value'],
     [{ temperature: { value: 120, unit: 'F' } }, 'temperature.value'],
@@ -330,5 +345,81 @@ describe('access', () => {
     expect((await get(outsider, `/api/patients/${patientId}/chart`)).statusCode).toBe(403)
     const otherPatient = await newPatient()
     expect((await get(provider, `/api/patients/${otherPatient}/vitals/${id}`)).statusCode).toBe(404)
+  })
+})
+
+describe.each([
+  ['vitals', { heartRate: 70 }, { heartRate: 75 }, 'heartRate', 75, 'status=FINAL'],
+  [
+    'lab-results',
+    { testCode: '2345-7', testName: 'Glucose', value: 95 },
+    { testCode: '2345-7', testName: 'Glucose', value: 96 },
+    'value',
+    96,
+    'testCode=2345-7',
+  ],
+  [
+    'conditions',
+    { icd10Code: 'I10', description: 'Hypertension' },
+    { icd10Code: 'I10', description: 'Essential hypertension' },
+    'description',
+    'Essential hypertension',
+    'icd10Code=I10',
+  ],
+  [
+    'allergies',
+    { substance: 'Peanut', category: 'FOOD' },
+    { substance: 'Peanut', category: 'FOOD', severity: 'SEVERE' },
+    'severity',
+    'SEVERE',
+    'category=FOOD',
+  ],
+  [
+    'medications',
+    { name: 'Atorvastatin 20 mg' },
+    { name: 'Atorvastatin 40 mg' },
+    'name',
+    'Atorvastatin 40 mg',
+    'status=ACTIVE',
+  ],
+])('every kind: %s', (path, body, correction, field, corrected, filter) => {
+  it('creates, reads back, lists with paging and a filter, corrects, withdraws, and stays in its organization', async () => {
+    const patientId = await newPatient()
+    const url = `/api/patients/${patientId}/${path}`
+    const created = await post(provider, url, body)
+    expect(created.statusCode).toBe(201)
+    const { id } = created.json().data
+    // A second record (allergies: a second ACTIVE one to the same substance would be refused).
+    await post(provider, url, path === 'allergies' ? { ...body, status: 'INACTIVE' } : body)
+    expect((await get(nurse, `${url}/${id}`)).json().data).toEqual(created.json().data)
+
+    const page = (await get(nurse, `${url}?size=1&${filter}`)).json().data
+    expect(page.content).toHaveLength(1)
+    expect(page.pageable).toEqual({ pageNumber: 0, pageSize: 1 })
+    expect(page.totalElements).toBe(2)
+
+    const fixed = await app.inject({
+      method: 'PUT',
+      url: `${url}/${id}`,
+      headers: bearer(provider.token),
+      payload: correction,
+    })
+    expect(fixed.statusCode).toBe(200)
+    expect(fixed.json().data).toMatchObject({ id, version: 2, [field]: corrected })
+
+    const withdrawn = await post(provider, `${url}/${id}/entered-in-error`, { reason: 'Duplicate entry' })
+    expect(withdrawn.json().data.enteredInError).toMatchObject({ by: provider.id, reason: 'Duplicate entry' })
+    expect((await get(nurse, url)).json().data.totalElements).toBe(1)
+
+    const outsider = await (await newOrganization(app)).user('PROVIDER', 'NURSE')
+    expect((await get(outsider, `${url}/${id}`)).statusCode).toBe(403)
+    const foreignCorrection = await app.inject({
+      method: 'PUT',
+      url: `${url}/${id}`,
+      headers: bearer(outsider.token),
+      payload: correction,
+    })
+    expect(foreignCorrection.statusCode).toBe(403)
+    expect((await post(outsider, `${url}/${id}/entered-in-error`, { reason: 'x' })).statusCode).toBe(403)
   })
 })

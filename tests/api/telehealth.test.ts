@@ -185,3 +185,21 @@ describe('without the Jitsi settings', () => {
     }
   })
 })
+
+describe('another organization on every room route', () => {
+  it('gets 403 for reading and closing a room too', async () => {
+    const room = (await openRoom({ providerId: practice.provider.id, patientId: practice.patient.id })).json()
+      .data
+    const outsider = await (await newOrganization(app)).user('ADMIN', 'PROVIDER')
+    expect(
+      (await app.inject({ url: `/api/telehealth/rooms/${room.id}`, headers: bearer(outsider.token) }))
+        .statusCode,
+    ).toBe(403)
+    expect((await post(outsider, `/api/telehealth/rooms/${room.id}/close`, {})).statusCode).toBe(403)
+    const still = await app.inject({
+      url: `/api/telehealth/rooms/${room.id}`,
+      headers: bearer(practice.nurse.token),
+    })
+    expect(still.json().data.status).toBe('OPEN')
+  })
+})
