@@ -10,6 +10,7 @@ import type { MessagesTable } from './tables/messages.js'
 import type { OrganizationsTable } from './tables/organizations.js'
 import type { OutboxEventsTable } from './tables/outbox-events.js'
 import type { PasswordResetTokensTable } from './tables/password-reset-tokens.js'
+import type { PatientCountsTable } from './tables/patient-counts.js'
 import type { PatientsTable } from './tables/patients.js'
 import type { ProviderExceptionsTable } from './tables/provider-exceptions.js'
 import type { ProviderHoursTable } from './tables/provider-hours.js'
@@ -33,6 +34,7 @@ export interface Database {
   clients: ClientsTable
   signing_keys: SigningKeysTable
   patients: PatientsTable
+  patient_counts: PatientCountsTable
   documents: DocumentsTable
   clinical_records: ClinicalRecordsTable
   messages: MessagesTable

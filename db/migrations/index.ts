@@ -8,6 +8,7 @@ import * as clinical from './0006_clinical.js'
 import * as messages from './0007_messages.js'
 import * as billing from './0008_billing.js'
 import * as telehealth from './0009_telehealth.js'
+import * as patientCounts from './0010_patient_counts.js'
 
 /** Every migration, in order. Listed rather than scanned so tsx and compiled JS behave alike. */
 export const migrations: Record<string, Migration> = {
@@ -19,5 +20,6 @@ export const migrations: Record<string, Migration> = {
   '0007_messages': messages,
   '0008_billing': billing,
   '0009_telehealth': telehealth,
+  '0010_patient_counts': patientCounts,
   '0003_scheduling': scheduling,
 }

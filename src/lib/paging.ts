@@ -47,6 +47,26 @@ export async function fetchPage<O>(
   return { rows: [], total: Number(counted.count) }
 }
 
+/**
+ * One page of rows when the total is known from elsewhere (e.g. maintained counts), so the query
+ * need not count every matching row.
+ */
+export async function fetchPageOfKnownTotal<O>(
+  // biome-ignore lint/suspicious/noExplicitAny: any table set; the caller has built its FROM and WHERE
+  query: SelectQueryBuilder<Database, any, O>,
+  { page, size }: PageQuery,
+  total: Promise<number>,
+): Promise<{ rows: O[]; total: number }> {
+  const [rows, count] = await Promise.all([
+    query
+      .limit(size)
+      .offset(page * size)
+      .execute(),
+    total,
+  ])
+  return { rows, total: count }
+}
+
 export function toPage<T>(content: T[], total: number, { page, size }: PageQuery): PageOf<T> {
   const totalPages = Math.ceil(total / size)
   return {

@@ -590,3 +590,30 @@ describe('audit trail', () => {
     expect(JSON.stringify(rows)).not.toContain(created.identification.lastName)
   })
 })
+
+describe('list totals', () => {
+  it('stay exact through registration, status changes and deletion', async () => {
+    const org = await newOrganization(app)
+    const admin = await org.user('ADMIN', 'PROVIDER')
+    const total = async (query = '') =>
+      (await app.inject({ url: `/api/patients?${query}`, headers: bearer(admin.token) })).json().data
+        .totalElements
+    const ids: number[] = []
+    for (let i = 0; i < 4; i++) ids.push((await createPatient(admin)).id)
+    expect(await total()).toBe(4)
+    const first = (await app.inject({ url: `/api/patients/${ids[0]}`, headers: bearer(admin.token) })).json()
+      .data
+    await app.inject({
+      method: 'PUT',
+      url: `/api/patients/${ids[0]}`,
+      headers: bearer(admin.token),
+      payload: { identification: first.identification, status: 'INACTIVE' },
+    })
+    expect([await total(), await total('status=ACTIVE'), await total('status=INACTIVE')]).toEqual([4, 3, 1])
+    await app.inject({ method: 'DELETE', url: `/api/patients/${ids[1]}`, headers: bearer(admin.token) })
+    expect([await total(), await total('status=ACTIVE'), await total('status=DECEASED')]).toEqual([3, 2, 0])
+    const list = (await app.inject({ url: '/api/patients?size=2', headers: bearer(admin.token) })).json().data
+    expect(list).toMatchObject({ totalElements: 3, totalPages: 2 })
+    expect(list.content).toHaveLength(2)
+  })
+})

@@ -3,7 +3,7 @@ import type { Database } from '../../../db/database.js'
 import type { NewPatientRow, PatientRow, PatientRowUpdate } from '../../../db/tables/patients.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import type { PATIENT_SORT_FIELDS } from '../../../schemas/patients.js'
-import { fetchPage, type SortOrder } from '../../lib/paging.js'
+import { fetchPage, fetchPageOfKnownTotal, type SortOrder } from '../../lib/paging.js'
 
 type Db = Kysely<Database> | Transaction<Database>
 
@@ -100,7 +100,28 @@ export function listPatients(
   if (filters.firstName) query = query.where(sql`lower(first_name)`, '=', filters.firstName.toLowerCase())
   if (filters.lastName) query = query.where(sql`lower(last_name)`, '=', filters.lastName.toLowerCase())
   if (filters.email) query = query.where(sql`lower(email)`, '=', filters.email.toLowerCase())
-  return fetchPage(db, query.orderBy(orderBy(sort)), paging)
+  const ordered = query.orderBy(orderBy(sort))
+  const onlyByStatus = Object.entries(filters).every(
+    ([name, value]) => name === 'status' || value === undefined,
+  )
+  return onlyByStatus
+    ? fetchPageOfKnownTotal(ordered, paging, countLivePatients(db, organizationId, filters.status))
+    : fetchPage(db, ordered, paging)
+}
+
+/** The maintained count of an organization's live patients (of one status, if given). */
+async function countLivePatients(
+  db: Kysely<Database>,
+  organizationId: number,
+  status?: string,
+): Promise<number> {
+  let query = db
+    .selectFrom('patient_counts')
+    .select(sql<number>`coalesce(sum(live_count), 0)::int`.as('total'))
+    .where('organization_id', '=', organizationId)
+  if (status) query = query.where('status', '=', status)
+  const row = await query.executeTakeFirstOrThrow()
+  return Number(row.total)
 }
 
 const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`)
