@@ -12,7 +12,6 @@ import authRoutes from './modules/auth/routes.js'
 import billingRoutes from './modules/billing/routes.js'
 import clinicalRoutes from './modules/clinical/routes.js'
 import documentRoutes from './modules/documents/routes.js'
-import { s3Store } from './modules/documents/s3-store.js'
 import { localStore } from './modules/documents/store.js'
 import encounterRoutes from './modules/encounters/routes.js'
 import messageRoutes from './modules/messages/routes.js'
@@ -61,9 +60,13 @@ function loggerOptions(config: Config, stream: AppOverrides['logStream']): Fasti
   }
 }
 
-/** An S3-compatible bucket when S3_BUCKET is set (instances share it), else files under DATA_DIR. */
-function documentStore(config: Config) {
+/**
+ * An S3-compatible bucket when S3_BUCKET is set (instances share it), else files under DATA_DIR.
+ * The S3 client is loaded only when used: it is large, and start-up time matters.
+ */
+async function documentStore(config: Config) {
   if (!config.S3_BUCKET) return localStore(path.join(config.DATA_DIR, 'documents'))
+  const { s3Store } = await import('./modules/documents/s3-store.js')
   return s3Store({
     bucket: config.S3_BUCKET,
     region: config.S3_REGION,
@@ -98,6 +101,8 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   const app = Fastify({
     logger: loggerOptions(config, overrides.logStream),
     genReqId: requestIdFor,
+    // One access line per request (request-context.ts) instead of Fastify's two.
+    disableRequestLogging: true,
     bodyLimit: config.BODY_LIMIT_BYTES,
     exposeHeadRoutes: false,
     trustProxy: trustProxySetting(config.TRUST_PROXY),
@@ -153,7 +158,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   })
   await app.register(documentRoutes, {
     prefix: '/api',
-    store: documentStore(config),
+    store: await documentStore(config),
     maxUploadBytes: config.MAX_UPLOAD_BYTES,
     retentionDays: config.DOCUMENT_RETENTION_DAYS,
   })

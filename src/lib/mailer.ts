@@ -1,4 +1,4 @@
-import { createTransport } from 'nodemailer'
+import type { Transporter } from 'nodemailer'
 
 export interface Mail {
   to: string
@@ -16,10 +16,14 @@ const SMTP_TIMEOUTS = { connectionTimeout: 10_000, greetingTimeout: 10_000, sock
 
 /** Sends through the SMTP server of `url` (smtp:// or smtps://, credentials in the URL). */
 export function smtpMailer(url: string, from: string): Mailer {
-  const transport = createTransport({ url, ...SMTP_TIMEOUTS }, { from })
+  // Loaded on first use: most deployments send a mail rarely, and start-up time matters more.
+  let transport: Promise<Transporter> | undefined
   return {
     async send(mail) {
-      await transport.sendMail(mail)
+      transport ??= import('nodemailer').then(({ createTransport }) =>
+        createTransport({ url, ...SMTP_TIMEOUTS }, { from }),
+      )
+      await (await transport).sendMail(mail)
     },
   }
 }

@@ -1,7 +1,6 @@
 import rateLimit from '@fastify/rate-limit'
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { Redis } from 'ioredis'
 import type { Config } from '../config.js'
 import { AppError } from '../errors.js'
 
@@ -32,7 +31,7 @@ function parseClientLimits(setting: string): Map<string, number> {
 const rateLimits: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => {
   const clientLimits = parseClientLimits(config.RATE_LIMIT_CLIENTS)
   const redis = config.REDIS_URL
-    ? new Redis(config.REDIS_URL, {
+    ? new (await import('ioredis')).Redis(config.REDIS_URL, {
         connectTimeout: 2000,
         maxRetriesPerRequest: 1,
         enableOfflineQueue: false,

@@ -16,6 +16,17 @@ const requestContext: FastifyPluginAsync = async (app) => {
   app.addHook('onRequest', async (request, reply) => {
     reply.header(REQUEST_ID_HEADER, request.id)
   })
+  // The access log: method, path without the query string (it can hold names), status, duration.
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(
+      {
+        req: request,
+        res: { statusCode: reply.statusCode },
+        responseTime: Math.round(reply.elapsedTime * 10) / 10,
+      },
+      'request completed',
+    )
+  })
 }
 
 export default fp(requestContext, { name: 'request-context' })

@@ -1,0 +1,46 @@
+import Fastify from 'fastify'
+import pg from 'pg'
+
+/**
+ * The ceilings the service is measured against, each a bare Fastify route (no auth, envelope,
+ * audit, metrics or validation): `constant` returns a fixed object; `select` runs the service's
+ * primary-key SELECT of a patient with pg; `insert` runs an INSERT of a patient in a transaction.
+ */
+const [kind, port, databaseUrl] = process.argv.slice(2)
+const app = Fastify({ logger: false })
+const pool = databaseUrl ? new pg.Pool({ connectionString: databaseUrl, max: 10 }) : undefined
+
+if (kind === 'constant') {
+  app.get('/', async () => ({ success: true, message: 'ok', data: { status: 'UP' } }))
+} else if (kind === 'select' && pool) {
+  app.get<{ Params: { id: string } }>('/patients/:id', async (request) => {
+    const result = await pool.query('select * from patients where id = $1 and deleted_at is null', [
+      Number(request.params.id),
+    ])
+    return result.rows[0] ?? {}
+  })
+} else if (kind === 'insert' && pool) {
+  app.post<{ Body: { organizationId: number; userId: number } }>('/patients', async (request) => {
+    const client = await pool.connect()
+    try {
+      await client.query('begin')
+      const result = await client.query(
+        `insert into patients (organization_id, first_name, last_name, date_of_birth, gender, email, created_by, updated_by)
+         values ($1, 'Ceiling', 'Patient', '1980-01-01', 'Other', 'ceiling@example.test', $2, $2) returning *`,
+        [request.body.organizationId, request.body.userId],
+      )
+      await client.query('commit')
+      return result.rows[0]
+    } catch (error) {
+      await client.query('rollback')
+      throw error
+    } finally {
+      client.release()
+    }
+  })
+} else {
+  throw new Error(`unknown ceiling ${kind}`)
+}
+
+await app.listen({ port: Number(port), host: '127.0.0.1' })
+process.stdout.write('ready\n')

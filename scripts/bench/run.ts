@@ -1,0 +1,331 @@
+import { randomBytes } from 'node:crypto'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { parseArgs } from 'node:util'
+import { sql } from 'kysely'
+import { openPostgres } from '../../db/connect.js'
+import { migrateToLatest } from '../../db/migrator.js'
+import type { LoadPlan } from './load.js'
+import { freePort, peakMemoryMb, runJson, type Started, startProcess } from './processes.js'
+import { BENCH_PASSWORD, type Seeded, seed } from './seed.js'
+
+const { values } = parseArgs({
+  options: {
+    patients: { type: 'string', default: '100000' },
+    compare: { type: 'string' },
+    seconds: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '50' },
+  },
+})
+const PATIENTS = Number(values.patients)
+const SECONDS = Number(values.seconds)
+const CONNECTIONS = Number(values.connections)
+const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+const dist = path.resolve(import.meta.dirname, '..', '..')
+const script = (file: string) => path.join(dist, file)
+
+interface Measure {
+  rps: number
+  p50: number
+  p99: number
+  non2xx: number
+  total: number
+}
+
+async function prepareDatabase(
+  patients: number,
+): Promise<{ url: string; seeded: Seeded; seedSeconds: number }> {
+  const name = `ehr_bench_${patients}`
+  const admin = openPostgres({ url: adminUrl, poolMax: 1 })
+  await sql`drop database if exists ${sql.id(name)} with (force)`.execute(admin.db)
+  await sql`create database ${sql.id(name)}`.execute(admin.db)
+  await admin.close()
+  const url = new URL(adminUrl)
+  url.pathname = `/${name}`
+  const handle = openPostgres({ url: url.toString(), poolMax: 2 })
+  await migrateToLatest(handle.db)
+  const started = Date.now()
+  const seeded = await seed(handle.db, patients)
+  const seedSeconds = (Date.now() - started) / 1000
+  await handle.close()
+  return { url: url.toString(), seeded, seedSeconds }
+}
+
+const encryptionKey = randomBytes(32).toString('base64')
+
+async function startService(
+  databaseUrl: string | undefined,
+  dataDir: string,
+): Promise<Started & { url: string }> {
+  const port = await freePort()
+  const service = await startProcess(
+    [script('src/server.js')],
+    {
+      NODE_ENV: 'production',
+      LOG_LEVEL: 'info',
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      ...(databaseUrl
+        ? { DATABASE_URL: databaseUrl, ENCRYPTION_KEY: encryptionKey, MIGRATE_ON_START: 'false' }
+        : {}),
+      ADMIN_PASSWORD: BENCH_PASSWORD,
+      // Raised for the run: the benchmark is one client sending far beyond a real user's allowance.
+      RATE_LIMIT_AUTHENTICATED: '1000000000',
+      RATE_LIMIT_ANONYMOUS: '1000000000',
+    },
+    /Server listening at/,
+  )
+  return { ...service, url: `http://127.0.0.1:${port}` }
+}
+
+async function startCeiling(kind: string, databaseUrl: string) {
+  const port = await freePort()
+  const ceiling = await startProcess(
+    [script('scripts/bench/ceiling.js'), kind, String(port), databaseUrl],
+    {},
+    /ready/,
+  )
+  return { ...ceiling, url: `http://127.0.0.1:${port}` }
+}
+
+async function login(url: string, email: string): Promise<string> {
+  const response = await fetch(`${url}/api/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: email, password: BENCH_PASSWORD }),
+  })
+  const body = (await response.json()) as { data: { token: string } }
+  return body.data.token
+}
+
+function drive(plan: Omit<LoadPlan, 'connections' | 'warmupSeconds' | 'seconds'>): Promise<Measure> {
+  const full: LoadPlan = { ...plan, connections: CONNECTIONS, warmupSeconds: 3, seconds: SECONDS }
+  return runJson<Measure>([script('scripts/bench/load.js'), JSON.stringify(full)])
+}
+
+const futureDate = () => new Date(Date.now() + 7 * 86_400_000).toISOString().slice(0, 10)
+
+function scenarios(service: string, token: string, seeded: Seeded) {
+  const auth = { authorization: `Bearer ${token}` }
+  const ids: [number, number] = [seeded.firstPatientId, seeded.lastPatientId]
+  const patientBody = JSON.stringify({
+    identification: { firstName: 'Bench', lastName: 'Created', dateOfBirth: '1980-01-01', gender: 'Other' },
+    contact: { email: 'bench.created@example.test' },
+  })
+  return {
+    'GET /api/patients/{id}': {
+      url: service,
+      method: 'GET',
+      path: '/api/patients/{id}',
+      idRange: ids,
+      headers: auth,
+    },
+    'GET /api/patients (sorted page)': {
+      url: service,
+      method: 'GET',
+      path: '/api/patients?size=20&sort=lastName,asc',
+      headers: auth,
+    },
+    'GET /api/patients?lastName=': {
+      url: service,
+      method: 'GET',
+      path: '/api/patients?size=20&lastName=Kowalski',
+      headers: auth,
+    },
+    'GET /api/patients/search?q=': {
+      url: service,
+      method: 'GET',
+      path: '/api/patients/search?q=kowalski%20olga',
+      headers: auth,
+    },
+    'POST /api/patients': {
+      url: service,
+      method: 'POST',
+      path: '/api/patients',
+      body: patientBody,
+      headers: auth,
+    },
+    'GET /api/appointments/available-slots': {
+      url: service,
+      method: 'GET',
+      path: `/api/appointments/available-slots?providerId=${seeded.providerIds[0]}&date=${futureDate()}`,
+      headers: auth,
+    },
+    'GET /api/patients/{id}/chart': {
+      url: service,
+      method: 'GET',
+      path: '/api/patients/{id}/chart',
+      idRange: ids,
+      headers: auth,
+    },
+    'GET /actuator/health': { url: service, method: 'GET', path: '/actuator/health', headers: {} },
+  } satisfies Record<string, Omit<LoadPlan, 'connections' | 'warmupSeconds' | 'seconds'>>
+}
+
+const round = (value: number, digits = 0) => Number(value.toFixed(digits))
+
+async function measureColdStarts(databaseUrl: string): Promise<{ pglite: number; postgres: number }> {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'ehr-bench-'))
+  try {
+    await (await startService(undefined, dataDir)).stop()
+    const pglite = await startService(undefined, dataDir)
+    await pglite.stop()
+    const postgres = await startService(databaseUrl, dataDir)
+    await postgres.stop()
+    return { pglite: pglite.startupMs, postgres: postgres.startupMs }
+  } finally {
+    await rm(dataDir, { recursive: true, force: true })
+  }
+}
+
+async function main(): Promise<void> {
+  process.stdout.write(`Seeding ${PATIENTS} patients…\n`)
+  const main = await prepareDatabase(PATIENTS)
+  process.stdout.write(`  seeded in ${main.seedSeconds.toFixed(1)} s\n`)
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'ehr-bench-'))
+  const service = await startService(main.url, dataDir)
+  const constant = await startCeiling('constant', main.url)
+  const select = await startCeiling('select', main.url)
+  const insert = await startCeiling('insert', main.url)
+  const token = await login(service.url, main.seeded.email)
+  const plans = scenarios(service.url, token, main.seeded)
+
+  const ceilingA = await drive({ url: constant.url, method: 'GET', path: '/', headers: {} })
+  const ceilingB = await drive({
+    url: select.url,
+    method: 'GET',
+    path: '/patients/{id}',
+    idRange: [main.seeded.firstPatientId, main.seeded.lastPatientId],
+    headers: {},
+  })
+  const ceilingC = await drive({
+    url: insert.url,
+    method: 'POST',
+    path: '/patients',
+    body: JSON.stringify({ organizationId: main.seeded.organizationId, userId: 1 }),
+    headers: {},
+  })
+  const results: Record<string, Measure> = {}
+  for (const [name, plan] of Object.entries(plans)) {
+    process.stdout.write(`  ${name}\n`)
+    results[name] = await drive(plan)
+  }
+  const peak = peakMemoryMb(service.child.pid as number)
+  for (const started of [service, constant, select, insert]) await started.stop()
+
+  let growth: Record<string, { small: Measure; large: Measure }> | undefined
+  if (values.compare) {
+    const size = Number(values.compare)
+    process.stdout.write(`Seeding ${size} patients for the comparison…\n`)
+    const large = await prepareDatabase(size)
+    process.stdout.write(`  seeded in ${large.seedSeconds.toFixed(1)} s\n`)
+    const largeService = await startService(large.url, dataDir)
+    const largePlans = scenarios(
+      largeService.url,
+      await login(largeService.url, large.seeded.email),
+      large.seeded,
+    )
+    growth = {}
+    for (const name of [
+      'GET /api/patients (sorted page)',
+      'GET /api/patients?lastName=',
+      'GET /api/patients/search?q=',
+    ] as const) {
+      growth[name] = { small: results[name] as Measure, large: await drive(largePlans[name]) }
+    }
+    await largeService.stop()
+  }
+  const coldStarts = await measureColdStarts(main.url)
+  await rm(dataDir, { recursive: true, force: true })
+  await report({
+    ceilingA,
+    ceilingB,
+    ceilingC,
+    results,
+    peak,
+    growth,
+    coldStarts,
+    seedSeconds: main.seedSeconds,
+  })
+}
+
+interface Report {
+  ceilingA: Measure
+  ceilingB: Measure
+  ceilingC: Measure
+  results: Record<string, Measure>
+  peak: number
+  growth: Record<string, { small: Measure; large: Measure }> | undefined
+  coldStarts: { pglite: number; postgres: number }
+  seedSeconds: number
+}
+
+async function report(run: Report): Promise<void> {
+  const rows = [
+    '| scenario | req/s | p50 ms | p99 ms | non-2xx | × ceiling B | × ceiling A |',
+    '|---|---|---|---|---|---|---|',
+    `| ceiling A: constant JSON | ${round(run.ceilingA.rps)} | ${run.ceilingA.p50} | ${run.ceilingA.p99} | ${run.ceilingA.non2xx} | | |`,
+    `| ceiling B: primary-key SELECT | ${round(run.ceilingB.rps)} | ${run.ceilingB.p50} | ${run.ceilingB.p99} | ${run.ceilingB.non2xx} | | ${round(run.ceilingB.rps / run.ceilingA.rps, 2)} |`,
+    `| ceiling C: INSERT in a transaction | ${round(run.ceilingC.rps)} | ${run.ceilingC.p50} | ${run.ceilingC.p99} | ${run.ceilingC.non2xx} | | ${round(run.ceilingC.rps / run.ceilingA.rps, 2)} |`,
+    ...Object.entries(run.results).map(
+      ([name, m]) =>
+        `| ${name} | ${round(m.rps)} | ${m.p50} | ${m.p99} | ${m.non2xx} | ${round(m.rps / run.ceilingB.rps, 2)} | ${round(m.rps / run.ceilingA.rps, 2)} |`,
+    ),
+  ]
+  const byId = run.results['GET /api/patients/{id}'] as Measure
+  const create = run.results['POST /api/patients'] as Measure
+  const targets = [
+    `- GET /api/patients/{id}: ${round(byId.rps / run.ceilingB.rps, 2)} × ceiling B's requests/s (target ≥ 0.80), p99 ${round(byId.p99 / Math.max(run.ceilingB.p99, 1), 2)} × ceiling B's (target ≤ 2)`,
+    `- POST /api/patients: ${round(create.rps / run.ceilingC.rps, 2)} × ceiling C (target ≥ 0.5)`,
+    `- Peak resident memory of the service: ${round(run.peak)} MB (target ≤ 250)`,
+    `- Cold start to ready on an existing database: PGlite ${run.coldStarts.pglite} ms (target < 2000), PostgreSQL ${run.coldStarts.postgres} ms (target < 1000)`,
+    `- Seeding ${PATIENTS} patients: ${run.seedSeconds.toFixed(1)} s`,
+  ]
+  const growthRows = run.growth
+    ? [
+        '',
+        `Cost growth with data (${PATIENTS} → ${values.compare} patients, p50 latency, target ≤ 3×):`,
+        '',
+        '| scenario | p50 small | p50 large | ratio |',
+        '|---|---|---|---|',
+        ...Object.entries(run.growth).map(
+          ([name, { small, large }]) =>
+            `| ${name} | ${small.p50} | ${large.p50} | ${round(large.p50 / Math.max(small.p50, 1), 2)} |`,
+        ),
+      ]
+    : []
+  const failures = Object.entries(run.results).filter(([, m]) => m.non2xx > 0)
+  const command = `npm run bench -- --patients ${PATIENTS}${values.compare ? ` --compare ${values.compare}` : ''} --seconds ${SECONDS} --connections ${CONNECTIONS}`
+  const section = [
+    '## API (npm run bench)',
+    '',
+    `\`${command}\` — ${new Date().toISOString().slice(0, 10)}, Node ${process.version}, ${CONNECTIONS} connections, ${SECONDS} s per scenario after 3 s of warm-up; PostgreSQL at BENCH_DATABASE_URL.`,
+    '',
+    ...rows,
+    '',
+    ...targets,
+    ...growthRows,
+    '',
+  ].join('\n')
+  process.stdout.write(`\n${section}\n`)
+  const file = path.resolve('BENCHMARKS.md')
+  const current = await readFile(file, 'utf8').catch(() => '# Benchmarks\n')
+  const start = current.indexOf('## API (npm run bench)')
+  const end = start < 0 ? -1 : current.indexOf('\n## ', start + 1)
+  const next =
+    start < 0
+      ? `${current.trimEnd()}\n\n${section}`
+      : `${current.slice(0, start)}${section}${end < 0 ? '' : current.slice(end + 1)}`
+  await writeFile(file, next.endsWith('\n') ? next : `${next}\n`)
+  if (failures.length > 0) {
+    process.stderr.write(`Non-2xx responses in: ${failures.map(([name]) => name).join(', ')}\n`)
+    process.exitCode = 1
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${(error as Error).stack}\n`)
+  process.exit(1)
+})
