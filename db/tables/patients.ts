@@ -31,6 +31,7 @@ export interface PatientsTable {
   search_text: ColumnType<string, never, never>
 }
 
-export type PatientRow = Selectable<PatientsTable>
+/** A patient as read: every column but `search_text`, an index key the API never shows. */
+export type PatientRow = Omit<Selectable<PatientsTable>, 'search_text'>
 export type NewPatientRow = Insertable<PatientsTable>
 export type PatientRowUpdate = Updateable<PatientsTable>

@@ -29,6 +29,35 @@ export interface PatientFilters {
   mrn?: string
 }
 
+const PATIENT_COLUMNS = [
+  'id',
+  'organization_id',
+  'mrn',
+  'status',
+  'first_name',
+  'middle_name',
+  'last_name',
+  'date_of_birth',
+  'gender',
+  'email',
+  'phone_number',
+  'address_street',
+  'address_city',
+  'address_state',
+  'address_postal_code',
+  'address_country',
+  'emergency_contact_name',
+  'emergency_contact_relationship',
+  'emergency_contact_phone',
+  'preferred_language',
+  'created_by',
+  'updated_by',
+  'created_at',
+  'updated_at',
+  'deleted_at',
+  'deleted_by',
+] as const satisfies readonly (keyof PatientRow)[]
+
 const live = (db: Db, organizationId: number) =>
   db.selectFrom('patients').where('organization_id', '=', organizationId).where('deleted_at', 'is', null)
 
@@ -41,12 +70,12 @@ export function insertPatient(
     .insertInto('patients')
     .values(row)
     .onConflict((conflict) => conflict.constraint('patients_organization_mrn_key').doNothing())
-    .returningAll()
+    .returning(PATIENT_COLUMNS)
     .executeTakeFirst()
 }
 
 export function findPatient(db: Db, organizationId: number, id: number): Promise<PatientRow | undefined> {
-  return live(db, organizationId).selectAll().where('id', '=', id).executeTakeFirst()
+  return live(db, organizationId).select(PATIENT_COLUMNS).where('id', '=', id).executeTakeFirst()
 }
 
 /**
@@ -64,7 +93,7 @@ export async function findPatientOrganization(db: Db, id: number): Promise<numbe
 }
 
 export function lockPatient(trx: Transaction<Database>, organizationId: number, id: number) {
-  return live(trx, organizationId).selectAll().where('id', '=', id).forUpdate().executeTakeFirst()
+  return live(trx, organizationId).select(PATIENT_COLUMNS).where('id', '=', id).forUpdate().executeTakeFirst()
 }
 
 export function updatePatientRow(
@@ -78,7 +107,7 @@ export function updatePatientRow(
     .set({ ...changes, updated_at: sql`now()` })
     .where('organization_id', '=', organizationId)
     .where('id', '=', id)
-    .returningAll()
+    .returning(PATIENT_COLUMNS)
     .executeTakeFirstOrThrow()
 }
 
@@ -92,7 +121,7 @@ export function listPatients(
   sort: SortOrder,
   paging: PageQuery,
 ) {
-  let query = live(db, organizationId).selectAll()
+  let query = live(db, organizationId).select(PATIENT_COLUMNS)
   if (filters.status) query = query.where('status', '=', filters.status)
   if (filters.gender) query = query.where('gender', '=', filters.gender)
   if (filters.dateOfBirth) query = query.where('date_of_birth', '=', filters.dateOfBirth)
@@ -134,7 +163,7 @@ export function searchPatients(
   sort: SortOrder,
   paging: PageQuery,
 ) {
-  let query = live(db, organizationId).selectAll()
+  let query = live(db, organizationId).select(PATIENT_COLUMNS)
   for (const term of terms) query = query.where('search_text', 'like', `%${escapeLike(term)}%`)
   return fetchPage(db, query.orderBy(orderBy(sort)), paging)
 }
