@@ -37,6 +37,7 @@ import outbox from './plugins/outbox.js'
 import rateLimits from './plugins/rate-limit.js'
 import requestContext, { requestIdFor } from './plugins/request-context.js'
 import routeConventions from './plugins/route-conventions.js'
+import securityHeaders from './plugins/security-headers.js'
 import validation from './plugins/validation.js'
 
 export interface AppOverrides {
@@ -104,6 +105,8 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
     // One access line per request (request-context.ts) instead of Fastify's two.
     disableRequestLogging: true,
     bodyLimit: config.BODY_LIMIT_BYTES,
+    // Fastify's default (0) would let a client hold a connection open forever sending a request slowly.
+    requestTimeout: config.REQUEST_TIMEOUT_MS,
     exposeHeadRoutes: false,
     trustProxy: trustProxySetting(config.TRUST_PROXY),
   }).withTypeProvider<TypeBoxTypeProvider>()
@@ -123,6 +126,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
 
   await app.register(validation)
   await app.register(requestContext)
+  await app.register(securityHeaders, { corsOrigins: config.corsOrigins })
   await app.register(errorHandler, { bodyLimit: config.BODY_LIMIT_BYTES })
   await app.register(database, { handle })
   await app.register(audit, { flushIntervalMs: config.AUDIT_FLUSH_INTERVAL_MS })

@@ -1,0 +1,125 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { App } from '../../src/app.js'
+import { buildTestApp } from '../helpers/app.js'
+import { bearer, newOrganization } from '../helpers/factories.js'
+
+let app: App
+let corsApp: App
+const PORTAL = 'https://portal.example.test'
+
+beforeAll(async () => {
+  app = await buildTestApp({ REQUEST_TIMEOUT_MS: '45000' })
+  corsApp = await buildTestApp({ CORS_ORIGINS: `${PORTAL},https://admin.example.test` })
+})
+afterAll(async () => {
+  await app.close()
+  await corsApp.close()
+})
+
+describe('security headers', () => {
+  it('sends helmet headers and a policy that loads nothing on API answers, errors included', async () => {
+    const user = await (await newOrganization(app)).user('PROVIDER')
+    for (const response of [
+      await app.inject({ url: '/api/patients', headers: bearer(user.token) }),
+      await app.inject({ url: '/api/patients' }),
+      await app.inject({ url: '/api/no-such-route' }),
+    ]) {
+      expect(response.headers['content-security-policy']).toContain("default-src 'none'")
+      expect(response.headers['content-security-policy']).toContain("frame-ancestors 'none'")
+      expect(response.headers['x-content-type-options']).toBe('nosniff')
+      expect(response.headers['x-frame-options']).toBe('SAMEORIGIN')
+      expect(response.headers['strict-transport-security']).toMatch(/max-age=\d+/)
+      expect(response.headers['referrer-policy']).toBe('no-referrer')
+      expect(response.headers['cache-control']).toBe('no-store')
+      expect(response.headers['x-powered-by']).toBeUndefined()
+    }
+  })
+
+  it('sends the same headers on the probes, which carry no PHI and so no no-store', async () => {
+    const response = await app.inject({ url: '/actuator/health/liveness' })
+    expect(response.statusCode).toBe(200)
+    expect(response.headers['x-content-type-options']).toBe('nosniff')
+    expect(response.headers['cache-control']).toBeUndefined()
+  })
+
+  it('serves the explorer under a policy that allows exactly what it loads from this service', async () => {
+    const redirect = await app.inject({ url: '/swagger-ui.html' })
+    expect(redirect.statusCode).toBe(302)
+    const page = await app.inject({ url: '/swagger-ui/' })
+    expect(page.statusCode).toBe(200)
+    const csp = String(page.headers['content-security-policy'])
+    expect(csp).toContain("script-src 'self'")
+    expect(csp).toContain("connect-src 'self'")
+    expect(csp).not.toContain("default-src 'none'")
+    expect(csp).not.toMatch(/script-src[^;]*unsafe/)
+
+    // Every script and stylesheet of the page comes from the service itself and loads.
+    const assets = [...page.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((match) => match[1] as string)
+    expect(assets.length).toBeGreaterThanOrEqual(4)
+    for (const asset of assets) {
+      expect(asset).not.toMatch(/^(https?:)?\/\//)
+      const response = await app.inject({ url: new URL(asset, 'http://service/swagger-ui/').pathname })
+      expect(response.statusCode, asset).toBe(200)
+    }
+    const initializer = await app.inject({ url: '/swagger-ui/static/swagger-initializer.js' })
+    expect(initializer.headers['content-security-policy']).toBe(csp)
+    expect(initializer.body).toContain('validatorUrl')
+    // The document the explorer fetches (connect-src 'self').
+    const document = await app.inject({ url: '/swagger-ui/json' })
+    expect(document.statusCode).toBe(200)
+    expect(document.json().openapi).toBe('3.1.0')
+  })
+
+  it('gives up on a client that takes longer than REQUEST_TIMEOUT_MS to send its request', () => {
+    expect(app.server.requestTimeout).toBe(45_000)
+  })
+})
+
+describe('CORS', () => {
+  const preflight = (target: App, origin: string) =>
+    target.inject({
+      method: 'OPTIONS',
+      url: '/api/patients',
+      headers: {
+        origin,
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization,content-type',
+      },
+    })
+
+  it('is closed by default: no origin gets an Access-Control-Allow-Origin', async () => {
+    const response = await preflight(app, PORTAL)
+    expect(response.headers['access-control-allow-origin']).toBeUndefined()
+    const simple = await app.inject({ url: '/api/patients', headers: { origin: PORTAL } })
+    expect(simple.statusCode).toBe(401)
+    expect(simple.headers['access-control-allow-origin']).toBeUndefined()
+  })
+
+  it('answers a preflight from a configured origin with the methods and headers the API uses', async () => {
+    const response = await preflight(corsApp, PORTAL)
+    expect(response.statusCode).toBe(204)
+    expect(response.headers['access-control-allow-origin']).toBe(PORTAL)
+    expect(String(response.headers['access-control-allow-methods'])).toContain('POST')
+    expect(String(response.headers['access-control-allow-headers']).toLowerCase()).toContain('authorization')
+    expect(response.headers['access-control-allow-credentials']).toBeUndefined()
+  })
+
+  it('lets a configured origin read the answer and its request id, and refuses any other origin', async () => {
+    const user = await (await newOrganization(corsApp)).user('PROVIDER')
+    const allowed = await corsApp.inject({
+      url: '/api/patients',
+      headers: { ...bearer(user.token), origin: 'https://admin.example.test' },
+    })
+    expect(allowed.statusCode).toBe(200)
+    expect(allowed.headers['access-control-allow-origin']).toBe('https://admin.example.test')
+    expect(String(allowed.headers['access-control-expose-headers'])).toContain('X-Request-Id')
+
+    const other = await corsApp.inject({
+      url: '/api/patients',
+      headers: { ...bearer(user.token), origin: 'https://portal.example.test.evil.example' },
+    })
+    expect(other.headers['access-control-allow-origin']).toBeUndefined()
+    const otherPreflight = await preflight(corsApp, 'https://evil.example')
+    expect(otherPreflight.headers['access-control-allow-origin']).toBeUndefined()
+  })
+})
