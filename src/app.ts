@@ -8,6 +8,7 @@ import { logMailer, smtpMailer } from './lib/mailer.js'
 
 import { loadEncryptionKey } from './lib/secret-box.js'
 import appointmentRoutes from './modules/appointments/routes.js'
+import auditRoutes from './modules/audit/routes.js'
 import authRoutes from './modules/auth/routes.js'
 import billingRoutes from './modules/billing/routes.js'
 import clinicalRoutes from './modules/clinical/routes.js'
@@ -206,6 +207,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   await app.register(providerScheduleRoutes, { prefix: '/api/providers' })
   await app.register(appointmentRoutes, { prefix: '/api/appointments' })
   await app.register(encounterRoutes, { prefix: '/api/encounters' })
+  await app.register(auditRoutes, { prefix: '/api/audit-events' })
   await app.register(oidcRoutes, {
     prefix: `/realms/${config.OIDC_REALM}`,
     issuerUrl: config.tokenIssuer,

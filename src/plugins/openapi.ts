@@ -122,6 +122,7 @@ const openapi: FastifyPluginAsync = async (app) => {
         { name: 'Providers', description: 'Providers, their working hours and schedules' },
         { name: 'Appointments', description: 'Booking, rescheduling, status changes and free slots' },
         { name: 'Encounters', description: 'Clinical visits: SOAP notes, signing and addenda' },
+        { name: 'Audit', description: 'Who accessed which records: the organization’s audit trail' },
         { name: 'Operations', description: 'Health probes' },
         {
           name: 'OpenID Connect',
