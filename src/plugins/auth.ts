@@ -106,12 +106,19 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
     provision: !config.embeddedIssuer,
   })
   app.decorateRequest('principal', null)
+  // The rate limiter and the access guard both authenticate; a token that failed once fails again
+  // at once, rather than waiting a second time for an identity provider that does not answer.
+  const failures = new WeakMap<FastifyRequest, AppError>()
   app.decorate('authenticate', async (request: FastifyRequest) => {
+    const failure = failures.get(request)
+    if (failure) throw failure
     let claims: AccessTokenClaims
     try {
       claims = await request.jwtVerify<AccessTokenClaims>()
     } catch (error) {
-      throw fromJwtError(error)
+      const appError = fromJwtError(error)
+      failures.set(request, appError)
+      throw appError
     }
     request.principal = await resolvePrincipal(claims)
     return request.principal
