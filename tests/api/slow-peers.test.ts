@@ -48,7 +48,7 @@ async function ordinaryReads(): Promise<number> {
   )
   for (const response of responses) {
     expect(response.status).toBe(200)
-    expect((await response.json()).data.id).toBe(patientId)
+    expect(((await response.json()) as { data: { id: number } }).data.id).toBe(patientId)
   }
   return Date.now() - startedAt
 }
