@@ -4,6 +4,7 @@ import Fastify, { type FastifyServerOptions } from 'fastify'
 import { type DatabaseHandle, openPglite, openPostgres } from '../db/connect.js'
 import { migrateToLatest } from '../db/migrator.js'
 import type { Config } from './config.js'
+import { clientErrorHandler } from './lib/client-errors.js'
 import { logMailer, smtpMailer } from './lib/mailer.js'
 
 import { loadEncryptionKey } from './lib/secret-box.js'
@@ -137,6 +138,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
     bodyLimit: config.BODY_LIMIT_BYTES,
     // Fastify's default (0) would let a client hold a connection open forever sending a request slowly.
     requestTimeout: config.REQUEST_TIMEOUT_MS,
+    clientErrorHandler,
     exposeHeadRoutes: false,
     trustProxy: trustProxySetting(config.TRUST_PROXY),
   }).withTypeProvider<TypeBoxTypeProvider>()

@@ -101,3 +101,35 @@ describe('slow clients', () => {
     }
   })
 })
+
+describe('requests the HTTP parser rejects', () => {
+  /** Sends raw bytes and collects everything until the service closes the connection. */
+  const exchange = (bytes: string) =>
+    new Promise<string>((resolve, reject) => {
+      const chunks: Buffer[] = []
+      const socket = connect(Number(new URL(base).port), '127.0.0.1', () => socket.write(bytes))
+      socket.setTimeout(5000, () => reject(new Error('the connection stayed open')))
+      socket.on('data', (chunk) => chunks.push(chunk))
+      socket.on('error', reject)
+      socket.on('close', () => resolve(Buffer.concat(chunks).toString()))
+    })
+  const bodyOf = (answer: string) => JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))
+
+  it('get the error envelope and a closed connection: 400 when malformed, 431 for oversized headers', async () => {
+    const malformed = await exchange(
+      `GET /api/patients HTTP/1.1\r\nHost 127.0.0.1\r\nX: ${admin.token}\r\n\r\n`,
+    )
+    expect(malformed).toMatch(/^HTTP\/1\.1 400 /)
+    expect(bodyOf(malformed)).toEqual({
+      success: false,
+      message: 'Invalid request',
+      error: { code: 'VAL_001', details: 'The HTTP request is malformed' },
+    })
+
+    const oversized = await exchange(
+      `GET /api/patients HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+    )
+    expect(oversized).toMatch(/^HTTP\/1\.1 431 /)
+    expect(bodyOf(oversized).error.code).toBe('VAL_001')
+  })
+})
