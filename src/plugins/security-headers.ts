@@ -1,7 +1,9 @@
 import cors from '@fastify/cors'
-import helmet from '@fastify/helmet'
 import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
+import helmet from 'helmet'
+
+const noop = () => {}
 
 /** Response headers a browser may read from a cross-origin call (request id, limits, downloads). */
 const EXPOSED_HEADERS = [
@@ -31,12 +33,14 @@ const securityHeaders: FastifyPluginAsync<{ corsOrigins: readonly string[] }> = 
   app,
   { corsOrigins },
 ) => {
-  await app.register(helmet, {
-    global: true,
-    contentSecurityPolicy: { useDefaults: false, directives: API_CSP },
-  })
-  app.addHook('onRequest', async (request, reply) => {
+  // helmet's middleware built once: @fastify/helmet rebuilds it (CSP parsing included) on every
+  // request. Headers set here on the raw response yield to any the route sets itself (the explorer).
+  const applyHelmet = helmet({ contentSecurityPolicy: { useDefaults: false, directives: API_CSP } })
+  app.addHook('onRequest', (request, reply, done) => {
+    // helmet sets the headers synchronously (and throws rather than calls back on error).
+    applyHelmet(request.raw, reply.raw, noop)
     if (request.url.startsWith('/api/')) reply.header('cache-control', 'no-store')
+    done()
   })
   if (corsOrigins.length > 0) {
     await app.register(cors, {
