@@ -77,7 +77,9 @@ const rateLimits: FastifyPluginAsync<{ config: Config }> = async (app, { config 
       if (!key.startsWith('sub:')) return config.RATE_LIMIT_ANONYMOUS
       return clientLimits.get(request.principal?.clientId ?? '') ?? config.RATE_LIMIT_AUTHENTICATED
     },
-    allowList: (request) => UNLIMITED.test(request.url),
+    // CORS preflights carry no token, so they would count against the anonymous limit of the
+    // caller's IP (a whole clinic behind one NAT), once per distinct URL; the CORS plugin answers them.
+    allowList: (request) => request.method === 'OPTIONS' || UNLIMITED.test(request.url),
     errorResponseBuilder: (_request, context) =>
       new AppError(
         'RATE_001',

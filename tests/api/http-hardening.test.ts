@@ -19,7 +19,10 @@ beforeAll(async () => {
   app = await buildTestApp({ REQUEST_TIMEOUT_MS: '45000', LOG_LEVEL: 'trace' }, undefined, {
     logStream: { write: (line: string) => void raw.push(line) },
   })
-  corsApp = await buildTestApp({ CORS_ORIGINS: `${PORTAL},https://admin.example.test` })
+  corsApp = await buildTestApp({
+    CORS_ORIGINS: `${PORTAL},https://admin.example.test`,
+    RATE_LIMIT_ANONYMOUS: '3',
+  })
 })
 afterAll(async () => {
   await app.close()
@@ -112,6 +115,14 @@ describe('CORS', () => {
     expect(String(response.headers['access-control-allow-methods'])).toContain('POST')
     expect(String(response.headers['access-control-allow-headers']).toLowerCase()).toContain('authorization')
     expect(response.headers['access-control-allow-credentials']).toBeUndefined()
+  })
+
+  it('does not count preflights against the anonymous rate limit: they carry no token', async () => {
+    for (let i = 0; i < 6; i++) {
+      const response = await preflight(corsApp, PORTAL)
+      expect(response.statusCode).toBe(204)
+      expect(response.headers['x-ratelimit-remaining']).toBeUndefined()
+    }
   })
 
   it('lets a configured origin read the answer and its request id, and refuses any other origin', async () => {
