@@ -7,7 +7,8 @@ import { retryDelaySeconds } from './backoff.js'
 import {
   type ClaimedDelivery,
   claimDeliveries,
-  recordAttempt,
+  recordFailure,
+  recordSuccesses,
   releaseAllLeases,
   releaseDeliveries,
 } from './deliveries.js'
@@ -15,6 +16,7 @@ import { OUTBOX_CHANNEL } from './enqueue.js'
 import type { AttemptOutcome, OutboxMetrics } from './metrics.js'
 import type { Sender } from './sender.js'
 import { signatureHeader } from './signing.js'
+import { SuccessBatch } from './success-batch.js'
 import { openSigningKey } from './webhook-secrets.js'
 
 // Small batches: a claim holds row locks only for its own statement. Rows of a host that is
@@ -79,8 +81,11 @@ export class OutboxWorker {
   private unlisten: Unlisten | undefined
   private timer: NodeJS.Timeout | undefined
   private readonly retryTimers = new Set<NodeJS.Timeout>()
+  private readonly successes: SuccessBatch
 
-  constructor(private readonly options: WorkerOptions) {}
+  constructor(private readonly options: WorkerOptions) {
+    this.successes = new SuccessBatch((batch) => recordSuccesses(options.db, options.instanceId, batch))
+  }
 
   async start(): Promise<void> {
     if (this.options.releaseLeasesAtStart) await releaseAllLeases(this.options.db)
@@ -291,7 +296,17 @@ export class OutboxWorker {
     const outcome: AttemptOutcome =
       sent.error === null ? 'succeeded' : retryIn === undefined ? 'failed' : 'retrying'
     metrics.attempted(delivery.event_type, outcome, sent.latencyMs / 1000)
-    const { deactivated } = await recordAttempt(db, {
+    if (sent.error === null) {
+      await this.successes.add({
+        deliveryId: delivery.id,
+        webhookId: delivery.webhook_id,
+        attemptedAt,
+        statusCode: sent.statusCode,
+        latencyMs: sent.latencyMs,
+      })
+      return
+    }
+    const { deactivated } = await recordFailure(db, {
       deliveryId: delivery.id,
       webhookId: delivery.webhook_id,
       instanceId,
