@@ -4,6 +4,7 @@ import Fastify, { type FastifyServerOptions, LogController } from 'fastify'
 import { type DatabaseHandle, openPglite, openPostgres } from '../db/connect.js'
 import { migrateToLatest } from '../db/migrator.js'
 import type { Config } from './config.js'
+import { serializersOnFirstUse } from './lib/lazy-compile.js'
 import { logMailer, smtpMailer } from './lib/mailer.js'
 
 import { loadEncryptionKey } from './lib/secret-box.js'
@@ -105,6 +106,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.BODY_LIMIT_BYTES,
     exposeHeadRoutes: false,
+    schemaController: { compilersFactory: { buildSerializer: serializersOnFirstUse } },
     trustProxy: trustProxySetting(config.TRUST_PROXY),
   }).withTypeProvider<TypeBoxTypeProvider>()
 
