@@ -96,7 +96,7 @@ export const IdpLoginBody = Type.Object(
       {
         code: '<authorization code>',
         redirectUri: 'https://app.example/callback',
-        codeVerifier: '<PKCE verifier>',
+        codeVerifier: 'dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk',
       },
     ],
   },
