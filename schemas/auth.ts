@@ -67,6 +67,7 @@ export type RefreshBody = Static<typeof RefreshBody>
 export const LogoutBody = Type.Object(RefreshTokenFields, {
   additionalProperties: false,
   description: 'The refresh token of the session to end, as `refresh_token` or `refreshToken`',
+  examples: [{ refresh_token: '<refresh token>' }],
 })
 export type LogoutBody = Static<typeof LogoutBody>
 
