@@ -1,9 +1,11 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
+import { describeAccess, ROUTE_ACCESS } from '../../src/access/route-access.js'
 
 // The committed document; tests/api/operations.test.ts proves it is the one the routes produce.
 interface Operation {
   operationId?: string
+  description?: string
   summary?: string
   tags?: string[]
   security?: unknown[]
@@ -32,6 +34,17 @@ describe('openapi.json', () => {
     }
     const ids = all.map(({ operation }) => operation.operationId)
     expect(new Set(ids).size).toBe(ids.length)
+  })
+
+  it('names in each /api operation’s description exactly the roles of the access table', () => {
+    const api = operations(document.paths).filter(({ label }) => label.includes(' /api/'))
+    expect(api.length).toBe(Object.keys(ROUTE_ACCESS).length)
+    for (const { label, operation } of api) {
+      const [method, path] = label.split(' ') as [string, string]
+      const access = ROUTE_ACCESS[`${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`]
+      expect(access, label).toBeDefined()
+      expect(operation.description?.endsWith(describeAccess(access ?? { allow: 'public' })), label).toBe(true)
+    }
   })
 
   it('gives every request body an example, in every media type it accepts', () => {
