@@ -227,7 +227,9 @@ export async function walkPracticeDay(options: WalkOptions): Promise<WalkResult>
     ).data
     const received = ok(
       'list inbox',
-      await inbox.GET('/api/messages', { params: { query: { folder: 'inbox', unread: true } } }),
+      await inbox.GET('/api/messages', {
+        params: { query: { folder: 'inbox', unread: true, sort: 'createdAt,desc' } },
+      }),
     ).data
     if (!received.content.some((message) => message.id === sent.id)) {
       throw new Error('list inbox: the message is not among the unread ones')
