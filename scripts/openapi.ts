@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util'
 import { openPglite } from '../db/connect.js'
 import { buildApp } from '../src/app.js'
 import { ConfigError, loadConfig } from '../src/config.js'
-import { generateOpenApiTypes, OPENAPI_TYPES_FILE } from '../tools/openapi-types/generate.js'
+import { generateOpenApiTypes, OPENAPI_TYPES_FILE } from './openapi-types/generate.js'
 
 async function main(): Promise<void> {
   const { values } = parseArgs({

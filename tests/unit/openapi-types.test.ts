@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises'
 import { describe, expect, it } from 'vitest'
-import { generateOpenApiTypes, OPENAPI_TYPES_FILE } from '../../tools/openapi-types/generate.js'
+import { generateOpenApiTypes, OPENAPI_TYPES_FILE } from '../../scripts/openapi-types/generate.js'
 
 describe(OPENAPI_TYPES_FILE, () => {
   it('is what openapi-typescript makes of the committed openapi.json (run npm run openapi)', async () => {
