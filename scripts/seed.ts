@@ -1,14 +1,16 @@
 import { parseArgs } from 'node:util'
 import { migrateToLatest } from '../db/migrator.js'
 import { openConfiguredDatabase } from '../src/app.js'
+import { bootstrapAdmin, firstStartBanner } from '../src/bootstrap.js'
 import { ConfigError, loadConfig } from '../src/config.js'
 import { SeedRefused, seedDemoPractice } from './seed/demo-practice.js'
 
 const USAGE = `Usage: npm run seed -- [--patients <n>] [--force]
 
 Fills the configured database with a demo practice: providers with weekly hours, patients with
-appointments, visits, chart entries, invoices and messages. It is added to the only organization
-(the bootstrap's, so its administrator sees it) or, when there are several, to a new one.
+appointments, visits, chart entries, invoices and messages. In an empty database it goes into the
+bootstrap organization (created first if the server has not started yet), so the administrator
+sees it at once; with --force beside other records, into an organization of its own.
 
   --patients <n>  how many patients (default 300)
   --force         seed even though the database holds records that are not demo data
@@ -42,6 +44,9 @@ async function main(argv: string[]): Promise<number> {
   )
   try {
     await migrateToLatest(handle.db)
+    // Seeding before the first start: bootstrap as the server would, so someone can sign in.
+    const bootstrap = await bootstrapAdmin(handle.db, config)
+    if (bootstrap) process.stdout.write(firstStartBanner(config, bootstrap, false))
     const started = Date.now()
     const counts = await seedDemoPractice(handle.db, {
       patients,

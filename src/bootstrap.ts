@@ -52,7 +52,7 @@ export async function bootstrapAdmin(
  * What a newcomer needs after the very first start: where things are and how to sign in. Shown
  * once, with the bootstrap (an empty database); the generated password appears nowhere else.
  */
-export function firstStartBanner(config: Config, result: BootstrapResult): string {
+export function firstStartBanner(config: Config, result: BootstrapResult, seedHint = true): string {
   const url = config.PUBLIC_URL
   const credentials = result.generatedPassword
     ? `${result.email} / ${result.generatedPassword}\nThis password is shown only now.`
@@ -63,8 +63,8 @@ export function firstStartBanner(config: Config, result: BootstrapResult): strin
       `  API       ${url}/api   (sign in: POST ${url}/api/auth/login {"username","password"} -> data.token)`,
       `  Explorer  ${url}/swagger-ui.html`,
       `  Metrics   ${url}/actuator/prometheus`,
-      '  Demo data: stop the server, run `npm run seed`, start again.',
     )
+    if (seedHint) lines.push('  Demo data: stop the server, run `npm run seed`, start again.')
   }
   return `\n${lines.join('\n')}\n\n`
 }
