@@ -96,6 +96,16 @@ export function openPostgres({ url, poolMax, onPoolError }: PostgresOptions): Da
     }),
   )
   pool.on('error', () => {})
+  // Failures to open a connection (refused, timed out) surface only here, before any query.
+  const connect = pool.connect.bind(pool)
+  pool.connect = (async () => {
+    try {
+      return await connect()
+    } catch (error) {
+      observed.connectionError()
+      throw error
+    }
+  }) as typeof pool.connect
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: observed.log })
   const listeners = new Set<Unlisten>()
   return {

@@ -54,14 +54,6 @@ const CONSTRAINT_DETAILS: Record<string, string> = {
 const CONNECTION_FAILURE =
   /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH|EPIPE|08\d{3}|57P0[123]|53300)$/
 
-const LOST_CONNECTION_MESSAGE = /connection terminated|timeout exceeded when trying to connect/i
-
-/** Whether a driver error means the database could not be reached (not that a query was wrong). */
-export function isConnectionFailure(error: unknown): boolean {
-  const { code, message = '' } = (error ?? {}) as PgLikeError
-  return code ? CONNECTION_FAILURE.test(code) : LOST_CONNECTION_MESSAGE.test(message)
-}
-
 /**
  * PostgreSQL and driver failures that say something about the request (a duplicate, a bad
  * reference) or about the database being unreachable. Anything else is left for the generic 500.
@@ -69,7 +61,9 @@ export function isConnectionFailure(error: unknown): boolean {
 export function fromDatabaseError(error: unknown): AppError | undefined {
   const { code, constraint, message = '' } = (error ?? {}) as PgLikeError
   if (!code) {
-    return LOST_CONNECTION_MESSAGE.test(message)
+    return /connection terminated|timeout exceeded when trying to connect|Connection terminated/i.test(
+      message,
+    )
       ? new AppError('SYS_002', 'The database could not be reached')
       : undefined
   }

@@ -1,7 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onResponseHookHandler } from 'fastify'
 import metricsPlugin from 'fastify-metrics'
 import fp from 'fastify-plugin'
-import { isConnectionFailure } from '../errors.js'
 import {
   createServiceMetrics,
   LATENCY_BUCKETS,
@@ -68,10 +67,7 @@ const metrics: FastifyPluginAsync = async (app) => {
   })
   app.decorate('serviceMetrics', serviceMetrics)
   app.database.observe({
-    query: (seconds, error) => {
-      serviceMetrics.query(seconds, error !== undefined)
-      if (error !== undefined && isConnectionFailure(error)) serviceMetrics.connectionError()
-    },
+    query: (seconds, error) => serviceMetrics.query(seconds, error !== undefined),
     connectionError: serviceMetrics.connectionError,
   })
   const stopListening = onRefreshTokenReuse(serviceMetrics.refreshReuse)
