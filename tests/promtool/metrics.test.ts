@@ -43,9 +43,7 @@ describe('GET /actuator/prometheus', () => {
     expect(scrape.body).toMatch(
       /^ehr_webhook_deliveries_total\{event="patient.created",outcome="succeeded"\} 1$/m,
     )
-    expect(scrape.body).toMatch(
-      /^http_request_duration_seconds_bucket\{[^}]*status_class="4xx"/m,
-    )
+    expect(scrape.body).toMatch(/^http_request_duration_seconds_bucket\{[^}]*status_class="4xx"/m)
 
     const check = spawnSync('promtool', ['check', 'metrics'], {
       input: scrape.body,
