@@ -3,18 +3,22 @@
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The npm workspace of the OpenAPI type generator (scripts/openapi.ts imports it).
+COPY tools/openapi-types/package.json ./tools/openapi-types/
 RUN npm ci
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY db ./db
 COPY schemas ./schemas
 COPY scripts ./scripts
+COPY tools ./tools
 RUN npm run build
 
 FROM node:20-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production DATA_DIR=/data PORT=8080
 COPY package.json package-lock.json ./
+COPY tools/openapi-types/package.json ./tools/openapi-types/
 RUN npm ci --omit=dev && npm cache clean --force
 COPY --from=build /app/dist ./dist
 # The embedded database lives in /data when DATABASE_URL is not set; mount a volume to keep it.
