@@ -1,6 +1,6 @@
 import pino from 'pino'
 import { buildApp } from './app.js'
-import { bootstrapAdmin } from './bootstrap.js'
+import { bootstrapAdmin, firstStartBanner } from './bootstrap.js'
 import { ConfigError, loadConfig } from './config.js'
 
 // In-flight requests get this long to finish on shutdown before the process exits anyway.
@@ -30,14 +30,8 @@ async function main(): Promise<void> {
   const app = await buildApp(config, { logStream })
 
   const bootstrap = await bootstrapAdmin(app.db, config)
-  if (bootstrap) {
-    // Straight to the console, not the log: a generated password is shown exactly once.
-    process.stdout.write(
-      bootstrap.generatedPassword
-        ? `\nBootstrap administrator created: ${bootstrap.email} / ${bootstrap.generatedPassword}\nThis password is shown only now.\n\n`
-        : `\nBootstrap administrator created: ${bootstrap.email} (password from ADMIN_PASSWORD)\n\n`,
-    )
-  }
+  // Straight to the console, not the log: a generated password is shown exactly once.
+  if (bootstrap) process.stdout.write(firstStartBanner(config, bootstrap))
 
   let closing = false
   const shutdown = (signal: string) => {

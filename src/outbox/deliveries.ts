@@ -209,13 +209,23 @@ export async function recordSuccesses(
   })
 }
 
-/** Pending deliveries of active webhooks, and how long the oldest has waited (all instances). */
-export async function backlog(db: Db): Promise<{ pending: number; oldestAgeSeconds: number }> {
-  const { rows } = await sql<{ pending: number; oldest_age_seconds: number | null }>`
+/**
+ * Pending deliveries of active webhooks, how long the oldest has waited, and how many webhooks are
+ * deactivated for failing (all instances and organizations: an operations figure, no tenant data).
+ */
+export async function backlog(
+  db: Db,
+): Promise<{ pending: number; oldestAgeSeconds: number; deactivated: number }> {
+  const { rows } = await sql<{ pending: number; oldest_age_seconds: number | null; deactivated: number }>`
     select count(*)::int as pending,
-      extract(epoch from now() - min(webhook_deliveries.created_at))::float8 as oldest_age_seconds
+      extract(epoch from now() - min(webhook_deliveries.created_at))::float8 as oldest_age_seconds,
+      (select count(*)::int from webhooks where not active and deactivation_reason = 'FAILING') as deactivated
     from webhook_deliveries join webhooks on webhooks.id = webhook_deliveries.webhook_id
     where webhook_deliveries.status = 'PENDING' and webhooks.active
   `.execute(db)
-  return { pending: rows[0]?.pending ?? 0, oldestAgeSeconds: rows[0]?.oldest_age_seconds ?? 0 }
+  return {
+    pending: rows[0]?.pending ?? 0,
+    oldestAgeSeconds: rows[0]?.oldest_age_seconds ?? 0,
+    deactivated: rows[0]?.deactivated ?? 0,
+  }
 }

@@ -78,11 +78,13 @@ const rateLimits: FastifyPluginAsync<{ config: Config }> = async (app, { config 
       return clientLimits.get(request.principal?.clientId ?? '') ?? config.RATE_LIMIT_AUTHENTICATED
     },
     allowList: (request) => UNLIMITED.test(request.url),
-    errorResponseBuilder: (_request, context) =>
-      new AppError(
+    errorResponseBuilder: (request, context) => {
+      app.serviceMetrics.rateLimited(request.principal ? 'authenticated' : 'anonymous')
+      return new AppError(
         'RATE_001',
         `Limit of ${context.max} requests per window reached; retry in ${context.after}`,
-      ),
+      )
+    },
   })
 
   // The plugin counts seconds until the reset; the API promises the Unix time of the reset.
@@ -94,4 +96,4 @@ const rateLimits: FastifyPluginAsync<{ config: Config }> = async (app, { config 
   })
 }
 
-export default fp(rateLimits, { name: 'rate-limits', dependencies: ['auth'] })
+export default fp(rateLimits, { name: 'rate-limits', dependencies: ['auth', 'metrics'] })
