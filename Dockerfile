@@ -1,23 +1,26 @@
 # syntax=docker/dockerfile:1
 
-# Build: all dependencies, compile TypeScript to dist/, then drop the development dependencies.
+# Build: all dependencies, then compile TypeScript to dist/.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The npm workspace of the OpenAPI type generator (scripts/openapi.ts imports it).
+COPY scripts/openapi-types/package.json ./scripts/openapi-types/
 RUN npm ci
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY db ./db
 COPY schemas ./schemas
 COPY scripts ./scripts
-RUN npm run build && npm prune --omit=dev && npm cache clean --force
+RUN npm run build
 
 # Run: compiled JavaScript and production dependencies only, as the unprivileged `node` user.
 FROM node:20-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production DATA_DIR=/data PORT=8080
-COPY --from=build /app/package.json /app/package-lock.json ./
-COPY --from=build /app/node_modules ./node_modules
+COPY package.json package-lock.json ./
+COPY scripts/openapi-types/package.json ./scripts/openapi-types/
+RUN npm ci --omit=dev && npm cache clean --force
 COPY --from=build /app/dist ./dist
 # The embedded database lives in /data when DATABASE_URL is not set; mount a volume to keep it.
 RUN mkdir -p /data && chown node:node /data

@@ -1,10 +1,11 @@
 import path from 'node:path'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import Fastify, { type FastifyServerOptions } from 'fastify'
+import Fastify, { type FastifyServerOptions, LogController } from 'fastify'
 import { type DatabaseHandle, openPglite, openPostgres } from '../db/connect.js'
 import { migrateToLatest } from '../db/migrator.js'
 import type { Config } from './config.js'
 import { clientErrorHandler } from './lib/client-errors.js'
+import { serializersOnFirstUse } from './lib/lazy-compile.js'
 import { logMailer, smtpMailer } from './lib/mailer.js'
 
 import { loadEncryptionKey } from './lib/secret-box.js'
@@ -134,12 +135,13 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
     logger: loggerOptions(config, overrides.logStream),
     genReqId: requestIdFor,
     // One access line per request (request-context.ts) instead of Fastify's two.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.BODY_LIMIT_BYTES,
     // Fastify's default (0) would let a client hold a connection open forever sending a request slowly.
     requestTimeout: config.REQUEST_TIMEOUT_MS,
     clientErrorHandler,
     exposeHeadRoutes: false,
+    schemaController: { compilersFactory: { buildSerializer: serializersOnFirstUse } },
     trustProxy: trustProxySetting(config.TRUST_PROXY),
   }).withTypeProvider<TypeBoxTypeProvider>()
 
@@ -161,12 +163,13 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   await app.register(securityHeaders, { corsOrigins: config.corsOrigins })
   await app.register(errorHandler, { bodyLimit: config.BODY_LIMIT_BYTES })
   await app.register(database, { handle })
+  // Early, so that the plugins after it can count and every route gets its latency histogram.
+  await app.register(metrics)
   await app.register(audit, { flushIntervalMs: config.AUDIT_FLUSH_INTERVAL_MS })
   await app.register(background)
   await app.register(auth, { config })
   await app.register(rateLimits, { config })
   await app.register(routeConventions)
-  await app.register(metrics)
   await app.register(openapi)
   await app.register(health, { dataDir: config.DATA_DIR })
   await app.register(encryption, { key: encryptionKey })

@@ -49,10 +49,16 @@ const signatureHeaders = (
   schema: { type: 'string' as const },
 }))
 
+const camelCase = (event: string) =>
+  event.replace(/[._]([a-z])/g, (_match, letter: string) => letter.toUpperCase())
+
 const eventWebhook = (event: string, data: TSchema) => ({
   post: {
     tags: ['Webhooks'],
+    operationId: `${camelCase(event)}Event`,
     summary: event,
+    // The receiver authenticates the call by its signature headers, not by a security scheme.
+    security: [],
     description: data.description,
     parameters: signatureHeaders,
     requestBody: {

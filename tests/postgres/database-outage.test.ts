@@ -45,6 +45,13 @@ describe('when the database becomes unreachable', () => {
     expect(created.statusCode).toBe(201)
     const patient = created.json().data
 
+    const connectionErrors = async () =>
+      Number(
+        (await app.inject({ url: '/actuator/prometheus' })).body.match(
+          /^ehr_db_connection_errors_total (\d+)$/m,
+        )?.[1],
+      )
+    const errorsBefore = await connectionErrors()
     await proxy.cut()
     const read = await app.inject({ url: `/api/patients/${patient.id}`, headers: bearer(user.token) })
     expect(read.statusCode).toBe(503)
@@ -59,6 +66,7 @@ describe('when the database becomes unreachable', () => {
     })
     expect((await app.inject({ url: '/actuator/health/readiness' })).statusCode).toBe(503)
     expect((await app.inject({ url: '/actuator/health/liveness' })).statusCode).toBe(200)
+    expect(await connectionErrors()).toBeGreaterThan(errorsBefore)
 
     await proxy.restore()
     const again = await app.inject({ url: `/api/patients/${patient.id}`, headers: bearer(user.token) })

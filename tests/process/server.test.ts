@@ -41,6 +41,8 @@ describe('the server process', () => {
       const first = await startServer(dataDir, { AUDIT_FLUSH_INTERVAL_MS: '60000' })
       const printed = first.output().match(/Bootstrap administrator created: admin@example\.com \/ (\S+)/)
       expect(printed?.[1]).toBeTruthy()
+      expect(first.output()).toMatch(/Explorer +http:\/\/localhost:\d+\/swagger-ui\.html/)
+      expect(first.output()).toMatch(/Metrics +http:\/\/localhost:\d+\/actuator\/prometheus/)
       // Without ENCRYPTION_KEY the embedded default keeps a generated key beside its data.
       expect((await stat(path.join(dataDir, 'encryption.key'))).mode & 0o777).toBe(0o600)
       const password = printed?.[1] as string
@@ -70,6 +72,7 @@ describe('the server process', () => {
 
       const second = await startServer(dataDir)
       expect(second.output()).not.toContain('Bootstrap administrator created')
+      expect(second.output()).not.toContain('swagger-ui.html')
       const again = await login(second.baseUrl, 'admin@example.com', password)
       expect(again.status).toBe(200)
       const read = await fetch(`${second.baseUrl}/api/patients/${patientId}`, {
