@@ -2,7 +2,8 @@ import { parseArgs } from 'node:util'
 import { migrateToLatest } from '../db/migrator.js'
 import { openConfiguredDatabase } from '../src/app.js'
 import { bootstrapAdmin, firstStartBanner } from '../src/bootstrap.js'
-import { ConfigError, loadConfig } from '../src/config.js'
+import { loadConfig } from '../src/config.js'
+import { runCommand } from './run-command.js'
 import { SeedRefused, seedDemoPractice } from './seed/demo-practice.js'
 
 const USAGE = `Usage: npm run seed -- [--patients <n>] [--force]
@@ -70,12 +71,4 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code
-  },
-  (error: unknown) => {
-    process.stderr.write(`${error instanceof ConfigError ? error.message : (error as Error).stack}\n`)
-    process.exitCode = 1
-  },
-)
+runCommand(main)

@@ -187,8 +187,8 @@ export async function seed(db: Kysely<Database>, patients: number): Promise<Seed
     await sql`
       insert into patients (organization_id, first_name, last_name, date_of_birth, gender, email, phone_number, status, created_by, updated_by)
       select ${organization.id},
-        (${textArray(FIRST_NAMES)})[1 + (i * 7919) % ${FIRST_NAMES.length}],
-        (${textArray(LAST_NAMES)})[1 + (i * 104729) % ${LAST_NAMES.length}],
+        (${textArray(FIRST_NAMES)})[1 + (i::bigint * 7919 % ${FIRST_NAMES.length})::int],
+        (${textArray(LAST_NAMES)})[1 + (i::bigint * 104729 % ${LAST_NAMES.length})::int],
         date '1930-01-01' + ((i * 37) % 30000),
         (array['Male', 'Female', 'Other', 'Unknown'])[1 + i % 4],
         'patient' || i || '@example.test',

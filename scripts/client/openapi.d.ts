@@ -1915,7 +1915,7 @@ export interface operations {
                 dateFrom?: string;
                 /** @description appointmentDate on or before; not before dateFrom */
                 dateTo?: string;
-                /** @description 0-indexed page number */
+                /** @description 0-indexed page number. Pages are read by offset, so a deep page costs more than an early one (the rows before it are skipped on every call); to walk a large list, narrow it with filters rather than paging far. */
                 page?: number;
                 /** @description Numeric identifier */
                 patientId?: number;
@@ -5274,7 +5274,7 @@ export interface operations {
             query?: {
                 /** @description Created on or after */
                 from?: string;
-                /** @description 0-indexed page number */
+                /** @description 0-indexed page number. Pages are read by offset, so a deep page costs more than an early one (the rows before it are skipped on every call); to walk a large list, narrow it with filters rather than paging far. */
                 page?: number;
                 patientId?: number;
                 /** @description Page size, default 20, at most 100 (a larger value is a 400, never clamped) */
@@ -7267,7 +7267,7 @@ export interface operations {
                 /** @description encounterDate on or before; not before dateFrom */
                 dateTo?: string;
                 encounterType?: "OFFICE_VISIT" | "NEW_PATIENT" | "FOLLOW_UP" | "TELEHEALTH" | "ANNUAL_PHYSICAL" | "CONSULTATION" | "PROCEDURE";
-                /** @description 0-indexed page number */
+                /** @description 0-indexed page number. Pages are read by offset, so a deep page costs more than an early one (the rows before it are skipped on every call); to walk a large list, narrow it with filters rather than paging far. */
                 page?: number;
                 /** @description Numeric identifier */
                 patientId?: number;
@@ -8977,7 +8977,7 @@ export interface operations {
             query?: {
                 /** @description inbox: messages to you; sent: messages from you */
                 folder?: "inbox" | "sent";
-                /** @description 0-indexed page number */
+                /** @description 0-indexed page number. Pages are read by offset, so a deep page costs more than an early one (the rows before it are skipped on every call); to walk a large list, narrow it with filters rather than paging far. */
                 page?: number;
                 patientId?: number;
                 /** @description Page size, default 20, at most 100 (a larger value is a 400, never clamped) */
@@ -9815,7 +9815,7 @@ export interface operations {
                 /** @description Exact match, case-insensitive */
                 lastName?: string;
                 mrn?: string;
-                /** @description 0-indexed page number */
+                /** @description 0-indexed page number. Pages are read by offset, so a deep page costs more than an early one (the rows before it are skipped on every call); to walk a large list, narrow it with filters rather than paging far. */
                 page?: number;
                 /** @description Page size, default 20, at most 100 (a larger value is a 400, never clamped) */
                 size?: number;
@@ -11104,7 +11104,7 @@ export interface operations {
                 from?: string;
                 /** @description Also list withdrawn records */
                 includeEnteredInError?: boolean;
-                /** @description 0-indexed page number */
+                /** @description 0-indexed page number. Pages are read by offset, so a deep page costs more than an early one (the rows before it are skipped on every call); to walk a large list, narrow it with filters rather than paging far. */
                 page?: number;
                 /** @description Page size, default 20, at most 100 (a larger value is a 400, never clamped) */
                 size?: number;
@@ -12980,7 +12980,7 @@ export interface operations {
                 icd10Code?: string;
                 /** @description Also list withdrawn records */
                 includeEnteredInError?: boolean;
-                /** @description 0-indexed page number */
+                /** @description 0-indexed page number. Pages are read by offset, so a deep page costs more than an early one (the rows before it are skipped on every call); to walk a large list, narrow it with filters rather than paging far. */
                 page?: number;
                 /** @description Page size, default 20, at most 100 (a larger value is a 400, never clamped) */
                 size?: number;
@@ -14356,7 +14356,7 @@ export interface operations {
         parameters: {
             query?: {
                 category?: "LAB_REPORT" | "IMAGING" | "CONSENT" | "REFERRAL" | "CLINICAL_NOTE" | "OTHER";
-                /** @description 0-indexed page number */
+                /** @description 0-indexed page number. Pages are read by offset, so a deep page costs more than an early one (the rows before it are skipped on every call); to walk a large list, narrow it with filters rather than paging far. */
                 page?: number;
                 /** @description Page size, default 20, at most 100 (a larger value is a 400, never clamped) */
                 size?: number;
@@ -14838,7 +14838,7 @@ export interface operations {
                 from?: string;
                 /** @description Also list withdrawn records */
                 includeEnteredInError?: boolean;
-                /** @description 0-indexed page number */
+                /** @description 0-indexed page number. Pages are read by offset, so a deep page costs more than an early one (the rows before it are skipped on every call); to walk a large list, narrow it with filters rather than paging far. */
                 page?: number;
                 /** @description Page size, default 20, at most 100 (a larger value is a 400, never clamped) */
                 size?: number;
@@ -16299,7 +16299,7 @@ export interface operations {
                 from?: string;
                 /** @description Also list withdrawn records */
                 includeEnteredInError?: boolean;
-                /** @description 0-indexed page number */
+                /** @description 0-indexed page number. Pages are read by offset, so a deep page costs more than an early one (the rows before it are skipped on every call); to walk a large list, narrow it with filters rather than paging far. */
                 page?: number;
                 rxnormCode?: string;
                 /** @description Page size, default 20, at most 100 (a larger value is a 400, never clamped) */
@@ -17703,7 +17703,7 @@ export interface operations {
                 from?: string;
                 /** @description Also list withdrawn records */
                 includeEnteredInError?: boolean;
-                /** @description 0-indexed page number */
+                /** @description 0-indexed page number. Pages are read by offset, so a deep page costs more than an early one (the rows before it are skipped on every call); to walk a large list, narrow it with filters rather than paging far. */
                 page?: number;
                 /** @description Page size, default 20, at most 100 (a larger value is a 400, never clamped) */
                 size?: number;
@@ -19142,7 +19142,7 @@ export interface operations {
     searchPatients: {
         parameters: {
             query: {
-                /** @description 0-indexed page number */
+                /** @description 0-indexed page number. Pages are read by offset, so a deep page costs more than an early one (the rows before it are skipped on every call); to walk a large list, narrow it with filters rather than paging far. */
                 page?: number;
                 /** @description Case-insensitive text matched against name, e-mail, telephone digits and MRN; every word must match */
                 q: string;
@@ -19359,7 +19359,7 @@ export interface operations {
                 /** @description Exact match, case-insensitive */
                 lastName?: string;
                 npi?: string;
-                /** @description 0-indexed page number */
+                /** @description 0-indexed page number. Pages are read by offset, so a deep page costs more than an early one (the rows before it are skipped on every call); to walk a large list, narrow it with filters rather than paging far. */
                 page?: number;
                 /** @description Page size, default 20, at most 100 (a larger value is a 400, never clamped) */
                 size?: number;
@@ -22417,7 +22417,7 @@ export interface operations {
         parameters: {
             query?: {
                 active?: boolean;
-                /** @description 0-indexed page number */
+                /** @description 0-indexed page number. Pages are read by offset, so a deep page costs more than an early one (the rows before it are skipped on every call); to walk a large list, narrow it with filters rather than paging far. */
                 page?: number;
                 /** @description Page size, default 20, at most 100 (a larger value is a 400, never clamped) */
                 size?: number;
@@ -23498,7 +23498,7 @@ export interface operations {
         parameters: {
             query?: {
                 event?: string;
-                /** @description 0-indexed page number */
+                /** @description 0-indexed page number. Pages are read by offset, so a deep page costs more than an early one (the rows before it are skipped on every call); to walk a large list, narrow it with filters rather than paging far. */
                 page?: number;
                 /** @description Page size, default 20, at most 100 (a larger value is a 400, never clamped) */
                 size?: number;
