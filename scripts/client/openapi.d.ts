@@ -3511,7 +3511,7 @@ export interface operations {
                 from?: string;
                 /** @description SUCCESS (2xx/3xx), DENIED (401, 403), NOT_FOUND (404), REJECTED (other 4xx), ERROR (5xx) */
                 outcome?: "SUCCESS" | "DENIED" | "NOT_FOUND" | "REJECTED" | "ERROR";
-                /** @description 0-indexed page number */
+                /** @description 0-indexed page number. Pages are read by offset, so a deep page costs more than an early one (the rows before it are skipped on every call); to walk a large list, narrow it with filters rather than paging far. */
                 page?: number;
                 /** @description Calls that named this patient (its record, clinical records, documents, bookings) or returned it in a list */
                 patientId?: number;
