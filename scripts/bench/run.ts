@@ -349,8 +349,12 @@ async function report(run: Report): Promise<void> {
         ),
       ]
     : []
-  const failures = Object.entries({ ...run.results, 'two instances': run.twoInstances })
-    .filter(([, m]) => m.non2xx > 0)
+  const largeRuns = Object.fromEntries(
+    Object.entries(run.growth ?? {}).map(([name, { large }]) => [`${name} (${values.compare})`, large]),
+  )
+  // A scenario fails on any non-2xx answer, and on none at all (every request outlasting the run).
+  const failures = Object.entries({ ...run.results, ...largeRuns, 'two instances': run.twoInstances })
+    .filter(([, m]) => m.non2xx > 0 || m.total === 0)
     .map(([name]) => name)
   if (run.upload.statusCode !== 201) failures.push(`${UPLOAD_MB} MB upload`)
   const command = `npm run bench -- --patients ${PATIENTS}${values.compare ? ` --compare ${values.compare}` : ''} --seconds ${SECONDS} --connections ${CONNECTIONS}`
@@ -376,7 +380,7 @@ async function report(run: Report): Promise<void> {
       : `${current.slice(0, start)}${section}${end < 0 ? '' : current.slice(end + 1)}`
   await writeFile(file, next.endsWith('\n') ? next : `${next}\n`)
   if (failures.length > 0) {
-    process.stderr.write(`Non-2xx responses in: ${failures.join(', ')}\n`)
+    process.stderr.write(`Non-2xx or no responses in: ${failures.join(', ')}\n`)
     process.exitCode = 1
   }
 }
