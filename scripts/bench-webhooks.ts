@@ -204,7 +204,9 @@ async function main(): Promise<void> {
   const command = `${databaseUrl ? 'DATABASE_URL=postgres://… ' : ''}npm run bench:webhooks -- --n ${N} --clients ${CLIENTS}`
   const ratio = (value: number, ceiling: number) => `${((100 * value) / ceiling).toFixed(0)}%`
   const section = [
-    `## ${kind}`,
+    `## Webhooks: ${kind}`,
+    '',
+    'N patients created through the API with one local receiver registered. Commit-to-receipt runs from the event timestamp (taken inside the committing transaction) to the receiver reading the request. Targets: at least 1,000 deliveries/s and p99 under 250 ms.',
     '',
     `\`${command}\` — ${new Date().toISOString().slice(0, 10)}, ${cpus().length} cores, Node ${process.version}, N = ${N}, ${CLIENTS} API clients, worker defaults (${config.WEBHOOK_CONCURRENCY} in flight, ${config.WEBHOOK_HOST_CONCURRENCY} per host).`,
     '',
@@ -219,19 +221,13 @@ async function main(): Promise<void> {
   ].join('\n')
   process.stdout.write(`${section}\n`)
 
-  const header = [
-    '# Benchmarks',
-    '',
-    'Written by `npm run bench:webhooks` (scripts/bench-webhooks.ts); each run replaces the section of its database.',
-    'Commit-to-receipt runs from the event timestamp (taken inside the committing transaction) to the receiver reading the request.',
-    'Targets (issue 9): at least 1,000 deliveries/s and p99 under 250 ms on the development machine.',
-    '',
-    '',
-  ].join('\n')
-  const existing = await readFile(values.out, 'utf8').catch(() => header)
+  const existing = await readFile(values.out, 'utf8').catch(() => '# Benchmarks\n\n')
   const sections = existing.split(/^(?=## )/m)
-  const kept = sections.filter((part) => !part.startsWith(`## ${kind}\n`))
-  const body = [...kept.slice(0, 1), ...kept.slice(1), section].join('')
+  const kept = sections.filter((part) => !part.startsWith(`## Webhooks: ${kind}\n`))
+  const body = [
+    ...kept.map((part) => (part.endsWith('\n\n') ? part : `${part.trimEnd()}\n\n`)),
+    section,
+  ].join('')
   await writeFile(values.out, body.endsWith('\n') ? body : `${body}\n`)
 }
 

@@ -377,7 +377,7 @@ async function report(run: Report): Promise<void> {
   const next =
     start < 0
       ? `${current.trimEnd()}\n\n${section}`
-      : `${current.slice(0, start)}${section}${end < 0 ? '' : current.slice(end + 1)}`
+      : `${current.slice(0, start)}${section}${end < 0 ? '' : `\n${current.slice(end + 1)}`}`
   await writeFile(file, next.endsWith('\n') ? next : `${next}\n`)
   if (failures.length > 0) {
     process.stderr.write(`Non-2xx or no responses in: ${failures.join(', ')}\n`)
