@@ -29,7 +29,7 @@ import auth from './plugins/auth.js'
 import background from './plugins/background.js'
 import database from './plugins/database.js'
 import encryption from './plugins/encryption.js'
-import errorHandler from './plugins/error-handler.js'
+import errorHandler, { frameworkErrorHandler } from './plugins/error-handler.js'
 import health from './plugins/health.js'
 import metrics from './plugins/metrics.js'
 import openapi from './plugins/openapi.js'
@@ -106,6 +106,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
     bodyLimit: config.BODY_LIMIT_BYTES,
     exposeHeadRoutes: false,
     trustProxy: trustProxySetting(config.TRUST_PROXY),
+    frameworkErrors: frameworkErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   // Before the database: a deployment missing its key stops here, naming the variable.
