@@ -107,6 +107,8 @@ export interface Records {
   ids: Record<RecordKind, number>
   /** A string written into the records' free text: a response that contains it shows the records. */
   marker: string
+  /** The users who made the records: the nurse registered the patient, booked and sent the message. */
+  makers: { admin: TestUser; nurse: TestUser; doctor: TestUser; biller: TestUser }
   /** A user of the organization holding exactly the roles of `allow` (or ADMIN for public routes). */
   userFor(allow: RouteAccess['allow']): Promise<TestUser>
 }
@@ -225,6 +227,7 @@ export async function newRecords(app: App): Promise<Records> {
   return {
     org,
     marker,
+    makers: { admin, nurse, doctor, biller },
     ids: {
       patient: patient.id,
       vitals: vitals.id,

@@ -23,6 +23,7 @@ export interface JsonSchema {
   required?: string[]
   additionalProperties?: boolean | JsonSchema
   minProperties?: number
+  default?: unknown
 }
 
 export interface GeneratorOptions {
