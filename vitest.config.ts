@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config'
+import { findChromium } from './tests/helpers/chromium.js'
 
 // Tests under tests/postgres need a real server (concurrency, outages); they run when
 // TEST_DATABASE_URL is set, as CI does, and are not collected otherwise. Tests under tests/process
@@ -9,6 +10,9 @@ if (process.env.TEST_DATABASE_URL) include.push('tests/postgres/**/*.test.ts')
 else include.push('tests/process/**/*.test.ts')
 // Tests under tests/redis need a Redis server (TEST_REDIS_URL), as CI provides.
 if (process.env.TEST_REDIS_URL) include.push('tests/redis/**/*.test.ts')
+// Tests under tests/browser drive the system's Chromium (Debian's `chromium`, or CHROMIUM_PATH);
+// they are collected only where there is one, as CI installs it.
+if (findChromium()) include.push('tests/browser/**/*.test.ts')
 
 export default defineConfig({
   test: {
