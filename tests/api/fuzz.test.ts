@@ -36,7 +36,7 @@ import {
 const SEED = Number(process.env.FUZZ_SEED ?? 20_261_122)
 const RUNS = Number(process.env.FUZZ_RUNS ?? 5)
 
-const OPTIONS: GeneratorOptions = {
+let OPTIONS: GeneratorOptions = {
   uris: [
     `https://${RECORDS_WEBHOOK_HOST}/ehr`,
     'https://unknown.example.test/hook',
@@ -47,11 +47,14 @@ const OPTIONS: GeneratorOptions = {
 
 interface FuzzRequest {
   path: Record<string, string>
-  query: Record<string, string>
+  /** A parameter given twice arrives as an array. */
+  query: Record<string, string | string[]>
   headers: Record<string, string>
   body: unknown
-  /** A body sent as raw text instead of serialised (malformed JSON). */
+  /** A body sent as raw text instead of serialised (malformed JSON, or not JSON at all). */
   rawBody?: string
+  /** A Content-Type other than the one the operation declares. */
+  contentType?: string
 }
 
 const asText = (value: unknown) =>
@@ -78,16 +81,41 @@ beforeAll(async () => {
     { resolveHost: recordsResolver },
   )
   records = await newRecords(app)
+  // Ids in bodies name the organization's own records most of the time, so creations get through.
+  const { ids, makers } = records
+  OPTIONS = {
+    ...OPTIONS,
+    known: {
+      patientId: ids.patient,
+      providerId: ids.provider,
+      appointmentId: ids.appointment,
+      encounterId: ids.encounter,
+      invoiceId: ids.invoice,
+      replyToId: ids.message,
+      recipientId: makers.doctor.id,
+      userId: makers.doctor.id,
+    },
+  }
 })
 afterAll(async () => {
   await app.close()
 })
 
+/**
+ * The token of a user the route admits: one of the records' makers when one holds an admitted
+ * role (so that, say, the sender reads the message), otherwise a user with the admitted roles.
+ */
 async function tokenFor(operation: Operation): Promise<string> {
   const key = JSON.stringify(operation.access.allow)
   let token = tokens.get(key)
   if (!token) {
-    token = (await records.userFor(operation.access.allow)).token
+    const { allow } = operation.access
+    const { nurse, doctor, biller, admin } = records.makers
+    const maker = [nurse, doctor, biller, admin].find(
+      (user) =>
+        allow === 'public' || allow === 'authenticated' || user.roles.some((role) => allow.includes(role)),
+    )
+    token = (maker ?? (await records.userFor(allow))).token
     tokens.set(key, token)
   }
   return token
@@ -165,6 +193,24 @@ function requests(operation: Operation): fc.Arbitrary<FuzzRequest> {
     ),
     ...pathParameters.map((p) => request(paths(p.name), queries(), body)),
     ...queryParameters.map((p) => request(paths(), queries(p.name), body)),
+    ...queryParameters.map((p) =>
+      request(paths(), queries(), body).chain((valid) =>
+        fc.tuple(validValue(p.schema, OPTIONS), validValue(p.schema, OPTIONS)).map(([first, second]) => ({
+          ...valid,
+          query: { ...valid.query, [p.name]: [asText(first), asText(second)] },
+        })),
+      ),
+    ),
+    ...headerParameters.map((p) =>
+      request(paths(), queries(), body).chain((valid) =>
+        fc
+          .oneof(
+            fc.constantFrom('', ' ', 'k'.repeat(300)),
+            fc.string({ unit: 'grapheme-ascii', maxLength: 20 }),
+          )
+          .map((value) => ({ ...valid, headers: { ...valid.headers, [p.name]: value } })),
+      ),
+    ),
   ]
   if (bodySchema)
     nearMisses.push(
@@ -172,6 +218,18 @@ function requests(operation: Operation): fc.Arbitrary<FuzzRequest> {
         fc
           .constantFrom('{', '{"a":', '[1,]', 'null', '"text"', '{"identification":{"__proto__":{"x":1}}}')
           .map((rawBody) => ({ ...valid, rawBody })),
+      ),
+      request(paths(), queries(), body).chain((valid) =>
+        fc
+          .constantFrom(
+            'text/plain',
+            'application/xml',
+            'application/json; charset=latin1',
+            'multipart/form-data; boundary=x',
+            'application/x-www-form-urlencoded',
+            'application/vnd.api+json',
+          )
+          .map((contentType) => ({ ...valid, contentType, rawBody: JSON.stringify(valid.body ?? null) })),
       ),
     )
   return fc.oneof(
@@ -191,7 +249,7 @@ function send(operation: Operation, token: string, request: FuzzRequest): Promis
   if (request.rawBody !== undefined)
     return app.inject({
       ...common,
-      headers: { ...headers, 'content-type': contentType },
+      headers: { ...headers, 'content-type': request.contentType ?? contentType },
       payload: request.rawBody,
     })
   const fields =

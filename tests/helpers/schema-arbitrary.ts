@@ -29,6 +29,8 @@ export interface JsonSchema {
 export interface GeneratorOptions {
   /** Values for `format: uri` strings (URLs whose hosts the test's DNS stub knows, or none). */
   uris: readonly string[]
+  /** Values that object properties of these names mostly take (ids of existing records, say). */
+  known?: Readonly<Record<string, unknown>>
 }
 
 const DAY_MS = 86_400_000
@@ -127,7 +129,11 @@ export function validValue(schema: JsonSchema, options: GeneratorOptions): fc.Ar
     case 'object': {
       const properties = schema.properties ?? {}
       const model = Object.fromEntries(
-        Object.entries(properties).map(([name, property]) => [name, validValue(property, options)]),
+        Object.entries(properties).map(([name, property]) => {
+          const valid = validValue(property, options)
+          if (options.known === undefined || !(name in options.known)) return [name, valid]
+          return [name, fc.oneof({ weight: 4, arbitrary: fc.constant(options.known[name]) }, valid)]
+        }),
       )
       const record = fc.record(model, {
         requiredKeys: (schema.required ?? []).filter((n) => n in properties),
