@@ -11,8 +11,9 @@ else include.push('tests/process/**/*.test.ts')
 // Tests under tests/redis need a Redis server (TEST_REDIS_URL), as CI provides.
 if (process.env.TEST_REDIS_URL) include.push('tests/redis/**/*.test.ts')
 // Tests under tests/browser drive the system's Chromium (Debian's `chromium`, or CHROMIUM_PATH);
-// they are collected only where there is one, as CI installs it.
-if (findChromium()) include.push('tests/browser/**/*.test.ts')
+// they are collected only where there is one, as CI installs it, and in the embedded pass only:
+// what they check does not depend on the database, and a browser is the slowest thing we start.
+if (findChromium() && !process.env.TEST_DATABASE_URL) include.push('tests/browser/**/*.test.ts')
 
 export default defineConfig({
   test: {
