@@ -6,7 +6,6 @@ import {
   bearer,
   daysFromToday,
   everyDay,
-  newOrganization,
   patientBody,
   type TestOrganization,
   type TestUser,
@@ -30,7 +29,8 @@ import {
  * Every operation whose path names a record, derived from the OpenAPI document so that a new one
  * is covered without being listed: a user of another organization, with a role the route admits,
  * gets 403 AUTH_003 for the organization's record (and 404 RES_001 for a missing one), sees no
- * field of it, and a refused write leaves the record as it was.
+ * field of it, and a refused write leaves the record as it was. Likewise every id field of a JSON
+ * body: a body that goes through with the caller's own id is refused with the other's.
  */
 const operations = documentedOperations().filter(
   (operation) => operation.path.startsWith('/api/') && operation.path.includes('{'),
@@ -115,19 +115,106 @@ const READS: Record<RecordKind, { path: string; reader: keyof Records['makers'] 
   encounter: { path: '/api/encounters/{id}', reader: 'nurse' },
 }
 
+/** Which of an organization's records (or users) an id field of a request body names. */
+const BODY_IDS: Record<string, (records: Records, operation: string) => number> = {
+  patientId: (r) => r.ids.patient,
+  providerId: (r) => r.ids.provider,
+  appointmentId: (r) => r.ids.appointment,
+  encounterId: (r) => r.ids.encounter,
+  invoiceId: (r) => r.ids.invoice,
+  replyToId: (r) => r.ids.message,
+  prescriberId: (r) => r.ids.provider,
+  recipientId: (r) => r.makers.doctor.id,
+  // The doctor's account is linked to the provider already: a new provider links the admin's.
+  userId: (r, operation) => (operation === 'POST /api/providers' ? r.makers.admin : r.makers.doctor).id,
+}
+
+let uniqueness = 0
+
+/**
+ * Bodies that the outsiders' organization may send about its own records: with one id field
+ * swapped for the owner's, the only difference is whose record the id names.
+ */
+const OWN_BODIES: Record<string, (own: Records, field: string) => Record<string, unknown>> = {
+  ...Object.fromEntries(
+    ['vitals', 'lab-results', 'conditions', 'allergies', 'medications'].flatMap((path) =>
+      [`POST /api/patients/{patientId}/${path}`, `PUT /api/patients/{patientId}/${path}/{id}`].map((name) => [
+        name,
+        () => {
+          const body = VALID_BODIES[name]?.() as Record<string, unknown>
+          // One ACTIVE allergy per substance: each body names its own.
+          return path === 'allergies' ? { ...body, substance: `Latex ${uniqueness++}` } : body
+        },
+      ]),
+    ),
+  ),
+  'POST /api/messages': (own) => ({
+    recipientId: own.makers.doctor.id,
+    subject: 'Lab results',
+    body: 'Ready',
+  }),
+  'POST /api/telehealth/rooms': (own, field) =>
+    field === 'appointmentId' ? {} : { providerId: own.ids.provider, patientId: own.ids.patient },
+  'POST /api/billing/invoices': (own) => ({
+    patientId: own.ids.patient,
+    dueDate: daysFromToday(30),
+    lineItems: [{ code: '99213', description: 'Office visit', quantity: 1, unitPrice: 100 }],
+  }),
+  'POST /api/billing/payments': (own) => ({ invoiceId: own.ids.invoice, amount: 1, method: 'CASH' }),
+  'POST /api/providers': () => ({ firstName: 'Alan', lastName: 'Turing', npi: uniqueNpi(), timeZone: 'UTC' }),
+  'PUT /api/providers/{id}': () => ({
+    firstName: 'Alan',
+    lastName: 'Turing',
+    npi: uniqueNpi(),
+    timeZone: 'UTC',
+  }),
+  'POST /api/appointments': (own) => ({
+    patientId: own.ids.patient,
+    providerId: own.ids.provider,
+    appointmentDate: daysFromToday(60 + uniqueness++),
+    appointmentTime: '11:00:00',
+  }),
+  'PUT /api/appointments/{id}': () => ({ reason: 'Moved' }),
+  'POST /api/encounters': (own) => ({
+    patientId: own.ids.patient,
+    providerId: own.ids.provider,
+    encounterDate: daysFromToday(0),
+    encounterType: 'OFFICE_VISIT',
+  }),
+}
+
+/** Every (operation, id field of its JSON body) pair in the document. */
+const bodyIdCases = documentedOperations().flatMap((operation) => {
+  const schema = operation.operation.requestBody?.content['application/json']?.schema
+  return Object.keys(schema?.properties ?? {})
+    .filter((field) => /Id$/.test(field))
+    .map((field) => [`${operation.name} ${field}`, operation, field] as const)
+})
+
 let app: App
 let owner: Records
 let outsiders: TestOrganization
+let outsiderRecords: Records
 const outsiderUsers = new Map<string, TestUser>()
 
 beforeAll(async () => {
   app = await buildTestApp(RECORDS_ENVIRONMENT, undefined, { resolveHost: recordsResolver })
   owner = await newRecords(app)
-  outsiders = await newOrganization(app)
+  outsiderRecords = await newRecords(app)
+  outsiders = outsiderRecords.org
 })
 afterAll(async () => {
   await app.close()
 })
+
+/** The maker of the outsiders' records who holds a role the route admits. */
+function pickMaker(allow: RouteAccess['allow']): keyof Records['makers'] {
+  const makers = ['nurse', 'doctor', 'biller', 'admin'] as const
+  if (allow === 'public' || allow === 'authenticated') return 'admin'
+  return (
+    makers.find((name) => outsiderRecords.makers[name].roles.some((role) => allow.includes(role))) ?? 'admin'
+  )
+}
 
 async function outsider(allow: RouteAccess['allow']): Promise<TestUser> {
   const roles = allow === 'public' || allow === 'authenticated' ? (['ADMIN'] as const) : allow
@@ -228,4 +315,43 @@ describe("another organization's records on every route that names one", () => {
       expect(response.json()).toMatchObject({ success: false, error: { code: 'RES_001' } })
     },
   )
+})
+
+describe("another organization's record named in a request body", () => {
+  it('covers every id field of every JSON body', () => {
+    expect(bodyIdCases.length).toBeGreaterThan(15)
+    for (const [name, operation, field] of bodyIdCases) {
+      expect(BODY_IDS[field], name).toBeDefined()
+      expect(OWN_BODIES[operation.name], name).toBeDefined()
+    }
+  })
+
+  it.each(bodyIdCases)('%s: refused, nothing shown', async (_name, operation, field) => {
+    const user =
+      outsiderRecords.makers[
+        operation.access.allow === 'public' ? 'admin' : pickMaker(operation.access.allow)
+      ]
+    const url = recordPath(operation.path, outsiderRecords)
+    const own = OWN_BODIES[operation.name]?.(outsiderRecords, field) ?? {}
+    const idOf = (records: Records) => BODY_IDS[field]?.(records, operation.name) ?? 0
+    // With the organization's own id the same body goes through, so a refusal is about the id.
+    const accepted = await app.inject({
+      method: operation.method,
+      url,
+      headers: bearer(user.token),
+      payload: { ...own, [field]: idOf(outsiderRecords) },
+    })
+    expect(accepted.statusCode, accepted.body).toBeLessThan(300)
+    const response = await app.inject({
+      method: operation.method,
+      url,
+      headers: bearer(user.token),
+      payload: { ...own, [field]: idOf(owner) },
+    })
+    expect([403, 404, 422], response.body).toContain(response.statusCode)
+    const body = response.json()
+    expect(body.success).toBe(false)
+    expect(body.data ?? null).toBeNull()
+    expect(response.body).not.toContain(owner.marker)
+  })
 })

@@ -36,7 +36,7 @@ import {
 const SEED = Number(process.env.FUZZ_SEED ?? 20_261_122)
 const RUNS = Number(process.env.FUZZ_RUNS ?? 5)
 
-let OPTIONS: GeneratorOptions = {
+let generators: GeneratorOptions = {
   uris: [
     `https://${RECORDS_WEBHOOK_HOST}/ehr`,
     'https://unknown.example.test/hook',
@@ -83,8 +83,8 @@ beforeAll(async () => {
   records = await newRecords(app)
   // Ids in bodies name the organization's own records most of the time, so creations get through.
   const { ids, makers } = records
-  OPTIONS = {
-    ...OPTIONS,
+  generators = {
+    ...generators,
     known: {
       patientId: ids.patient,
       providerId: ids.provider,
@@ -133,7 +133,7 @@ function requests(operation: Operation): fc.Arbitrary<FuzzRequest> {
   const validPath = (name: string, schema: JsonSchema) =>
     fc.oneof(
       { weight: 6, arbitrary: fc.constant(String(records.ids[kinds.get(name) ?? 'patient'])) },
-      { weight: 1, arbitrary: validValue(schema, OPTIONS).map(asText) },
+      { weight: 1, arbitrary: validValue(schema, generators).map(asText) },
     )
   const paths = (odd?: string) =>
     fc.record(
@@ -141,7 +141,7 @@ function requests(operation: Operation): fc.Arbitrary<FuzzRequest> {
         pathParameters.map((p) => [
           p.name,
           p.name === odd
-            ? nearMissValue(p.schema, OPTIONS)
+            ? nearMissValue(p.schema, generators)
                 .map(asText)
                 // A URL cannot carry an empty segment or a lone surrogate (no UTF-8 for it).
                 .filter((text) => text !== '' && !/\p{Cs}/u.test(text))
@@ -155,24 +155,26 @@ function requests(operation: Operation): fc.Arbitrary<FuzzRequest> {
       Object.fromEntries(
         queryParameters.map((p) => [
           p.name,
-          (p.name === odd ? nearMissValue(p.schema, OPTIONS) : validValue(p.schema, OPTIONS)).map(asText),
+          (p.name === odd ? nearMissValue(p.schema, generators) : validValue(p.schema, generators)).map(
+            asText,
+          ),
         ]),
       ),
       { requiredKeys: queryParameters.filter((p) => p.required && p.name !== odd).map((p) => p.name) },
     ) as fc.Arbitrary<Record<string, string>>
 
   const headers = fc.record(
-    Object.fromEntries(headerParameters.map((p) => [p.name, validValue(p.schema, OPTIONS).map(asText)])),
+    Object.fromEntries(headerParameters.map((p) => [p.name, validValue(p.schema, generators).map(asText)])),
     { requiredKeys: [] },
   ) as fc.Arbitrary<Record<string, string>>
 
   const bodyContent = operation.operation.requestBody?.content ?? {}
   const bodySchema = Object.values(bodyContent)[0]?.schema
-  const body = bodySchema ? validValue(bodySchema, OPTIONS) : fc.constant(undefined)
+  const body = bodySchema ? validValue(bodySchema, generators) : fc.constant(undefined)
   const oddBody = bodySchema
     ? bodySchema.type === 'object' && bodySchema.properties
-      ? fc.oneof(nearMissObject(bodySchema, OPTIONS), nearMissValue(bodySchema, OPTIONS))
-      : nearMissValue(bodySchema, OPTIONS)
+      ? fc.oneof(nearMissObject(bodySchema, generators), nearMissValue(bodySchema, generators))
+      : nearMissValue(bodySchema, generators)
     : fc.jsonValue({ maxDepth: 2 })
 
   const request = (
@@ -195,10 +197,12 @@ function requests(operation: Operation): fc.Arbitrary<FuzzRequest> {
     ...queryParameters.map((p) => request(paths(), queries(p.name), body)),
     ...queryParameters.map((p) =>
       request(paths(), queries(), body).chain((valid) =>
-        fc.tuple(validValue(p.schema, OPTIONS), validValue(p.schema, OPTIONS)).map(([first, second]) => ({
-          ...valid,
-          query: { ...valid.query, [p.name]: [asText(first), asText(second)] },
-        })),
+        fc
+          .tuple(validValue(p.schema, generators), validValue(p.schema, generators))
+          .map(([first, second]) => ({
+            ...valid,
+            query: { ...valid.query, [p.name]: [asText(first), asText(second)] },
+          })),
       ),
     ),
     ...headerParameters.map((p) =>
