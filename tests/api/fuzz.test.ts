@@ -66,7 +66,6 @@ const asText = (value: unknown) =>
 
 let app: App
 let records: Records
-const tokens = new Map<string, string>()
 
 beforeAll(async () => {
   app = await buildTestApp(
@@ -103,23 +102,18 @@ afterAll(async () => {
 })
 
 /**
- * The token of a user the route admits: one of the records' makers when one holds an admitted
- * role (so that, say, the sender reads the message), otherwise a user with the admitted roles.
+ * A token of a user the route admits: one of the records' makers when one holds an admitted role
+ * (so that, say, the sender reads the message), otherwise a user with the admitted roles. Issued
+ * per operation, so that a long run never outlives a token.
  */
 async function tokenFor(operation: Operation): Promise<string> {
-  const key = JSON.stringify(operation.access.allow)
-  let token = tokens.get(key)
-  if (!token) {
-    const { allow } = operation.access
-    const { nurse, doctor, biller, admin } = records.makers
-    const maker = [nurse, doctor, biller, admin].find(
-      (user) =>
-        allow === 'public' || allow === 'authenticated' || user.roles.some((role) => allow.includes(role)),
-    )
-    token = (maker ?? (await records.userFor(allow))).token
-    tokens.set(key, token)
-  }
-  return token
+  const { allow } = operation.access
+  const { nurse, doctor, biller, admin } = records.makers
+  const maker = [nurse, doctor, biller, admin].find(
+    (user) =>
+      allow === 'public' || allow === 'authenticated' || user.roles.some((role) => allow.includes(role)),
+  )
+  return (maker ?? (await records.userFor(allow))).token
 }
 
 /** Valid and near-miss requests for one operation. */

@@ -21,12 +21,14 @@ export const RECORDS_ENVIRONMENT = {
   JITSI_APP_SECRET: 'test-jitsi-app-secret-of-34-chars!',
 }
 
-/** The webhook host of the records; resolved by a stub to a documentation address, never contacted. */
+/** The webhook host of the records: known only to `recordsResolver`, never contacted. */
 export const RECORDS_WEBHOOK_HOST = 'hooks.example.test'
 
 /**
- * DNS for apps holding these records: the webhook host resolves (to a public address, as in the webhook tests; the delivery
- * worker is off in tests so nothing is sent); every other name is unknown. No lookup leaves the process.
+ * DNS for apps holding these records. The webhook host resolves to a public address (registration
+ * refuses internal ones), as in the webhook tests; nothing is sent there, since tests run no
+ * delivery worker and these records live in a database of their own. Every other name is unknown:
+ * no lookup leaves the process.
  */
 export async function recordsResolver(hostname: string): Promise<string[]> {
   if (hostname === RECORDS_WEBHOOK_HOST) return ['93.184.216.34']

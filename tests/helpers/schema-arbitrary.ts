@@ -47,6 +47,15 @@ const dateTimeArbitrary = () =>
 const fits = (schema: JsonSchema) => (value: string) =>
   value.length >= (schema.minLength ?? 0) && value.length <= (schema.maxLength ?? Number.POSITIVE_INFINITY)
 
+/**
+ * Text of exactly the longest length allowed, in one-byte, two-byte and astral characters (JSON
+ * Schema counts code points: an emoji is one character there, two UTF-16 units in JavaScript).
+ */
+const longestTexts = (schema: JsonSchema): fc.Arbitrary<string>[] =>
+  schema.maxLength === undefined
+    ? []
+    : [fc.constantFrom('x', 'é', '💉').map((character) => character.repeat(schema.maxLength ?? 0))]
+
 function stringArbitrary(schema: JsonSchema, options: GeneratorOptions): fc.Arbitrary<string> {
   switch (schema.format) {
     case 'date':
@@ -63,23 +72,25 @@ function stringArbitrary(schema: JsonSchema, options: GeneratorOptions): fc.Arbi
   if (schema.pattern) {
     // `\S` (not blank) is the common pattern: any text with something in it, unicode included.
     if (schema.pattern === '\\S')
-      return fc
-        .string({
-          unit: fc.oneof(
-            fc.constantFrom('a', 'Z', ' ', 'é'),
-            fc.string({ unit: 'grapheme', minLength: 1, maxLength: 1 }),
-          ),
-          minLength: 1,
-          maxLength: 40,
-        })
-        .map((text) => (/\S/.test(text) ? text : `${text}x`))
-        .filter(fits(schema))
+      return fc.oneof(
+        fc
+          .string({
+            unit: fc.oneof(
+              fc.constantFrom('a', 'Z', ' ', 'é'),
+              fc.string({ unit: 'grapheme', minLength: 1, maxLength: 1 }),
+            ),
+            minLength: 1,
+            maxLength: 40,
+          })
+          .map((text) => (/\S/.test(text) ? text : `${text}x`))
+          .filter(fits(schema)),
+        ...longestTexts(schema),
+      )
     return fc.stringMatching(new RegExp(schema.pattern), { size: 'small' }).filter(fits(schema))
   }
   const minLength = schema.minLength ?? 0
   const maxLength = Math.min(schema.maxLength ?? 40, Math.max(minLength, 40))
-  const longest = schema.maxLength === undefined ? [] : [fc.constant('x'.repeat(schema.maxLength))]
-  return fc.oneof(fc.string({ unit: 'grapheme', minLength, maxLength }), ...longest)
+  return fc.oneof(fc.string({ unit: 'grapheme', minLength, maxLength }), ...longestTexts(schema))
 }
 
 function numberArbitrary(schema: JsonSchema, integer: boolean): fc.Arbitrary<number> {
