@@ -36,13 +36,39 @@ export interface GeneratorOptions {
 const DAY_MS = 86_400_000
 const EARLIEST = Date.UTC(1900, 0, 1)
 
-// Dates around today: most of the service's dates are bounded by it (births in the past, bookings ahead).
+// Dates around today, where most of the service's rules look (births in the past, bookings
+// ahead), and the far ends a date format allows.
 const dateArbitrary = () =>
-  fc
-    .integer({ min: Math.floor(EARLIEST / DAY_MS), max: Math.floor(Date.now() / DAY_MS) + 400 })
-    .map((day) => new Date(day * DAY_MS).toISOString().slice(0, 10))
+  fc.oneof(
+    {
+      weight: 5,
+      arbitrary: fc
+        .integer({ min: Math.floor(EARLIEST / DAY_MS), max: Math.floor(Date.now() / DAY_MS) + 400 })
+        .map((day) => new Date(day * DAY_MS).toISOString().slice(0, 10)),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom('0001-01-01', '1000-06-15', '2024-02-29', '2038-01-19', '9999-12-31'),
+    },
+  )
 const dateTimeArbitrary = () =>
-  fc.integer({ min: EARLIEST, max: Date.now() + 400 * DAY_MS }).map((ms) => new Date(ms).toISOString())
+  fc.oneof(
+    {
+      weight: 5,
+      arbitrary: fc
+        .integer({ min: EARLIEST, max: Date.now() + 400 * DAY_MS })
+        .map((ms) => new Date(ms).toISOString()),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom(
+        '0001-01-01T00:00:00Z',
+        '9999-12-31T23:59:59Z',
+        '2024-02-29T12:00:00+14:00',
+        '2024-06-01T00:00:00.123456-12:00',
+      ),
+    },
+  )
 
 const fits = (schema: JsonSchema) => (value: string) =>
   value.length >= (schema.minLength ?? 0) && value.length <= (schema.maxLength ?? Number.POSITIVE_INFINITY)
