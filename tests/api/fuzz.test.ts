@@ -34,7 +34,7 @@ import {
  * `npm run fuzz -- --runs 500 --seed 42` sets both.
  */
 const SEED = Number(process.env.FUZZ_SEED ?? 20_261_122)
-const RUNS = Number(process.env.FUZZ_RUNS ?? 5)
+const RUNS = Number(process.env.FUZZ_RUNS ?? 4)
 
 let generators: GeneratorOptions = {
   uris: [
