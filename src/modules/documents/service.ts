@@ -145,6 +145,17 @@ function malformedUpload(error: unknown): unknown {
   })
 }
 
+/**
+ * Whether an error that ended the file's stream came from the parser (the body was cut short or
+ * malformed) rather than from storage: @fastify/multipart's errors have FST_ codes, its parser's
+ * name the multipart data.
+ */
+function isParserError(error: unknown): boolean {
+  if (!(error instanceof Error) || error instanceof AppError) return false
+  const code = (error as { code?: unknown }).code
+  return (typeof code === 'string' && code.startsWith('FST_')) || /multipart|part header/i.test(error.message)
+}
+
 async function* readParts(parts: AsyncIterable<Multipart>): AsyncGenerator<Multipart> {
   const iterator = parts[Symbol.asyncIterator]()
   for (;;) {
@@ -196,7 +207,7 @@ async function storeFile(
     await store.remove(storageKey)
     await deleteDocumentRow(db, id)
     // The parser reports a body cut short inside the file as an error of the file's stream.
-    throw part.file.errored ? malformedUpload(part.file.errored) : error
+    throw isParserError(error) ? malformedUpload(error) : error
   }
 }
 
