@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
+import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
 import { parseArgs } from 'node:util'
 
 /**
@@ -24,7 +25,7 @@ function main(): number {
     }
   }
   process.stdout.write(`fuzzing with --runs ${values.runs} --seed ${values.seed}\n`)
-  const vitest = fileURLToPath(new URL('../node_modules/vitest/vitest.mjs', import.meta.url))
+  const vitest = join(dirname(createRequire(import.meta.url).resolve('vitest/package.json')), 'vitest.mjs')
   const filter = only === undefined ? [] : ['-t', only.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')]
   const result = spawnSync(process.execPath, [vitest, 'run', 'tests/api/fuzz.test.ts', ...filter], {
     stdio: 'inherit',
