@@ -1,8 +1,11 @@
 # syntax=docker/dockerfile:1
 
+# Build: all dependencies, then compile TypeScript to dist/.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The npm workspace of the OpenAPI type generator (scripts/openapi.ts imports it).
+COPY scripts/openapi-types/package.json ./scripts/openapi-types/
 RUN npm ci
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
@@ -11,10 +14,12 @@ COPY schemas ./schemas
 COPY scripts ./scripts
 RUN npm run build
 
+# Run: compiled JavaScript and production dependencies only, as the unprivileged `node` user.
 FROM node:20-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production DATA_DIR=/data PORT=8080
 COPY package.json package-lock.json ./
+COPY scripts/openapi-types/package.json ./scripts/openapi-types/
 RUN npm ci --omit=dev && npm cache clean --force
 COPY --from=build /app/dist ./dist
 # The embedded database lives in /data when DATABASE_URL is not set; mount a volume to keep it.
@@ -22,6 +27,9 @@ RUN mkdir -p /data && chown node:node /data
 VOLUME /data
 USER node
 EXPOSE 8080
-HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:' + process.env.PORT + '/actuator/health/liveness').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+# Readiness: UP once migrations ran and the database answers; DOWN while shutting down or when the
+# database is unreachable. The first start creates the embedded database, hence the start period.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + process.env.PORT + '/actuator/health/readiness').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+# node itself is PID 1 and handles SIGTERM (graceful shutdown in src/server.ts).
 CMD ["node", "dist/src/server.js"]

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process'
 import { defineConfig } from 'vitest/config'
 import { findChromium } from './tests/helpers/chromium.js'
 
@@ -10,6 +11,9 @@ if (process.env.TEST_DATABASE_URL) include.push('tests/postgres/**/*.test.ts')
 else include.push('tests/process/**/*.test.ts')
 // Tests under tests/redis need a Redis server (TEST_REDIS_URL), as CI provides.
 if (process.env.TEST_REDIS_URL) include.push('tests/redis/**/*.test.ts')
+// Tests under tests/promtool check the metrics with Prometheus's own promtool (Debian package
+// `prometheus`), collected only where promtool is on PATH, as CI makes sure it is.
+if (spawnSync('promtool', ['--version']).status === 0) include.push('tests/promtool/**/*.test.ts')
 // Tests under tests/browser drive the system's Chromium (Debian's `chromium`, or CHROMIUM_PATH);
 // they are collected only where there is one, as CI installs it, and in the embedded pass only:
 // what they check does not depend on the database, and a browser is the slowest thing we start.

@@ -3,7 +3,7 @@ import path from 'node:path'
 import { PGlite, types as pgliteTypes } from '@electric-sql/pglite'
 import { btree_gist } from '@electric-sql/pglite/contrib/btree_gist'
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm'
-import { Kysely, PostgresDialect } from 'kysely'
+import { Kysely, type LogEvent, PostgresDialect } from 'kysely'
 import pg from 'pg'
 import { lockDataDir } from './data-dir-lock.js'
 import type { Database } from './database.js'
@@ -13,15 +13,24 @@ export interface PoolStats {
   total: number
   idle: number
   waiting: number
+  max: number
 }
 
 export type Unlisten = () => Promise<void>
+
+/** Told about every query (its duration, and its error if it failed) and every lost connection. */
+export interface DatabaseObserver {
+  query(seconds: number, error?: unknown): void
+  connectionError(): void
+}
 
 /** An open database: the Kysely handle plus what operations need to know about the connections. */
 export interface DatabaseHandle {
   db: Kysely<Database>
   kind: 'postgres' | 'pglite'
   poolStats(): PoolStats
+  /** Sets who hears about queries and lost connections (the metrics); replaces any earlier one. */
+  observe(observer: DatabaseObserver): void
   /**
    * Calls `onNotify` for every NOTIFY on `channel` (sent on commit), and once more whenever
    * listening (re)starts, since notifications sent while not listening are lost.
@@ -36,6 +45,23 @@ const DATE_OID = 1082
 // Dates stay 'YYYY-MM-DD' text (a Date object would shift a birth date across time zones);
 // int8 values (counts, bigint ids) become numbers on both drivers.
 const keepText = (value: string) => value
+
+/**
+ * Kysely's log hook sees every query with its duration, at the cost of one function call; the
+ * observer is set after the database opens (the metrics plugin comes later).
+ */
+function observation() {
+  let observer: DatabaseObserver | undefined
+  return {
+    log: (event: LogEvent) => {
+      observer?.query(event.queryDurationMillis / 1000, event.level === 'error' ? event.error : undefined)
+    },
+    connectionError: () => observer?.connectionError(),
+    observe: (next: DatabaseObserver) => {
+      observer = next
+    },
+  }
+}
 
 export interface PostgresOptions {
   url: string
@@ -62,14 +88,36 @@ export function openPostgres({ url, poolMax, onPoolError }: PostgresOptions): Da
   // idle, so a drop during a query would otherwise be an uncaught exception that ends the process;
   // every client therefore gets its own listener. The query fails with the same error and the pool
   // discards the broken client. The pool's re-emission of idle errors was reported by that listener.
-  pool.on('connect', (client) => client.on('error', (error) => onPoolError?.(error)))
+  const observed = observation()
+  pool.on('connect', (client) =>
+    client.on('error', (error) => {
+      observed.connectionError()
+      onPoolError?.(error)
+    }),
+  )
   pool.on('error', () => {})
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+  // Failures to open a connection (refused, timed out) surface only here, before any query.
+  const connect = pool.connect.bind(pool)
+  pool.connect = (async () => {
+    try {
+      return await connect()
+    } catch (error) {
+      observed.connectionError()
+      throw error
+    }
+  }) as typeof pool.connect
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: observed.log })
   const listeners = new Set<Unlisten>()
   return {
     db,
     kind: 'postgres',
-    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    poolStats: () => ({
+      total: pool.totalCount,
+      idle: pool.idleCount,
+      waiting: pool.waitingCount,
+      max: poolMax,
+    }),
+    observe: observed.observe,
     listen: async (channel, onNotify) => {
       const stop = listenOnPostgres(url, channel, onNotify, onPoolError)
       const unlisten = async () => {
@@ -174,11 +222,13 @@ export async function openPglite({ dataDir, loadDataDir }: PgliteOptions): Promi
     await unlock()
     throw error
   }
-  const db = new Kysely<Database>({ dialect: new PgliteDialect(pglite) })
+  const observed = observation()
+  const db = new Kysely<Database>({ dialect: new PgliteDialect(pglite), log: observed.log })
   return {
     db,
     kind: 'pglite',
-    poolStats: () => ({ total: 1, idle: 1, waiting: 0 }),
+    poolStats: () => ({ total: 1, idle: 1, waiting: 0, max: 1 }),
+    observe: observed.observe,
     // Through Kysely's connection, so the LISTEN cannot land inside another caller's transaction
     // (and be undone by its rollback) on PGlite's single session.
     listen: async (channel, onNotify) => {

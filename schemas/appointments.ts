@@ -123,6 +123,7 @@ export const UpdateAppointmentBody = Type.Object(
   {
     ...strict,
     minProperties: 1,
+    examples: [{ appointmentDate: '2030-05-15', appointmentTime: '10:00:00' }, { status: 'CONFIRMED' }],
     description: `Changes the fields given; the others keep their values (null clears reason or notes). The patient cannot change. A new provider, date, time or duration reschedules: allowed while SCHEDULED or CONFIRMED, with the same checks as a booking. ${TIME_RULES} A new \`status\` must follow the lifecycle; to cancel, use POST /api/appointments/{id}/cancel.`,
   },
 )
@@ -142,6 +143,7 @@ export const CancelAppointmentBody = Type.Object(
     ...strict,
     description:
       'Cancels a SCHEDULED or CONFIRMED appointment and frees its time; any other status is 409. The body may be empty.',
+    examples: [{ reason: 'Patient called to cancel', notifyPatient: false }],
   },
 )
 export type CancelAppointmentBody = Static<typeof CancelAppointmentBody>

@@ -67,6 +67,7 @@ export type RefreshBody = Static<typeof RefreshBody>
 export const LogoutBody = Type.Object(RefreshTokenFields, {
   additionalProperties: false,
   description: 'The refresh token of the session to end, as `refresh_token` or `refreshToken`',
+  examples: [{ refresh_token: '<refresh token>' }],
 })
 export type LogoutBody = Static<typeof LogoutBody>
 
@@ -96,7 +97,7 @@ export const IdpLoginBody = Type.Object(
       {
         code: '<authorization code>',
         redirectUri: 'https://app.example/callback',
-        codeVerifier: '<PKCE verifier>',
+        codeVerifier: 'dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk',
       },
     ],
   },

@@ -43,7 +43,11 @@ export const ClinicalRecord = (data: TObject) => Type.Composite([Type.Object(Rec
 
 export const EnteredInErrorBody = Type.Object(
   { reason: Text(500, { description: 'Why the record is withdrawn' }) },
-  { ...strict, description: 'Marks the record ENTERED_IN_ERROR; it is kept, never deleted' },
+  {
+    ...strict,
+    description: 'Marks the record ENTERED_IN_ERROR; it is kept, never deleted',
+    examples: [{ reason: 'Recorded for the wrong patient' }],
+  },
 )
 export type EnteredInErrorBody = Static<typeof EnteredInErrorBody>
 

@@ -93,7 +93,8 @@ export const ListQuery = <F extends TProperties>(sortable: readonly [string, ...
         minimum: 0,
         maximum: 1_000_000,
         default: 0,
-        description: '0-indexed page number',
+        description:
+          '0-indexed page number. Pages are read by offset, so a deep page costs more than an early one (the rows before it are skipped on every call); to walk a large list, narrow it with filters rather than paging far.',
       }),
       size: Type.Integer({
         minimum: 1,

@@ -46,6 +46,7 @@ export const DocumentUploadBody = Type.Object(
   {
     description:
       'multipart/form-data: the fields `title`, `category` and optional `encounterId` first, then one `file` part. The file is streamed to storage; its size is limited by MAX_UPLOAD_BYTES (413 beyond), and a type outside the list, or whose content does not match it, is 415.',
+    examples: [{ title: 'Chest X-ray report', category: 'IMAGING', file: '<the file: %PDF-1.7 …>' }],
   },
 )
 

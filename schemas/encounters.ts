@@ -101,6 +101,14 @@ export const UpdateEncounterBody = Type.Object(contentProperties, {
   ...strict,
   description:
     'Replaces the note of a DRAFT encounter (optional fields left out are cleared); patient, provider and appointment stay. A signed encounter is 409: add an addendum instead.',
+  examples: [
+    {
+      encounterDate: '2030-05-14',
+      encounterType: 'OFFICE_VISIT',
+      chiefComplaint: 'Headache',
+      soapNote: { subjective: 'Headache for three days, worse in the morning', plan: 'Ibuprofen as needed' },
+    },
+  ],
 })
 export type UpdateEncounterBody = Static<typeof UpdateEncounterBody>
 
@@ -110,6 +118,7 @@ export const AddendumBody = Type.Object(
     ...strict,
     description:
       'Appends a signed addendum (signed by the caller, now) to a SIGNED or AMENDED encounter and sets AMENDED; the original note is never changed.',
+    examples: [{ text: 'Lab results reviewed by phone on 2030-05-16: within normal limits.' }],
   },
 )
 export type AddendumBody = Static<typeof AddendumBody>

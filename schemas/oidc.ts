@@ -6,21 +6,32 @@ const FormField = (description: string) => Type.Optional(Type.String({ maxLength
  * The token endpoint's form (application/x-www-form-urlencoded). Parameters this issuer does not use
  * (e.g. `scope`) are accepted and ignored, as OAuth requires.
  */
-export const TokenRequest = Type.Object({
-  grant_type: Type.String({ description: 'password, client_credentials or refresh_token' }),
-  client_id: FormField('The client; may instead come in HTTP Basic authentication'),
-  client_secret: FormField('Secret of a confidential client'),
-  username: FormField('password grant: the account e-mail'),
-  password: FormField('password grant'),
-  refresh_token: FormField('refresh_token grant'),
-})
+export const TokenRequest = Type.Object(
+  {
+    grant_type: Type.String({ description: 'password, client_credentials or refresh_token' }),
+    client_id: FormField('The client; may instead come in HTTP Basic authentication'),
+    client_secret: FormField('Secret of a confidential client'),
+    username: FormField('password grant: the account e-mail'),
+    password: FormField('password grant'),
+    refresh_token: FormField('refresh_token grant'),
+  },
+  {
+    examples: [
+      { grant_type: 'password', client_id: 'ehr-api', username: 'admin@example.com', password: '<password>' },
+      { grant_type: 'client_credentials', client_id: 'billing-sync', client_secret: '<secret>' },
+    ],
+  },
+)
 export type TokenRequest = Static<typeof TokenRequest>
 
-export const LogoutRequest = Type.Object({
-  client_id: FormField('The client the session belongs to'),
-  client_secret: FormField('Secret of a confidential client'),
-  refresh_token: Type.String({ minLength: 1, maxLength: 4096 }),
-})
+export const LogoutRequest = Type.Object(
+  {
+    client_id: FormField('The client the session belongs to'),
+    client_secret: FormField('Secret of a confidential client'),
+    refresh_token: Type.String({ minLength: 1, maxLength: 4096 }),
+  },
+  { examples: [{ client_id: 'ehr-api', refresh_token: '<refresh token>' }] },
+)
 export type LogoutRequest = Static<typeof LogoutRequest>
 
 /** The token set, field for field as a Keycloak realm returns it. */

@@ -108,6 +108,18 @@ export const UpdatePatientBody = Type.Object(patientInputProperties, {
   ...strict,
   description:
     'Replaces the patient record. Optional fields left out are cleared, except `mrn` and `status`, which keep their current values when omitted.',
+  examples: [
+    {
+      identification: {
+        firstName: 'Jane',
+        lastName: 'Doe-Smith',
+        dateOfBirth: '1984-07-12',
+        gender: 'Female',
+      },
+      contact: { email: 'jane.doe@example.com', phoneNumber: '+1 555 010 4477' },
+      preferredLanguage: 'en',
+    },
+  ],
 })
 export type UpdatePatientBody = Static<typeof UpdatePatientBody>
 

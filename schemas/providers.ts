@@ -123,6 +123,16 @@ export const UpdateProviderBody = Type.Object(providerInputProperties, {
   ...strict,
   description:
     'Replaces the provider record (weekly hours have their own operation). Optional fields left out are cleared, except `active` and `slotMinutes`, which keep their values when omitted. Changing `timeZone` leaves booked appointments at their instants (each keeps the zone it was booked in).',
+  examples: [
+    {
+      firstName: 'Grace',
+      lastName: 'Hopper',
+      title: 'MD',
+      specialty: 'Internal Medicine',
+      npi: '1234567893',
+      timeZone: 'America/Chicago',
+    },
+  ],
 })
 export type UpdateProviderBody = Static<typeof UpdateProviderBody>
 
@@ -132,6 +142,15 @@ export const WeeklyHoursBody = Type.Object(
     ...strict,
     description:
       'Replaces the weekly working hours. Booked appointments stay as they are, also outside the new hours.',
+    examples: [
+      {
+        weeklyHours: [
+          { dayOfWeek: 'MONDAY', startTime: '09:00:00', endTime: '12:00:00' },
+          { dayOfWeek: 'MONDAY', startTime: '13:00:00', endTime: '17:00:00' },
+          { dayOfWeek: 'WEDNESDAY', startTime: '08:00:00', endTime: '14:00:00' },
+        ],
+      },
+    ],
   },
 )
 export type WeeklyHoursBody = Static<typeof WeeklyHoursBody>

@@ -51,7 +51,7 @@ export const JoinBody = Type.Object(
   },
   {
     additionalProperties: false,
-    examples: [{ roomName: 'ehr-k3v9q2m8x7c4b1n5z6w0', identity: 'patient-42' }],
+    examples: [{ roomName: 'ehr-k3v9q2m8x7c4b1n5z6w0', identity: 'patient-42', ttlSeconds: 3600 }],
   },
 )
 export type JoinBody = Static<typeof JoinBody>

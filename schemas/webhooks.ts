@@ -54,7 +54,11 @@ export const UpdateWebhookBody = Type.Object(
       }),
     ),
   },
-  { ...strict, description: 'Replaces the address and the events; the secret changes only by rotation' },
+  {
+    ...strict,
+    description: 'Replaces the address and the events; the secret changes only by rotation',
+    examples: [{ url: 'https://hooks.example.com/ehr', events: ['*'], active: true }],
+  },
 )
 export type UpdateWebhookBody = Static<typeof UpdateWebhookBody>
 
@@ -64,6 +68,7 @@ export const RotateSecretBody = Type.Object(
     ...strict,
     description:
       'The new secret, or `{}` to have one generated. The previous secret keeps signing alongside the new one (two signatures in `webhook-signature`) for the overlap period.',
+    examples: [{}],
   },
 )
 export type RotateSecretBody = Static<typeof RotateSecretBody>

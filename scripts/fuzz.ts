@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { parseArgs } from 'node:util'
+import { runCommand } from './run-command.js'
 
 /**
  * A longer run of the property-based API test (tests/api/fuzz.test.ts) than CI's: `--runs`
@@ -9,8 +10,9 @@ import { parseArgs } from 'node:util'
  * reproduce it); `--only 'POST /api/patients '` narrows it to the operations whose
  * name contains that text. TEST_DATABASE_URL, when set, runs it on PostgreSQL.
  */
-function main(): number {
+async function main(argv: string[]): Promise<number> {
   const { values } = parseArgs({
+    args: argv,
     options: {
       runs: { type: 'string', default: '200' },
       seed: { type: 'string', default: String(Date.now() % 2_147_483_647) },
@@ -34,4 +36,4 @@ function main(): number {
   return result.status ?? 1
 }
 
-process.exitCode = main()
+runCommand(main)

@@ -1,6 +1,7 @@
 import { openConfiguredDatabase } from '../src/app.js'
-import { ConfigError, loadConfig } from '../src/config.js'
+import { loadConfig } from '../src/config.js'
 import { rotateSigningKey } from '../src/modules/auth/signing-keys.js'
+import { runCommand } from './run-command.js'
 
 const USAGE = `Usage: npm run keys -- rotate
 
@@ -26,12 +27,4 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code
-  },
-  (error: unknown) => {
-    process.stderr.write(`${error instanceof ConfigError ? error.message : (error as Error).stack}\n`)
-    process.exitCode = 1
-  },
-)
+runCommand(main)

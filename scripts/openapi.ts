@@ -5,9 +5,15 @@ import { parseArgs } from 'node:util'
 import { openPglite } from '../db/connect.js'
 import { buildApp } from '../src/app.js'
 import { ConfigError, loadConfig } from '../src/config.js'
+import { generateOpenApiTypes, OPENAPI_TYPES_FILE } from './openapi-types/generate.js'
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { out: { type: 'string', default: 'openapi.json' } } })
+  const { values } = parseArgs({
+    options: {
+      out: { type: 'string', default: 'openapi.json' },
+      types: { type: 'string', default: OPENAPI_TYPES_FILE },
+    },
+  })
   const config = loadConfig({
     ...process.env,
     LOG_LEVEL: 'silent',
@@ -20,9 +26,14 @@ async function main(): Promise<void> {
   const app = await buildApp(config, { database: await openPglite({}) })
   try {
     await app.ready()
+    const document = app.swagger()
     const file = path.resolve(values.out)
-    await writeFile(file, `${JSON.stringify(app.swagger(), null, 2)}\n`)
+    await writeFile(file, `${JSON.stringify(document, null, 2)}\n`)
     process.stdout.write(`wrote ${file}\n`)
+    // The typed client's view of the same document (scripts/client).
+    const typesFile = path.resolve(values.types)
+    await writeFile(typesFile, await generateOpenApiTypes(JSON.parse(JSON.stringify(document))))
+    process.stdout.write(`wrote ${typesFile}\n`)
   } finally {
     await app.close()
   }

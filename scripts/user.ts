@@ -6,10 +6,11 @@ import type { Database } from '../db/database.js'
 import { migrateToLatest } from '../db/migrator.js'
 import { ROLES } from '../src/access/roles.js'
 import { openConfiguredDatabase } from '../src/app.js'
-import { ConfigError, loadConfig } from '../src/config.js'
+import { loadConfig } from '../src/config.js'
 import { AppError, fromDatabaseError, notFound } from '../src/errors.js'
 import { createClient } from '../src/modules/clients/service.js'
 import { createOrganization, createUser } from '../src/modules/users/service.js'
+import { runCommand } from './run-command.js'
 
 type Out = (line: string) => void
 
@@ -286,13 +287,5 @@ async function main(argv: string[]): Promise<number> {
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  main(process.argv.slice(2)).then(
-    (code) => {
-      process.exitCode = code
-    },
-    (error: unknown) => {
-      process.stderr.write(`${error instanceof ConfigError ? error.message : (error as Error).stack}\n`)
-      process.exitCode = 1
-    },
-  )
+  runCommand(main)
 }

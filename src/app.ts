@@ -1,13 +1,16 @@
 import path from 'node:path'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import Fastify, { type FastifyServerOptions } from 'fastify'
+import Fastify, { type FastifyServerOptions, LogController } from 'fastify'
 import { type DatabaseHandle, openPglite, openPostgres } from '../db/connect.js'
 import { migrateToLatest } from '../db/migrator.js'
 import type { Config } from './config.js'
+import { clientErrorHandler } from './lib/client-errors.js'
+import { serializersOnFirstUse } from './lib/lazy-compile.js'
 import { logMailer, smtpMailer } from './lib/mailer.js'
 
 import { loadEncryptionKey } from './lib/secret-box.js'
 import appointmentRoutes from './modules/appointments/routes.js'
+import auditRoutes from './modules/audit/routes.js'
 import authRoutes from './modules/auth/routes.js'
 import billingRoutes from './modules/billing/routes.js'
 import clinicalRoutes from './modules/clinical/routes.js'
@@ -37,6 +40,7 @@ import outbox from './plugins/outbox.js'
 import rateLimits from './plugins/rate-limit.js'
 import requestContext, { requestIdFor } from './plugins/request-context.js'
 import routeConventions from './plugins/route-conventions.js'
+import securityHeaders from './plugins/security-headers.js'
 import validation from './plugins/validation.js'
 
 export interface AppOverrides {
@@ -48,15 +52,44 @@ export interface AppOverrides {
   resolveHost?: HostResolver
 }
 
+/**
+ * The path a log line shows: the route template (`/api/patients/:id`), never the values in it, since
+ * a client may put a name where an id belongs; for a request that matched no route, its first two
+ * segments only. Query strings and bodies are never logged: they carry names and birth dates.
+ */
+function loggedPath(request: { url?: string; routeOptions?: { url?: string } }): string {
+  const template = request.routeOptions?.url
+  if (template) return template
+  const segments = (request.url ?? '').split('?')[0]?.split('/') ?? []
+  return segments.length > 3 ? `${segments.slice(0, 3).join('/')}/…` : segments.join('/')
+}
+
+// Credentials that could reach a log line inside an object (a header set, an error's context).
+const REDACTED = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'headers.authorization',
+  'headers.cookie',
+  'headers["set-cookie"]',
+  '*.password',
+  '*.currentPassword',
+  '*.newPassword',
+  '*.token',
+  '*.refreshToken',
+  '*.refresh_token',
+  '*.access_token',
+  '*.secret',
+  '*.client_secret',
+]
+
 function loggerOptions(config: Config, stream: AppOverrides['logStream']): FastifyServerOptions['logger'] {
   return {
     level: config.LOG_LEVEL,
     ...(stream ? { stream } : {}),
-    // Only method and path: query strings and bodies can carry names and birth dates.
     serializers: {
-      req: (request) => ({ method: request.method, url: request.url.split('?')[0] }),
+      req: (request) => ({ method: request.method, url: loggedPath(request) }),
     },
-    redact: ['req.headers.authorization', 'req.headers.cookie'],
+    redact: { paths: REDACTED, censor: '[redacted]' },
   }
 }
 
@@ -102,9 +135,13 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
     logger: loggerOptions(config, overrides.logStream),
     genReqId: requestIdFor,
     // One access line per request (request-context.ts) instead of Fastify's two.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.BODY_LIMIT_BYTES,
+    // Fastify's default (0) would let a client hold a connection open forever sending a request slowly.
+    requestTimeout: config.REQUEST_TIMEOUT_MS,
+    clientErrorHandler,
     exposeHeadRoutes: false,
+    schemaController: { compilersFactory: { buildSerializer: serializersOnFirstUse } },
     trustProxy: trustProxySetting(config.TRUST_PROXY),
     frameworkErrors: frameworkErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>()
@@ -124,14 +161,16 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
 
   await app.register(validation)
   await app.register(requestContext)
+  await app.register(securityHeaders, { corsOrigins: config.corsOrigins })
   await app.register(errorHandler, { bodyLimit: config.BODY_LIMIT_BYTES })
   await app.register(database, { handle })
+  // Early, so that the plugins after it can count and every route gets its latency histogram.
+  await app.register(metrics)
   await app.register(audit, { flushIntervalMs: config.AUDIT_FLUSH_INTERVAL_MS })
   await app.register(background)
   await app.register(auth, { config })
   await app.register(rateLimits, { config })
   await app.register(routeConventions)
-  await app.register(metrics)
   await app.register(openapi)
   await app.register(health, { dataDir: config.DATA_DIR })
   await app.register(encryption, { key: encryptionKey })
@@ -174,6 +213,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   await app.register(providerScheduleRoutes, { prefix: '/api/providers' })
   await app.register(appointmentRoutes, { prefix: '/api/appointments' })
   await app.register(encounterRoutes, { prefix: '/api/encounters' })
+  await app.register(auditRoutes, { prefix: '/api/audit-events' })
   await app.register(oidcRoutes, {
     prefix: `/realms/${config.OIDC_REALM}`,
     issuerUrl: config.tokenIssuer,

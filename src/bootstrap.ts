@@ -47,3 +47,24 @@ export async function bootstrapAdmin(
     return { email: config.ADMIN_EMAIL, ...(generatedPassword ? { generatedPassword } : {}) }
   })
 }
+
+/**
+ * What a newcomer needs after the very first start: where things are and how to sign in. Shown
+ * once, with the bootstrap (an empty database); the generated password appears nowhere else.
+ */
+export function firstStartBanner(config: Config, result: BootstrapResult, seedHint = true): string {
+  const url = config.PUBLIC_URL
+  const credentials = result.generatedPassword
+    ? `${result.email} / ${result.generatedPassword}\nThis password is shown only now.`
+    : `${result.email} (password from ADMIN_PASSWORD)`
+  const lines = [`Bootstrap administrator created: ${credentials}`]
+  if (!config.DATABASE_URL) {
+    lines.push(
+      `  API       ${url}/api   (sign in: POST ${url}/api/auth/login {"username","password"} -> data.token)`,
+      `  Explorer  ${url}/swagger-ui.html`,
+      `  Metrics   ${url}/actuator/prometheus`,
+    )
+    if (seedHint) lines.push('  Demo data: stop the server, run `npm run seed`, start again.')
+  }
+  return `\n${lines.join('\n')}\n\n`
+}

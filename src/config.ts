@@ -18,6 +18,8 @@ export const ConfigSchema = Type.Object({
   DATA_DIR: Type.String({ minLength: 1, default: './data' }),
   MIGRATE_ON_START: Type.Boolean({ default: true }),
   BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, maximum: 50 * 1024 * 1024, default: 1024 * 1024 }),
+  REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 3_600_000, default: 120_000 }),
+  CORS_ORIGINS: Type.String({ pattern: '^(https?://[^\\s,/]+)?(,https?://[^\\s,/]+)*$', default: '' }),
   OIDC_ISSUER_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
   OIDC_CLIENT_ID: Type.String({ minLength: 1, default: 'ehr-api' }),
   OIDC_CLIENT_SECRET: Type.Optional(Type.String({ minLength: 1 })),
@@ -77,6 +79,8 @@ export type Config = Readonly<
   Omit<RawConfig, 'PUBLIC_URL' | 'PASSWORD_RESET_URL'> & {
     /** WEBHOOK_RETRY_SCHEDULE as seconds: the delay before each retry after a failed attempt. */
     webhookRetrySeconds: readonly number[]
+    /** CORS_ORIGINS as a list; empty: no cross-origin browser access. */
+    corsOrigins: readonly string[]
     PUBLIC_URL: string
     /** The page a password reset mail links to, with `?token=…` appended. */
     PASSWORD_RESET_URL: string
@@ -122,6 +126,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     ...raw,
     PUBLIC_URL: publicUrl,
     webhookRetrySeconds: Object.freeze(raw.WEBHOOK_RETRY_SCHEDULE.split(',').map(Number)),
+    corsOrigins: Object.freeze(raw.CORS_ORIGINS.split(',').filter(Boolean)),
     PASSWORD_RESET_URL: raw.PASSWORD_RESET_URL ?? `${publicUrl}/reset-password`,
     embeddedIssuer,
     tokenIssuer: embeddedIssuer

@@ -9,6 +9,8 @@ import * as messages from './0007_messages.js'
 import * as billing from './0008_billing.js'
 import * as telehealth from './0009_telehealth.js'
 import * as patientCounts from './0010_patient_counts.js'
+import * as auditPatient from './0011_audit_patient.js'
+import * as patientNameCounts from './0012_patient_name_counts.js'
 
 /** Every migration, in order. Listed rather than scanned so tsx and compiled JS behave alike. */
 export const migrations: Record<string, Migration> = {
@@ -22,4 +24,6 @@ export const migrations: Record<string, Migration> = {
   '0009_telehealth': telehealth,
   '0010_patient_counts': patientCounts,
   '0003_scheduling': scheduling,
+  '0011_audit_patient': auditPatient,
+  '0012_patient_name_counts': patientNameCounts,
 }

@@ -1,13 +1,16 @@
 import type { ColumnType, Insertable } from 'kysely'
 
 export interface AuditLogTable {
-  id: ColumnType<number, never, never>
+  // bigint: a string from pg, a number from PGlite; mapped with Number() on the way out.
+  id: ColumnType<number | string, never, never>
   occurred_at: Date
   organization_id: number | null
   user_id: number | null
   action: string
   resource_type: string
   resource_ids: number[]
+  /** The patient the call concerned, when its path, body or query named one. */
+  patient_id: number | null
   outcome: string
   status_code: number
   request_id: string

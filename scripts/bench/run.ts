@@ -9,6 +9,7 @@ import { migrateToLatest } from '../../db/migrator.js'
 import type { LoadPlan } from './load.js'
 import { freePort, peakMemoryMb, runJson, type Started, startProcess } from './processes.js'
 import { BENCH_PASSWORD, type Seeded, seed } from './seed.js'
+import { uploadMemoryGrowthMb } from './upload.js'
 
 const { values } = parseArgs({
   options: {
@@ -21,6 +22,7 @@ const { values } = parseArgs({
 const PATIENTS = Number(values.patients)
 const SECONDS = Number(values.seconds)
 const CONNECTIONS = Number(values.connections)
+const UPLOAD_MB = 100
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const dist = path.resolve(import.meta.dirname, '..', '..')
 const script = (file: string) => path.join(dist, file)
@@ -66,11 +68,15 @@ async function startService(
       LOG_LEVEL: 'info',
       HOST: '127.0.0.1',
       PORT: String(port),
+      // One public address for every instance, as behind a load balancer: tokens name it as their
+      // issuer, so a token from one instance is accepted by the others.
+      PUBLIC_URL: 'http://127.0.0.1',
       DATA_DIR: dataDir,
       ...(databaseUrl
         ? { DATABASE_URL: databaseUrl, ENCRYPTION_KEY: encryptionKey, MIGRATE_ON_START: 'false' }
         : {}),
       ADMIN_PASSWORD: BENCH_PASSWORD,
+      MAX_UPLOAD_BYTES: String(UPLOAD_MB * 2 * 1024 * 1024),
       // Raised for the run: the benchmark is one client sending far beyond a real user's allowance.
       RATE_LIMIT_AUTHENTICATED: '1000000000',
       RATE_LIMIT_ANONYMOUS: '1000000000',
@@ -100,8 +106,11 @@ async function login(url: string, email: string): Promise<string> {
   return body.data.token
 }
 
-function drive(plan: Omit<LoadPlan, 'connections' | 'warmupSeconds' | 'seconds'>): Promise<Measure> {
-  const full: LoadPlan = { ...plan, connections: CONNECTIONS, warmupSeconds: 3, seconds: SECONDS }
+function drive(
+  plan: Omit<LoadPlan, 'connections' | 'warmupSeconds' | 'seconds'>,
+  connections = CONNECTIONS,
+): Promise<Measure> {
+  const full: LoadPlan = { ...plan, connections, warmupSeconds: 3, seconds: SECONDS }
   return runJson<Measure>([script('scripts/bench/load.js'), JSON.stringify(full)])
 }
 
@@ -166,6 +175,36 @@ function scenarios(service: string, token: string, seeded: Seeded) {
 
 const round = (value: number, digits = 0) => Number(value.toFixed(digits))
 
+/**
+ * Scale-out on one machine: a second instance on the same database, the same total connections
+ * split between the two, both driven at once. Their requests per second add up; latencies are the
+ * worse of the two.
+ */
+async function driveTwoInstances(
+  first: Started & { url: string },
+  databaseUrl: string,
+  dataDir: string,
+  plan: Omit<LoadPlan, 'connections' | 'warmupSeconds' | 'seconds'>,
+): Promise<Measure> {
+  const second = await startService(databaseUrl, dataDir)
+  try {
+    const half = Math.max(1, Math.floor(CONNECTIONS / 2))
+    const [a, b] = await Promise.all([
+      drive({ ...plan, url: first.url }, half),
+      drive({ ...plan, url: second.url }, CONNECTIONS - half),
+    ])
+    return {
+      rps: a.rps + b.rps,
+      p50: Math.max(a.p50, b.p50),
+      p99: Math.max(a.p99, b.p99),
+      non2xx: a.non2xx + b.non2xx,
+      total: a.total + b.total,
+    }
+  } finally {
+    await second.stop()
+  }
+}
+
 async function measureColdStarts(databaseUrl: string): Promise<{ pglite: number; postgres: number }> {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'ehr-bench-'))
   try {
@@ -213,7 +252,15 @@ async function main(): Promise<void> {
     results[name] = await drive(plan)
   }
   const peak = peakMemoryMb(service.child.pid as number)
-  for (const started of [service, constant, select, insert]) await started.stop()
+  const upload = await uploadMemoryGrowthMb(
+    { url: service.url, pid: service.child.pid as number },
+    token,
+    main.seeded.firstPatientId,
+    UPLOAD_MB,
+  )
+  for (const started of [constant, select, insert]) await started.stop()
+  const twoInstances = await driveTwoInstances(service, main.url, dataDir, plans['GET /api/patients/{id}'])
+  await service.stop()
 
   let growth: Record<string, { small: Measure; large: Measure }> | undefined
   if (values.compare) {
@@ -247,6 +294,8 @@ async function main(): Promise<void> {
     peak,
     growth,
     coldStarts,
+    twoInstances,
+    upload,
     seedSeconds: main.seedSeconds,
   })
 }
@@ -259,6 +308,8 @@ interface Report {
   peak: number
   growth: Record<string, { small: Measure; large: Measure }> | undefined
   coldStarts: { pglite: number; postgres: number }
+  twoInstances: Measure
+  upload: { growthMb: number; statusCode: number }
   seedSeconds: number
 }
 
@@ -279,7 +330,9 @@ async function report(run: Report): Promise<void> {
   const targets = [
     `- GET /api/patients/{id}: ${round(byId.rps / run.ceilingB.rps, 2)} × ceiling B's requests/s (target ≥ 0.80), p99 ${round(byId.p99 / Math.max(run.ceilingB.p99, 1), 2)} × ceiling B's (target ≤ 2)`,
     `- POST /api/patients: ${round(create.rps / run.ceilingC.rps, 2)} × ceiling C (target ≥ 0.5)`,
+    `- Two instances on one database, ${CONNECTIONS} connections split between them, GET /api/patients/{id}: ${round(run.twoInstances.rps)} req/s, ${round(run.twoInstances.rps / byId.rps, 2)} × one instance (p99 ${run.twoInstances.p99} ms, non-2xx ${run.twoInstances.non2xx})`,
     `- Peak resident memory of the service: ${round(run.peak)} MB (target ≤ 250)`,
+    `- A ${UPLOAD_MB} MB document upload (answered ${run.upload.statusCode}) raised resident memory by ${round(run.upload.growthMb)} MB (target < 30)`,
     `- Cold start to ready on an existing database: PGlite ${run.coldStarts.pglite} ms (target < 2000), PostgreSQL ${run.coldStarts.postgres} ms (target < 1000)`,
     `- Seeding ${PATIENTS} patients: ${run.seedSeconds.toFixed(1)} s`,
   ]
@@ -296,7 +349,14 @@ async function report(run: Report): Promise<void> {
         ),
       ]
     : []
-  const failures = Object.entries(run.results).filter(([, m]) => m.non2xx > 0)
+  const largeRuns = Object.fromEntries(
+    Object.entries(run.growth ?? {}).map(([name, { large }]) => [`${name} (${values.compare})`, large]),
+  )
+  // A scenario fails on any non-2xx answer, and on none at all (every request outlasting the run).
+  const failures = Object.entries({ ...run.results, ...largeRuns, 'two instances': run.twoInstances })
+    .filter(([, m]) => m.non2xx > 0 || m.total === 0)
+    .map(([name]) => name)
+  if (run.upload.statusCode !== 201) failures.push(`${UPLOAD_MB} MB upload`)
   const command = `npm run bench -- --patients ${PATIENTS}${values.compare ? ` --compare ${values.compare}` : ''} --seconds ${SECONDS} --connections ${CONNECTIONS}`
   const section = [
     '## API (npm run bench)',
@@ -320,7 +380,7 @@ async function report(run: Report): Promise<void> {
       : `${current.slice(0, start)}${section}${end < 0 ? '' : current.slice(end + 1)}`
   await writeFile(file, next.endsWith('\n') ? next : `${next}\n`)
   if (failures.length > 0) {
-    process.stderr.write(`Non-2xx responses in: ${failures.map(([name]) => name).join(', ')}\n`)
+    process.stderr.write(`Non-2xx or no responses in: ${failures.join(', ')}\n`)
     process.exitCode = 1
   }
 }

@@ -1,31 +1,7 @@
+import type { AuditAction, AuditResource } from '../../schemas/audit.js'
 import type { Role } from './roles.js'
 
-export type AuditResource =
-  | 'patient'
-  | 'document'
-  | 'vital-signs'
-  | 'lab-result'
-  | 'condition'
-  | 'allergy'
-  | 'medication'
-  | 'message'
-  | 'invoice'
-  | 'payment'
-  | 'webhook'
-  | 'appointment'
-  | 'encounter'
-  | 'telehealth-room'
-
-export type AuditAction =
-  | 'READ'
-  | 'LIST'
-  | 'SEARCH'
-  | 'CREATE'
-  | 'UPDATE'
-  | 'DELETE'
-  | 'CANCEL'
-  | 'SIGN'
-  | 'AMEND'
+export type { AuditAction, AuditResource }
 
 export interface RouteAccess {
   /** `public`: no token; `authenticated`: any valid token; otherwise at least one of the roles. */
@@ -173,6 +149,9 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
     allow: ['ADMIN'],
     audit: { resourceType: 'webhook', action: 'UPDATE' },
   },
+
+  // Reading the audit trail is itself audited: who looked at which accesses.
+  'GET /api/audit-events': { allow: ['ADMIN'], audit: { resourceType: 'audit-event', action: 'LIST' } },
 
   // The provider directory and its availability carry no patient data (booked time shows no patient).
   'GET /api/providers': { allow: STAFF },

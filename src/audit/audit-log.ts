@@ -11,6 +11,9 @@ export interface AuditLogOptions {
 // database stays down, and anything dropped past it is reported through onFlushError.
 const BATCH_SIZE = 500
 const MAX_PENDING = 50_000
+// Shutdown has a 15 s grace period (server.ts); three tries a second apart stay well inside it.
+const CLOSE_ATTEMPTS = 3
+const CLOSE_RETRY_DELAY_MS = 1000
 
 /** Buffers audit records in memory and writes them in batches; `close()` writes what is left. */
 export class AuditLog {
@@ -50,9 +53,17 @@ export class AuditLog {
     return this.flushing
   }
 
+  /**
+   * Stops the timer and writes what is left. A write that fails at shutdown (a database restarting)
+   * is retried a few times before the records are given up, since nothing would write them later.
+   */
   async close(): Promise<void> {
     clearInterval(this.timer)
-    await this.flush()
+    for (let attempt = 0; attempt < CLOSE_ATTEMPTS; attempt += 1) {
+      await this.flush()
+      if (this.pending.length === 0) return
+      await new Promise((resolve) => setTimeout(resolve, CLOSE_RETRY_DELAY_MS))
+    }
   }
 
   private async writeAll(): Promise<void> {

@@ -40,11 +40,23 @@ export async function fetchPage<O>(
   const first = rows[0] as (O & { total_count: number }) | undefined
   if (first) return { rows, total: Number(first.total_count) }
   if (page === 0) return { rows: [], total: 0 }
+  return { rows: [], total: await countRows(db, query) }
+}
+
+/**
+ * How many rows a filtered query matches, in a query of its own: it needs no columns but those of
+ * the filter, so an index on them answers it without reading the rows.
+ */
+export async function countRows(
+  db: Kysely<Database>,
+  // biome-ignore lint/suspicious/noExplicitAny: any table set; the caller has built its FROM and WHERE
+  query: SelectQueryBuilder<Database, any, unknown>,
+): Promise<number> {
   const counted = await db
     .selectFrom(query.clearOrderBy().as('matching'))
     .select(sql<number>`count(*)::int`.as('count'))
     .executeTakeFirstOrThrow()
-  return { rows: [], total: Number(counted.count) }
+  return Number(counted.count)
 }
 
 /**

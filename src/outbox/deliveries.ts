@@ -83,38 +83,32 @@ export async function releaseAllLeases(db: Db): Promise<void> {
     .execute()
 }
 
-export interface AttemptResult {
+export interface FailedAttempt {
   deliveryId: number
   webhookId: number
   instanceId: string
   attemptedAt: Date
   statusCode: number | null
-  error: string | null
+  error: string
   latencyMs: number
-  /** Seconds until the retry; null: succeeded (no error) or failed for good (error). */
+  /** Seconds until the retry; null: failed for good. */
   retryInSeconds: number | null
   deactivateAfterSeconds: number
 }
 
 /**
- * Records one attempt in one statement: the attempt row, the delivery's new state and the
+ * Records one failed attempt in one statement: the attempt row, the delivery's new state and the
  * webhook's failure streak (deactivating it once it has failed for long enough). Returns whether
  * this attempt deactivated the webhook. A delivery whose lease another instance took over keeps
  * that instance's state; the attempt is recorded all the same (unless the webhook was deleted).
  */
-export async function recordAttempt(db: Db, result: AttemptResult): Promise<{ deactivated: boolean }> {
-  const succeeded = result.error === null
-  const status = succeeded ? 'SUCCEEDED' : result.retryInSeconds === null ? 'FAILED' : 'PENDING'
+export async function recordFailure(db: Db, result: FailedAttempt): Promise<{ deactivated: boolean }> {
+  const status = result.retryInSeconds === null ? 'FAILED' : 'PENDING'
   const nextAttempt =
     result.retryInSeconds === null
       ? sql`next_attempt_at`
       : sql`now() + ${result.retryInSeconds}::float8 * interval '1 second'`
-  const webhookUpdate = succeeded
-    ? sql`
-      update webhooks set failing_since = null
-      where id = ${result.webhookId} and failing_since is not null
-      returning false as deactivated`
-    : sql`
+  const webhookUpdate = sql`
       update webhooks set
         failing_since = coalesce(webhooks.failing_since, now()),
         active = not streak.deactivate and webhooks.active,
@@ -143,7 +137,7 @@ export async function recordAttempt(db: Db, result: AttemptResult): Promise<{ de
       update webhook_deliveries set
         status = ${status},
         attempt_count = attempt_count + 1,
-        retry_step = retry_step + ${succeeded ? 0 : 1},
+        retry_step = retry_step + 1,
         next_attempt_at = ${nextAttempt},
         last_attempt_at = ${result.attemptedAt},
         last_status_code = ${result.statusCode},
@@ -160,13 +154,78 @@ export async function recordAttempt(db: Db, result: AttemptResult): Promise<{ de
   return { deactivated: rows[0]?.deactivated === true }
 }
 
-/** Pending deliveries of active webhooks, and how long the oldest has waited (all instances). */
-export async function backlog(db: Db): Promise<{ pending: number; oldestAgeSeconds: number }> {
-  const { rows } = await sql<{ pending: number; oldest_age_seconds: number | null }>`
+export interface Success {
+  deliveryId: number
+  webhookId: number
+  attemptedAt: Date
+  statusCode: number | null
+  latencyMs: number
+}
+
+/**
+ * Records many successful attempts in one statement, as `recordFailure` records a failure: under
+ * load the worker's throughput is bounded by these writes, not by sending. A success never
+ * deactivates a webhook; it only ends its failure streak.
+ */
+export async function recordSuccesses(
+  db: Db,
+  instanceId: string,
+  successes: readonly Success[],
+): Promise<void> {
+  if (successes.length === 0) return
+  const ids = successes.map((s) => s.deliveryId)
+  const attemptedAt = successes.map((s) => s.attemptedAt.toISOString())
+  const statusCodes = successes.map((s) => s.statusCode)
+  const latencies = successes.map((s) => s.latencyMs)
+  const webhookIds = [...new Set(successes.map((s) => s.webhookId))]
+  await db.transaction().execute(async (trx) => {
+    // As in recordFailure: a lost commit only means a repeated delivery, which at-least-once allows.
+    await sql`set local synchronous_commit to off`.execute(trx)
+    await sql`
+    with input as (
+      select * from unnest(${ids}::bigint[], ${attemptedAt}::timestamptz[], ${statusCodes}::int[], ${latencies}::int[])
+        as t(delivery_id, attempted_at, status_code, latency_ms)
+    ), attempt as (
+      insert into webhook_delivery_attempts (delivery_id, attempted_at, status_code, error, latency_ms, instance_id)
+      select d.id, input.attempted_at, input.status_code, null, input.latency_ms, ${instanceId}
+      from input join webhook_deliveries d on d.id = input.delivery_id
+    ), delivery as (
+      update webhook_deliveries set
+        status = 'SUCCEEDED',
+        attempt_count = attempt_count + 1,
+        last_attempt_at = input.attempted_at,
+        last_status_code = input.status_code,
+        last_error = null,
+        last_latency_ms = input.latency_ms,
+        completed_at = now(),
+        locked_until = null,
+        locked_by = null
+      from input
+      where webhook_deliveries.id = input.delivery_id and webhook_deliveries.locked_by = ${instanceId}
+    )
+    update webhooks set failing_since = null
+    where id = any(${webhookIds}::int[]) and failing_since is not null
+  `.execute(trx)
+  })
+}
+
+/**
+ * Pending deliveries of active webhooks, how long the oldest has waited, and how many webhooks are
+ * deactivated for failing (all instances and organizations: an operations figure, no tenant data).
+ */
+export async function backlog(
+  db: Db,
+): Promise<{ pending: number; oldestAgeSeconds: number; deactivated: number }> {
+  const { rows } = await sql<{ pending: number; oldest_age_seconds: number | null; deactivated: number }>`
     select count(*)::int as pending,
-      extract(epoch from now() - min(webhook_deliveries.created_at))::float8 as oldest_age_seconds
+      extract(epoch from now() - min(webhook_deliveries.created_at))::float8 as oldest_age_seconds,
+      (select count(*)::int from webhooks where not active and deactivation_reason = 'FAILING') as deactivated
     from webhook_deliveries join webhooks on webhooks.id = webhook_deliveries.webhook_id
     where webhook_deliveries.status = 'PENDING' and webhooks.active
   `.execute(db)
-  return { pending: rows[0]?.pending ?? 0, oldestAgeSeconds: rows[0]?.oldest_age_seconds ?? 0 }
+  return {
+    pending: rows[0]?.pending ?? 0,
+    oldestAgeSeconds: rows[0]?.oldest_age_seconds ?? 0,
+    deactivated: rows[0]?.deactivated ?? 0,
+  }
 }

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely'
 import type client from 'prom-client'
 import type { Database } from '../../db/database.js'
+import { LATENCY_BUCKETS, METRIC } from '../lib/metrics.js'
 import { backlog } from './deliveries.js'
 
 export type AttemptOutcome = 'succeeded' | 'retrying' | 'failed'
@@ -8,19 +9,19 @@ export type AttemptOutcome = 'succeeded' | 'retrying' | 'failed'
 /** Delivery counters and latency of this instance; backlog gauges read the shared table. */
 export function createOutboxMetrics(prometheus: typeof client, db: Kysely<Database>) {
   const deliveries = new prometheus.Counter({
-    name: 'ehr_webhook_deliveries_total',
+    name: METRIC.webhookDeliveries,
     help: 'Webhook delivery attempts by event and outcome (succeeded, retrying: failed with a retry due, failed: retries exhausted)',
     labelNames: ['event', 'outcome'],
   })
   const duration = new prometheus.Histogram({
-    name: 'ehr_webhook_attempt_duration_seconds',
+    name: METRIC.webhookAttemptDuration,
     help: 'Duration of webhook delivery attempts, from sending to the end of the answer',
     labelNames: ['outcome'],
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    buckets: LATENCY_BUCKETS,
   })
 
-  // Both gauges come from one query per scrape.
-  let reading: Promise<{ pending: number; oldestAgeSeconds: number } | undefined> | undefined
+  // The gauges come from one query per scrape.
+  let reading: Promise<Awaited<ReturnType<typeof backlog>> | undefined> | undefined
   const read = () => {
     reading ??= backlog(db)
       .catch(() => undefined)
@@ -30,7 +31,7 @@ export function createOutboxMetrics(prometheus: typeof client, db: Kysely<Databa
     return reading
   }
   new prometheus.Gauge({
-    name: 'ehr_outbox_backlog',
+    name: METRIC.outboxBacklog,
     help: 'Webhook deliveries waiting to be sent (all instances)',
     async collect() {
       const current = await read()
@@ -38,11 +39,20 @@ export function createOutboxMetrics(prometheus: typeof client, db: Kysely<Databa
     },
   })
   new prometheus.Gauge({
-    name: 'ehr_outbox_oldest_pending_age_seconds',
+    name: METRIC.outboxOldestPendingAge,
     help: 'Age of the oldest webhook delivery waiting to be sent (0 when none)',
     async collect() {
       const current = await read()
       if (current) this.set(current.oldestAgeSeconds)
+    },
+  })
+
+  new prometheus.Gauge({
+    name: METRIC.webhooksDeactivated,
+    help: 'Webhooks deactivated because their deliveries kept failing (all organizations)',
+    async collect() {
+      const current = await read()
+      if (current) this.set(current.deactivated)
     },
   })
 

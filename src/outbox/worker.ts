@@ -7,7 +7,8 @@ import { retryDelaySeconds } from './backoff.js'
 import {
   type ClaimedDelivery,
   claimDeliveries,
-  recordAttempt,
+  recordFailure,
+  recordSuccesses,
   releaseAllLeases,
   releaseDeliveries,
 } from './deliveries.js'
@@ -15,12 +16,15 @@ import { OUTBOX_CHANNEL } from './enqueue.js'
 import type { AttemptOutcome, OutboxMetrics } from './metrics.js'
 import type { Sender } from './sender.js'
 import { signatureHeader } from './signing.js'
+import { SuccessBatch } from './success-batch.js'
 import { openSigningKey } from './webhook-secrets.js'
 
 // Small batches: a claim holds row locks only for its own statement. Rows of a host that is
-// already at its limit wait in a local queue of at most this many (claiming for that host pauses
-// until the queue is empty), so a busy receiver costs one claim per batch, not one per delivery.
+// already at its limit wait in a local queue of at most two batches; claiming for that host pauses
+// while a whole batch is queued and resumes below that, so the queue is refilled before it runs
+// dry and a busy receiver costs one claim per batch, not one per delivery.
 const CLAIM_BATCH = 25
+const HOST_QUEUE = 2 * CLAIM_BATCH
 // In-flight attempts get this long to finish at shutdown (within the server's 15 s); the rest are
 // cut off and handed back as pending.
 const STOP_GRACE_MS = 5000
@@ -79,8 +83,11 @@ export class OutboxWorker {
   private unlisten: Unlisten | undefined
   private timer: NodeJS.Timeout | undefined
   private readonly retryTimers = new Set<NodeJS.Timeout>()
+  private readonly successes: SuccessBatch
 
-  constructor(private readonly options: WorkerOptions) {}
+  constructor(private readonly options: WorkerOptions) {
+    this.successes = new SuccessBatch((batch) => recordSuccesses(options.db, options.instanceId, batch))
+  }
 
   async start(): Promise<void> {
     if (this.options.releaseLeasesAtStart) await releaseAllLeases(this.options.db)
@@ -158,10 +165,10 @@ export class OutboxWorker {
     this.retryTimers.add(timer)
   }
 
-  /** Webhooks of hosts with deliveries queued here: claim nothing more for them until it empties. */
+  /** Webhooks of hosts with a whole batch queued here: claim nothing more for them for now. */
   private busyWebhooks(): number[] {
     const ids: number[] = []
-    for (const host of this.hosts.values()) if (host.queue.length > 0) ids.push(...host.webhooks)
+    for (const host of this.hosts.values()) if (host.queue.length >= CLAIM_BATCH) ids.push(...host.webhooks)
     return ids
   }
 
@@ -192,7 +199,7 @@ export class OutboxWorker {
         const state = this.hostState(host)
         state.webhooks.add(delivery.webhook_id)
         if (state.inFlight < hostConcurrency) this.begin(delivery, host)
-        else if (state.queue.length < CLAIM_BATCH) state.queue.push({ delivery, claimedAt })
+        else if (state.queue.length < HOST_QUEUE) state.queue.push({ delivery, claimedAt })
         else overflow.push(delivery.id)
       }
       await releaseDeliveries(db, overflow, instanceId)
@@ -231,9 +238,9 @@ export class OutboxWorker {
         const wasFull = this.inFlight.size >= this.options.concurrency
         this.inFlight.delete(attempt)
         freeSlot()
-        // A host with a queue keeps itself busy; claiming again only helps when a slot opened up
-        // for other hosts or this one has nothing left.
-        if (wasFull || !this.hosts.get(host)?.queue.length) this.wake()
+        // A host with a full batch queued keeps itself busy; claiming again only helps when a slot
+        // opened up for other hosts or this one's queue needs topping up.
+        if (wasFull || (this.hosts.get(host)?.queue.length ?? 0) < CLAIM_BATCH) this.wake()
       })
     this.inFlight.add(attempt)
   }
@@ -291,7 +298,17 @@ export class OutboxWorker {
     const outcome: AttemptOutcome =
       sent.error === null ? 'succeeded' : retryIn === undefined ? 'failed' : 'retrying'
     metrics.attempted(delivery.event_type, outcome, sent.latencyMs / 1000)
-    const { deactivated } = await recordAttempt(db, {
+    if (sent.error === null) {
+      await this.successes.add({
+        deliveryId: delivery.id,
+        webhookId: delivery.webhook_id,
+        attemptedAt,
+        statusCode: sent.statusCode,
+        latencyMs: sent.latencyMs,
+      })
+      return
+    }
+    const { deactivated } = await recordFailure(db, {
       deliveryId: delivery.id,
       webhookId: delivery.webhook_id,
       instanceId,

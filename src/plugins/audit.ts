@@ -23,6 +23,20 @@ function outcomeOf(statusCode: number): string {
   return statusCode < 500 ? 'REJECTED' : 'ERROR'
 }
 
+const asId = (value: unknown): number | null => {
+  const id = Number(value)
+  return Number.isInteger(id) && id > 0 && id <= 2_147_483_647 ? id : null
+}
+
+/** The patient a call named: `patientId` in its path, else in its JSON body, else in its query. */
+function patientIdOf(request: FastifyRequest): number | null {
+  const candidates = [request.params, request.body, request.query] as (Record<string, unknown> | undefined)[]
+  for (const source of candidates) {
+    if (source && typeof source === 'object' && 'patientId' in source) return asId(source.patientId)
+  }
+  return null
+}
+
 function resourceIdsOf(request: FastifyRequest): number[] {
   if (request.auditedIds) return request.auditedIds
   const id = Number((request.params as Record<string, unknown> | undefined)?.id)
@@ -55,6 +69,7 @@ const audit: FastifyPluginAsync<{ flushIntervalMs: number }> = async (app, { flu
       action: rule.action,
       resource_type: rule.resourceType,
       resource_ids: resourceIdsOf(request),
+      patient_id: patientIdOf(request),
       outcome: outcomeOf(reply.statusCode),
       status_code: reply.statusCode,
       request_id: request.id,

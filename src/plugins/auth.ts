@@ -4,6 +4,7 @@ import fp from 'fastify-plugin'
 import type { AccessTokenClaims } from '../../schemas/auth.js'
 import type { Config } from '../config.js'
 import { AppError } from '../errors.js'
+import type { TokenRejection } from '../lib/metrics.js'
 import { type AuthBackend, embeddedBackend, externalBackend } from '../modules/auth/backends.js'
 import {
   createProviderClient,
@@ -44,6 +45,16 @@ declare module 'fastify' {
 export function principalOf(request: FastifyRequest): Principal {
   if (!request.principal) throw new AppError('AUTH_001', 'Authentication required')
   return request.principal
+}
+
+/** Why a token was refused, for the metrics: a short fixed list, never the token or its claims. */
+function rejectionReason(error: unknown): TokenRejection {
+  const code = (error as { code?: string }).code
+  if (code === 'FST_JWT_NO_AUTHORIZATION_IN_HEADER') return 'missing'
+  if (code === 'FST_JWT_BAD_REQUEST' || code === 'FST_JWT_AUTHORIZATION_TOKEN_INVALID') return 'malformed'
+  if (code === 'FST_JWT_AUTHORIZATION_TOKEN_EXPIRED') return 'expired'
+  if (error instanceof AppError) return error.code === 'AUTH_003' ? 'organization' : 'account'
+  return 'invalid'
 }
 
 function fromJwtError(error: unknown): AppError {
@@ -106,14 +117,35 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
     provision: !config.embeddedIssuer,
   })
   app.decorateRequest('principal', null)
+  // The rate limiter and the access guard may both authenticate one request: count it once, and
+  // fail a token that failed once again at once, rather than waiting a second time for an identity
+  // provider that does not answer.
+  const counted = new WeakSet<FastifyRequest>()
+  const rejected = (request: FastifyRequest, error: unknown) => {
+    if (!counted.has(request)) {
+      counted.add(request)
+      app.serviceMetrics.tokenRejected(rejectionReason(error))
+    }
+    return error
+  }
+  const failures = new WeakMap<FastifyRequest, AppError>()
   app.decorate('authenticate', async (request: FastifyRequest) => {
+    const failure = failures.get(request)
+    if (failure) throw failure
     let claims: AccessTokenClaims
     try {
       claims = await request.jwtVerify<AccessTokenClaims>()
     } catch (error) {
-      throw fromJwtError(error)
+      const appError = fromJwtError(rejected(request, error))
+      failures.set(request, appError)
+      throw appError
     }
-    request.principal = await resolvePrincipal(claims)
+    try {
+      request.principal = await resolvePrincipal(claims)
+    } catch (error) {
+      // A database failure here is not the token's fault.
+      throw error instanceof AppError ? rejected(request, error) : error
+    }
     return request.principal
   })
   const tokenIssuer = signingKey
@@ -132,4 +164,4 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
   )
 }
 
-export default fp(auth, { name: 'auth', dependencies: ['database'] })
+export default fp(auth, { name: 'auth', dependencies: ['database', 'metrics'] })

@@ -77,12 +77,16 @@ const rateLimits: FastifyPluginAsync<{ config: Config }> = async (app, { config 
       if (!key.startsWith('sub:')) return config.RATE_LIMIT_ANONYMOUS
       return clientLimits.get(request.principal?.clientId ?? '') ?? config.RATE_LIMIT_AUTHENTICATED
     },
-    allowList: (request) => UNLIMITED.test(request.url),
-    errorResponseBuilder: (_request, context) =>
-      new AppError(
+    // CORS preflights carry no token, so they would count against the anonymous limit of the
+    // caller's IP (a whole clinic behind one NAT), once per distinct URL; the CORS plugin answers them.
+    allowList: (request) => request.method === 'OPTIONS' || UNLIMITED.test(request.url),
+    errorResponseBuilder: (request, context) => {
+      app.serviceMetrics.rateLimited(request.principal ? 'authenticated' : 'anonymous')
+      return new AppError(
         'RATE_001',
         `Limit of ${context.max} requests per window reached; retry in ${context.after}`,
-      ),
+      )
+    },
   })
 
   // The plugin counts seconds until the reset; the API promises the Unix time of the reset.
@@ -94,4 +98,4 @@ const rateLimits: FastifyPluginAsync<{ config: Config }> = async (app, { config 
   })
 }
 
-export default fp(rateLimits, { name: 'rate-limits', dependencies: ['auth'] })
+export default fp(rateLimits, { name: 'rate-limits', dependencies: ['auth', 'metrics'] })

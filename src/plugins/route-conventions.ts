@@ -51,6 +51,24 @@ function guard(access: RouteAccess): onRequestHookHandler {
   }
 }
 
+/**
+ * A field with a default may be left out by the caller (validation fills it in either way), so the
+ * document must not list it as required: generated clients would insist on it otherwise.
+ */
+function defaultsOptional<T>(schema: T): T {
+  const { required, properties } = (schema ?? {}) as {
+    required?: string[]
+    properties?: Record<string, { default?: unknown }>
+  }
+  if (!required || !properties) return schema
+  const left = required.filter((name) => properties[name]?.default === undefined)
+  if (left.length === required.length) return schema
+  // A copy: schema objects are shared between routes.
+  const copy = { ...schema, required: left }
+  if (left.length === 0) delete (copy as { required?: string[] }).required
+  return copy
+}
+
 const asArray = <T>(value: T | T[] | undefined): T[] =>
   value === undefined ? [] : Array.isArray(value) ? value : [value]
 
@@ -75,6 +93,8 @@ const routeConventions: FastifyPluginAsync = async (app) => {
     const schema = route.schema ?? {}
     route.schema = {
       ...schema,
+      ...(schema.querystring ? { querystring: defaultsOptional(schema.querystring) } : {}),
+      ...(schema.body ? { body: defaultsOptional(schema.body) } : {}),
       description: [schema.description, describeAccess(access)].filter(Boolean).join('\n\n'),
       security: access.allow === 'public' ? [] : [{ bearerAuth: [] }],
       response: { ...standardErrors(route, access), ...(schema.response as object) },

@@ -2,6 +2,7 @@ import { Ajv, type Options } from 'ajv'
 import addFormats from 'ajv-formats'
 import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
+import { validatorOnFirstUse } from '../lib/lazy-compile.js'
 
 /**
  * Marks a body schema that documents a streamed body (multipart uploads): the handler reads and
@@ -33,7 +34,7 @@ const validation: FastifyPluginAsync = async (app) => {
   app.removeContentTypeParser('text/plain')
   app.setValidatorCompiler(({ schema, httpPart }) => {
     if (httpPart === 'body' && (schema as Record<string, unknown>)[STREAMED_BODY] === true) return () => true
-    return (httpPart === 'body' ? bodies : parameters).compile(schema)
+    return validatorOnFirstUse(() => (httpPart === 'body' ? bodies : parameters).compile(schema))
   })
 }
 

@@ -31,7 +31,7 @@ describe('GET /actuator/health', () => {
 })
 
 describe('GET /actuator/prometheus', () => {
-  it('exposes per-route latency histograms by route template, pool gauges and process metrics', async () => {
+  it('exposes per-route latency histograms by route template and status class, pool gauges and process metrics', async () => {
     const user = await (await newOrganization(app)).user('PROVIDER')
     await app.inject({ url: '/api/patients/123456', headers: bearer(user.token) })
     const response = await app.inject({ url: '/actuator/prometheus' })
@@ -39,11 +39,11 @@ describe('GET /actuator/prometheus', () => {
     expect(response.headers['content-type']).toContain('text/plain')
     const text = response.body
     expect(text).toMatch(
-      /http_request_duration_seconds_bucket\{[^}]*route="\/api\/patients\/:id"[^}]*status_code="404"/,
+      /http_request_duration_seconds_bucket\{[^}]*route="\/api\/patients\/:id"[^}]*status_class="4xx"/,
     )
     expect(text).not.toContain('/api/patients/123456')
     expect(text).not.toContain('http_request_summary_seconds')
-    expect(text).toMatch(/ehr_db_pool_connections\{state="total"\} \d+/)
+    expect(text).toMatch(/ehr_db_pool_connections\{state="in_use"\} \d+/)
     expect(text).toMatch(/ehr_audit_records_buffered \d+/)
     expect(text).toContain('process_cpu_user_seconds_total')
   })

@@ -1,3 +1,4 @@
+import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
 import { buildTestApp } from '../helpers/app.js'
@@ -615,5 +616,35 @@ describe('list totals', () => {
     const list = (await app.inject({ url: '/api/patients?size=2', headers: bearer(admin.token) })).json().data
     expect(list).toMatchObject({ totalElements: 3, totalPages: 2 })
     expect(list.content).toHaveLength(2)
+  })
+})
+
+describe('large result sets', () => {
+  it('searches and filters thousands of matches with exact totals, in order, and past the end', async () => {
+    const org = await newOrganization(app)
+    const admin = await org.user('ADMIN', 'PROVIDER')
+    const count = 5200
+    // Straight into the table: thousands of API calls would only slow the test down.
+    await sql`
+      insert into patients (organization_id, first_name, last_name, date_of_birth, gender, status)
+      select ${org.id}, 'Many', 'Zebulon' || lpad(i::text, 5, '0'), date '1980-01-01', 'Other', 'ACTIVE'
+      from generate_series(1, ${count}) as i`.execute(app.db)
+    for (const url of [
+      '/api/patients/search?q=zebulon&size=5',
+      '/api/patients?firstName=Many&size=5&sort=lastName,asc',
+    ]) {
+      const page = (await app.inject({ url, headers: bearer(admin.token) })).json().data
+      expect(page.totalElements).toBe(count)
+      expect(
+        page.content.map((p: { identification: { lastName: string } }) => p.identification.lastName),
+      ).toEqual(['Zebulon00001', 'Zebulon00002', 'Zebulon00003', 'Zebulon00004', 'Zebulon00005'])
+      const past = (await app.inject({ url: `${url}&page=2000`, headers: bearer(admin.token) })).json().data
+      expect(past).toMatchObject({ totalElements: count, content: [], last: true })
+    }
+    const few = (
+      await app.inject({ url: '/api/patients/search?q=zebulon05199', headers: bearer(admin.token) })
+    ).json().data
+    expect(few.totalElements).toBe(1)
+    expect(few.content[0].identification.lastName).toBe('Zebulon05199')
   })
 })

@@ -129,6 +129,20 @@ describe('authenticated rate limit (per subject)', () => {
   })
 })
 
+describe('rate limit on the embedded issuer (/realms)', () => {
+  it('answers past the limit with 429 slow_down in the OAuth format and Retry-After', async () => {
+    const remoteAddress = newAddress()
+    const url = '/realms/ehr/.well-known/openid-configuration'
+    for (let i = 0; i < 100; i++) {
+      expect((await app.inject({ url, remoteAddress })).statusCode).toBe(200)
+    }
+    const limited = await app.inject({ url, remoteAddress })
+    expect(limited.statusCode).toBe(429)
+    expect(limited.json()).toMatchObject({ error: 'slow_down' })
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0)
+  })
+})
+
 describe('when the rate-limit store is unreachable', () => {
   it('lets requests through rather than failing them', async () => {
     const isolated = await buildTestApp({ REDIS_URL: 'redis://127.0.0.1:1' })

@@ -30,6 +30,13 @@ export interface OidcProviderHarness {
   rotateKeys(): Promise<void>
   /** Drives the authorization-code flow as a browser would and returns the code sent to redirectUri. */
   authorizationCode(username: string, password: string, codeChallenge?: string): Promise<string>
+  /**
+   * An outage: `refuse` stops listening (connections are refused), `hang` accepts requests and
+   * never answers them.
+   */
+  outage(mode: 'refuse' | 'hang'): Promise<void>
+  /** Ends an outage on the same address. Requests left hanging stay unanswered, as after a network fault. */
+  restore(): Promise<void>
   close(): Promise<void>
 }
 
@@ -280,7 +287,9 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<O
   const cookieKeys = [randomBytes(32).toString('base64url')]
   const findUser = (subject: string) => users.find((user) => user.subject === subject)
 
+  let hanging = false
   const server: Server = createServer((request, response) => {
+    if (hanging) return
     const url = request.url ?? '/'
     const path = url.split('?')[0] ?? url
     const handle = () => {
@@ -534,6 +543,27 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<O
     },
     authorizationCode: (username, password, codeChallenge) =>
       driveAuthorizationCode({ issuer, clientId, redirectUri, username, password, codeChallenge }),
+    async outage(mode) {
+      if (mode === 'hang') {
+        hanging = true
+        return
+      }
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+      })
+    },
+    async restore() {
+      hanging = false
+      if (server.listening) return
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject)
+        server.listen(Number(new URL(issuer).port), '127.0.0.1', () => {
+          server.off('error', reject)
+          resolve()
+        })
+      })
+    },
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.close((error) => (error ? reject(error) : resolve()))

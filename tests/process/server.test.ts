@@ -37,9 +37,12 @@ describe('the server process', () => {
   it(
     'bootstraps an admin on an empty database, persists data and shuts down cleanly',
     async () => {
-      const first = await startServer(dataDir)
+      // Audit records are written only at shutdown in this run: none must be lost on SIGTERM.
+      const first = await startServer(dataDir, { AUDIT_FLUSH_INTERVAL_MS: '60000' })
       const printed = first.output().match(/Bootstrap administrator created: admin@example\.com \/ (\S+)/)
       expect(printed?.[1]).toBeTruthy()
+      expect(first.output()).toMatch(/Explorer +http:\/\/localhost:\d+\/swagger-ui\.html/)
+      expect(first.output()).toMatch(/Metrics +http:\/\/localhost:\d+\/actuator\/prometheus/)
       // Without ENCRYPTION_KEY the embedded default keeps a generated key beside its data.
       expect((await stat(path.join(dataDir, 'encryption.key'))).mode & 0o777).toBe(0o600)
       const password = printed?.[1] as string
@@ -69,6 +72,7 @@ describe('the server process', () => {
 
       const second = await startServer(dataDir)
       expect(second.output()).not.toContain('Bootstrap administrator created')
+      expect(second.output()).not.toContain('swagger-ui.html')
       const again = await login(second.baseUrl, 'admin@example.com', password)
       expect(again.status).toBe(200)
       const read = await fetch(`${second.baseUrl}/api/patients/${patientId}`, {
@@ -79,6 +83,17 @@ describe('the server process', () => {
         ((await read.json()) as { data: { identification: { firstName: string } } }).data.identification
           .firstName,
       ).toBe('Persisted')
+      const audit = await fetch(
+        `${second.baseUrl}/api/audit-events?patientId=${patientId}&sort=occurredAt,asc`,
+        {
+          headers: { authorization: `Bearer ${again.body.data.token}` },
+        },
+      )
+      expect(audit.status).toBe(200)
+      const trail = (
+        (await audit.json()) as { data: { content: { action: string; resourceIds: number[] }[] } }
+      ).data.content
+      expect(trail[0]).toMatchObject({ action: 'CREATE', resourceIds: [patientId] })
       expect(await stop(second, 'SIGINT')).toBe(0)
     },
     PROCESS_TEST_TIMEOUT_MS,

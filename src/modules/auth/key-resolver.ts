@@ -39,22 +39,31 @@ const JWKS_TIMEOUT_MS = 5000
 /**
  * Keys of an external OpenID provider, from its discovery document and JWKS (cached; an unknown
  * `kid` triggers a refetch). The domain is always the configured issuer, never a token's `iss`.
+ * Keys already cached keep verifying while the provider is down (get-jwks also falls back to a
+ * recently expired key when a refetch fails).
  */
 export function jwksKeyResolver(issuer: string): KeyResolver {
   const jwks = buildGetJwks({ providerDiscovery: true, ttl: 10 * 60_000, max: 50 })
+  const domain = issuer.endsWith('/') ? issuer : `${issuer}/`
   return async ({ kid, alg }) => {
     let timer: NodeJS.Timeout | undefined
+    const timedOut = new AppError('AUTH_001', 'The identity provider did not answer; try again shortly')
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new AppError('AUTH_001', 'The identity provider did not answer')),
-        JWKS_TIMEOUT_MS,
-      )
+      timer = setTimeout(() => reject(timedOut), JWKS_TIMEOUT_MS)
     })
     try {
       return await Promise.race([jwks.getPublicKey({ domain: issuer, kid, alg }), timeout])
     } catch (error) {
+      if (error === timedOut) {
+        // get-jwks caches the pending fetch, which a hung connection may hold for minutes; drop it
+        // so that the next request asks afresh and succeeds as soon as the provider answers again.
+        jwks.cache.delete(jwks.generateCacheKey(alg as string, kid as string, domain))
+        throw error
+      }
       if (error instanceof AppError) throw error
-      throw unknownKey()
+      const code = (error as { code?: string }).code
+      if (code === 'JWK_NOT_FOUND' || code === 'NO_JWKS') throw unknownKey()
+      throw new AppError('AUTH_001', 'The identity provider could not be reached to check the token’s key')
     } finally {
       clearTimeout(timer)
     }

@@ -117,6 +117,15 @@ type Rotation = {
   refreshToken: string
 }
 
+const reuseListeners = new Set<() => void>()
+type Refused = 'invalid' | 'reused'
+
+/** Calls `listener` whenever a refresh token is presented again (the metrics count it); returns the unsubscribe. */
+export function onRefreshTokenReuse(listener: () => void): () => void {
+  reuseListeners.add(listener)
+  return () => reuseListeners.delete(listener)
+}
+
 /**
  * Exchanges a refresh token for a new pair. Each refresh token works once: presenting one that was
  * already exchanged means it was copied, so the whole session is revoked (reuse detection). The
@@ -129,7 +138,7 @@ export async function refreshSession(
   clientId?: string,
 ): Promise<SessionTokens> {
   const hash = hashToken(presented)
-  const result = await db.transaction().execute(async (trx): Promise<Rotation | { outcome: 'invalid' }> => {
+  const result = await db.transaction().execute(async (trx): Promise<Rotation | { outcome: Refused }> => {
     const token = await trx
       .updateTable('refresh_tokens')
       .set({ rotated_at: sql`now()` })
@@ -145,8 +154,9 @@ export async function refreshSession(
         .where('token_hash', '=', hash)
         .where('rotated_at', 'is not', null)
         .executeTakeFirst()
-      if (reused) await revokeSession(trx, reused.session_id, 'REFRESH_REUSE')
-      return { outcome: 'invalid' }
+      if (!reused) return { outcome: 'invalid' }
+      await revokeSession(trx, reused.session_id, 'REFRESH_REUSE')
+      return { outcome: 'reused' }
     }
     const session = await trx
       .selectFrom('sessions')
@@ -166,7 +176,8 @@ export async function refreshSession(
       refreshToken: await addRefreshToken(trx, token.session_id),
     }
   })
-  if (result.outcome === 'invalid') throw invalidRefreshToken()
+  if (result.outcome === 'reused') for (const listener of reuseListeners) listener()
+  if (result.outcome !== 'rotated') throw invalidRefreshToken()
   return issueFor(db, issuer, result.userId, result.sessionId, result.clientId, result.refreshToken)
 }
 

@@ -10,13 +10,16 @@ import {
   TokenRequest,
   TokenSet,
 } from '../../../schemas/oidc.js'
-import { fromDatabaseError } from '../../errors.js'
+import { AppError, fromDatabaseError } from '../../errors.js'
 import { loadVerificationKeys, toJwk } from '../auth/signing-keys.js'
 import { clientCredentials, grantTokens, logout, OAuthError } from './service.js'
 
 const tags = ['OpenID Connect']
 const oauthError = (description: string) => ({ ...OAuthErrorBody, description })
+// Every /realms call is rate limited, discovery and keys included.
+const tooManyRequests = { 429: oauthError('Rate limit exceeded; see Retry-After (slow_down)') }
 const formErrors = {
+  ...tooManyRequests,
   413: oauthError('The form is too large'),
   415: oauthError('The body is not application/x-www-form-urlencoded'),
   500: oauthError('Unexpected error'),
@@ -25,6 +28,8 @@ const formErrors = {
 
 function toOAuthError(error: unknown): OAuthError {
   if (error instanceof OAuthError) return error
+  if (error instanceof AppError && error.code === 'RATE_001')
+    return new OAuthError(429, 'slow_down', error.details)
   const { validation, message, statusCode } = error as FastifyError
   if (validation) return new OAuthError(400, 'invalid_request', message)
   if (statusCode && statusCode >= 400 && statusCode < 500) {
@@ -72,7 +77,7 @@ const oidcRoutes: FastifyPluginAsyncTypebox<{ issuerUrl: string; publicClientId:
         operationId: 'openidConfiguration',
         summary: 'OpenID Connect discovery',
         security: [],
-        response: { 200: DiscoveryDocument },
+        response: { 200: DiscoveryDocument, ...tooManyRequests },
       },
     },
     async () => ({
@@ -110,7 +115,7 @@ const oidcRoutes: FastifyPluginAsyncTypebox<{ issuerUrl: string; publicClientId:
         operationId: 'jsonWebKeySet',
         summary: 'Keys that verify access tokens (current and recently retired)',
         security: [],
-        response: { 200: JsonWebKeySet },
+        response: { 200: JsonWebKeySet, ...tooManyRequests },
       },
     },
     async () => {

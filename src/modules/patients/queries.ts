@@ -3,7 +3,7 @@ import type { Database } from '../../../db/database.js'
 import type { NewPatientRow, PatientRow, PatientRowUpdate } from '../../../db/tables/patients.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import type { PATIENT_SORT_FIELDS } from '../../../schemas/patients.js'
-import { fetchPage, fetchPageOfKnownTotal, type SortOrder } from '../../lib/paging.js'
+import { countRows, fetchPageOfKnownTotal, type SortOrder } from '../../lib/paging.js'
 
 type Db = Kysely<Database> | Transaction<Database>
 
@@ -133,9 +133,10 @@ export function listPatients(
   const onlyByStatus = Object.entries(filters).every(
     ([name, value]) => name === 'status' || value === undefined,
   )
-  return onlyByStatus
-    ? fetchPageOfKnownTotal(ordered, paging, countLivePatients(db, organizationId, filters.status))
-    : fetchPage(db, ordered, paging)
+  // The total is counted apart from the page (for other filters through their index alone): a
+  // window count in the page's query would read every matching row.
+  const total = onlyByStatus ? countLivePatients(db, organizationId, filters.status) : countRows(db, query)
+  return fetchPageOfKnownTotal(ordered, paging, total)
 }
 
 /** The maintained count of an organization's live patients (of one status, if given). */
@@ -155,15 +156,40 @@ async function countLivePatients(
 
 const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`)
 
-/** Every term must occur in the patient's search text (names, e-mail, MRN, phone digits). */
-export function searchPatients(
+// Up to this many matches, a search page is sorted from the matches the trigram index finds;
+// beyond it, matches are dense enough that walking the sort order meets a page of them soon.
+const FEW_MATCHES = 5000
+
+/**
+ * Every term must occur in the patient's search text (names, e-mail, MRN, phone digits). The count
+ * comes first and decides the plan: left to itself, the planner may walk the whole name index
+ * looking for a handful of matches (seconds on a million patients).
+ */
+export async function searchPatients(
   db: Kysely<Database>,
   organizationId: number,
   terms: string[],
   sort: SortOrder,
-  paging: PageQuery,
+  { page, size }: PageQuery,
 ) {
-  let query = live(db, organizationId).select(PATIENT_COLUMNS)
-  for (const term of terms) query = query.where('search_text', 'like', `%${escapeLike(term)}%`)
-  return fetchPage(db, query.orderBy(orderBy(sort)), paging)
+  let matching = live(db, organizationId).select(PATIENT_COLUMNS)
+  for (const term of terms) matching = matching.where('search_text', 'like', `%${escapeLike(term)}%`)
+  const total = await countRows(db, matching)
+  if (page * size >= total) return { rows: [], total }
+  const offset = page * size
+  if (total > FEW_MATCHES) {
+    return { rows: await matching.orderBy(orderBy(sort)).limit(size).offset(offset).execute(), total }
+  }
+  const rows = await db
+    .with(
+      (cte) => cte('matches').materialized(),
+      () => matching,
+    )
+    .selectFrom('matches')
+    .selectAll()
+    .orderBy(orderBy(sort))
+    .limit(size)
+    .offset(offset)
+    .execute()
+  return { rows, total }
 }

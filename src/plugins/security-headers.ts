@@ -1,0 +1,58 @@
+import cors from '@fastify/cors'
+import type { FastifyPluginAsync } from 'fastify'
+import fp from 'fastify-plugin'
+import helmet from 'helmet'
+
+const noop = () => {}
+
+/** Response headers a browser may read from a cross-origin call (request id, limits, downloads). */
+const EXPOSED_HEADERS = [
+  'X-Request-Id',
+  'X-RateLimit-Limit',
+  'X-RateLimit-Remaining',
+  'X-RateLimit-Reset',
+  'Retry-After',
+  'Content-Disposition',
+]
+
+// The API serves JSON, never pages: a policy that loads nothing and cannot be framed. The explorer
+// sets its own, looser policy on its files (openapi.ts).
+const API_CSP = {
+  defaultSrc: ["'none'"],
+  frameAncestors: ["'none'"],
+  baseUri: ["'none'"],
+  formAction: ["'none'"],
+}
+
+/**
+ * Security headers on every response (helmet), `Cache-Control: no-store` on the API (answers carry
+ * PHI and must not stay in shared or browser caches), and CORS for the configured origins only:
+ * with none configured no CORS header is ever sent, so browsers on other origins are refused.
+ */
+const securityHeaders: FastifyPluginAsync<{ corsOrigins: readonly string[] }> = async (
+  app,
+  { corsOrigins },
+) => {
+  // helmet's middleware built once: @fastify/helmet rebuilds it (CSP parsing included) on every
+  // request. Headers set here on the raw response yield to any the route sets itself (the explorer).
+  const applyHelmet = helmet({ contentSecurityPolicy: { useDefaults: false, directives: API_CSP } })
+  app.addHook('onRequest', (request, reply, done) => {
+    // helmet sets the headers synchronously (and throws rather than calls back on error).
+    applyHelmet(request.raw, reply.raw, noop)
+    if (request.url.startsWith('/api/')) reply.header('cache-control', 'no-store')
+    done()
+  })
+  if (corsOrigins.length > 0) {
+    await app.register(cors, {
+      origin: [...corsOrigins],
+      methods: ['GET', 'POST', 'PUT', 'DELETE'],
+      allowedHeaders: ['Authorization', 'Content-Type', 'X-Request-Id'],
+      exposedHeaders: EXPOSED_HEADERS,
+      // Bearer tokens, not cookies: browsers need not send credentials.
+      credentials: false,
+      maxAge: 600,
+    })
+  }
+}
+
+export default fp(securityHeaders, { name: 'security-headers' })
