@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process'
 import { defineConfig } from 'vitest/config'
+import { findChromium } from './tests/helpers/chromium.js'
 
 // Tests under tests/postgres need a real server (concurrency, outages); they run when
 // TEST_DATABASE_URL is set, as CI does, and are not collected otherwise. Tests under tests/process
@@ -13,6 +14,10 @@ if (process.env.TEST_REDIS_URL) include.push('tests/redis/**/*.test.ts')
 // Tests under tests/promtool check the metrics with Prometheus's own promtool (Debian package
 // `prometheus`), collected only where promtool is on PATH, as CI makes sure it is.
 if (spawnSync('promtool', ['--version']).status === 0) include.push('tests/promtool/**/*.test.ts')
+// Tests under tests/browser drive the system's Chromium (Debian's `chromium`, or CHROMIUM_PATH);
+// they are collected only where there is one, as CI installs it, and in the embedded pass only:
+// what they check does not depend on the database, and a browser is the slowest thing we start.
+if (findChromium() && !process.env.TEST_DATABASE_URL) include.push('tests/browser/**/*.test.ts')
 
 export default defineConfig({
   test: {

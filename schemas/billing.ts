@@ -11,10 +11,12 @@ const InvoiceStatus = Type.Union(
       'DRAFT → ISSUED → PARTIALLY_PAID → PAID, set by issuing and by payments; DRAFT or ISSUED → VOID, only without payments',
   },
 )
+/** The largest amount, in minor units, of a price, a line, a total or a payment (ten billion in a major unit). */
+export const MAX_MONEY = 1_000_000_000_000
 const Money = (description: string) =>
   Type.Integer({
     minimum: 0,
-    maximum: 1_000_000_000_000,
+    maximum: MAX_MONEY,
     description: `${description}, in minor units (cents)`,
   })
 const Currency = Type.String({ pattern: '^[A-Z]{3}$', description: 'ISO 4217 code', examples: ['USD'] })

@@ -32,7 +32,7 @@ import auth from './plugins/auth.js'
 import background from './plugins/background.js'
 import database from './plugins/database.js'
 import encryption from './plugins/encryption.js'
-import errorHandler from './plugins/error-handler.js'
+import errorHandler, { frameworkErrorHandler } from './plugins/error-handler.js'
 import health from './plugins/health.js'
 import metrics from './plugins/metrics.js'
 import openapi from './plugins/openapi.js'
@@ -143,6 +143,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
     exposeHeadRoutes: false,
     schemaController: { compilersFactory: { buildSerializer: serializersOnFirstUse } },
     trustProxy: trustProxySetting(config.TRUST_PROXY),
+    frameworkErrors: frameworkErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   // Before the database: a deployment missing its key stops here, naming the variable.

@@ -81,6 +81,21 @@ function errorBody(error: AppError): ErrorEnvelope {
   return { success: false, message: error.message, error: { code: error.code, details: error.details } }
 }
 
+/**
+ * Fastify's `frameworkErrors`: a URL it cannot route (malformed percent-encoding, a path parameter
+ * over the router's length limit) is answered before any route or error handler runs, with a body
+ * of Fastify's own and, for a long parameter, an undocumented 414. This keeps those in the envelope
+ * as the 400 every route documents.
+ */
+export function frameworkErrorHandler(error: FastifyError, _request: FastifyRequest, reply: FastifyReply) {
+  const details =
+    error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? 'A path parameter is too long'
+      : (FRAMEWORK_DETAILS[error.code] ?? 'The request could not be routed')
+  const appError = new AppError('VAL_001', details, { status: 400, message: 'Invalid request' })
+  return reply.code(400).send(errorBody(appError))
+}
+
 /** What is safe to log about an unexpected error: no request data, no driver `detail` with values. */
 function loggable(error: unknown) {
   const { name, message, code, stack } = (error ?? {}) as Error & { code?: string }

@@ -102,6 +102,8 @@ describe('POST /api/billing/invoices', () => {
     [{ lineItems: [line(10.5)] }, 'unitPrice'],
     [{ lineItems: [line(100, 0)] }, 'quantity'],
     [{ currency: 'usd', lineItems: [line(1)] }, 'currency'],
+    [{ lineItems: [line(1_000_000_000_000, 2)] }, 'lineItems.0: quantity × unitPrice exceeds'],
+    [{ lineItems: [line(600_000_000_000), line(600_000_000_000)] }, 'The invoice total exceeds'],
   ])('answers 422 for %o', async (change, field) => {
     const response = await createInvoice({ patientId, dueDate: '2026-12-31', ...change })
     expect(response.statusCode).toBe(422)

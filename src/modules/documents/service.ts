@@ -107,7 +107,7 @@ export async function uploadDocument(
   const fields: Record<string, string> = {}
   let stored: DocumentRow | undefined
   try {
-    for await (const part of parts) {
+    for await (const part of readParts(parts)) {
       if (part.type === 'field') {
         if (stored)
           throw new AppError('VAL_001', `The field ${part.fieldname} came after the file; send fields first`)
@@ -128,6 +128,46 @@ export async function uploadDocument(
   }
   if (!stored) throw new AppError('VAL_002', 'file is required')
   return toDocument(stored)
+}
+
+/**
+ * A body the multipart parser cannot read (no boundary, cut short, a forbidden field name) is the
+ * client's error: 400, or 413 for the parser's limits. Its errors carry no status of ours otherwise
+ * and would surface as a 500.
+ */
+function malformedUpload(error: unknown): unknown {
+  if (error instanceof AppError) return error
+  const status = (error as { statusCode?: unknown }).statusCode
+  if (status === 413) return error
+  return new AppError('VAL_001', 'The multipart body is malformed', {
+    status: 400,
+    message: 'Invalid request',
+  })
+}
+
+/**
+ * Whether an error that ended the file's stream came from the parser (the body was cut short or
+ * malformed) rather than from storage: @fastify/multipart's errors have FST_ codes, its parser's
+ * name the multipart data.
+ */
+function isParserError(error: unknown): boolean {
+  if (!(error instanceof Error) || error instanceof AppError) return false
+  const code = (error as { code?: unknown }).code
+  return (typeof code === 'string' && code.startsWith('FST_')) || /multipart|part header/i.test(error.message)
+}
+
+async function* readParts(parts: AsyncIterable<Multipart>): AsyncGenerator<Multipart> {
+  const iterator = parts[Symbol.asyncIterator]()
+  for (;;) {
+    let next: IteratorResult<Multipart>
+    try {
+      next = await iterator.next()
+    } catch (error) {
+      throw malformedUpload(error)
+    }
+    if (next.done) return
+    yield next.value
+  }
 }
 
 async function storeFile(
@@ -166,7 +206,8 @@ async function storeFile(
     part.file.resume()
     await store.remove(storageKey)
     await deleteDocumentRow(db, id)
-    throw error
+    // The parser reports a body cut short inside the file as an error of the file's stream.
+    throw isParserError(error) ? malformedUpload(error) : error
   }
 }
 
