@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { loadavg, tmpdir } from 'node:os'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { sql } from 'kysely'
@@ -23,6 +23,7 @@ const PATIENTS = Number(values.patients)
 const SECONDS = Number(values.seconds)
 const CONNECTIONS = Number(values.connections)
 const UPLOAD_MB = 100
+const loadAtStart = loadavg()[0]?.toFixed(1)
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const dist = path.resolve(import.meta.dirname, '..', '..')
 const script = (file: string) => path.join(dist, file)
@@ -361,7 +362,7 @@ async function report(run: Report): Promise<void> {
   const section = [
     '## API (npm run bench)',
     '',
-    `\`${command}\` — ${new Date().toISOString().slice(0, 10)}, Node ${process.version}, ${CONNECTIONS} connections, ${SECONDS} s per scenario after 3 s of warm-up; PostgreSQL at BENCH_DATABASE_URL.`,
+    `\`${command}\` — ${new Date().toISOString().slice(0, 10)}, Node ${process.version}, ${CONNECTIONS} connections, ${SECONDS} s per scenario after 3 s of warm-up; PostgreSQL at BENCH_DATABASE_URL; machine load average ${loadAtStart} at the start, ${loadavg()[0]?.toFixed(1)} at the end.`,
     '',
     ...rows,
     '',
