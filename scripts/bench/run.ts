@@ -264,11 +264,13 @@ async function main(): Promise<void> {
   await service.stop()
 
   let growth: Record<string, { small: Measure; large: Measure }> | undefined
+  let largeSeedSeconds: number | undefined
   if (values.compare) {
     const size = Number(values.compare)
     process.stdout.write(`Seeding ${size} patients for the comparison…\n`)
     const large = await prepareDatabase(size)
     process.stdout.write(`  seeded in ${large.seedSeconds.toFixed(1)} s\n`)
+    largeSeedSeconds = large.seedSeconds
     const largeService = await startService(large.url, dataDir)
     const largePlans = scenarios(
       largeService.url,
@@ -298,6 +300,7 @@ async function main(): Promise<void> {
     twoInstances,
     upload,
     seedSeconds: main.seedSeconds,
+    largeSeedSeconds,
   })
 }
 
@@ -312,6 +315,7 @@ interface Report {
   twoInstances: Measure
   upload: { growthMb: number; statusCode: number }
   seedSeconds: number
+  largeSeedSeconds: number | undefined
 }
 
 async function report(run: Report): Promise<void> {
@@ -340,7 +344,7 @@ async function report(run: Report): Promise<void> {
   const growthRows = run.growth
     ? [
         '',
-        `Cost growth with data (${PATIENTS} → ${values.compare} patients, p50 latency, target ≤ 3×):`,
+        `Cost growth with data (${PATIENTS} → ${values.compare} patients, the larger seeded in ${run.largeSeedSeconds?.toFixed(1)} s; p50 latency, target ≤ 3×):`,
         '',
         '| scenario | p50 small | p50 large | ratio |',
         '|---|---|---|---|',
