@@ -70,11 +70,17 @@ export async function startProcess(
   }
 }
 
-/** Peak resident memory of a process so far (Linux VmHWM), in MB. */
-export function peakMemoryMb(pid: number): number {
-  const match = readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmHWM:\s+(\d+) kB/)
+/** A memory figure of a running process from Linux's /proc status, in MB. */
+function statusMb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
+  const match = readFileSync(`/proc/${pid}/status`, 'utf8').match(new RegExp(`${field}:\\s+(\\d+) kB`))
   return match ? Number(match[1]) / 1024 : Number.NaN
 }
+
+/** Peak resident memory of a process so far, in MB. */
+export const peakMemoryMb = (pid: number) => statusMb(pid, 'VmHWM')
+
+/** Resident memory of a process now, in MB. */
+export const residentMemoryMb = (pid: number) => statusMb(pid, 'VmRSS')
 
 export function runJson<T>(args: string[]): Promise<T> {
   return new Promise((resolve, reject) => {

@@ -1,14 +1,9 @@
-import { readFileSync } from 'node:fs'
 import { Readable } from 'node:stream'
 import { request } from 'undici'
+import { residentMemoryMb } from './processes.js'
 
 const MB = 1024 * 1024
 const SAMPLE_MS = 20
-
-function residentMb(pid: number): number {
-  const match = readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+) kB/)
-  return match ? Number(match[1]) / 1024 : Number.NaN
-}
 
 /** A multipart upload of one PDF-typed file of `sizeMb`, generated a megabyte at a time. */
 function streamedUpload(sizeMb: number) {
@@ -40,10 +35,10 @@ export async function uploadMemoryGrowthMb(
   patientId: number,
   sizeMb: number,
 ): Promise<{ growthMb: number; statusCode: number }> {
-  const before = residentMb(service.pid)
+  const before = residentMemoryMb(service.pid)
   let highest = before
   const sampler = setInterval(() => {
-    highest = Math.max(highest, residentMb(service.pid))
+    highest = Math.max(highest, residentMemoryMb(service.pid))
   }, SAMPLE_MS)
   try {
     const upload = streamedUpload(sizeMb)
@@ -53,7 +48,7 @@ export async function uploadMemoryGrowthMb(
       body: upload.body,
     })
     await response.body.dump()
-    highest = Math.max(highest, residentMb(service.pid))
+    highest = Math.max(highest, residentMemoryMb(service.pid))
     return { growthMb: highest - before, statusCode: response.statusCode }
   } finally {
     clearInterval(sampler)

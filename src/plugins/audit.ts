@@ -39,8 +39,8 @@ function patientIdOf(request: FastifyRequest): number | null {
 
 function resourceIdsOf(request: FastifyRequest): number[] {
   if (request.auditedIds) return request.auditedIds
-  const id = Number((request.params as Record<string, unknown> | undefined)?.id)
-  return Number.isInteger(id) && id > 0 && id <= 2_147_483_647 ? [id] : []
+  const id = asId((request.params as Record<string, unknown> | undefined)?.id)
+  return id === null ? [] : [id]
 }
 
 /**
