@@ -15,6 +15,27 @@ afterAll(async () => {
 const listAudit = (user: TestUser, query = '') =>
   app.inject({ url: `/api/audit-events${query}`, headers: bearer(user.token) })
 
+// The audited calls practiceWithActivity makes: two registrations, two reads, a vitals list, a delete.
+const ACTIVITY_EVENTS = 6
+
+/**
+ * Waits until an organization's audit records are written: a response can reach the test before
+ * its onResponse hook has recorded it. A few milliseconds more put them strictly before "now".
+ */
+async function recordedAuditEvents(organizationId: number, count: number): Promise<void> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    await app.auditLog.flush()
+    const row = await app.db
+      .selectFrom('audit_log')
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .where('organization_id', '=', organizationId)
+      .executeTakeFirstOrThrow()
+    if (Number(row.count) >= count) break
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  await new Promise((resolve) => setTimeout(resolve, 5))
+}
+
 /** An organization where a provider registered and read two patients, and an administrator. */
 async function practiceWithActivity() {
   const organization = await newOrganization(app)
@@ -27,7 +48,7 @@ async function practiceWithActivity() {
   await app.inject({ url: `/api/patients/${first}/vitals`, headers: bearer(nurse.token) })
   await app.inject({ url: `/api/patients/${second}`, headers: bearer(nurse.token) })
   await app.inject({ method: 'DELETE', url: `/api/patients/${second}`, headers: bearer(provider.token) })
-  await app.auditLog.flush()
+  await recordedAuditEvents(organization.id, ACTIVITY_EVENTS)
   // Listing is audited too; bounding by this instant keeps those records out of the counts.
   const until = new Date().toISOString()
   const activity = (query = '') => listAudit(admin, `${query}${query ? '&' : '?'}to=${until}`)
@@ -98,9 +119,9 @@ describe('GET /api/audit-events', () => {
   })
 
   it('pages without overlap', async () => {
-    const { admin } = await practiceWithActivity()
+    const { activity } = await practiceWithActivity()
     const pages = await Promise.all(
-      [0, 1, 2].map((page) => listAudit(admin, `?size=2&page=${page}&sort=occurredAt,asc`)),
+      [0, 1, 2].map((page) => activity(`?size=2&page=${page}&sort=occurredAt,asc`)),
     )
     const ids = pages.flatMap((page) => page.json().data.content.map((event: { id: number }) => event.id))
     expect(new Set(ids).size).toBe(6)
