@@ -1,13 +1,12 @@
 import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
-import { PGlite, types as pgliteTypes } from '@electric-sql/pglite'
-import { btree_gist } from '@electric-sql/pglite/contrib/btree_gist'
-import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm'
+import type { PGlite } from '@electric-sql/pglite'
 import { Kysely, type LogEvent, PostgresDialect } from 'kysely'
 import pg from 'pg'
 import { lockDataDir } from './data-dir-lock.js'
 import type { Database } from './database.js'
 import { PgliteDialect } from './pglite-dialect.js'
+import { DEFAULT_PREPARED_STATEMENTS, preparingPool, statementNamer } from './prepared-statements.js'
 
 export interface PoolStats {
   total: number
@@ -66,10 +65,17 @@ function observation() {
 export interface PostgresOptions {
   url: string
   poolMax: number
+  /** How many distinct statements to prepare per connection; 0 prepares none (for a pooler in transaction mode). */
+  preparedStatements?: number
   onPoolError?: (error: Error) => void
 }
 
-export function openPostgres({ url, poolMax, onPoolError }: PostgresOptions): DatabaseHandle {
+export function openPostgres({
+  url,
+  poolMax,
+  preparedStatements = DEFAULT_PREPARED_STATEMENTS,
+  onPoolError,
+}: PostgresOptions): DatabaseHandle {
   const pool = new pg.Pool({
     connectionString: url,
     max: poolMax,
@@ -106,7 +112,10 @@ export function openPostgres({ url, poolMax, onPoolError }: PostgresOptions): Da
       throw error
     }
   }) as typeof pool.connect
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: observed.log })
+  const dialect = new PostgresDialect({
+    pool: preparedStatements > 0 ? preparingPool(pool, statementNamer(preparedStatements)) : pool,
+  })
+  const db = new Kysely<Database>({ dialect, log: observed.log })
   const listeners = new Set<Unlisten>()
   return {
     db,
@@ -202,7 +211,18 @@ export interface PgliteOptions {
   loadDataDir?: Blob
 }
 
-export const pgliteExtensions = { pg_trgm, btree_gist }
+/**
+ * PGlite and the extensions the schema needs, loaded only when the embedded database is used (a
+ * PostgreSQL deployment starts faster without them).
+ */
+export async function loadPglite() {
+  const [{ PGlite, types }, { pg_trgm }, { btree_gist }] = await Promise.all([
+    import('@electric-sql/pglite'),
+    import('@electric-sql/pglite/contrib/pg_trgm'),
+    import('@electric-sql/pglite/contrib/btree_gist'),
+  ])
+  return { PGlite, types, extensions: { pg_trgm, btree_gist } }
+}
 
 export async function openPglite({ dataDir, loadDataDir }: PgliteOptions): Promise<DatabaseHandle> {
   let unlock = async () => {}
@@ -212,11 +232,12 @@ export async function openPglite({ dataDir, loadDataDir }: PgliteOptions): Promi
   }
   let pglite: PGlite
   try {
+    const { PGlite, types, extensions } = await loadPglite()
     pglite = await PGlite.create({
       ...(dataDir ? { dataDir } : {}),
       ...(loadDataDir ? { loadDataDir } : {}),
-      extensions: pgliteExtensions,
-      parsers: { [pgliteTypes.INT8]: Number, [pgliteTypes.DATE]: keepText },
+      extensions,
+      parsers: { [types.INT8]: Number, [types.DATE]: keepText },
     })
   } catch (error) {
     await unlock()

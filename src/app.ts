@@ -125,7 +125,12 @@ function trustProxySetting(value: string): boolean | string[] {
 
 export async function openConfiguredDatabase(config: Config, onPoolError: (error: Error) => void) {
   return config.DATABASE_URL
-    ? openPostgres({ url: config.DATABASE_URL, poolMax: config.DATABASE_POOL_MAX, onPoolError })
+    ? openPostgres({
+        url: config.DATABASE_URL,
+        poolMax: config.DATABASE_POOL_MAX,
+        preparedStatements: config.DATABASE_PREPARED_STATEMENTS,
+        onPoolError,
+      })
     : openPglite({ dataDir: path.join(config.DATA_DIR, 'pgdata') })
 }
 

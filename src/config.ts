@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
+import { DEFAULT_PREPARED_STATEMENTS } from '../db/prepared-statements.js'
 
 /**
  * Every setting the service reads from its environment. `.env.example` lists the same names with
@@ -15,6 +16,11 @@ export const ConfigSchema = Type.Object({
   ),
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
   DATABASE_POOL_MAX: Type.Integer({ minimum: 1, maximum: 200, default: 10 }),
+  DATABASE_PREPARED_STATEMENTS: Type.Integer({
+    minimum: 0,
+    maximum: 10_000,
+    default: DEFAULT_PREPARED_STATEMENTS,
+  }),
   DATA_DIR: Type.String({ minLength: 1, default: './data' }),
   MIGRATE_ON_START: Type.Boolean({ default: true }),
   BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, maximum: 50 * 1024 * 1024, default: 1024 * 1024 }),

@@ -2,10 +2,9 @@ import { randomBytes } from 'node:crypto'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { PGlite } from '@electric-sql/pglite'
 import { Kysely, sql } from 'kysely'
 import type { TestProject } from 'vitest/node'
-import { openPostgres, pgliteExtensions } from '../../db/connect.js'
+import { loadPglite, openPostgres } from '../../db/connect.js'
 import type { Database } from '../../db/database.js'
 import { migrateToLatest } from '../../db/migrator.js'
 import { PgliteDialect } from '../../db/pglite-dialect.js'
@@ -43,7 +42,8 @@ export default async function setup(project: TestProject) {
   }
 
   const directory = await mkdtemp(path.join(tmpdir(), 'ehr-test-'))
-  const pglite = await PGlite.create({ extensions: pgliteExtensions })
+  const { PGlite, extensions } = await loadPglite()
+  const pglite = await PGlite.create({ extensions })
   const db = new Kysely<Database>({ dialect: new PgliteDialect(pglite) })
   await migrateToLatest(db)
   const file = path.join(directory, 'template.tar.gz')

@@ -1,5 +1,6 @@
 import { type Kysely, type RawBuilder, sql, type Transaction } from 'kysely'
 import type { Database } from '../../../db/database.js'
+import { precompiledQuery } from '../../../db/precompiled-query.js'
 import type { NewPatientRow, PatientRow, PatientRowUpdate } from '../../../db/tables/patients.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import type { PATIENT_SORT_FIELDS } from '../../../schemas/patients.js'
@@ -61,21 +62,27 @@ const PATIENT_COLUMNS = [
 const live = (db: Db, organizationId: number) =>
   db.selectFrom('patients').where('organization_id', '=', organizationId).where('deleted_at', 'is', null)
 
-/** Inserts unless the MRN is taken in the organization; then returns undefined. */
-export function insertPatient(
-  trx: Transaction<Database>,
-  row: NewPatientRow,
-): Promise<PatientRow | undefined> {
-  return trx
+/** The INSERT of a patient, which returns no row when the MRN is taken in the organization. */
+export function insertPatientQuery(db: Db, row: NewPatientRow) {
+  return db
     .insertInto('patients')
     .values(row)
     .onConflict((conflict) => conflict.constraint('patients_organization_mrn_key').doNothing())
     .returning(PATIENT_COLUMNS)
-    .executeTakeFirst()
 }
 
-export function findPatient(db: Db, organizationId: number, id: number): Promise<PatientRow | undefined> {
-  return live(db, organizationId).select(PATIENT_COLUMNS).where('id', '=', id).executeTakeFirst()
+// The busiest read of the service, hence compiled once.
+const patientById = precompiledQuery((db, organizationId: number, id: number) =>
+  live(db, organizationId).select(PATIENT_COLUMNS).where('id', '=', id),
+)
+
+export async function findPatient(
+  db: Db,
+  organizationId: number,
+  id: number,
+): Promise<PatientRow | undefined> {
+  const [row] = await patientById(db, organizationId, id)
+  return row
 }
 
 /**
@@ -96,19 +103,18 @@ export function lockPatient(trx: Transaction<Database>, organizationId: number, 
   return live(trx, organizationId).select(PATIENT_COLUMNS).where('id', '=', id).forUpdate().executeTakeFirst()
 }
 
-export function updatePatientRow(
+export function updatePatientQuery(
   trx: Transaction<Database>,
   organizationId: number,
   id: number,
   changes: PatientRowUpdate,
-): Promise<PatientRow> {
+) {
   return trx
     .updateTable('patients')
     .set({ ...changes, updated_at: sql`now()` })
     .where('organization_id', '=', organizationId)
     .where('id', '=', id)
     .returning(PATIENT_COLUMNS)
-    .executeTakeFirstOrThrow()
 }
 
 const orderBy = (sort: SortOrder): RawBuilder<unknown> =>

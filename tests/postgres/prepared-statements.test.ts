@@ -1,0 +1,81 @@
+import { sql } from 'kysely'
+import { afterEach, describe, expect, inject, it } from 'vitest'
+import { type DatabaseHandle, openPostgres } from '../../db/connect.js'
+import { precompiledQuery } from '../../db/precompiled-query.js'
+
+const url = inject('testDatabaseUrl') as string
+let handle: DatabaseHandle | undefined
+
+afterEach(async () => {
+  await handle?.close()
+  handle = undefined
+})
+
+/** The statements prepared in the session of the pool's only connection. */
+async function preparedTexts(db: DatabaseHandle['db']): Promise<string[]> {
+  const { rows } = await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(db)
+  return rows.map((row) => row.statement)
+}
+
+async function openWithTable(preparedStatements: number) {
+  handle = openPostgres({ url, poolMax: 1, preparedStatements })
+  await sql`create temporary table prepared_check (a int)`.execute(handle.db)
+  return handle.db
+}
+
+const sumOf = async (db: DatabaseHandle['db']) =>
+  (await sql<{ total: number }>`select sum(a)::int as total from prepared_check`.execute(db)).rows[0]?.total
+
+describe('prepared statements on PostgreSQL', () => {
+  it('prepares each change once per connection and reuses it with new values; reads stay unnamed', async () => {
+    const db = await openWithTable(10)
+    for (const n of [1, 2, 3]) await sql`insert into prepared_check values (${n})`.execute(db)
+    expect(await sumOf(db)).toBe(6)
+    const prepared = await preparedTexts(db)
+    expect(prepared.filter((text) => text.includes('insert into prepared_check'))).toHaveLength(1)
+    expect(prepared.some((text) => text.includes('create temporary table') || text.includes('sum(a)'))).toBe(
+      false,
+    )
+  })
+
+  it('prepares a precompiled read', async () => {
+    const db = await openWithTable(10)
+    const matching = precompiledQuery((db, a: number) =>
+      db.selectFrom(sql<{ a: number }>`prepared_check`.as('p')).select('a').where('a', '=', a),
+    )
+    await sql`insert into prepared_check values (${7})`.execute(db)
+    expect(await matching(db, 7)).toEqual([{ a: 7 }])
+    expect(await matching(db, 8)).toEqual([])
+    expect(
+      (await preparedTexts(db)).filter((text) => text.startsWith('select "a" from prepared_check')),
+    ).toHaveLength(1)
+  })
+
+  it('keeps answering when a column is added while the connection lives', async () => {
+    const db = await openWithTable(10)
+    const insertAll = (a: number) =>
+      sql<{ a: number }>`insert into prepared_check values (${a}) returning *`.execute(db)
+    const insertOne = (a: number) =>
+      sql<{ a: number }>`insert into prepared_check values (${a}) returning a`.execute(db)
+    await insertAll(1)
+    await insertOne(2)
+    await sql`alter table prepared_check add column b int not null default 7`.execute(db)
+    expect((await insertAll(3)).rows).toEqual([{ a: 3, b: 7 }])
+    expect((await insertOne(4)).rows).toEqual([{ a: 4 }])
+  })
+
+  it('runs texts past the limit unnamed but correctly', async () => {
+    const db = await openWithTable(2)
+    await sql`insert into prepared_check values (${1})`.execute(db)
+    await sql`insert into prepared_check values (${2}), (${3})`.execute(db)
+    await sql`insert into prepared_check values (${4}), (${5}), (${6})`.execute(db)
+    expect(await sumOf(db)).toBe(21)
+    expect(await preparedTexts(db)).toHaveLength(2)
+  })
+
+  it('prepares nothing when turned off', async () => {
+    const db = await openWithTable(0)
+    await sql`insert into prepared_check values (${1})`.execute(db)
+    expect(await preparedTexts(db)).toEqual([])
+  })
+})
