@@ -11,6 +11,7 @@ import * as telehealth from './0009_telehealth.js'
 import * as patientCounts from './0010_patient_counts.js'
 import * as auditPatient from './0011_audit_patient.js'
 import * as patientNameCounts from './0012_patient_name_counts.js'
+import * as deferredPatientCounts from './0013_deferred_patient_counts.js'
 
 /** Every migration, in order. Listed rather than scanned so tsx and compiled JS behave alike. */
 export const migrations: Record<string, Migration> = {
@@ -26,4 +27,5 @@ export const migrations: Record<string, Migration> = {
   '0003_scheduling': scheduling,
   '0011_audit_patient': auditPatient,
   '0012_patient_name_counts': patientNameCounts,
+  '0013_deferred_patient_counts': deferredPatientCounts,
 }

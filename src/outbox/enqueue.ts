@@ -1,4 +1,11 @@
-import { sql, type Transaction } from 'kysely'
+import {
+  type Compilable,
+  type Kysely,
+  type OperationNodeSource,
+  type RawBuilder,
+  sql,
+  type Transaction,
+} from 'kysely'
 import type { Database } from '../../db/database.js'
 import { type EmittedEvent, type EventData, TEST_EVENT } from '../../schemas/events.js'
 import { ALL_EVENTS } from '../../schemas/webhooks.js'
@@ -6,10 +13,25 @@ import { ALL_EVENTS } from '../../schemas/webhooks.js'
 export const OUTBOX_CHANNEL = 'outbox_events'
 
 /**
+ * The deliveries of the event row `inserted`: one for each active webhook of the organization that
+ * subscribed to it. Each delivery sends the same NOTIFY, which PostgreSQL folds into one per
+ * transaction and sends on commit only: listeners wake when there is something to deliver.
+ */
+function deliveriesOf(organizationId: number, event: EmittedEvent) {
+  return sql`deliveries as (
+      insert into webhook_deliveries (webhook_id, organization_id, event_id, event_type)
+      select webhooks.id, ${organizationId}, inserted.id, ${event}
+      from inserted, webhooks
+      where webhooks.organization_id = ${organizationId}
+        and webhooks.active
+        and (${event} = any(webhooks.events) or ${ALL_EVENTS} = any(webhooks.events))
+      returning pg_notify(${OUTBOX_CHANNEL}, event_id::text)
+    )`
+}
+
+/**
  * Records an event in the same transaction as the change that caused it, so the event exists
- * exactly when the change does, together with one delivery for each active webhook of the
- * organization that subscribed to it. The NOTIFY is transactional too: listeners hear it on commit
- * only, and only when there is something to deliver.
+ * exactly when the change does, with its deliveries.
  */
 export async function enqueueEvent<E extends EmittedEvent>(
   trx: Transaction<Database>,
@@ -23,17 +45,36 @@ export async function enqueueEvent<E extends EmittedEvent>(
       insert into outbox_events (organization_id, event_type, payload)
       values (${organizationId}, ${event}, ${JSON.stringify(payload)}::jsonb)
       returning id
-    ), deliveries as (
-      insert into webhook_deliveries (webhook_id, organization_id, event_id, event_type)
-      select webhooks.id, ${organizationId}, inserted.id, ${event}
-      from inserted, webhooks
-      where webhooks.organization_id = ${organizationId}
-        and webhooks.active
-        and (${event} = any(webhooks.events) or ${ALL_EVENTS} = any(webhooks.events))
-      returning 1
-    )
-    select pg_notify(${OUTBOX_CHANNEL}, id::text) from inserted where exists (select from deliveries)
+    ), ${deliveriesOf(organizationId, event)}
+    select from inserted
   `.execute(trx)
+}
+
+/**
+ * Makes a change and records its event in one statement, which is atomic by itself: no transaction
+ * is needed for the pair, and it costs one round trip. `change` is an INSERT or UPDATE … RETURNING
+ * of one row; `data` builds the event's data in SQL from that row (the table `changed`). Returns
+ * the row, or undefined (and no event) when the change touched none.
+ */
+export async function changeWithEvent<R, E extends EmittedEvent>(
+  db: Kysely<Database> | Transaction<Database>,
+  organizationId: number,
+  event: E,
+  change: Compilable<R> & OperationNodeSource,
+  data: (changed: RawBuilder<unknown>) => RawBuilder<EventData<E>>,
+): Promise<R | undefined> {
+  const payload = sql`jsonb_build_object(
+    'event', ${event}::text, 'timestamp', ${new Date().toISOString()}::text, 'data', ${data(sql.table('changed'))})`
+  const { rows } = await sql<R>`
+    with changed as (${change}),
+    inserted as (
+      insert into outbox_events (organization_id, event_type, payload)
+      select ${organizationId}, ${event}, ${payload} from changed
+      returning id
+    ), ${deliveriesOf(organizationId, event)}
+    select * from changed
+  `.execute(db)
+  return rows[0]
 }
 
 /** A `webhook.test` event for one webhook only, at an administrator's request. */

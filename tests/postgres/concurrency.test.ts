@@ -12,6 +12,11 @@ afterAll(async () => {
   await app.close()
 })
 
+/** The list's totalElements, which comes from the counter rows the triggers keep. */
+async function listTotal(token: string): Promise<number> {
+  return (await app.inject({ url: '/api/patients?size=1', headers: bearer(token) })).json().data.totalElements
+}
+
 describe('concurrent writes on PostgreSQL', () => {
   it('lets exactly one of many simultaneous creations with the same MRN succeed', async () => {
     const org = await newOrganization(app)
@@ -35,9 +40,10 @@ describe('concurrent writes on PostgreSQL', () => {
       .where('organization_id', '=', org.id)
       .execute()
     expect(events).toHaveLength(1)
+    expect(await listTotal(user.token)).toBe(1)
   })
 
-  it('gives every concurrent creation without an MRN its own generated MRN', async () => {
+  it('gives every concurrent creation without an MRN its own generated MRN, each counted once', async () => {
     const user = await (await newOrganization(app)).user('PROVIDER')
     const created = await Promise.all(
       Array.from({ length: 20 }, () =>
@@ -52,6 +58,7 @@ describe('concurrent writes on PostgreSQL', () => {
     expect(created.every((response) => response.statusCode === 201)).toBe(true)
     const mrns = new Set(created.map((response) => response.json().data.mrn))
     expect(mrns.size).toBe(20)
+    expect(await listTotal(user.token)).toBe(20)
   })
 
   it('serialises concurrent updates of one patient: one event per committed update, last write visible', async () => {

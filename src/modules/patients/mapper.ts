@@ -1,3 +1,4 @@
+import { type RawBuilder, sql } from 'kysely'
 import type { PatientRow } from '../../../db/tables/patients.js'
 import type { EventData } from '../../../schemas/events.js'
 import type { CreatePatientBody, Patient } from '../../../schemas/patients.js'
@@ -64,11 +65,8 @@ export function demographicColumns(body: CreatePatientBody) {
   }
 }
 
-export function toPatientEvent(row: PatientRow): EventData<'patient.created'> {
-  return {
-    id: row.id,
-    mrn: row.mrn,
-    status: row.status as Patient['status'],
-    deleted: row.deleted_at !== null,
-  }
+/** The data of patient.created and patient.updated, built in SQL from the changed row. */
+export function patientEventData(changed: RawBuilder<unknown>): RawBuilder<EventData<'patient.created'>> {
+  return sql`jsonb_build_object('id', ${changed}.id, 'mrn', ${changed}.mrn, 'status', ${changed}.status,
+    'deleted', ${changed}.deleted_at is not null)`
 }

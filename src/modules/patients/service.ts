@@ -12,17 +12,17 @@ import type {
 import { type Actor, missingRecord } from '../../access/organization-scope.js'
 import { AppError } from '../../errors.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
-import { enqueueEvent } from '../../outbox/enqueue.js'
-import { demographicColumns, toPatient, toPatientEvent } from './mapper.js'
+import { changeWithEvent } from '../../outbox/enqueue.js'
+import { demographicColumns, patientEventData, toPatient } from './mapper.js'
 import {
   findPatient,
   findPatientOrganization,
-  insertPatient,
+  insertPatientQuery,
   listPatients as listPatientRows,
   lockPatient,
   PATIENT_SORT_COLUMNS,
   searchPatients as searchPatientRows,
-  updatePatientRow,
+  updatePatientQuery,
 } from './queries.js'
 
 const EARLIEST_BIRTH_DATE = '1900-01-01'
@@ -59,26 +59,32 @@ export async function createPatient(
   body: CreatePatientBody,
 ): Promise<Patient> {
   checkBirthDate(body.identification.dateOfBirth)
-  return db.transaction().execute(async (trx) => {
-    const row = {
-      ...demographicColumns(body),
-      organization_id: actor.organizationId,
-      ...(body.mrn ? { mrn: body.mrn } : {}),
-      ...(body.status ? { status: body.status } : {}),
-      created_by: actor.userId,
-      updated_by: actor.userId,
-      deleted_at: null,
-      deleted_by: null,
-    }
-    let inserted = await insertPatient(trx, row)
-    for (let attempt = 1; !inserted && !body.mrn && attempt < GENERATED_MRN_ATTEMPTS; attempt++) {
-      inserted = await insertPatient(trx, row)
-    }
-    if (!inserted)
-      throw body.mrn ? duplicateMrn(body.mrn) : new AppError('SYS_001', 'Could not allocate an MRN')
-    await enqueueEvent(trx, actor.organizationId, 'patient.created', toPatientEvent(inserted))
-    return toPatient(inserted)
-  })
+  const row = {
+    ...demographicColumns(body),
+    organization_id: actor.organizationId,
+    ...(body.mrn ? { mrn: body.mrn } : {}),
+    ...(body.status ? { status: body.status } : {}),
+    created_by: actor.userId,
+    updated_by: actor.userId,
+    deleted_at: null,
+    deleted_by: null,
+  }
+  // The row and its event in one statement: no transaction, one round trip per attempt.
+  const insert = () =>
+    changeWithEvent(
+      db,
+      actor.organizationId,
+      'patient.created',
+      insertPatientQuery(db, row),
+      patientEventData,
+    )
+  let inserted = await insert()
+  for (let attempt = 1; !inserted && !body.mrn && attempt < GENERATED_MRN_ATTEMPTS; attempt++) {
+    inserted = await insert()
+  }
+  if (!inserted)
+    throw body.mrn ? duplicateMrn(body.mrn) : new AppError('SYS_001', 'Could not allocate an MRN')
+  return toPatient(inserted)
 }
 
 /** The live patient, if of the caller's organization; otherwise 403 or 404. */
@@ -104,14 +110,20 @@ export async function updatePatient(
   return db.transaction().execute(async (trx) => {
     const current = await lockPatient(trx, actor.organizationId, id)
     if (!current) return missingPatient(trx, actor, id)
-    const updated = await updatePatientRow(trx, actor.organizationId, id, {
-      ...demographicColumns(body),
-      mrn: body.mrn ?? current.mrn,
-      status: body.status ?? current.status,
-      updated_by: actor.userId,
-    })
-    await enqueueEvent(trx, actor.organizationId, 'patient.updated', toPatientEvent(updated))
-    return toPatient(updated)
+    const updated = await changeWithEvent(
+      trx,
+      actor.organizationId,
+      'patient.updated',
+      updatePatientQuery(trx, actor.organizationId, id, {
+        ...demographicColumns(body),
+        mrn: body.mrn ?? current.mrn,
+        status: body.status ?? current.status,
+        updated_by: actor.userId,
+      }),
+      patientEventData,
+    )
+    // The row is locked above, so the update always finds it.
+    return toPatient(updated as PatientRow)
   })
 }
 
@@ -123,12 +135,17 @@ export async function deletePatient(db: Kysely<Database>, actor: Actor, id: numb
   return db.transaction().execute(async (trx) => {
     const current = await lockPatient(trx, actor.organizationId, id)
     if (!current) return missingPatient(trx, actor, id)
-    const deleted = await updatePatientRow(trx, actor.organizationId, id, {
-      deleted_at: new Date(),
-      deleted_by: actor.userId,
-      updated_by: actor.userId,
-    })
-    await enqueueEvent(trx, actor.organizationId, 'patient.updated', toPatientEvent(deleted))
+    await changeWithEvent(
+      trx,
+      actor.organizationId,
+      'patient.updated',
+      updatePatientQuery(trx, actor.organizationId, id, {
+        deleted_at: new Date(),
+        deleted_by: actor.userId,
+        updated_by: actor.userId,
+      }),
+      patientEventData,
+    )
     return { id }
   })
 }
