@@ -21,7 +21,7 @@ import { enqueueEvent } from '../../outbox/enqueue.js'
 import { requirePatient } from '../patients/service.js'
 import { withinWorkingHours } from '../providers/availability.js'
 import { workingIntervalsOn } from '../providers/schedule.js'
-import { requireProvider } from '../providers/service.js'
+import { requireProviderForBooking } from '../providers/service.js'
 import {
   toAppointment,
   toAppointmentCancelledEvent,
@@ -64,7 +64,8 @@ function checkTransition(from: AppointmentStatus, to: AppointmentStatus): void {
  * The instants of a booking of `provider` at a wall-clock date and time, after the checks every
  * booking and reschedule passes: an active provider, a time that exists in the provider's zone
  * (a DST gap is 422; an ambiguous time is its earlier instant), not in the past, within working
- * hours. Overlaps are left to the database's exclusion constraint, which holds under concurrency.
+ * hours. Overlaps are left to the database's exclusion constraint, which holds under concurrency;
+ * the caller holds the provider's calendar lock, so concurrent bookings reach it one at a time.
  */
 async function bookableTime(
   trx: Transaction<Database>,
@@ -96,7 +97,7 @@ export async function createAppointment(
 ): Promise<Appointment> {
   return db.transaction().execute(async (trx) => {
     await requirePatient(trx, actor, body.patientId)
-    const provider = await requireProvider(trx, actor, body.providerId)
+    const provider = await requireProviderForBooking(trx, actor, body.providerId)
     const duration = body.duration ?? provider.slot_minutes
     const when = await bookableTime(trx, provider, body.appointmentDate, body.appointmentTime, duration)
     const row = await insertAppointment(trx, {
@@ -154,7 +155,7 @@ async function rescheduled(
       `The appointment is ${status} and cannot be rescheduled; only ${RESCHEDULABLE_STATUSES.join(' and ')} ones can`,
     )
   }
-  const provider = await requireProvider(trx, actor, body.providerId ?? current.provider_id)
+  const provider = await requireProviderForBooking(trx, actor, body.providerId ?? current.provider_id)
   const date = body.appointmentDate ?? current.appointment_date
   const time = body.appointmentTime ?? current.appointment_time
   const duration = body.duration ?? current.duration_minutes

@@ -47,6 +47,16 @@ export async function findProviderOrganization(db: Db, id: number): Promise<numb
   return row?.organization_id
 }
 
+/**
+ * The provider, its row locked FOR NO KEY UPDATE until the transaction ends: bookings onto its
+ * calendar take this lock first, so concurrent ones queue here. Left to meet only in the overlap
+ * constraint, two bookings that each inserted before the other's check deadlock there. The lock
+ * does not block inserts that merely reference the provider.
+ */
+export function lockProviderCalendar(trx: Transaction<Database>, organizationId: number, id: number) {
+  return scoped(trx, organizationId).selectAll().where('id', '=', id).forNoKeyUpdate().executeTakeFirst()
+}
+
 export function lockProvider(trx: Transaction<Database>, organizationId: number, id: number) {
   return scoped(trx, organizationId).selectAll().where('id', '=', id).forUpdate().executeTakeFirst()
 }

@@ -27,6 +27,7 @@ import {
   isUserOfOrganization,
   listProviders as listProviderRows,
   lockProvider,
+  lockProviderCalendar,
   PROVIDER_SORT_COLUMNS,
   replaceWeeklyHours as replaceWeeklyHourRows,
   updateProviderRow,
@@ -47,6 +48,15 @@ async function missingProvider(db: Db, actor: Actor, id: number): Promise<never>
 /** The provider, if it is of the caller's organization; otherwise 403 or 404. */
 export async function requireProvider(db: Db, actor: Actor, id: number): Promise<ProviderRow> {
   return (await findProvider(db, actor.organizationId, id)) ?? missingProvider(db, actor, id)
+}
+
+/** The provider for a booking onto its calendar, locked against other bookings (lockProviderCalendar). */
+export async function requireProviderForBooking(
+  trx: Transaction<Database>,
+  actor: Actor,
+  id: number,
+): Promise<ProviderRow> {
+  return (await lockProviderCalendar(trx, actor.organizationId, id)) ?? missingProvider(trx, actor, id)
 }
 
 /** Checks what the schema cannot; returns the zone's canonical name. */
