@@ -58,12 +58,22 @@ export class AuditLog {
       this.dropped += 1
     }
     this.pending.push(row)
-    if (this.pending.length >= BATCH_SIZE) void this.flush()
+    if (this.pending.length >= BATCH_SIZE) void this.write(BATCH_SIZE)
   }
 
-  /** Writes everything buffered so far; concurrent calls share one run. */
-  flush(): Promise<void> {
-    this.flushing ??= this.writeAll().finally(() => {
+  /** Writes everything buffered so far (the timer's and shutdown's job). */
+  async flush(): Promise<void> {
+    while (this.flushing) await this.flushing
+    await this.write(1)
+  }
+
+  /**
+   * Writes batches while at least `minimum` records wait; one run at a time. Between timer ticks
+   * only full batches go out: draining whatever arrived during the previous insert would, under
+   * load, keep a connection busy with an insert of a handful of rows every few requests.
+   */
+  private write(minimum: number): Promise<void> {
+    this.flushing ??= this.writeBatches(minimum).finally(() => {
       this.flushing = undefined
     })
     return this.flushing
@@ -82,8 +92,8 @@ export class AuditLog {
     }
   }
 
-  private async writeAll(): Promise<void> {
-    while (this.pending.length > 0) {
+  private async writeBatches(minimum: number): Promise<void> {
+    while (this.pending.length >= minimum) {
       const batch = this.pending.slice(0, BATCH_SIZE)
       try {
         await insertBatch(this.db, batch)

@@ -17,13 +17,14 @@ export class TtlCache<K, V> {
     return entry.value
   }
 
-  set(key: K, value: V): void {
+  /** Stores `value` for the cache's lifetime, or for `ttlMs` when that is shorter. */
+  set(key: K, value: V, ttlMs = this.ttlMs): void {
     this.entries.delete(key)
     if (this.entries.size >= this.maxEntries) {
       const oldest = this.entries.keys().next()
       if (!oldest.done) this.entries.delete(oldest.value)
     }
-    this.entries.set(key, { value, expiresAt: Date.now() + this.ttlMs })
+    this.entries.set(key, { value, expiresAt: Date.now() + Math.min(ttlMs, this.ttlMs) })
   }
 
   delete(key: K): void {

@@ -59,21 +59,23 @@ const audit: FastifyPluginAsync<{ flushIntervalMs: number }> = async (app, { flu
   app.decorate('auditLog', auditLog)
   app.decorateRequest('auditedIds', null)
 
-  app.addHook('onResponse', async (request: FastifyRequest, reply: FastifyReply) => {
+  app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
     const rule = request.routeOptions.config.access?.audit
-    if (!rule) return
-    auditLog.record({
-      occurred_at: new Date(),
-      organization_id: request.principal?.organizationId ?? null,
-      user_id: request.principal?.userId ?? null,
-      action: rule.action,
-      resource_type: rule.resourceType,
-      resource_ids: resourceIdsOf(request),
-      patient_id: patientIdOf(request),
-      outcome: outcomeOf(reply.statusCode),
-      status_code: reply.statusCode,
-      request_id: request.id,
-    })
+    if (rule) {
+      auditLog.record({
+        occurred_at: new Date(),
+        organization_id: request.principal?.organizationId ?? null,
+        user_id: request.principal?.userId ?? null,
+        action: rule.action,
+        resource_type: rule.resourceType,
+        resource_ids: resourceIdsOf(request),
+        patient_id: patientIdOf(request),
+        outcome: outcomeOf(reply.statusCode),
+        status_code: reply.statusCode,
+        request_id: request.id,
+      })
+    }
+    done()
   })
 
   // Registered here, after the database plugin, so it runs before the pool closes.

@@ -5,6 +5,7 @@ import type { AccessTokenClaims } from '../../schemas/auth.js'
 import type { Config } from '../config.js'
 import { AppError } from '../errors.js'
 import type { TokenRejection } from '../lib/metrics.js'
+import { TtlCache } from '../lib/ttl-cache.js'
 import { type AuthBackend, embeddedBackend, externalBackend } from '../modules/auth/backends.js'
 import {
   createProviderClient,
@@ -12,7 +13,7 @@ import {
   type ProviderClient,
 } from '../modules/auth/external-provider.js'
 import { embeddedKeyResolver, jwksKeyResolver, type KeyResolver } from '../modules/auth/key-resolver.js'
-import { createPrincipalResolver, type Principal } from '../modules/auth/principal.js'
+import { ACCOUNT_CACHE_TTL_MS, createPrincipalResolver, type Principal } from '../modules/auth/principal.js'
 import {
   ensureSigningKey,
   loadVerificationKeys,
@@ -45,6 +46,14 @@ declare module 'fastify' {
 export function principalOf(request: FastifyRequest): Principal {
   if (!request.principal) throw new AppError('AUTH_001', 'Authentication required')
   return request.principal
+}
+
+const KNOWN_TOKENS_MAX = 10_000
+
+/** The token of an `Authorization: Bearer <token>` header, if the request has one. */
+export function bearerTokenOf(request: FastifyRequest): string | undefined {
+  const header = request.headers.authorization
+  return header?.startsWith('Bearer ') ? header.slice('Bearer '.length) : undefined
 }
 
 /** Why a token was refused, for the metrics: a short fixed list, never the token or its claims. */
@@ -89,7 +98,7 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
     refresh.unref()
     app.addHook('onClose', async () => clearInterval(refresh))
   } else {
-    resolveKey = jwksKeyResolver(config.tokenIssuer)
+    resolveKey = await jwksKeyResolver(config.tokenIssuer)
     provider = createProviderClient(
       await discoverProvider(config.tokenIssuer),
       config.OIDC_CLIENT_ID,
@@ -129,9 +138,18 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
     return error
   }
   const failures = new WeakMap<FastifyRequest, AppError>()
+  // A token seen before skips decoding and signature checks until it expires, but is held no longer
+  // than the account behind it is cached, so a deactivated account stops working just as soon.
+  const knownTokens = new TtlCache<string, Principal>(ACCOUNT_CACHE_TTL_MS, KNOWN_TOKENS_MAX)
   app.decorate('authenticate', async (request: FastifyRequest) => {
     const failure = failures.get(request)
     if (failure) throw failure
+    const token = bearerTokenOf(request)
+    const known = token && knownTokens.get(token)
+    if (known) {
+      request.principal = known
+      return known
+    }
     let claims: AccessTokenClaims
     try {
       claims = await request.jwtVerify<AccessTokenClaims>()
@@ -140,13 +158,16 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
       failures.set(request, appError)
       throw appError
     }
+    let principal: Principal
     try {
-      request.principal = await resolvePrincipal(claims)
+      principal = await resolvePrincipal(claims)
     } catch (error) {
       // A database failure here is not the token's fault.
       throw error instanceof AppError ? rejected(request, error) : error
     }
-    return request.principal
+    if (token) knownTokens.set(token, principal, claims.exp * 1000 - Date.now())
+    request.principal = principal
+    return principal
   })
   const tokenIssuer = signingKey
     ? createTokenIssuer(app.jwt, {

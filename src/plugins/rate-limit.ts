@@ -3,6 +3,7 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../config.js'
 import { AppError } from '../errors.js'
+import { bearerTokenOf } from './auth.js'
 
 const RESET_HEADER = 'x-ratelimit-reset'
 const REDIS_STARTUP_WAIT_MS = 2000
@@ -56,7 +57,7 @@ const rateLimits: FastifyPluginAsync<{ config: Config }> = async (app, { config 
   // The key needs a verified subject, so a forged token cannot spend someone else's allowance or
   // escape the anonymous limit; the access guard reuses the principal found here.
   async function keyOf(request: FastifyRequest): Promise<string> {
-    if (request.headers.authorization?.startsWith('Bearer ')) {
+    if (bearerTokenOf(request) !== undefined) {
       try {
         return `sub:${(await app.authenticate(request)).subject}`
       } catch {
@@ -90,11 +91,11 @@ const rateLimits: FastifyPluginAsync<{ config: Config }> = async (app, { config 
   })
 
   // The plugin counts seconds until the reset; the API promises the Unix time of the reset.
-  app.addHook('onSend', async (_request, reply, payload) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     const secondsLeft = reply.getHeader(RESET_HEADER)
     if (secondsLeft !== undefined)
       reply.header(RESET_HEADER, Math.floor(Date.now() / 1000) + Number(secondsLeft))
-    return payload
+    done(null, payload)
   })
 }
 

@@ -198,6 +198,14 @@ describe('the log', () => {
     // The log is really being captured: one access line per request above.
     expect(raw.filter((line) => line.includes('"request completed"')).length).toBeGreaterThanOrEqual(10)
     expect(log).toContain('"url":"/api/patients/:id"')
+    const access = raw.map((line) => JSON.parse(line)).find((line) => line.msg === 'request completed')
+    expect(access).toMatchObject({
+      level: 30,
+      reqId: expect.any(String),
+      req: { method: expect.any(String), url: expect.stringMatching(/^\//) },
+      res: { statusCode: expect.any(Number) },
+      responseTime: expect.any(Number),
+    })
     for (const secret of [FIRST, LAST, EMAIL, BIRTH_DATE, user.token, user.token.split('.')[2] as string]) {
       expect(log.includes(secret), `the log contains ${secret.slice(0, 24)}`).toBe(false)
     }

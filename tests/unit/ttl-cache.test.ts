@@ -23,4 +23,16 @@ describe('TtlCache', () => {
     cache.set('c', 3)
     expect([cache.get('a'), cache.get('b'), cache.get('c')]).toEqual([undefined, 2, 3])
   })
+
+  it('keeps an entry for a shorter time when asked, never for longer than the cache allows', () => {
+    vi.useFakeTimers()
+    const cache = new TtlCache<string, number>(1000, 10)
+    cache.set('short', 1, 200)
+    cache.set('long', 2, 5000)
+    vi.advanceTimersByTime(200)
+    expect(cache.get('short')).toBeUndefined()
+    expect(cache.get('long')).toBe(2)
+    vi.advanceTimersByTime(800)
+    expect(cache.get('long')).toBeUndefined()
+  })
 })

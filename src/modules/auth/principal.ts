@@ -25,7 +25,7 @@ type Account = NonNullable<Awaited<ReturnType<typeof findAccountBySubject>>>
 
 // Accounts are looked up once per subject per interval, not once per request. A deactivated
 // account therefore keeps working for at most this long.
-const ACCOUNT_CACHE_TTL_MS = 30_000
+export const ACCOUNT_CACHE_TTL_MS = 30_000
 
 function audiences(claims: AccessTokenClaims): string[] {
   if (claims.aud === undefined) return []

@@ -1,0 +1,60 @@
+import { randomUUID } from 'node:crypto'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { DatabaseHandle } from '../../db/connect.js'
+import { AuditLog } from '../../src/audit/audit-log.js'
+import { openTestDatabase } from '../helpers/app.js'
+
+let handle: DatabaseHandle
+
+beforeAll(async () => {
+  handle = await openTestDatabase()
+})
+afterAll(async () => {
+  await handle.close()
+})
+
+const record = (requestId: string) => ({
+  occurred_at: new Date(),
+  organization_id: null,
+  user_id: null,
+  action: 'READ',
+  resource_type: 'PATIENT',
+  resource_ids: [1],
+  patient_id: null,
+  outcome: 'SUCCESS',
+  status_code: 200,
+  request_id: requestId,
+})
+
+const storedWith = async (prefix: string) =>
+  (
+    await handle.db
+      .selectFrom('audit_log')
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .where('request_id', 'like', `${prefix}%`)
+      .executeTakeFirstOrThrow()
+  ).count
+
+describe('AuditLog', () => {
+  it('writes full batches as they fill, and the rest only when flushed', async () => {
+    // A timer that never fires within the test: only full batches may go out by themselves.
+    const log = new AuditLog(handle.db, { flushIntervalMs: 3_600_000, onFlushError: () => {} })
+    const prefix = randomUUID()
+    for (let i = 0; i < 1200; i++) log.record(record(`${prefix}-${i}`))
+    await expect.poll(() => log.flushed, { timeout: 10_000 }).toBe(1000)
+    // Give a draining writer the time it would take to send the remainder too.
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    expect([log.flushed, log.buffered, Number(await storedWith(prefix))]).toEqual([1000, 200, 1000])
+    await log.flush()
+    expect([log.flushed, log.buffered, Number(await storedWith(prefix))]).toEqual([1200, 0, 1200])
+    await log.close()
+  })
+
+  it('writes what is left at close', async () => {
+    const log = new AuditLog(handle.db, { flushIntervalMs: 3_600_000, onFlushError: () => {} })
+    const prefix = randomUUID()
+    for (let i = 0; i < 3; i++) log.record(record(`${prefix}-${i}`))
+    await log.close()
+    expect(Number(await storedWith(prefix))).toBe(3)
+  })
+})
