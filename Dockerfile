@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 
-# Build: all dependencies, then compile TypeScript to dist/.
+# Build: all dependencies, then compile TypeScript to dist/ and bundle the server (dist/server.mjs).
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -31,5 +31,6 @@ EXPOSE 8080
 # database is unreachable. The first start creates the embedded database, hence the start period.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + process.env.PORT + '/actuator/health/readiness').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# node itself is PID 1 and handles SIGTERM (graceful shutdown in src/server.ts).
-CMD ["node", "dist/src/server.js"]
+# node itself is PID 1 and handles SIGTERM (graceful shutdown in src/server.ts); the options are
+# those of `npm run start:prod` (README, Operations).
+CMD ["node", "--max-old-space-size=256", "dist/server.mjs"]

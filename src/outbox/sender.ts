@@ -1,5 +1,5 @@
 import { isIP } from 'node:net'
-import { Agent, request } from 'undici'
+import { lazyAgent } from '../lib/undici.js'
 import {
   allowedAddresses,
   checkUrlShape,
@@ -73,7 +73,7 @@ async function readSome(body: AsyncIterable<Buffer> & { destroy(): void }): Prom
  * address that was never checked. Connections go only to addresses the target policy allows.
  */
 export function createSender({ connectTimeoutMs, timeoutMs, policy }: SenderOptions) {
-  const agent = new Agent({
+  const agent = lazyAgent({
     connect: { timeout: connectTimeoutMs, lookup: guardedLookup(policy) },
     headersTimeout: timeoutMs,
     bodyTimeout: timeoutMs,
@@ -92,11 +92,12 @@ export function createSender({ connectTimeoutMs, timeoutMs, policy }: SenderOpti
       const target = checkUrlShape(url, policy)
       // Names are checked by the connection's lookup; literal addresses never reach one.
       if (isIP(target.hostname.replace(/^\[(.*)\]$/, '$1'))) await allowedAddresses(target.hostname, policy)
+      const { agent: dispatcher, request } = await agent.client()
       const response = await request(target, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'user-agent': USER_AGENT, ...headers },
         body,
-        dispatcher: agent,
+        dispatcher,
         signal: AbortSignal.any([shutdown, AbortSignal.timeout(timeoutMs)]),
       })
       await readSome(response.body)
@@ -117,7 +118,7 @@ export function createSender({ connectTimeoutMs, timeoutMs, policy }: SenderOpti
     }
   }
 
-  return { send, close: () => agent.close() }
+  return { send, close: agent.close }
 }
 
 export type Sender = ReturnType<typeof createSender>

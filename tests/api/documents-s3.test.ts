@@ -19,6 +19,8 @@ beforeAll(async () => {
     ...s3.environment,
     MAX_UPLOAD_BYTES: String(12 * 1024 * 1024),
     DOCUMENT_RETENTION_DAYS: '0',
+    // An answer of 500 shows its cause (the S3 client's error) in the test output.
+    LOG_LEVEL: 'error',
   }
   first = await buildTestApp(environment)
   // A second instance on the same database (the first one owns and closes it).

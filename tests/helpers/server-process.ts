@@ -7,11 +7,17 @@ export interface RunningServer {
   baseUrl: string
 }
 
-const serverEntry = path.resolve('src/server.ts')
+const sourceEntry = ['--import', 'tsx', path.resolve('src/server.ts')]
 
-/** Starts the real entry point as `npm start` does, on loopback and an ephemeral port. */
-export async function startServer(env: Record<string, string>): Promise<RunningServer> {
-  const child = spawn(process.execPath, ['--import', 'tsx', serverEntry], {
+/**
+ * Starts the real entry point as `npm start` does (or another, such as the production bundle), on
+ * loopback and an ephemeral port.
+ */
+export async function startServer(
+  env: Record<string, string>,
+  entry: string[] = sourceEntry,
+): Promise<RunningServer> {
+  const child = spawn(process.execPath, entry, {
     env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })

@@ -1,5 +1,5 @@
-import { Agent, request } from 'undici'
 import { AppError } from '../../errors.js'
+import { lazyAgent } from '../../lib/undici.js'
 
 export interface ProviderTokens {
   access_token: string
@@ -24,11 +24,12 @@ const providerUnavailable = () =>
   })
 
 // A hung identity provider must not hold requests (and their sockets) for long.
-const dispatcher = new Agent({ connect: { timeout: 5000 }, headersTimeout: 5000, bodyTimeout: 5000 })
+const providerAgent = lazyAgent({ connect: { timeout: 5000 }, headersTimeout: 5000, bodyTimeout: 5000 })
 const MAX_RESPONSE_BYTES = 256 * 1024
 
 async function call(url: string, form?: Record<string, string>) {
   try {
+    const { agent: dispatcher, request } = await providerAgent.client()
     const response = await request(url, {
       dispatcher,
       method: form ? 'POST' : 'GET',

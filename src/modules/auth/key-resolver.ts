@@ -1,4 +1,3 @@
-import buildGetJwks from 'get-jwks'
 import type { Kysely } from 'kysely'
 import type { Database } from '../../../db/database.js'
 import { AppError } from '../../errors.js'
@@ -42,7 +41,9 @@ const JWKS_TIMEOUT_MS = 5000
  * Keys already cached keep verifying while the provider is down (get-jwks also falls back to a
  * recently expired key when a refetch fails).
  */
-export function jwksKeyResolver(issuer: string): KeyResolver {
+export async function jwksKeyResolver(issuer: string): Promise<KeyResolver> {
+  // Loaded here: only a service with an external identity provider needs it.
+  const { default: buildGetJwks } = await import('get-jwks')
   const jwks = buildGetJwks({ providerDiscovery: true, ttl: 10 * 60_000, max: 50 })
   const domain = issuer.endsWith('/') ? issuer : `${issuer}/`
   return async ({ kid, alg }) => {
