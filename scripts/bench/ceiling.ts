@@ -5,6 +5,7 @@ import pg from 'pg'
  * The ceilings the service is measured against, each a bare Fastify route (no auth, envelope,
  * audit, metrics or validation): `constant` returns a fixed object; `select` runs the service's
  * primary-key SELECT of a patient with pg; `insert` runs an INSERT of a patient in a transaction.
+ * Statements are named (prepared once per connection), as the service's are, so neither side gains by it.
  */
 const [kind, port, databaseUrl] = process.argv.slice(2)
 const app = Fastify({ logger: false })
@@ -14,9 +15,11 @@ if (kind === 'constant') {
   app.get('/', async () => ({ success: true, message: 'ok', data: { status: 'UP' } }))
 } else if (kind === 'select' && pool) {
   app.get<{ Params: { id: string } }>('/patients/:id', async (request) => {
-    const result = await pool.query('select * from patients where id = $1 and deleted_at is null', [
-      Number(request.params.id),
-    ])
+    const result = await pool.query({
+      name: 'patient_by_id',
+      text: 'select * from patients where id = $1 and deleted_at is null',
+      values: [Number(request.params.id)],
+    })
     return result.rows[0] ?? {}
   })
 } else if (kind === 'insert' && pool) {
@@ -24,11 +27,12 @@ if (kind === 'constant') {
     const client = await pool.connect()
     try {
       await client.query('begin')
-      const result = await client.query(
-        `insert into patients (organization_id, first_name, last_name, date_of_birth, gender, email, created_by, updated_by)
+      const result = await client.query({
+        name: 'insert_patient',
+        text: `insert into patients (organization_id, first_name, last_name, date_of_birth, gender, email, created_by, updated_by)
          values ($1, 'Ceiling', 'Patient', '1980-01-01', 'Other', 'ceiling@example.test', $2, $2) returning *`,
-        [request.body.organizationId, request.body.userId],
-      )
+        values: [request.body.organizationId, request.body.userId],
+      })
       await client.query('commit')
       return result.rows[0]
     } catch (error) {
