@@ -1,10 +1,13 @@
 import Fastify from 'fastify'
 import pg from 'pg'
+import { coalesced } from '../../src/lib/coalesce.js'
 
 /**
  * The ceilings the service is measured against, each a bare Fastify route (no auth, envelope,
  * audit, metrics or validation): `constant` returns a fixed object; `select` runs the service's
- * primary-key SELECT of a patient with pg; `insert` runs an INSERT of a patient in a transaction.
+ * primary-key SELECT of a patient with pg; `select-coalesced` runs the same lookups coalesced per
+ * event-loop turn into one SELECT, as the service does (src/lib/coalesce.ts), so that the service's
+ * ratio to it is what the rest of its work costs; `insert` runs an INSERT of a patient in a transaction.
  * Statements are named (prepared once per connection), as the service's are, so neither side gains by it.
  */
 const [kind, port, databaseUrl] = process.argv.slice(2)
@@ -22,6 +25,19 @@ if (kind === 'constant') {
     })
     return result.rows[0] ?? {}
   })
+} else if (kind === 'select-coalesced' && pool) {
+  const lookup = coalesced(async (_group: 'patients', ids: number[]) => {
+    const result = await pool.query({
+      name: 'patients_by_ids',
+      text: 'select * from patients where id = any($1) and deleted_at is null',
+      values: [ids],
+    })
+    return new Map(result.rows.map((row) => [row.id as number, row]))
+  })
+  app.get<{ Params: { id: string } }>(
+    '/patients/:id',
+    async (request) => (await lookup('patients', Number(request.params.id))) ?? {},
+  )
 } else if (kind === 'insert' && pool) {
   app.post<{ Body: { organizationId: number; userId: number } }>('/patients', async (request) => {
     const client = await pool.connect()

@@ -259,6 +259,47 @@ describe('GET /api/patients/{id}', () => {
   })
 })
 
+describe('GET /api/patients/{id} under concurrent reads', () => {
+  const queriesSoFar = async () => {
+    const scrape = (await app.inject({ url: '/actuator/prometheus' })).body
+    return Number(/^ehr_db_query_duration_seconds_count\{outcome="ok"\} (\d+)/m.exec(scrape)?.[1])
+  }
+
+  it('answers reads arriving together with a query per organization, each caller seeing only its own', async () => {
+    const [first, second] = [await newOrganization(app), await newOrganization(app)]
+    const [firstUser, secondUser] = [await first.user('PROVIDER'), await second.user('PROVIDER')]
+    const firstPatients = [await createPatient(firstUser), await createPatient(firstUser)]
+    const secondPatient = await createPatient(secondUser)
+    // The callers' accounts are looked up (and cached) before the measured reads.
+    await app.inject({ url: `/api/patients/${firstPatients[0].id}`, headers: bearer(firstUser.token) })
+    await app.inject({ url: `/api/patients/${secondPatient.id}`, headers: bearer(secondUser.token) })
+    const reads = [
+      ...Array.from({ length: 8 }, (_, i) => [firstUser, firstPatients[i % 2]] as const),
+      ...Array.from({ length: 8 }, () => [secondUser, secondPatient] as const),
+      [secondUser, firstPatients[0]] as const,
+      [firstUser, secondPatient] as const,
+    ]
+    const before = await queriesSoFar()
+    const responses = await Promise.all(
+      reads.map(([user, patient]) =>
+        app.inject({ url: `/api/patients/${patient.id}`, headers: bearer(user.token) }),
+      ),
+    )
+    const queries = (await queriesSoFar()) - before
+    expect(responses.slice(0, 16).map((response) => response.json().data)).toEqual(
+      reads.slice(0, 16).map(([, patient]) => patient),
+    )
+    // Another organization's patient stays hidden though it was read in the same moment.
+    for (const refused of responses.slice(16)) {
+      expect(refused.statusCode).toBe(403)
+      expect(refused.json().error.code).toBe('AUTH_003')
+    }
+    // 18 reads: one query per organization for the reads, plus the two refusals' ownership checks
+    // and whatever the audit writer sends meanwhile; far fewer than one query per read.
+    expect(queries).toBeLessThan(9)
+  })
+})
+
 describe('PUT /api/patients/{id}', () => {
   it('replaces the record, keeps the MRN when omitted and emits patient.updated', async () => {
     const org = await newOrganization(app)

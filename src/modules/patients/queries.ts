@@ -4,6 +4,7 @@ import { precompiledQuery } from '../../../db/precompiled-query.js'
 import type { NewPatientRow, PatientRow, PatientRowUpdate } from '../../../db/tables/patients.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import type { PATIENT_SORT_FIELDS } from '../../../schemas/patients.js'
+import { coalesced } from '../../lib/coalesce.js'
 import { countRows, fetchPageOfKnownTotal, type SortOrder } from '../../lib/paging.js'
 
 type Db = Kysely<Database> | Transaction<Database>
@@ -71,16 +72,40 @@ export function insertPatientQuery(db: Db, row: NewPatientRow) {
     .returning(PATIENT_COLUMNS)
 }
 
-// The busiest read of the service, hence compiled once.
+// The busiest read of the service, hence compiled once: inside a transaction one patient at a
+// time, elsewhere every lookup of the same event-loop turn in one query (coalesced).
 const patientById = precompiledQuery((db, organizationId: number, id: number) =>
   live(db, organizationId).select(PATIENT_COLUMNS).where('id', '=', id),
 )
+const patientsByIds = precompiledQuery((db, organizationId: number, ids: number[]) =>
+  live(db, organizationId)
+    .select(PATIENT_COLUMNS)
+    .where('id', '=', (eb) => eb.fn.any(eb.val(ids))),
+)
+
+const lookups = new WeakMap<
+  Kysely<Database>,
+  (organizationId: number, id: number) => Promise<PatientRow | undefined>
+>()
+
+function coalescedLookup(db: Kysely<Database>) {
+  let lookup = lookups.get(db)
+  if (!lookup) {
+    lookup = coalesced(async (organizationId: number, ids: number[]) => {
+      const rows = await patientsByIds(db, organizationId, ids)
+      return new Map(rows.map((row) => [row.id, row]))
+    })
+    lookups.set(db, lookup)
+  }
+  return lookup
+}
 
 export async function findPatient(
   db: Db,
   organizationId: number,
   id: number,
 ): Promise<PatientRow | undefined> {
+  if (!db.isTransaction) return coalescedLookup(db)(organizationId, id)
   const [row] = await patientById(db, organizationId, id)
   return row
 }
