@@ -72,11 +72,8 @@ export function insertPatientQuery(db: Db, row: NewPatientRow) {
     .returning(PATIENT_COLUMNS)
 }
 
-// The busiest read of the service, hence compiled once: inside a transaction one patient at a
-// time, elsewhere every lookup of the same event-loop turn in one query (coalesced).
-const patientById = precompiledQuery((db, organizationId: number, id: number) =>
-  live(db, organizationId).select(PATIENT_COLUMNS).where('id', '=', id),
-)
+// The busiest read of the service, hence compiled once. Outside a transaction every lookup of the
+// same event-loop turn goes into one call (coalesced); inside one, a single id.
 const patientsByIds = precompiledQuery((db, organizationId: number, ids: number[]) =>
   live(db, organizationId)
     .select(PATIENT_COLUMNS)
@@ -106,7 +103,7 @@ export async function findPatient(
   id: number,
 ): Promise<PatientRow | undefined> {
   if (!db.isTransaction) return coalescedLookup(db)(organizationId, id)
-  const [row] = await patientById(db, organizationId, id)
+  const [row] = await patientsByIds(db, organizationId, [id])
   return row
 }
 
