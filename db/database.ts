@@ -11,6 +11,7 @@ import type { OrganizationsTable } from './tables/organizations.js'
 import type { OutboxEventsTable } from './tables/outbox-events.js'
 import type { PasswordResetTokensTable } from './tables/password-reset-tokens.js'
 import type { PatientCountsTable } from './tables/patient-counts.js'
+import type { PatientNameWordsTable } from './tables/patient-name-words.js'
 import type { PatientsTable } from './tables/patients.js'
 import type { ProviderExceptionsTable } from './tables/provider-exceptions.js'
 import type { ProviderHoursTable } from './tables/provider-hours.js'
@@ -35,6 +36,7 @@ export interface Database {
   signing_keys: SigningKeysTable
   patients: PatientsTable
   patient_counts: PatientCountsTable
+  patient_name_words: PatientNameWordsTable
   documents: DocumentsTable
   clinical_records: ClinicalRecordsTable
   messages: MessagesTable

@@ -184,7 +184,7 @@ export const PatientSearchQuery = ListQuery(PATIENT_SORT_FIELDS, {
     maxLength: 100,
     pattern: '\\S',
     description:
-      'Case-insensitive text matched against name, e-mail, telephone digits and MRN; every word must match',
+      'Case-insensitive; every word must match. A word of letters must begin a word of the first, middle or last name (each such word of q a different one; ASCII punctuation separates words), so `kowal ol` finds Olga Kowalski. A word with a digit, `@` or `.` must occur anywhere in the MRN, e-mail, telephone digits or name; a telephone number is compared by its digits.',
   }),
 })
 export type PatientSearchQuery = Static<typeof PatientSearchQuery>

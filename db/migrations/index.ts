@@ -13,6 +13,7 @@ import * as auditPatient from './0011_audit_patient.js'
 import * as patientNameCounts from './0012_patient_name_counts.js'
 import * as deferredPatientCounts from './0013_deferred_patient_counts.js'
 import * as searchPendingList from './0014_search_pending_list.js'
+import * as patientNameWords from './0015_patient_name_words.js'
 
 /** Every migration, in order. Listed rather than scanned so tsx and compiled JS behave alike. */
 export const migrations: Record<string, Migration> = {
@@ -30,4 +31,5 @@ export const migrations: Record<string, Migration> = {
   '0012_patient_name_counts': patientNameCounts,
   '0013_deferred_patient_counts': deferredPatientCounts,
   '0014_search_pending_list': searchPendingList,
+  '0015_patient_name_words': patientNameWords,
 }

@@ -19144,7 +19144,7 @@ export interface operations {
             query: {
                 /** @description 0-indexed page number. Pages are read by offset, so a deep page costs more than an early one (the rows before it are skipped on every call); to walk a large list, narrow it with filters rather than paging far. */
                 page?: number;
-                /** @description Case-insensitive text matched against name, e-mail, telephone digits and MRN; every word must match */
+                /** @description Case-insensitive; every word must match. A word of letters must begin a word of the first, middle or last name (each such word of q a different one; ASCII punctuation separates words), so `kowal ol` finds Olga Kowalski. A word with a digit, `@` or `.` must occur anywhere in the MRN, e-mail, telephone digits or name; a telephone number is compared by its digits. */
                 q: string;
                 /** @description Page size, default 20, at most 100 (a larger value is a 400, never clamped) */
                 size?: number;

@@ -1,5 +1,6 @@
 import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { fillPatientNameWords } from '../../db/migrations/0015_patient_name_words.js'
 import type { App } from '../../src/app.js'
 import { buildTestApp } from '../helpers/app.js'
 import {
@@ -558,6 +559,8 @@ describe('GET /api/patients/search', () => {
       '617-555-0199',
       '5550199',
       'zx-998',
+      'smith 617-555-0199',
+      'olga petrova zx-998',
     ]) {
       const response = await app.inject({
         url: `/api/patients/search?q=${encodeURIComponent(q)}`,
@@ -595,6 +598,97 @@ describe('GET /api/patients/search', () => {
     expect(missing.json().error.code).toBe('VAL_002')
     const blank = await app.inject({ url: '/api/patients/search?q=%20%20', headers: bearer(provider.token) })
     expect(blank.statusCode).toBe(400)
+  })
+})
+
+describe('GET /api/patients/search by name words', () => {
+  const person = (firstName: string, lastName: string, middleName?: string) =>
+    patientBody({
+      identification: { firstName, middleName, lastName, dateOfBirth: '1980-02-02', gender: 'Other' },
+    })
+
+  async function found(user: TestUser, q: string) {
+    const response = await app.inject({
+      url: `/api/patients/search?q=${encodeURIComponent(q)}&sort=firstName,asc`,
+      headers: bearer(user.token),
+    })
+    expect(response.statusCode, q).toBe(200)
+    const page = response.json().data
+    const names = page.content.map(
+      (p: { identification: { firstName: string; lastName: string } }) =>
+        `${p.identification.firstName} ${p.identification.lastName}`,
+    )
+    expect(page.totalElements, q).toBe(names.length)
+    return names
+  }
+
+  it('matches words that begin name words, in any order, each word of q on a word of its own', async () => {
+    const org = await newOrganization(app)
+    const provider = await org.user('PROVIDER')
+    await createPatient(provider, person('Olga', 'Kowalski'))
+    await createPatient(provider, person('Anna', 'Kowalska', 'Maria'))
+    await createPatient(provider, person('Annabel', 'Ann-Smith'))
+    await createPatient(provider, person('Łukasz', "O'Brien"))
+    await createPatient(provider, person('Olgierd', 'Nowak'))
+    await createPatient(await (await newOrganization(app)).user('PROVIDER'), person('Olga', 'Kowalski'))
+
+    expect(await found(provider, 'kowalski olga')).toEqual(['Olga Kowalski'])
+    expect(await found(provider, 'OLGA KOWALSKI')).toEqual(['Olga Kowalski'])
+    expect(await found(provider, 'kowal ol')).toEqual(['Olga Kowalski'])
+    expect(await found(provider, 'kowal')).toEqual(['Anna Kowalska', 'Olga Kowalski'])
+    expect(await found(provider, 'olg')).toEqual(['Olga Kowalski', 'Olgierd Nowak'])
+    expect(await found(provider, 'walski')).toEqual([])
+    expect(await found(provider, 'anna maria kowalska')).toEqual(['Anna Kowalska'])
+    expect(await found(provider, 'maria kowalska olga')).toEqual([])
+    // "ann" is implied by "anna"; otherwise two words of q need two words of the name.
+    expect(await found(provider, 'ann anna')).toEqual(['Anna Kowalska', 'Annabel Ann-Smith'])
+    expect(await found(provider, 'anna kowalska kowalska')).toEqual(['Anna Kowalska'])
+    expect(await found(provider, 'olga olgierd')).toEqual([])
+    expect(await found(provider, 'ann smith')).toEqual(['Annabel Ann-Smith'])
+    expect(await found(provider, 'ann')).toEqual(['Anna Kowalska', 'Annabel Ann-Smith'])
+    expect(await found(provider, 'ann annabel')).toEqual(['Annabel Ann-Smith'])
+    expect(await found(provider, "łukasz o'brien")).toEqual(["Łukasz O'Brien"])
+    expect(await found(provider, 'ŁUK brien')).toEqual(["Łukasz O'Brien"])
+  })
+
+  it('follows renames and deletions, and pages large name matches with exact totals', async () => {
+    const org = await newOrganization(app)
+    const admin = await org.user('ADMIN', 'PROVIDER')
+    const created = await createPatient(admin, person('Teodor', 'Quistgaard'))
+    const renamed = await app.inject({
+      method: 'PUT',
+      url: `/api/patients/${created.id}`,
+      headers: bearer(admin.token),
+      payload: { identification: { ...created.identification, lastName: 'Vinterberg' } },
+    })
+    expect(renamed.statusCode).toBe(200)
+    expect(await found(admin, 'teodor quist')).toEqual([])
+    expect(await found(admin, 'teodor vinter')).toEqual(['Teodor Vinterberg'])
+    await app.inject({ method: 'DELETE', url: `/api/patients/${created.id}`, headers: bearer(admin.token) })
+    expect(await found(admin, 'teodor')).toEqual([])
+
+    await sql`
+      insert into patients (organization_id, first_name, last_name, date_of_birth, gender)
+      select ${org.id}, 'Sigrid' || chr(97 + i % 3), 'Halvorsen', date '1980-01-01', 'Other'
+      from generate_series(1, 60) as i`.execute(app.db)
+    const page = await app.inject({
+      url: '/api/patients/search?q=halvorsen%20sigridb&size=7&page=2&sort=firstName,asc',
+      headers: bearer(admin.token),
+    })
+    expect(page.json().data).toMatchObject({ totalElements: 20, totalPages: 3 })
+    expect(page.json().data.content).toHaveLength(6)
+  })
+
+  it('finds the same patients after the name words are rebuilt in bulk', async () => {
+    const org = await newOrganization(app)
+    const provider = await org.user('PROVIDER')
+    await createPatient(provider, person('Brygida', 'Zielonka', 'Ewa'))
+    const before = await found(provider, 'ewa zielon bry')
+    await app.db.deleteFrom('patient_name_words').where('organization_id', '=', org.id).execute()
+    expect(await found(provider, 'ewa zielon bry')).toEqual([])
+    await fillPatientNameWords(app.db, org.id)
+    expect(await found(provider, 'ewa zielon bry')).toEqual(before)
+    expect(before).toEqual(['Brygida Zielonka'])
   })
 })
 

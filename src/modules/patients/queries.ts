@@ -6,6 +6,8 @@ import type { PageQuery } from '../../../schemas/common.js'
 import type { PATIENT_SORT_FIELDS } from '../../../schemas/patients.js'
 import { coalesced } from '../../lib/coalesce.js'
 import { countRows, fetchPageOfKnownTotal, type SortOrder } from '../../lib/paging.js'
+import { prefixEnd } from '../../lib/prefix-range.js'
+import type { SearchTerms } from './search-terms.js'
 
 type Db = Kysely<Database> | Transaction<Database>
 
@@ -184,25 +186,62 @@ async function countLivePatients(
 
 const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`)
 
-// Up to this many matches, a search page is sorted from the matches the trigram index finds;
-// beyond it, matches are dense enough that walking the sort order meets a page of them soon.
+// Up to this many matches, a search page is sorted from the matches found first; beyond it,
+// matches are dense enough that walking the sort order meets a page of them soon.
 const FEW_MATCHES = 5000
 
 /**
- * Every term must occur in the patient's search text (names, e-mail, MRN, phone digits). The count
- * comes first and decides the plan: left to itself, the planner may walk the whole name index
- * looking for a handful of matches (seconds on a million patients).
+ * Live patients with a name word beginning with `first` and, if given, another beginning with
+ * `second`. A word equal to `first` is one seek; words extending it are a range of their own, so
+ * that a complete word never scans the longer words that begin with it.
+ */
+function patientsWithNameWords(db: Kysely<Database>, organizationId: number, first: string, second?: string) {
+  const entries = () => {
+    const query = db
+      .selectFrom('patient_name_words')
+      .select('patient_id')
+      .where('organization_id', '=', organizationId)
+    if (second === undefined) return query.where('next_word', '=', '')
+    const end = prefixEnd(second)
+    const from = query.where('next_word', '>=', second)
+    return end === undefined ? from : from.where('next_word', '<', end)
+  }
+  const equal = entries().where('word', '=', first)
+  const firstEnd = prefixEnd(first)
+  const longer = entries().where('word', '>', first)
+  return equal.union(firstEnd === undefined ? longer : longer.where('word', '<', firstEnd))
+}
+
+/**
+ * Two name words seek the pair index (patient_name_words) and any further terms filter those
+ * patients; without name words the terms are found in the search text through its trigram index.
+ * The count comes first and decides the plan: left to itself, the planner may walk the whole name
+ * index looking for a handful of matches (seconds on a million patients).
  */
 export async function searchPatients(
   db: Kysely<Database>,
   organizationId: number,
-  terms: string[],
+  { nameWords, texts }: SearchTerms,
   sort: SortOrder,
   { page, size }: PageQuery,
 ) {
+  if (nameWords.length === 0 && texts.length === 0) return { rows: [], total: 0 }
+  const [first, second, ...others] = nameWords
+  const candidates =
+    first === undefined ? undefined : patientsWithNameWords(db, organizationId, first, second)
   let matching = live(db, organizationId).select(PATIENT_COLUMNS)
-  for (const term of terms) matching = matching.where('search_text', 'like', `%${escapeLike(term)}%`)
-  const total = await countRows(db, matching)
+  if (candidates) matching = matching.where('id', 'in', candidates)
+  for (const word of others) {
+    matching = matching.where(
+      sql<boolean>`exists (select from unnest(patient_name_words(first_name, middle_name, last_name)) as word
+        where starts_with(word, ${word}))`,
+    )
+  }
+  for (const text of texts) matching = matching.where('search_text', 'like', `%${escapeLike(text)}%`)
+  const total =
+    candidates && others.length === 0 && texts.length === 0
+      ? await countRows(db, db.selectFrom(candidates.as('candidates')).select('patient_id'))
+      : await countRows(db, matching)
   if (page * size >= total) return { rows: [], total }
   const offset = page * size
   if (total > FEW_MATCHES) {

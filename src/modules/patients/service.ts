@@ -24,6 +24,7 @@ import {
   searchPatients as searchPatientRows,
   updatePatientQuery,
 } from './queries.js'
+import { parseSearchTerms } from './search-terms.js'
 
 const EARLIEST_BIRTH_DATE = '1900-01-01'
 // The latest calendar date anywhere on Earth (UTC+14), so a newborn registered today is accepted.
@@ -169,21 +170,6 @@ export async function listPatients(
   return toPage(rows.map(toPatient), total, paging)
 }
 
-/** Words of the query; one that looks like a phone number is reduced to its digits. */
-function searchTerms(q: string): string[] {
-  return q
-    .trim()
-    .toLowerCase()
-    .split(/\s+/)
-    .slice(0, 8)
-    .map((term) =>
-      /^[+\d().-]+$/.test(term) && /\d/.test(term) && !/^\d{4}-\d{2}/.test(term)
-        ? term.replace(/\D/g, '')
-        : term,
-    )
-    .filter((term) => term.length > 0)
-}
-
 export async function searchPatients(
   db: Kysely<Database>,
   actor: Actor,
@@ -193,7 +179,7 @@ export async function searchPatients(
   const { rows, total } = await searchPatientRows(
     db,
     actor.organizationId,
-    searchTerms(query.q),
+    parseSearchTerms(query.q),
     sortOrder(query.sort, PATIENT_SORT_COLUMNS, DEFAULT_SORT),
     paging,
   )
