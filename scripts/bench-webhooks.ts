@@ -206,7 +206,7 @@ async function main(): Promise<void> {
   const section = [
     `## Webhooks: ${kind}`,
     '',
-    'N patients created through the API with one local receiver registered. Commit-to-receipt runs from the event timestamp (taken inside the committing transaction) to the receiver reading the request. Targets: at least 1,000 deliveries/s and p99 under 250 ms.',
+    'N patients created through the API with one local receiver registered. Commit-to-receipt runs from the event timestamp (taken just before the statement that commits the change) to the receiver reading the request. Targets: at least 1,000 deliveries/s and p99 under 250 ms.',
     '',
     `\`${command}\` — ${new Date().toISOString().slice(0, 10)}, ${cpus().length} cores, Node ${process.version}, N = ${N}, ${CLIENTS} API clients, worker defaults (${config.WEBHOOK_CONCURRENCY} in flight, ${config.WEBHOOK_HOST_CONCURRENCY} per host).`,
     '',

@@ -1,12 +1,13 @@
 import type { Kysely } from 'kysely'
 import { sql } from 'kysely'
 import type { Database } from '../../db/database.js'
+import { fillPatientNameWords } from '../../db/migrations/0015_patient_name_words.js'
 import { isValidNpi } from '../../src/lib/npi.js'
 import { hashPassword } from '../../src/lib/passwords.js'
 
 export const BENCH_PASSWORD = 'benchmark-password-1'
 
-const FIRST_NAMES = [
+export const FIRST_NAMES = [
   'James',
   'Mary',
   'Robert',
@@ -38,7 +39,7 @@ const FIRST_NAMES = [
   'Kwame',
   'Amara',
 ]
-const LAST_NAMES = [
+export const LAST_NAMES = [
   'Smith',
   'Johnson',
   'Williams',
@@ -179,7 +180,8 @@ export async function seed(db: Kysely<Database>, patients: number): Promise<Seed
       .execute()
   }
 
-  // The count trigger would run a million times; the counts are rebuilt once at the end instead.
+  // The count and name-word triggers would run a million times; both are rebuilt in bulk instead.
+  // Every first name meets every last name equally often.
   await sql`alter table patients disable trigger user`.execute(db)
   const before = await sql<{ id: number }>`select coalesce(max(id), 0)::int as id from patients`.execute(db)
   for (let offset = 0; offset < patients; offset += BATCH) {
@@ -188,7 +190,7 @@ export async function seed(db: Kysely<Database>, patients: number): Promise<Seed
       insert into patients (organization_id, first_name, last_name, date_of_birth, gender, email, phone_number, status, created_by, updated_by)
       select ${organization.id},
         (${textArray(FIRST_NAMES)})[1 + (i::bigint * 7919 % ${FIRST_NAMES.length})::int],
-        (${textArray(LAST_NAMES)})[1 + (i::bigint * 104729 % ${LAST_NAMES.length})::int],
+        (${textArray(LAST_NAMES)})[1 + ((i / ${FIRST_NAMES.length})::bigint * 104729 % ${LAST_NAMES.length})::int],
         date '1930-01-01' + ((i * 37) % 30000),
         (array['Male', 'Female', 'Other', 'Unknown'])[1 + i % 4],
         'patient' || i || '@example.test',
@@ -198,6 +200,7 @@ export async function seed(db: Kysely<Database>, patients: number): Promise<Seed
       from generate_series(${offset + 1}::int, ${offset + count}::int) as i`.execute(db)
   }
   await sql`alter table patients enable trigger user`.execute(db)
+  await fillPatientNameWords(db, organization.id)
   await sql`delete from patient_counts where organization_id = ${organization.id}`.execute(db)
   await sql`
     insert into patient_counts (organization_id, status, shard, live_count)
