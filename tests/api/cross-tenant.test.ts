@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { RouteAccess } from '../../src/access/route-access.js'
 import type { App } from '../../src/app.js'
-import { buildTestApp, openOwnTestDatabase } from '../helpers/app.js'
+import { buildTestApp } from '../helpers/app.js'
 import {
   bearer,
   daysFromToday,
@@ -200,8 +200,6 @@ const outsiderUsers = new Map<string, TestUser>()
 beforeAll(async () => {
   app = await buildTestApp(RECORDS_ENVIRONMENT, undefined, {
     resolveHost: recordsResolver,
-    // A database of its own: no other test's delivery worker ever sees these records' webhook.
-    database: (await openOwnTestDatabase()).handle,
   })
   owner = await newRecords(app)
   outsiderRecords = await newRecords(app)

@@ -2,7 +2,7 @@ import fc from 'fast-check'
 import type { LightMyRequestResponse } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
-import { buildTestApp, openOwnTestDatabase } from '../helpers/app.js'
+import { buildTestApp } from '../helpers/app.js'
 import { drainViolations } from '../helpers/contract.js'
 import { bearer } from '../helpers/factories.js'
 import { multipart } from '../helpers/multipart.js'
@@ -77,8 +77,7 @@ beforeAll(async () => {
       RATE_LIMIT_ANONYMOUS: '10000000',
     },
     undefined,
-    // A database of its own: no other test's delivery worker ever sees these records' webhook.
-    { resolveHost: recordsResolver, database: (await openOwnTestDatabase()).handle },
+    { resolveHost: recordsResolver },
   )
   records = await newRecords(app)
   // Ids in bodies name the organization's own records most of the time, so creations get through.

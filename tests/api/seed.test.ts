@@ -3,12 +3,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { DatabaseHandle } from '../../db/connect.js'
 import { SeedRefused, seedDemoPractice } from '../../scripts/seed/demo-practice.js'
 import { createOrganization } from '../../src/modules/users/service.js'
-import { openOwnTestDatabase } from '../helpers/app.js'
+import { openTestDatabase } from '../helpers/app.js'
 
 // A database of its own: the refusal depends on everything in it.
 let handle: DatabaseHandle
 beforeAll(async () => {
-  ;({ handle } = await openOwnTestDatabase())
+  handle = await openTestDatabase()
 })
 afterAll(async () => {
   await handle.close()
@@ -76,7 +76,7 @@ describe('npm run seed', () => {
 
 describe('npm run seed on a database with real records', () => {
   it('refuses unless forced', async () => {
-    const { handle: other } = await openOwnTestDatabase()
+    const other = await openTestDatabase()
     try {
       const organization = await createOrganization(other.db, { name: 'Real Practice', groupPath: '/real' })
       await other.db

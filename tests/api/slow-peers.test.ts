@@ -1,7 +1,7 @@
 import { connect, type Socket } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
-import { buildTestApp, openOwnTestDatabase } from '../helpers/app.js'
+import { buildTestApp } from '../helpers/app.js'
 import { createPatient, newOrganization, type TestUser } from '../helpers/factories.js'
 import { type Receiver, startReceiver } from '../helpers/webhook-receiver.js'
 import { registerWebhook } from '../helpers/webhooks.js'
@@ -20,17 +20,13 @@ let patientId: number
 
 beforeAll(async () => {
   receiver = await startReceiver(() => ({ status: 204, delayMs: RECEIVER_DELAY_MS }))
-  app = await buildTestApp(
-    {
-      OUTBOX_WORKER: 'true',
-      WEBHOOK_ALLOW_HTTP: 'true',
-      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-      WEBHOOK_TIMEOUT_MS: String(WEBHOOK_TIMEOUT_MS),
-      WEBHOOK_RETRY_SCHEDULE: '600',
-    },
-    undefined,
-    { database: (await openOwnTestDatabase()).handle },
-  )
+  app = await buildTestApp({
+    OUTBOX_WORKER: 'true',
+    WEBHOOK_ALLOW_HTTP: 'true',
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    WEBHOOK_TIMEOUT_MS: String(WEBHOOK_TIMEOUT_MS),
+    WEBHOOK_RETRY_SCHEDULE: '600',
+  })
   base = await app.listen({ port: 0, host: '127.0.0.1' })
   admin = await (await newOrganization(app)).user('ADMIN', 'PROVIDER')
   patientId = await createPatient(app, admin)

@@ -2,24 +2,19 @@ import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { walkPracticeDay } from '../../scripts/smoke/walk.js'
 import type { App } from '../../src/app.js'
-import { buildTestApp, openOwnTestDatabase } from '../helpers/app.js'
+import { buildTestApp } from '../helpers/app.js'
 import { newOrganization, TEST_PASSWORD } from '../helpers/factories.js'
 
 let app: App
 let baseUrl: string
 
 beforeAll(async () => {
-  app = await buildTestApp(
-    {
-      // The walk's webhook receiver listens on loopback over plain HTTP.
-      OUTBOX_WORKER: 'true',
-      WEBHOOK_ALLOW_HTTP: 'true',
-      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-    },
-    undefined,
-    // The running worker claims deliveries of every organization in its database.
-    { database: (await openOwnTestDatabase()).handle },
-  )
+  app = await buildTestApp({
+    // The walk's webhook receiver listens on loopback over plain HTTP.
+    OUTBOX_WORKER: 'true',
+    WEBHOOK_ALLOW_HTTP: 'true',
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+  })
   await app.listen({ host: '127.0.0.1', port: 0 })
   baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
 })

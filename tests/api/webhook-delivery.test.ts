@@ -2,7 +2,7 @@ import { Webhook } from 'standardwebhooks'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
 import { enqueueEvent } from '../../src/outbox/enqueue.js'
-import { buildTestApp, openOwnTestDatabase } from '../helpers/app.js'
+import { buildTestApp } from '../helpers/app.js'
 import { bearer, newOrganization, patientBody, type TestUser } from '../helpers/factories.js'
 import { type Receiver, type Reply, startReceiver } from '../helpers/webhook-receiver.js'
 import { createPatientAs, registerWebhook } from '../helpers/webhooks.js'
@@ -13,19 +13,15 @@ let receiver: Receiver
 const answers = new Map<string, (index: number) => Reply>()
 
 beforeAll(async () => {
-  app = await buildTestApp(
-    {
-      WEBHOOK_ALLOW_HTTP: 'true',
-      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-      // Retries due at once, so one drainOnce() runs a whole schedule: three attempts in all.
-      WEBHOOK_RETRY_SCHEDULE: '0,0',
-      WEBHOOK_TIMEOUT_MS: '1000',
-      WEBHOOK_CONCURRENCY: '4',
-      WEBHOOK_HOST_CONCURRENCY: '2',
-    },
-    undefined,
-    { database: (await openOwnTestDatabase()).handle },
-  )
+  app = await buildTestApp({
+    WEBHOOK_ALLOW_HTTP: 'true',
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    // Retries due at once, so one drainOnce() runs a whole schedule: three attempts in all.
+    WEBHOOK_RETRY_SCHEDULE: '0,0',
+    WEBHOOK_TIMEOUT_MS: '1000',
+    WEBHOOK_CONCURRENCY: '4',
+    WEBHOOK_HOST_CONCURRENCY: '2',
+  })
   const counts = new Map<string, number>()
   receiver = await startReceiver((request) => {
     const index = counts.get(request.path) ?? 0

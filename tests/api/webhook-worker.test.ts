@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
-import { buildTestApp, openOwnTestDatabase } from '../helpers/app.js'
+import { buildTestApp } from '../helpers/app.js'
 import { newOrganization, patientBody } from '../helpers/factories.js'
 import { type Receiver, startReceiver } from '../helpers/webhook-receiver.js'
 import { createPatientAs, registerWebhook } from '../helpers/webhooks.js'
@@ -17,18 +17,14 @@ beforeAll(async () => {
     }
     return { status: 204 }
   })
-  app = await buildTestApp(
-    {
-      OUTBOX_WORKER: 'true',
-      WEBHOOK_ALLOW_HTTP: 'true',
-      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-      WEBHOOK_RETRY_SCHEDULE: '0.3',
-      // Practically no polling: only NOTIFY (new events) and the retry timer can wake the worker.
-      OUTBOX_POLL_INTERVAL_MS: '600000',
-    },
-    undefined,
-    { database: (await openOwnTestDatabase()).handle },
-  )
+  app = await buildTestApp({
+    OUTBOX_WORKER: 'true',
+    WEBHOOK_ALLOW_HTTP: 'true',
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    WEBHOOK_RETRY_SCHEDULE: '0.3',
+    // Practically no polling: only NOTIFY (new events) and the retry timer can wake the worker.
+    OUTBOX_POLL_INTERVAL_MS: '600000',
+  })
 })
 afterAll(async () => {
   await app.close()

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
 import { openSigningKey } from '../../src/outbox/webhook-secrets.js'
-import { buildTestApp, openOwnTestDatabase } from '../helpers/app.js'
+import { buildTestApp } from '../helpers/app.js'
 import { bearer, newOrganization, patientBody, type TestUser } from '../helpers/factories.js'
 import { createPatientAs, registerWebhook } from '../helpers/webhooks.js'
 
@@ -20,7 +20,6 @@ let app: App
 
 beforeAll(async () => {
   app = await buildTestApp({}, undefined, {
-    database: (await openOwnTestDatabase()).handle,
     resolveHost: async (hostname) => {
       const addresses = dns[hostname]
       if (!addresses) throw Object.assign(new Error(`no such host ${hostname}`), { code: 'ENOTFOUND' })

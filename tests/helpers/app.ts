@@ -4,44 +4,38 @@ import { tmpdir } from 'node:os'
 import { sql } from 'kysely'
 import { inject } from 'vitest'
 import { type DatabaseHandle, openPglite, openPostgres } from '../../db/connect.js'
-import { migrateToLatest } from '../../db/migrator.js'
 import { type App, type AppOverrides, buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { checkResponsesAgainstContract } from './contract.js'
 
 /** Which database this run uses: PostgreSQL when TEST_DATABASE_URL was set, PGlite otherwise. */
-export const onPostgres = () => inject('testDatabaseUrl') !== undefined
+export const onPostgres = () => inject('postgresTemplate') !== undefined
 
+/**
+ * The URL of a new PostgreSQL database for the caller alone, a copy of the run's migrated template;
+ * the run drops it at the end. Only on PostgreSQL runs.
+ */
+export async function newPostgresDatabase(): Promise<string> {
+  const template = inject('postgresTemplate')
+  if (!template) throw new Error('This run has no PostgreSQL server (TEST_DATABASE_URL is not set)')
+  const name = `${template.name}_${randomBytes(6).toString('hex')}`
+  const admin = openPostgres({ url: template.adminUrl, poolMax: 1 })
+  try {
+    await sql`create database ${sql.id(name)} template ${sql.id(template.name)}`.execute(admin.db)
+  } finally {
+    await admin.close()
+  }
+  const url = new URL(template.adminUrl)
+  url.pathname = `/${name}`
+  return url.toString()
+}
+
+/** A migrated database for the caller alone, on PostgreSQL or PGlite as the run says. */
 export async function openTestDatabase(): Promise<DatabaseHandle> {
-  const url = inject('testDatabaseUrl')
-  if (url) return openPostgres({ url, poolMax: 10 })
+  if (onPostgres()) return openPostgres({ url: await newPostgresDatabase(), poolMax: 10 })
   const template = inject('pgliteTemplate')
   if (!template) throw new Error('The global setup prepared no database')
   return openPglite({ loadDataDir: new Blob([await readFile(template)]) })
-}
-
-/**
- * A database for this test file alone. PGlite files have one anyway; on PostgreSQL, where files
- * share the run's database, a new one is created and migrated, and dropped on close. For tests of
- * the delivery worker, which claims work from every organization in its database.
- */
-export async function openOwnTestDatabase(): Promise<{ handle: DatabaseHandle; url: string | undefined }> {
-  const runUrl = inject('testDatabaseUrl')
-  if (!runUrl) return { handle: await openTestDatabase(), url: undefined }
-  const admin = openPostgres({ url: runUrl, poolMax: 1 })
-  const name = `ehr_test_own_${randomBytes(6).toString('hex')}`
-  await sql`create database ${sql.id(name)}`.execute(admin.db)
-  const url = new URL(runUrl)
-  url.pathname = `/${name}`
-  const handle = openPostgres({ url: url.toString(), poolMax: 10 })
-  await migrateToLatest(handle.db)
-  const close = handle.close
-  handle.close = async () => {
-    await close()
-    await sql`drop database if exists ${sql.id(name)} with (force)`.execute(admin.db)
-    await admin.close()
-  }
-  return { handle, url: url.toString() }
 }
 
 export const TEST_ENCRYPTION_KEY = Buffer.alloc(32, 7).toString('base64')

@@ -11,16 +11,22 @@ import { PgliteDialect } from '../../db/pglite-dialect.js'
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    /** PostgreSQL URL of this run's freshly created database, when TEST_DATABASE_URL is set. */
-    testDatabaseUrl: string | undefined
+    /**
+     * When TEST_DATABASE_URL is set: the run's migrated template database on that server, and the
+     * URL of the server's own database to create copies of it from (no session may use the template).
+     */
+    postgresTemplate: { name: string; adminUrl: string } | undefined
     /** A migrated PGlite data directory dump that every test file starts from. */
     pgliteTemplate: string | undefined
   }
 }
 
 /**
- * Prepares one migrated database for the whole run: on PostgreSQL a new database (dropped at the
- * end), on PGlite a dumped data directory that each test file loads instead of running initdb.
+ * Prepares one migrated database for the whole run, from which every test file takes a copy of its
+ * own: on PostgreSQL a template database (each copy is a `CREATE DATABASE … TEMPLATE`, and all are
+ * dropped at the end), on PGlite a dumped data directory that each test file loads instead of
+ * running initdb. Files never share a database: housekeeping and delivery work over every
+ * organization in a database, so a file exercising them would reach into another file's records.
  */
 export default async function setup(project: TestProject) {
   const serverUrl = process.env.TEST_DATABASE_URL
@@ -33,10 +39,16 @@ export default async function setup(project: TestProject) {
     const handle = openPostgres({ url: url.toString(), poolMax: 1 })
     await migrateToLatest(handle.db)
     await handle.close()
-    project.provide('testDatabaseUrl', url.toString())
+    // A stray session on the template would make every copy fail; refusing connections says where.
+    await sql`alter database ${sql.id(name)} with allow_connections false`.execute(admin.db)
+    project.provide('postgresTemplate', { name, adminUrl: serverUrl })
     project.provide('pgliteTemplate', undefined)
     return async () => {
-      await sql`drop database if exists ${sql.id(name)} with (force)`.execute(admin.db)
+      const { rows } = await sql<{ datname: string }>`
+        select datname from pg_database where datname like ${`${name}_%`}`.execute(admin.db)
+      for (const { datname } of [...rows, { datname: name }]) {
+        await sql`drop database if exists ${sql.id(datname)} with (force)`.execute(admin.db)
+      }
       await admin.close()
     }
   }
@@ -50,7 +62,7 @@ export default async function setup(project: TestProject) {
   await writeFile(file, Buffer.from(await (await pglite.dumpDataDir('gzip')).arrayBuffer()))
   await db.destroy()
   await pglite.close()
-  project.provide('testDatabaseUrl', undefined)
+  project.provide('postgresTemplate', undefined)
   project.provide('pgliteTemplate', file)
   return async () => {
     await rm(directory, { recursive: true, force: true })

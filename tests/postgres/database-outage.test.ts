@@ -1,9 +1,9 @@
 import { sql } from 'kysely'
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openPostgres } from '../../db/connect.js'
 import { type App, buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
-import { testEnvironment } from '../helpers/app.js'
+import { newPostgresDatabase, testEnvironment } from '../helpers/app.js'
 import { checkResponsesAgainstContract } from '../helpers/contract.js'
 import { bearer, newOrganization, patientBody, type TestUser } from '../helpers/factories.js'
 import { startTcpProxy } from '../helpers/tcp-proxy.js'
@@ -13,7 +13,7 @@ let proxy: Awaited<ReturnType<typeof startTcpProxy>>
 let user: TestUser
 
 beforeAll(async () => {
-  const target = new URL(inject('testDatabaseUrl') as string)
+  const target = new URL(await newPostgresDatabase())
   proxy = await startTcpProxy(target.hostname, Number(target.port || 5432))
   const proxied = new URL(target)
   proxied.host = `127.0.0.1:${proxy.port}`

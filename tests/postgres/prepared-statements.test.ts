@@ -1,10 +1,15 @@
 import { sql } from 'kysely'
-import { afterEach, describe, expect, inject, it } from 'vitest'
+import { afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { type DatabaseHandle, openPostgres } from '../../db/connect.js'
 import { precompiledQuery } from '../../db/precompiled-query.js'
+import { newPostgresDatabase } from '../helpers/app.js'
 
-const url = inject('testDatabaseUrl') as string
+let url: string
 let handle: DatabaseHandle | undefined
+
+beforeAll(async () => {
+  url = await newPostgresDatabase()
+})
 
 afterEach(async () => {
   await handle?.close()

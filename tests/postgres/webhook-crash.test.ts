@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type DatabaseHandle, openPostgres } from '../../db/connect.js'
 import type { App } from '../../src/app.js'
-import { buildTestApp, openOwnTestDatabase, TEST_ENCRYPTION_KEY } from '../helpers/app.js'
+import { buildTestApp, newPostgresDatabase, TEST_ENCRYPTION_KEY } from '../helpers/app.js'
 import { newOrganization, patientBody } from '../helpers/factories.js'
 import { type RunningServer, startServer, stopServer } from '../helpers/server-process.js'
 import { type Receiver, startReceiver } from '../helpers/webhook-receiver.js'
@@ -14,9 +14,8 @@ let receiver: Receiver
 const running: RunningServer[] = []
 
 beforeAll(async () => {
-  const own = await openOwnTestDatabase()
-  handle = own.handle
-  databaseUrl = own.url as string
+  databaseUrl = await newPostgresDatabase()
+  handle = openPostgres({ url: databaseUrl, poolMax: 10 })
   app = await buildTestApp({ WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' }, undefined, {
     database: handle,
   })

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openPostgres } from '../../db/connect.js'
 import type { App } from '../../src/app.js'
-import { buildTestApp, openOwnTestDatabase } from '../helpers/app.js'
+import { buildTestApp, newPostgresDatabase } from '../helpers/app.js'
 import { newOrganization, patientBody } from '../helpers/factories.js'
 import { type Receiver, startReceiver } from '../helpers/webhook-receiver.js'
 import { createPatientAs, registerWebhook } from '../helpers/webhooks.js'
@@ -19,10 +19,11 @@ let second: App
 let receiver: Receiver
 
 beforeAll(async () => {
-  const own = await openOwnTestDatabase()
-  url = own.url as string
+  url = await newPostgresDatabase()
   receiver = await startReceiver(() => ({ status: 204, delayMs: 20 }))
-  first = await buildTestApp(workerEnvironment, undefined, { database: own.handle })
+  first = await buildTestApp(workerEnvironment, undefined, {
+    database: openPostgres({ url, poolMax: 10 }),
+  })
   second = await buildTestApp(workerEnvironment, undefined, {
     database: openPostgres({ url, poolMax: 10 }),
   })

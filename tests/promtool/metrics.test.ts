@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
-import { buildTestApp, openOwnTestDatabase } from '../helpers/app.js'
+import { buildTestApp } from '../helpers/app.js'
 import { bearer, newOrganization, patientBody, TEST_PASSWORD } from '../helpers/factories.js'
 import { type Receiver, startReceiver } from '../helpers/webhook-receiver.js'
 import { createPatientAs, registerWebhook } from '../helpers/webhooks.js'
@@ -11,12 +11,7 @@ let receiver: Receiver
 
 beforeAll(async () => {
   receiver = await startReceiver(() => ({ status: 204 }))
-  app = await buildTestApp(
-    { WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' },
-    undefined,
-    // The delivery worker claims work from every organization in its database.
-    { database: (await openOwnTestDatabase()).handle },
-  )
+  app = await buildTestApp({ WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' })
 })
 afterAll(async () => {
   await app.close()
