@@ -15,7 +15,7 @@ import authRoutes from './modules/auth/routes.js'
 import billingRoutes from './modules/billing/routes.js'
 import clinicalRoutes from './modules/clinical/routes.js'
 import documentRoutes from './modules/documents/routes.js'
-import { localStore } from './modules/documents/store.js'
+import { failingAsUnavailable, localStore } from './modules/documents/store.js'
 import encounterRoutes from './modules/encounters/routes.js'
 import messageRoutes from './modules/messages/routes.js'
 import oidcRoutes from './modules/oidc/routes.js'
@@ -98,9 +98,9 @@ function loggerOptions(config: Config, stream: AppOverrides['logStream']): Fasti
  * The S3 client is loaded only when used: it is large, and start-up time matters.
  */
 async function documentStore(config: Config) {
-  if (!config.S3_BUCKET) return localStore(path.join(config.DATA_DIR, 'documents'))
+  if (!config.S3_BUCKET) return failingAsUnavailable(localStore(path.join(config.DATA_DIR, 'documents')))
   const { s3Store } = await import('./modules/documents/s3-store.js')
-  return s3Store({
+  const store = s3Store({
     bucket: config.S3_BUCKET,
     region: config.S3_REGION,
     endpoint: config.S3_ENDPOINT,
@@ -109,6 +109,7 @@ async function documentStore(config: Config) {
     forcePathStyle: config.S3_FORCE_PATH_STYLE,
     prefix: config.S3_PREFIX,
   })
+  return failingAsUnavailable(store)
 }
 
 /** Jitsi only when all three settings are present; otherwise joining answers 503, never an unsigned link. */

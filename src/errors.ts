@@ -23,9 +23,9 @@ export class AppError extends Error {
   constructor(
     readonly code: ErrorCode,
     readonly details: string,
-    options: { status?: number; message?: string } = {},
+    options: { status?: number; message?: string; cause?: unknown } = {},
   ) {
-    super(options.message ?? ERRORS[code].message)
+    super(options.message ?? ERRORS[code].message, { cause: options.cause })
     this.name = 'AppError'
     this.status = options.status ?? ERRORS[code].status
   }

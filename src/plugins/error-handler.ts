@@ -96,10 +96,13 @@ export function frameworkErrorHandler(error: FastifyError, _request: FastifyRequ
   return reply.code(400).send(errorBody(appError))
 }
 
-/** What is safe to log about an unexpected error: no request data, no driver `detail` with values. */
-function loggable(error: unknown) {
-  const { name, message, code, stack } = (error ?? {}) as Error & { code?: string }
-  return { type: name, code, message, stack }
+/**
+ * What is safe to log about an unexpected error and its cause: no request data, no driver `detail`
+ * with values.
+ */
+function loggable(error: unknown): Record<string, unknown> {
+  const { name, message, code, stack, cause } = (error ?? {}) as Error & { code?: string }
+  return { type: name, code, message, stack, ...(cause === undefined ? {} : { cause: loggable(cause) }) }
 }
 
 /** The only place a failure becomes a response: always the envelope, never a stack or SQL text. */
@@ -110,7 +113,7 @@ const errorHandler: FastifyPluginAsync<{ bodyLimit: number }> = async (app, { bo
       request.log.error({ err: loggable(error) }, 'unhandled error')
       appError = new AppError('SYS_001', `An unexpected error occurred; quote request id ${request.id}`)
     } else if (appError.code === 'SYS_002') {
-      request.log.error({ err: loggable(error) }, 'database unavailable')
+      request.log.error({ err: loggable(error) }, appError.message)
     }
     return reply.code(appError.status).send(errorBody(appError))
   })

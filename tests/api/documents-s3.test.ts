@@ -1,3 +1,4 @@
+import { type AddressInfo, createServer } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
 import { buildApp } from '../../src/app.js'
@@ -36,6 +37,15 @@ afterAll(async () => {
   await first.close()
   await s3.close()
 })
+
+/** A loopback port that nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
 
 function upload(app: App, content: Buffer, contentType = 'application/pdf') {
   const body = multipart([
@@ -88,5 +98,51 @@ describe('documents in an S3-compatible bucket (S3_BUCKET)', () => {
     })
     expect(removed.statusCode).toBe(200)
     expect(await s3.keys()).toEqual(before)
+  })
+
+  it('answers 503 SYS_002 when the store refuses or cannot be reached, logs why, and loses no record', async () => {
+    const lines: string[] = []
+    const environment = { ...s3.environment, LOG_LEVEL: 'error' }
+    const byBucket = { ...environment, S3_BUCKET: 'no-such-bucket' }
+    const byEndpoint = { ...environment, S3_ENDPOINT: `http://127.0.0.1:${await closedPort()}` }
+    for (const broken of [byBucket, byEndpoint]) {
+      const app = await buildApp(loadConfig(testEnvironment(broken)), {
+        database: { ...first.database, close: async () => {} },
+        logStream: { write: (line) => void lines.push(line) },
+      })
+      await app.ready()
+      try {
+        const listed = async () =>
+          (
+            await app.inject({ url: `/api/patients/${patientId}/documents`, headers: bearer(user.token) })
+          ).json().data.totalElements
+        const [keys, documents] = [await s3.keys(), await listed()]
+        const refused = await upload(app, fileBytes('%PDF-1.7\n', 4096))
+        expect(refused.statusCode).toBe(503)
+        expect(refused.json()).toMatchObject({
+          success: false,
+          message: 'Document storage unavailable',
+          error: { code: 'SYS_002' },
+        })
+        expect(await s3.keys()).toEqual(keys)
+        expect(await listed()).toBe(documents)
+
+        const { id } = (await upload(first, fileBytes('%PDF-1.7\n', 2048))).json().data
+        const download = await app.inject({
+          url: `/api/documents/${id}/download`,
+          headers: bearer(user.token),
+        })
+        expect(download.statusCode).toBe(503)
+        expect(download.json().error.code).toBe('SYS_002')
+      } finally {
+        await app.close()
+      }
+    }
+    const logged = lines
+      .map((line) => JSON.parse(line))
+      .filter((line) => line.msg === 'Document storage unavailable')
+    expect(logged.length).toBeGreaterThanOrEqual(4)
+    // The log names the store's own error after the service's (pino joins an error's causes).
+    expect(logged.every((line) => /^Document storage unavailable: .+/.test(line.err.message))).toBe(true)
   })
 })

@@ -204,8 +204,12 @@ async function storeFile(
   } catch (error) {
     // The rest of the file must be read off the connection, or the request would hang.
     part.file.resume()
-    await store.remove(storageKey)
-    await deleteDocumentRow(db, id)
+    // If the store cannot remove the bytes now, the row stays PENDING and housekeeping removes both
+    // later; the answer is the first error, not the clean-up's.
+    await store.remove(storageKey).then(
+      () => deleteDocumentRow(db, id),
+      () => undefined,
+    )
     // The parser reports a body cut short inside the file as an error of the file's stream.
     throw isParserError(error) ? malformedUpload(error) : error
   }
@@ -257,8 +261,11 @@ export async function deleteDocument(
   const deleted = await markDeleted(db, actor.organizationId, id, actor.userId)
   if (!deleted) throw notFound(`Document ${id}`)
   if (retentionDays === 0) {
-    await store.remove(deleted.storage_key)
-    await markPurged(db, id)
+    // The record is deleted either way: bytes the store cannot remove now are purged by housekeeping.
+    await store.remove(deleted.storage_key).then(
+      () => markPurged(db, id),
+      () => undefined,
+    )
   }
   return { id }
 }

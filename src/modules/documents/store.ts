@@ -4,6 +4,7 @@ import { mkdir, rename, rm } from 'node:fs/promises'
 import path from 'node:path'
 import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
+import { AppError } from '../../errors.js'
 
 export interface StoredObject {
   size: number
@@ -60,5 +61,40 @@ export function localStore(root: string): DocumentStore {
       await rm(target, { force: true })
       await rm(`${target}.partial`, { force: true })
     },
+  }
+}
+
+const unavailable = (cause: unknown) =>
+  new AppError('SYS_002', 'The document store did not answer or refused the request; try again later', {
+    message: 'Document storage unavailable',
+    cause,
+  })
+
+/**
+ * The store's own failures (unreachable, refusing, out of space) become 503 SYS_002 with their
+ * cause kept for the log, never a 500. A failure of the bytes being written (the client's upload
+ * cut short, or refused by the type check) is passed on as it is: that one is the client's.
+ */
+export function failingAsUnavailable(store: DocumentStore): DocumentStore {
+  return {
+    async write(key, source) {
+      let sourceFailure: { error: unknown } | undefined
+      async function* watched() {
+        try {
+          yield* source
+        } catch (error) {
+          sourceFailure = { error }
+          throw error
+        }
+      }
+      try {
+        return await store.write(key, watched())
+      } catch (error) {
+        throw sourceFailure ? sourceFailure.error : unavailable(error)
+      }
+    },
+    read: (key, range) =>
+      store.read(key, range).catch((error: unknown) => Promise.reject(unavailable(error))),
+    remove: (key) => store.remove(key).catch((error: unknown) => Promise.reject(unavailable(error))),
   }
 }
