@@ -1,6 +1,6 @@
 import { openConfiguredDatabase } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
-import { rotateSigningKey } from '../src/modules/auth/signing-keys.js'
+import { rotateSigningKey } from '../src/identity/signing-keys.js'
 import { runCommand } from './run-command.js'
 
 const USAGE = `Usage: npm run keys -- rotate

@@ -4,11 +4,12 @@ import Fastify, { type FastifyServerOptions, LogController } from 'fastify'
 import { type DatabaseHandle, openPglite, openPostgres } from '../db/connect.js'
 import { migrateToLatest } from '../db/migrator.js'
 import type { Config } from './config.js'
-import { clientErrorHandler } from './lib/client-errors.js'
+import { clientErrorHandler } from './http/client-errors.js'
 import { serializersOnFirstUse } from './lib/lazy-compile.js'
 import { logMailer, smtpMailer } from './lib/mailer.js'
 
 import { loadEncryptionKey } from './lib/secret-box.js'
+import providerScheduleViewRoutes from './modules/appointments/provider-schedule-routes.js'
 import appointmentRoutes from './modules/appointments/routes.js'
 import auditRoutes from './modules/audit/routes.js'
 import authRoutes from './modules/auth/routes.js'
@@ -217,6 +218,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   await app.register(webhookDeliveryRoutes, { prefix: '/api/webhooks' })
   await app.register(providerRoutes, { prefix: '/api/providers' })
   await app.register(providerScheduleRoutes, { prefix: '/api/providers' })
+  await app.register(providerScheduleViewRoutes, { prefix: '/api/providers' })
   await app.register(appointmentRoutes, { prefix: '/api/appointments' })
   await app.register(encounterRoutes, { prefix: '/api/encounters' })
   await app.register(auditRoutes, { prefix: '/api/audit-events' })

@@ -4,23 +4,20 @@ import fp from 'fastify-plugin'
 import type { AccessTokenClaims } from '../../schemas/auth.js'
 import type { Config } from '../config.js'
 import { AppError } from '../errors.js'
-import type { TokenRejection } from '../lib/metrics.js'
-import { TtlCache } from '../lib/ttl-cache.js'
-import { type AuthBackend, embeddedBackend, externalBackend } from '../modules/auth/backends.js'
-import {
-  createProviderClient,
-  discoverProvider,
-  type ProviderClient,
-} from '../modules/auth/external-provider.js'
-import { embeddedKeyResolver, jwksKeyResolver, type KeyResolver } from '../modules/auth/key-resolver.js'
-import { ACCOUNT_CACHE_TTL_MS, createPrincipalResolver, type Principal } from '../modules/auth/principal.js'
+import { bearerTokenOf } from '../http/principal.js'
+import { type AuthBackend, embeddedBackend, externalBackend } from '../identity/backends.js'
+import { createProviderClient, discoverProvider, type ProviderClient } from '../identity/external-provider.js'
+import { embeddedKeyResolver, jwksKeyResolver, type KeyResolver } from '../identity/key-resolver.js'
+import { ACCOUNT_CACHE_TTL_MS, createPrincipalResolver, type Principal } from '../identity/principal.js'
 import {
   ensureSigningKey,
   loadVerificationKeys,
   SIGNING_KEY_REFRESH_MS,
   type SigningKey,
-} from '../modules/auth/signing-keys.js'
-import { createTokenIssuer, type TokenIssuer } from '../modules/auth/token-issuer.js'
+} from '../identity/signing-keys.js'
+import { createTokenIssuer, type TokenIssuer } from '../identity/token-issuer.js'
+import type { TokenRejection } from '../lib/metrics.js'
+import { TtlCache } from '../lib/ttl-cache.js'
 
 declare module '@fastify/jwt' {
   interface FastifyJWT {
@@ -42,19 +39,7 @@ declare module 'fastify' {
   }
 }
 
-/** The caller of a route that requires a token; the access guard has already authenticated it. */
-export function principalOf(request: FastifyRequest): Principal {
-  if (!request.principal) throw new AppError('AUTH_001', 'Authentication required')
-  return request.principal
-}
-
 const KNOWN_TOKENS_MAX = 10_000
-
-/** The token of an `Authorization: Bearer <token>` header, if the request has one. */
-export function bearerTokenOf(request: FastifyRequest): string | undefined {
-  const header = request.headers.authorization
-  return header?.startsWith('Bearer ') ? header.slice('Bearer '.length) : undefined
-}
 
 /** Why a token was refused, for the metrics: a short fixed list, never the token or its claims. */
 function rejectionReason(error: unknown): TokenRejection {

@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { ErrorEnvelope } from '../../schemas/common.js'
 import { AppError, type ErrorCode, fromDatabaseError } from '../errors.js'
+import { errorBody } from '../http/envelope.js'
 
 type ValidationIssue = NonNullable<FastifyError['validation']>[number]
 
@@ -75,10 +75,6 @@ function toAppError(error: unknown, bodyLimit: number): AppError | undefined {
   if (typeof status === 'number' && status >= 400 && status < 500)
     return fromClientError(fastifyError, status, bodyLimit)
   return undefined
-}
-
-function errorBody(error: AppError): ErrorEnvelope {
-  return { success: false, message: error.message, error: { code: error.code, details: error.details } }
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onResponseHookHandler } from 'fastify'
 import metricsPlugin from 'fastify-metrics'
 import fp from 'fastify-plugin'
+import { onRefreshTokenReuse } from '../identity/sessions.js'
 import {
   createServiceMetrics,
   LATENCY_BUCKETS,
@@ -8,7 +9,6 @@ import {
   METRIC,
   type ServiceMetrics,
 } from '../lib/metrics.js'
-import { onRefreshTokenReuse } from '../modules/auth/sessions.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

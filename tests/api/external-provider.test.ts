@@ -1,7 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
-import { discoverProvider } from '../../src/modules/auth/external-provider.js'
+import { discoverProvider } from '../../src/identity/external-provider.js'
 import { createOrganization } from '../../src/modules/users/service.js'
 import { buildTestApp } from '../helpers/app.js'
 import { bearer } from '../helpers/factories.js'

@@ -1,7 +1,7 @@
 import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
-import { rotateSigningKey } from '../../src/modules/auth/signing-keys.js'
+import { rotateSigningKey } from '../../src/identity/signing-keys.js'
 import { createClient } from '../../src/modules/clients/service.js'
 import { buildTestApp } from '../helpers/app.js'
 import {

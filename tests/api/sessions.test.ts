@@ -1,7 +1,7 @@
 import { decodeJwt } from 'jose'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
-import { rotateSigningKey } from '../../src/modules/auth/signing-keys.js'
+import { rotateSigningKey } from '../../src/identity/signing-keys.js'
 import { buildTestApp } from '../helpers/app.js'
 import { bearer, newOrganization, TEST_PASSWORD, type TestUser } from '../helpers/factories.js'
 

@@ -7,7 +7,7 @@ import {
   joinIntervals,
   withinWorkingHours,
   workingIntervals,
-} from '../../src/modules/providers/availability.js'
+} from '../../src/lib/availability.js'
 
 // 2030-01-07 is a Monday.
 const MONDAY = '2030-01-07'

@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream'
 import { describe, expect, it } from 'vitest'
-import { clientErrorHandler } from '../../src/lib/client-errors.js'
+import { clientErrorHandler } from '../../src/http/client-errors.js'
 
 function answerTo(code: string | undefined) {
   const socket = new PassThrough()

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { AppError } from '../../src/errors.js'
-import { checkPasswordPolicy } from '../../src/modules/users/password-policy.js'
+import { checkPasswordPolicy } from '../../src/identity/password-policy.js'
 
 const account = { email: 'Ann.Lee@example.test' }
 

@@ -10,10 +10,10 @@ import {
   UpdateAppointmentBody,
 } from '../../../schemas/appointments.js'
 import { IdParams } from '../../../schemas/common.js'
-import { ok } from '../../lib/envelope.js'
-import { principalOf } from '../../plugins/auth.js'
-import { errorResponse } from '../../plugins/route-conventions.js'
-import { availableSlots } from '../providers/schedule.js'
+import { ok } from '../../http/envelope.js'
+import { principalOf } from '../../http/principal.js'
+import { errorResponse } from '../../http/responses.js'
+import { availableSlots } from './schedule.js'
 import {
   cancelAppointment,
   createAppointment,

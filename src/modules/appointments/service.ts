@@ -15,13 +15,12 @@ import {
 import type { PageOf } from '../../../schemas/common.js'
 import { type Actor, missingRecord } from '../../access/organization-scope.js'
 import { AppError, conflict } from '../../errors.js'
+import { withinWorkingHours } from '../../lib/availability.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import { minutesOf, zonedInstant } from '../../lib/zoned-time.js'
 import { enqueueEvent } from '../../outbox/enqueue.js'
 import { requirePatient } from '../patients/service.js'
-import { withinWorkingHours } from '../providers/availability.js'
-import { workingIntervalsOn } from '../providers/schedule.js'
-import { requireProviderForBooking } from '../providers/service.js'
+import { requireProviderForBooking, workingIntervalsOn } from '../providers/service.js'
 import {
   toAppointment,
   toAppointmentCancelledEvent,

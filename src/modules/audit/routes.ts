@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AuditEventListQuery, AuditEventPageEnvelope } from '../../../schemas/audit.js'
-import { ok } from '../../lib/envelope.js'
-import { principalOf } from '../../plugins/auth.js'
+import { ok } from '../../http/envelope.js'
+import { principalOf } from '../../http/principal.js'
 import { listAuditEvents } from './service.js'
 
 const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {

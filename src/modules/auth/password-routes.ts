@@ -5,9 +5,9 @@ import {
   PasswordEnvelope,
   ResetPasswordBody,
 } from '../../../schemas/auth.js'
-import { ok } from '../../lib/envelope.js'
+import { ok } from '../../http/envelope.js'
+import { errorResponse } from '../../http/responses.js'
 import type { Mailer } from '../../lib/mailer.js'
-import { errorResponse } from '../../plugins/route-conventions.js'
 import { changePassword, changePasswordAccount, resetPassword, sendPasswordResetLink } from './passwords.js'
 
 const tags = ['Authentication']

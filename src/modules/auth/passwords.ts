@@ -2,20 +2,20 @@ import type { Kysely, Transaction } from 'kysely'
 import type { Database } from '../../../db/database.js'
 import type { ChangePasswordBody, ResetPasswordBody } from '../../../schemas/auth.js'
 import { AppError, forbidden } from '../../errors.js'
+import { findLoginCandidate } from '../../identity/account-queries.js'
+import { checkPassword, invalidCredentials } from '../../identity/login.js'
+import { checkPasswordPolicy } from '../../identity/password-policy.js'
+import type { Principal } from '../../identity/principal.js'
+import { hashToken, newOpaqueToken, revokeUserSessions } from '../../identity/sessions.js'
 import type { Mailer } from '../../lib/mailer.js'
 import { hashPassword } from '../../lib/passwords.js'
-import { checkPasswordPolicy } from '../users/password-policy.js'
-import type { Principal } from './principal.js'
 import {
   claimPasswordResetToken,
-  findLoginCandidate,
   findPasswordResetAccount,
   insertPasswordResetToken,
   retirePasswordResetTokens,
   updatePasswordHash,
 } from './queries.js'
-import { checkPassword, invalidCredentials } from './service.js'
-import { hashToken, newOpaqueToken, revokeUserSessions } from './sessions.js'
 
 // Long enough to read the mail and act on it; short enough that a link found later in a mailbox
 // (or a mail archive) is useless.

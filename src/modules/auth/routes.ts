@@ -13,11 +13,11 @@ import {
   RefreshEnvelope,
 } from '../../../schemas/auth.js'
 import { AppError } from '../../errors.js'
-import { ok } from '../../lib/envelope.js'
+import { declined, ok } from '../../http/envelope.js'
+import { principalOf } from '../../http/principal.js'
+import { errorResponse } from '../../http/responses.js'
+import type { IssuedTokens, SignInResult } from '../../identity/backends.js'
 import type { Mailer } from '../../lib/mailer.js'
-import { principalOf } from '../../plugins/auth.js'
-import { errorResponse } from '../../plugins/route-conventions.js'
-import type { IssuedTokens, SignInResult } from './backends.js'
 import passwordRoutes from './password-routes.js'
 import { currentUser, presentedRefreshToken } from './service.js'
 
@@ -41,11 +41,9 @@ const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
 
   function signInResponse(result: SignInResult) {
     if (result.kind === 'password-change-required') {
-      return {
-        success: false as const,
-        message: 'The password is temporary and must be changed before signing in',
-        data: { requiresPasswordChange: true as const },
-      }
+      return declined('The password is temporary and must be changed before signing in', {
+        requiresPasswordChange: true as const,
+      })
     }
     if (flat) {
       return {

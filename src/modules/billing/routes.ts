@@ -10,9 +10,9 @@ import {
   RecordPaymentBody,
 } from '../../../schemas/billing.js'
 import { IdParams } from '../../../schemas/common.js'
-import { ok } from '../../lib/envelope.js'
-import { principalOf } from '../../plugins/auth.js'
-import { errorResponse } from '../../plugins/route-conventions.js'
+import { ok } from '../../http/envelope.js'
+import { principalOf } from '../../http/principal.js'
+import { errorResponse } from '../../http/responses.js'
 import {
   type BillingSettings,
   createInvoice,

@@ -8,9 +8,9 @@ import {
   recordEnvelopes,
 } from '../../../schemas/clinical.js'
 import { PatientIdParams } from '../../../schemas/documents.js'
-import { ok } from '../../lib/envelope.js'
-import { principalOf } from '../../plugins/auth.js'
-import { errorResponse } from '../../plugins/route-conventions.js'
+import { ok } from '../../http/envelope.js'
+import { principalOf } from '../../http/principal.js'
+import { errorResponse } from '../../http/responses.js'
 import type { ClinicalKind } from './kind.js'
 import { allergies } from './kinds/allergies.js'
 import { conditions } from './kinds/conditions.js'

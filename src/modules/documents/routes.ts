@@ -10,9 +10,9 @@ import {
   PatientIdParams,
 } from '../../../schemas/documents.js'
 import { AppError } from '../../errors.js'
-import { ok } from '../../lib/envelope.js'
-import { principalOf } from '../../plugins/auth.js'
-import { errorResponse } from '../../plugins/route-conventions.js'
+import { ok } from '../../http/envelope.js'
+import { principalOf } from '../../http/principal.js'
+import { errorResponse } from '../../http/responses.js'
 import { STREAMED_BODY } from '../../plugins/validation.js'
 import { contentDisposition, parseRange } from './download.js'
 import { deleteDocument, findDocument, listDocuments, sweepDocuments, uploadDocument } from './service.js'

@@ -8,9 +8,9 @@ import {
   EncounterPageEnvelope,
   UpdateEncounterBody,
 } from '../../../schemas/encounters.js'
-import { ok } from '../../lib/envelope.js'
-import { principalOf } from '../../plugins/auth.js'
-import { errorResponse } from '../../plugins/route-conventions.js'
+import { ok } from '../../http/envelope.js'
+import { principalOf } from '../../http/principal.js'
+import { errorResponse } from '../../http/responses.js'
 import {
   addAddendum,
   createEncounter,

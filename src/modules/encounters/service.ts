@@ -17,7 +17,7 @@ import { type Actor, missingRecord } from '../../access/organization-scope.js'
 import { AppError, conflict, forbidden } from '../../errors.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import { enqueueEvent } from '../../outbox/enqueue.js'
-import { findAppointment, findAppointmentOrganization } from '../appointments/queries.js'
+import { requireAppointment } from '../appointments/service.js'
 import { requirePatient } from '../patients/service.js'
 import { requireProvider } from '../providers/service.js'
 import { noteColumns, toEncounter, toEncounterCreatedEvent } from './mapper.js'
@@ -60,14 +60,7 @@ function checkOperation(row: EncounterRow, operation: EncounterOperation): void 
 /** The appointment an encounter documents: same organization, patient and provider, not called off. */
 async function checkAppointment(trx: Transaction<Database>, actor: Actor, body: CreateEncounterBody) {
   if (!body.appointmentId) return
-  const appointment =
-    (await findAppointment(trx, actor.organizationId, body.appointmentId)) ??
-    missingRecord(
-      'Appointment',
-      body.appointmentId,
-      await findAppointmentOrganization(trx, body.appointmentId),
-      actor,
-    )
+  const appointment = await requireAppointment(trx, actor, body.appointmentId)
   if (appointment.patient_id !== body.patientId || appointment.provider_id !== body.providerId) {
     throw new AppError('VAL_001', 'appointmentId is an appointment of another patient or provider')
   }

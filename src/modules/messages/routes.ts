@@ -6,9 +6,9 @@ import {
   MessagePageEnvelope,
   SendMessageBody,
 } from '../../../schemas/messages.js'
-import { ok } from '../../lib/envelope.js'
-import { principalOf } from '../../plugins/auth.js'
-import { errorResponse } from '../../plugins/route-conventions.js'
+import { ok } from '../../http/envelope.js'
+import { principalOf } from '../../http/principal.js'
+import { errorResponse } from '../../http/responses.js'
 import { getMessage, listMessages, readMessage, sendMessage } from './service.js'
 
 const tags = ['Messages']

@@ -11,7 +11,7 @@ import {
   TokenSet,
 } from '../../../schemas/oidc.js'
 import { AppError, fromDatabaseError } from '../../errors.js'
-import { loadVerificationKeys, toJwk } from '../auth/signing-keys.js'
+import { loadVerificationKeys, toJwk } from '../../identity/signing-keys.js'
 import { clientCredentials, grantTokens, logout, OAuthError } from './service.js'
 
 const tags = ['OpenID Connect']

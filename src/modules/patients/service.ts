@@ -89,6 +89,10 @@ export async function createPatient(
 }
 
 /** The live patient, if of the caller's organization; otherwise 403 or 404. */
+/** The organization's live patient with this id, if there is one (no 403/404 rule: the caller decides). */
+export const findPatientOfOrganization = (db: Kysely<Database>, organizationId: number, id: number) =>
+  findPatient(db, organizationId, id)
+
 export async function requirePatient(
   db: Kysely<Database> | Transaction<Database>,
   actor: Actor,

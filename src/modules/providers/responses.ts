@@ -1,4 +1,4 @@
-import { errorResponse } from '../../plugins/route-conventions.js'
+import { errorResponse } from '../../http/responses.js'
 
 /** What the provider routes share in the OpenAPI document. */
 export const tags = ['Providers']

@@ -7,9 +7,9 @@ import {
   ProviderPageEnvelope,
   UpdateProviderBody,
 } from '../../../schemas/providers.js'
-import { ok } from '../../lib/envelope.js'
-import { principalOf } from '../../plugins/auth.js'
-import { errorResponse } from '../../plugins/route-conventions.js'
+import { ok } from '../../http/envelope.js'
+import { principalOf } from '../../http/principal.js'
+import { errorResponse } from '../../http/responses.js'
 import { notFound, otherOrganization, tags } from './responses.js'
 import { createProvider, getProvider, listProviders, updateProvider } from './service.js'
 

@@ -5,41 +5,17 @@ import {
   ExceptionDeletedEnvelope,
   ExceptionParams,
   ProviderEnvelope,
-  ProviderScheduleEnvelope,
   ScheduleExceptionEnvelope,
-  ScheduleQuery,
   WeeklyHoursBody,
 } from '../../../schemas/providers.js'
-import { ok } from '../../lib/envelope.js'
-import { principalOf } from '../../plugins/auth.js'
-import { errorResponse } from '../../plugins/route-conventions.js'
+import { ok } from '../../http/envelope.js'
+import { principalOf } from '../../http/principal.js'
+import { errorResponse } from '../../http/responses.js'
 import { notFound, otherOrganization, tags } from './responses.js'
-import { providerSchedule } from './schedule.js'
 import { addException, removeException, replaceWeeklyHours } from './service.js'
 
-/** A provider's working time: weekly hours, dated exceptions, and the resulting schedule. */
+/** A provider's working time: weekly hours and dated exceptions. */
 const providerScheduleRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.get(
-    '/:id/schedule',
-    {
-      schema: {
-        tags,
-        operationId: 'getProviderSchedule',
-        summary: 'The provider’s schedule, day by day',
-        description:
-          'For each date from startDate to endDate (at most 31 days; a longer or reversed range is 400): working hours, exceptions, appointments holding time (without patient identifiers) and free slots of the provider’s slot length, all in the provider’s time zone.',
-        params: IdParams,
-        querystring: ScheduleQuery,
-        response: { 200: ProviderScheduleEnvelope, 403: otherOrganization, 404: notFound },
-      },
-    },
-    async (request) =>
-      ok(
-        'Schedule retrieved',
-        await providerSchedule(app.db, principalOf(request), request.params.id, request.query),
-      ),
-  )
-
   app.put(
     '/:id/hours',
     {

@@ -14,12 +14,14 @@ import type {
 } from '../../../schemas/providers.js'
 import { type Actor, missingRecord } from '../../access/organization-scope.js'
 import { AppError, notFound } from '../../errors.js'
+import { type Interval, workingIntervals } from '../../lib/availability.js'
 import { isValidNpi } from '../../lib/npi.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import { canonicalTimeZone, minutesOf } from '../../lib/zoned-time.js'
 import { hoursRows, providerColumns, toProvider, toScheduleException } from './mapper.js'
 import {
   deleteException,
+  exceptionsBetween,
   findProvider,
   findProviderOrganization,
   insertException,
@@ -46,6 +48,10 @@ async function missingProvider(db: Db, actor: Actor, id: number): Promise<never>
 }
 
 /** The provider, if it is of the caller's organization; otherwise 403 or 404. */
+/** The organization's provider with this id, if there is one (no 403/404 rule: the caller decides). */
+export const findProviderOfOrganization = (db: Db, organizationId: number, id: number) =>
+  findProvider(db, organizationId, id)
+
 export async function requireProvider(db: Db, actor: Actor, id: number): Promise<ProviderRow> {
   return (await findProvider(db, actor.organizationId, id)) ?? missingProvider(db, actor, id)
 }
@@ -237,3 +243,21 @@ export async function checkProviderOfOrganization(
     throw new AppError('VAL_001', `${field} is not a provider of your organization`)
   }
 }
+
+/** A provider's working intervals on each date of a range; none while the provider is inactive. */
+export async function workingCalendar(db: Db, provider: ProviderRow, from: string, to: string) {
+  const hours = await weeklyHoursOf(db, [provider.id])
+  const exceptions = await exceptionsBetween(db, provider.id, from, to)
+  return {
+    exceptionsOn: (date: string) => exceptions.filter((e) => e.date === date).map(toScheduleException),
+    intervalsOn: (date: string): Interval[] =>
+      provider.active ? workingIntervals(date, hours, exceptions) : [],
+  }
+}
+
+/** The provider's working intervals on one date (what a booking must fit into). */
+export async function workingIntervalsOn(db: Db, provider: ProviderRow, date: string): Promise<Interval[]> {
+  return (await workingCalendar(db, provider, date, date)).intervalsOn(date)
+}
+
+export { dayOfWeek } from './mapper.js'

@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { IdParams } from '../../../schemas/common.js'
 import { CreateRoomBody, JoinBody, JoinEnvelope, RoomEnvelope } from '../../../schemas/telehealth.js'
-import { ok } from '../../lib/envelope.js'
-import { principalOf } from '../../plugins/auth.js'
-import { errorResponse } from '../../plugins/route-conventions.js'
+import { ok } from '../../http/envelope.js'
+import { principalOf } from '../../http/principal.js'
+import { errorResponse } from '../../http/responses.js'
 import type { JitsiSettings } from './jitsi.js'
 import { closeRoom, getRoom, joinRoom, openRoom } from './service.js'
 

@@ -6,12 +6,10 @@ import type { CreateRoomBody, JoinBody, JoinResult, Room } from '../../../schema
 import { type Actor, missingRecord } from '../../access/organization-scope.js'
 import { hasAnyRole } from '../../access/roles.js'
 import { AppError, conflict, forbidden, notFound } from '../../errors.js'
+import type { Principal } from '../../identity/principal.js'
 import { requireAppointment } from '../appointments/service.js'
-import type { Principal } from '../auth/principal.js'
-import { findPatient } from '../patients/queries.js'
-import { requirePatient } from '../patients/service.js'
-import { findProvider } from '../providers/queries.js'
-import { requireProvider } from '../providers/service.js'
+import { findPatientOfOrganization, requirePatient } from '../patients/service.js'
+import { findProviderOfOrganization, requireProvider } from '../providers/service.js'
 import { type JitsiParticipant, type JitsiSettings, jitsiToken, meetingUrl } from './jitsi.js'
 import {
   closeRoom as closeRoomRow,
@@ -130,7 +128,7 @@ async function participantFor(
   }
   if (kind === 'provider') {
     const provider =
-      id === room.provider_id ? await findProvider(db, principal.organizationId, id) : undefined
+      id === room.provider_id ? await findProviderOfOrganization(db, principal.organizationId, id) : undefined
     if (
       !provider ||
       (provider.user_id !== principal.userId && !hasAnyRole(principal.authorities, ['ADMIN']))
@@ -144,7 +142,8 @@ async function participantFor(
       moderator: true,
     }
   }
-  const patient = id === room.patient_id ? await findPatient(db, principal.organizationId, id) : undefined
+  const patient =
+    id === room.patient_id ? await findPatientOfOrganization(db, principal.organizationId, id) : undefined
   if (!patient) throw notAParty()
   // Only a display name goes to the video service: no e-mail or other patient data.
   return { id: identity, name: `${patient.first_name} ${patient.last_name}`, email: null, moderator: false }

@@ -3,8 +3,8 @@ import type { Kysely } from 'kysely'
 import type { Database } from '../../../db/database.js'
 import { isRole, type Role } from '../../access/roles.js'
 import { AppError } from '../../errors.js'
+import { checkPasswordPolicy } from '../../identity/password-policy.js'
 import { hashPassword } from '../../lib/passwords.js'
-import { checkPasswordPolicy } from './password-policy.js'
 
 const GROUP_PATH = /^(\/[A-Za-z0-9_.-]+)+$/
 const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/

@@ -7,9 +7,9 @@ import {
   DeliveryPageEnvelope,
   DeliveryParams,
 } from '../../../schemas/webhooks.js'
-import { ok } from '../../lib/envelope.js'
-import { principalOf } from '../../plugins/auth.js'
-import { errorResponse } from '../../plugins/route-conventions.js'
+import { ok } from '../../http/envelope.js'
+import { principalOf } from '../../http/principal.js'
+import { errorResponse } from '../../http/responses.js'
 import { otherOrganization, tags, webhookNotFound } from './routes.js'
 import { getDelivery, listDeliveries, redeliver } from './service.js'
 

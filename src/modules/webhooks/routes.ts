@@ -11,9 +11,9 @@ import {
   WebhookPageEnvelope,
   WebhookWithSecretEnvelope,
 } from '../../../schemas/webhooks.js'
-import { ok } from '../../lib/envelope.js'
-import { principalOf } from '../../plugins/auth.js'
-import { errorResponse } from '../../plugins/route-conventions.js'
+import { ok } from '../../http/envelope.js'
+import { principalOf } from '../../http/principal.js'
+import { errorResponse } from '../../http/responses.js'
 import {
   createWebhook,
   deleteWebhook,

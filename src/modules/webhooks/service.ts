@@ -14,12 +14,12 @@ import {
   type WebhookWithSecret,
 } from '../../../schemas/webhooks.js'
 import { AppError, forbidden, notFound } from '../../errors.js'
+import type { Principal } from '../../identity/principal.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import type { SecretBox } from '../../lib/secret-box.js'
 import { enqueueTestDelivery, notifyWorkers } from '../../outbox/enqueue.js'
 import { checkTarget, type TargetPolicy, TargetRefused } from '../../outbox/targets.js'
 import { generateSecret, sealSigningKey, signingKeyOf } from '../../outbox/webhook-secrets.js'
-import type { Principal } from '../auth/principal.js'
 import { toDelivery, toDeliveryDetail, toWebhook } from './mapper.js'
 import {
   DELIVERY_SORT_COLUMNS,

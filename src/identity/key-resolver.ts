@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely'
-import type { Database } from '../../../db/database.js'
-import { AppError } from '../../errors.js'
+import type { Database } from '../../db/database.js'
+import { AppError } from '../errors.js'
 import { loadVerificationKeys } from './signing-keys.js'
 
 export interface TokenHeader {

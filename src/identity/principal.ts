@@ -1,11 +1,11 @@
 import type { Kysely } from 'kysely'
-import type { Database } from '../../../db/database.js'
-import type { AccessTokenClaims } from '../../../schemas/auth.js'
-import { authorityOf } from '../../access/roles.js'
-import { AppError, forbidden } from '../../errors.js'
-import { TtlCache } from '../../lib/ttl-cache.js'
+import type { Database } from '../../db/database.js'
+import type { AccessTokenClaims } from '../../schemas/auth.js'
+import { authorityOf } from '../access/roles.js'
+import { AppError, forbidden } from '../errors.js'
+import { TtlCache } from '../lib/ttl-cache.js'
+import { findAccountBySubject } from './account-queries.js'
 import { provisionAccount } from './provisioning.js'
-import { findAccountBySubject } from './queries.js'
 
 /** The authenticated caller of a request. */
 export interface Principal {

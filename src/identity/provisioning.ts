@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely'
-import type { Database } from '../../../db/database.js'
-import type { AccessTokenClaims } from '../../../schemas/auth.js'
-import { isRole } from '../../access/roles.js'
-import { forbidden } from '../../errors.js'
+import type { Database } from '../../db/database.js'
+import type { AccessTokenClaims } from '../../schemas/auth.js'
+import { isRole } from '../access/roles.js'
+import { forbidden } from '../errors.js'
 
 function namesOf(claims: AccessTokenClaims): { first: string; last: string } {
   if (claims.given_name || claims.family_name) {

@@ -11,6 +11,7 @@ import {
 } from '../../../schemas/providers.js'
 import type { Actor } from '../../access/organization-scope.js'
 import { AppError } from '../../errors.js'
+import { daySlots, type Slot, type Span } from '../../lib/availability.js'
 import {
   addDays,
   daysBetween,
@@ -20,29 +21,10 @@ import {
   zonedDateTime,
   zonedInstant,
 } from '../../lib/zoned-time.js'
-import { findBookedAppointments } from '../appointments/queries.js'
-import { daySlots, type Interval, type Slot, type Span, workingIntervals } from './availability.js'
-import { dayOfWeek, toScheduleException } from './mapper.js'
-import { exceptionsBetween, weeklyHoursOf } from './queries.js'
-import { requireProvider } from './service.js'
+import { dayOfWeek, requireProvider, workingCalendar, workingIntervalsOn } from '../providers/service.js'
+import { findBookedAppointments } from './queries.js'
 
 type Db = Kysely<Database> | Transaction<Database>
-
-/** A provider's working intervals on each date of a range; none while the provider is inactive. */
-async function workingCalendar(db: Db, provider: ProviderRow, from: string, to: string) {
-  const hours = await weeklyHoursOf(db, [provider.id])
-  const exceptions = await exceptionsBetween(db, provider.id, from, to)
-  return {
-    exceptions,
-    intervalsOn: (date: string): Interval[] =>
-      provider.active ? workingIntervals(date, hours, exceptions) : [],
-  }
-}
-
-/** The provider's working intervals on one date (what a booking must fit into). */
-export async function workingIntervalsOn(db: Db, provider: ProviderRow, date: string): Promise<Interval[]> {
-  return (await workingCalendar(db, provider, date, date)).intervalsOn(date)
-}
 
 /** Appointments holding the provider's time from the start of `from` to the end of `to`. */
 function bookedBetween(db: Db, provider: ProviderRow, from: string, to: string) {
@@ -105,7 +87,7 @@ export async function providerSchedule(
         startTime: timeOf(interval.start),
         endTime: timeOf(interval.end),
       })),
-      exceptions: calendar.exceptions.filter((e) => e.date === date).map(toScheduleException),
+      exceptions: calendar.exceptionsOn(date),
       appointments: booked
         .filter((row) => zonedDateTime(zone, row.starts_at.getTime()).date === date)
         .map((row) => ({

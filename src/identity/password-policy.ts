@@ -1,5 +1,5 @@
-import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../../../schemas/auth.js'
-import { AppError } from '../../errors.js'
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../../schemas/auth.js'
+import { AppError } from '../errors.js'
 
 export interface PasswordAccount {
   email: string

@@ -1,5 +1,5 @@
-import { AppError } from '../../errors.js'
-import { lazyAgent } from '../../lib/undici.js'
+import { AppError } from '../errors.js'
+import { lazyAgent } from '../lib/undici.js'
 
 export interface ProviderTokens {
   access_token: string

@@ -1,8 +1,8 @@
 import { createPublicKey, generateKeyPair, randomBytes } from 'node:crypto'
 import { promisify } from 'node:util'
 import { type Kysely, sql, type Transaction } from 'kysely'
-import type { Database } from '../../../db/database.js'
-import { ACCESS_TOKEN_TTL_SECONDS } from './token-issuer.js'
+import type { Database } from '../../db/database.js'
+import { ACCESS_TOKEN_TTL_SECONDS } from './token-lifetimes.js'
 
 const generateRsaKeyPair = promisify(generateKeyPair)
 

@@ -2,9 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { JWT } from '@fastify/jwt'
 import type { SigningKey } from './signing-keys.js'
 
-/** Lifetimes fixed by the API specification. */
-export const ACCESS_TOKEN_TTL_SECONDS = 3600
-export const REFRESH_TOKEN_TTL_SECONDS = 86_400
+import { ACCESS_TOKEN_TTL_SECONDS } from './token-lifetimes.js'
 
 export interface TokenSubject {
   subject: string

@@ -1,4 +1,6 @@
 import type { Duplex } from 'node:stream'
+import { AppError } from '../errors.js'
+import { errorBody } from './envelope.js'
 
 interface ClientError extends Error {
   code?: string
@@ -33,11 +35,9 @@ const MALFORMED = {
 export function clientErrorHandler(error: ClientError, socket: Duplex): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return
   const answer = ANSWERS[error.code ?? ''] ?? MALFORMED
-  const body = JSON.stringify({
-    success: false,
-    message: answer.message,
-    error: { code: 'VAL_001', details: answer.details },
-  })
+  const body = JSON.stringify(
+    errorBody(new AppError('VAL_001', answer.details, { status: answer.status, message: answer.message })),
+  )
   if (socket.writable) {
     socket.write(
       `HTTP/1.1 ${answer.status} ${answer.reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +

@@ -1,9 +1,10 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import { type Kysely, sql, type Transaction } from 'kysely'
-import type { Database } from '../../../db/database.js'
-import { AppError } from '../../errors.js'
-import { findTokenSubject } from './queries.js'
-import { ACCESS_TOKEN_TTL_SECONDS, REFRESH_TOKEN_TTL_SECONDS, type TokenIssuer } from './token-issuer.js'
+import type { Database } from '../../db/database.js'
+import { AppError } from '../errors.js'
+import { findTokenSubject } from './account-queries.js'
+import type { TokenIssuer } from './token-issuer.js'
+import { ACCESS_TOKEN_TTL_SECONDS, REFRESH_TOKEN_TTL_SECONDS } from './token-lifetimes.js'
 
 // A session can be refreshed for at most this long after sign-in, however often it is refreshed.
 const SESSION_MAX_SECONDS = 30 * 24 * 3600

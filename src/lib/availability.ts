@@ -1,6 +1,6 @@
-import type { ProviderExceptionRow } from '../../../db/tables/provider-exceptions.js'
-import type { ProviderHoursRow } from '../../../db/tables/provider-hours.js'
-import { isoWeekday, minutesOf, zonedInstant } from '../../lib/zoned-time.js'
+import type { ProviderExceptionRow } from '../../db/tables/provider-exceptions.js'
+import type { ProviderHoursRow } from '../../db/tables/provider-hours.js'
+import { isoWeekday, minutesOf, zonedInstant } from './zoned-time.js'
 
 /** Wall-clock minutes after midnight, end exclusive (1440 = end of the day). */
 export interface Interval {

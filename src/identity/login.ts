@@ -1,0 +1,47 @@
+import type { Kysely } from 'kysely'
+import type { Database } from '../../db/database.js'
+import type { LoginBody, LoginResult } from '../../schemas/auth.js'
+import { AppError } from '../errors.js'
+import { decoyHash, verifyPassword } from '../lib/passwords.js'
+import { findLoginCandidate } from './account-queries.js'
+import { type SessionTokens, startSession } from './sessions.js'
+import type { TokenIssuer } from './token-issuer.js'
+
+export const invalidCredentials = () =>
+  new AppError('AUTH_001', 'Invalid username or password', { message: 'Invalid credentials' })
+
+/**
+ * Checks a password against the account it names. An unknown user costs the same hash comparison
+ * as a wrong password, and both get the same error.
+ */
+export async function checkPassword(db: Kysely<Database>, username: string, password: string) {
+  const user = await findLoginCandidate(db, username)
+  const matches = await verifyPassword(password, user?.password_hash ?? (await decoyHash()))
+  if (!user?.password_hash || !matches) throw invalidCredentials()
+  return user
+}
+
+export type LoginOutcome =
+  | { kind: 'signed-in'; tokens: SessionTokens; user: LoginResult['user'] }
+  | { kind: 'password-change-required' }
+
+export async function login(
+  db: Kysely<Database>,
+  issuer: TokenIssuer,
+  body: LoginBody,
+  clientId: string,
+): Promise<LoginOutcome> {
+  const user = await checkPassword(db, body.username, body.password)
+  if (user.password_change_required) return { kind: 'password-change-required' }
+  return {
+    kind: 'signed-in',
+    tokens: await startSession(db, issuer, user.id, clientId),
+    user: {
+      id: user.id,
+      email: user.email,
+      firstName: user.first_name,
+      lastName: user.last_name,
+      role: user.roles[0] ?? 'USER',
+    },
+  }
+}

@@ -1,0 +1,43 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { IdParams } from '../../../schemas/common.js'
+import { ProviderScheduleEnvelope, ScheduleQuery } from '../../../schemas/providers.js'
+import { ok } from '../../http/envelope.js'
+import { principalOf } from '../../http/principal.js'
+import { errorResponse } from '../../http/responses.js'
+import { providerSchedule } from './schedule.js'
+
+const tags = ['Providers']
+const notFound = errorResponse(404, 'No such provider (RES_001)')
+const otherOrganization = errorResponse(
+  403,
+  'Missing role, or the provider belongs to another organization (AUTH_003)',
+)
+
+/**
+ * A provider's schedule day by day: the provider's working time with the appointments that hold
+ * it, so it is served here, by the area that knows both, under the provider's path.
+ */
+const providerScheduleViewRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/:id/schedule',
+    {
+      schema: {
+        tags,
+        operationId: 'getProviderSchedule',
+        summary: 'The provider’s schedule, day by day',
+        description:
+          'For each date from startDate to endDate (at most 31 days; a longer or reversed range is 400): working hours, exceptions, appointments holding time (without patient identifiers) and free slots of the provider’s slot length, all in the provider’s time zone.',
+        params: IdParams,
+        querystring: ScheduleQuery,
+        response: { 200: ProviderScheduleEnvelope, 403: otherOrganization, 404: notFound },
+      },
+    },
+    async (request) =>
+      ok(
+        'Schedule retrieved',
+        await providerSchedule(app.db, principalOf(request), request.params.id, request.query),
+      ),
+  )
+}
+
+export default providerScheduleViewRoutes
