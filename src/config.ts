@@ -7,76 +7,338 @@ import { DEFAULT_PREPARED_STATEMENTS } from '../db/prepared-statements.js'
  * their defaults; keep the two in step.
  */
 export const ConfigSchema = Type.Object({
-  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
-  HOST: Type.String({ minLength: 1, default: '0.0.0.0' }),
-  PUBLIC_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s/]+/?$' })),
+  PORT: Type.Integer({
+    minimum: 0,
+    maximum: 65535,
+    default: 8080,
+    description: 'TCP port the HTTP server listens on',
+  }),
+  HOST: Type.String({
+    minLength: 1,
+    default: '0.0.0.0',
+    description: 'Interface the HTTP server binds; `0.0.0.0` accepts connections on every interface',
+  }),
+  PUBLIC_URL: Type.Optional(
+    Type.String({
+      pattern: '^https?://[^\\s/]+/?$',
+      description:
+        "The address clients use; unset = `http://localhost:$PORT`. The embedded issuer's `iss` is `$PUBLIC_URL/realms/$OIDC_REALM`, so every instance behind one address must have the same value",
+    }),
+  ),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
-    { default: 'info' },
+    { default: 'info', description: 'Least severe level written to the log; `silent` writes nothing' },
   ),
-  DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
-  DATABASE_POOL_MAX: Type.Integer({ minimum: 1, maximum: 200, default: 10 }),
+  DATABASE_URL: Type.Optional(
+    Type.String({
+      pattern: '^postgres(ql)?://',
+      description:
+        '`postgres://…` to use PostgreSQL (pooled; version 15 or later, with the `pg_trgm` and `btree_gist` extensions available); unset = embedded PGlite under `$DATA_DIR/pgdata`',
+    }),
+  ),
+  DATABASE_POOL_MAX: Type.Integer({
+    minimum: 1,
+    maximum: 200,
+    default: 10,
+    description: 'PostgreSQL pool size: most connections the service keeps open at once',
+  }),
   DATABASE_PREPARED_STATEMENTS: Type.Integer({
     minimum: 0,
     maximum: 10_000,
     default: DEFAULT_PREPARED_STATEMENTS,
+    description:
+      'How many distinct statements each PostgreSQL connection prepares (parsed and planned once, then reused): inserts, updates and deletes, and key lookups; other reads are planned for their values on every call. `0` for a connection pooler in transaction mode that cannot keep them (PgBouncer before 1.21)',
   }),
-  DATA_DIR: Type.String({ minLength: 1, default: './data' }),
-  MIGRATE_ON_START: Type.Boolean({ default: true }),
-  BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, maximum: 50 * 1024 * 1024, default: 1024 * 1024 }),
-  REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 3_600_000, default: 120_000 }),
-  CORS_ORIGINS: Type.String({ pattern: '^(https?://[^\\s,/]+)?(,https?://[^\\s,/]+)*$', default: '' }),
-  OIDC_ISSUER_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
-  OIDC_CLIENT_ID: Type.String({ minLength: 1, default: 'ehr-api' }),
-  OIDC_CLIENT_SECRET: Type.Optional(Type.String({ minLength: 1 })),
-  OIDC_REALM: Type.String({ pattern: '^[A-Za-z0-9_-]+$', default: 'ehr' }),
-  LOGIN_RESPONSE_STYLE: Type.Union([Type.Literal('envelope'), Type.Literal('flat')], { default: 'envelope' }),
-  ADMIN_EMAIL: Type.String({ pattern: '^[^@\\s]+@[^@\\s]+\\.[^@\\s]+$', default: 'admin@example.com' }),
-  ADMIN_PASSWORD: Type.Optional(Type.String({ minLength: 12 })),
-  BOOTSTRAP_ORGANIZATION: Type.String({ minLength: 1, default: 'Default Practice' }),
-  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
-  RATE_LIMIT_AUTHENTICATED: Type.Integer({ minimum: 1, default: 1000 }),
-  RATE_LIMIT_ANONYMOUS: Type.Integer({ minimum: 1, default: 100 }),
-  RATE_LIMIT_WINDOW_SECONDS: Type.Integer({ minimum: 1, maximum: 86_400, default: 3600 }),
+  DATA_DIR: Type.String({
+    minLength: 1,
+    default: './data',
+    description:
+      'Embedded database files (`$DATA_DIR/pgdata`), document bytes without S3 (`$DATA_DIR/documents`) and the generated encryption key; its free space is reported by `/actuator/health`',
+  }),
+  MIGRATE_ON_START: Type.Boolean({
+    default: true,
+    description: 'Apply database migrations at start (`npm run migrate` does it on demand)',
+  }),
+  BODY_LIMIT_BYTES: Type.Integer({
+    minimum: 1024,
+    maximum: 50 * 1024 * 1024,
+    default: 1024 * 1024,
+    description: 'Largest accepted JSON body; larger is 413',
+  }),
+  REQUEST_TIMEOUT_MS: Type.Integer({
+    minimum: 1000,
+    maximum: 3_600_000,
+    default: 120_000,
+    description:
+      'Longest time a client may take to send a whole request, uploads included; a slower one gets 408 and is disconnected',
+  }),
+  CORS_ORIGINS: Type.String({
+    pattern: '^(https?://[^\\s,/]+)?(,https?://[^\\s,/]+)*$',
+    default: '',
+    description:
+      'Comma-separated browser origins allowed to call the API, e.g. `https://portal.example.com`; empty: no CORS headers, so browsers on other origins are refused',
+  }),
+  OIDC_ISSUER_URL: Type.Optional(
+    Type.String({
+      pattern: '^https?://',
+      description:
+        'An external OpenID Connect issuer (e.g. `https://idp.example/realms/ehr`); unset = the service is its own (embedded) issuer',
+    }),
+  ),
+  OIDC_CLIENT_ID: Type.String({
+    minLength: 1,
+    default: 'ehr-api',
+    description:
+      "Tokens must name this client in `aud` or `azp`; the public client of the embedded issuer, and this service's client at an external provider",
+  }),
+  OIDC_CLIENT_SECRET: Type.Optional(
+    Type.String({
+      minLength: 1,
+      description:
+        "This service's client secret at the external provider (for forwarding login, refresh and logout)",
+    }),
+  ),
+  OIDC_REALM: Type.String({
+    pattern: '^[A-Za-z0-9_-]+$',
+    default: 'ehr',
+    description: 'Realm name of the embedded issuer (`/realms/$OIDC_REALM`)',
+  }),
+  LOGIN_RESPONSE_STYLE: Type.Union([Type.Literal('envelope'), Type.Literal('flat')], {
+    default: 'envelope',
+    description:
+      'Shape of the login and refresh answers: `envelope` (`data.token`, `data.refreshToken`, …) or `flat` (`access_token`, `refresh_token`, …)',
+  }),
+  ADMIN_EMAIL: Type.String({
+    pattern: '^[^@\\s]+@[^@\\s]+\\.[^@\\s]+$',
+    default: 'admin@example.com',
+    description: 'E-mail of the bootstrap administrator (first start only)',
+  }),
+  ADMIN_PASSWORD: Type.Optional(
+    Type.String({
+      minLength: 12,
+      description:
+        'Password of the bootstrap administrator (first start only; at least 12 characters); unset = generated and printed once',
+    }),
+  ),
+  BOOTSTRAP_ORGANIZATION: Type.String({
+    minLength: 1,
+    default: 'Default Practice',
+    description:
+      'Name of the bootstrap organization (first start only; group path derived: `/default-practice`)',
+  }),
+  REDIS_URL: Type.Optional(
+    Type.String({
+      pattern: '^rediss?://',
+      description: '`redis://…`: rate-limit counters shared by all instances; unset = counted per instance',
+    }),
+  ),
+  RATE_LIMIT_AUTHENTICATED: Type.Integer({
+    minimum: 1,
+    default: 1000,
+    description: 'Requests per window for a signed-in caller (per token subject)',
+  }),
+  RATE_LIMIT_ANONYMOUS: Type.Integer({
+    minimum: 1,
+    default: 100,
+    description: 'Requests per window without a valid token (per client IP)',
+  }),
+  RATE_LIMIT_WINDOW_SECONDS: Type.Integer({
+    minimum: 1,
+    maximum: 86_400,
+    default: 3600,
+    description: 'The rate-limit window',
+  }),
   RATE_LIMIT_CLIENTS: Type.String({
     pattern: '^([a-z0-9][a-z0-9._-]*=[0-9]+)?(,[a-z0-9][a-z0-9._-]*=[0-9]+)*$',
     default: '',
+    description: 'Higher limits for particular clients (`azp`), e.g. `billing-sync=20000,etl=5000`',
   }),
-  TRUST_PROXY: Type.String({ minLength: 1, default: 'false' }),
-  MAX_UPLOAD_BYTES: Type.Integer({ minimum: 1024, maximum: 5 * 1024 ** 3, default: 25 * 1024 * 1024 }),
-  S3_BUCKET: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$' })),
-  S3_REGION: Type.String({ minLength: 1, default: 'us-east-1' }),
-  S3_ENDPOINT: Type.Optional(Type.String({ pattern: '^https?://' })),
-  S3_ACCESS_KEY_ID: Type.Optional(Type.String({ minLength: 1 })),
-  S3_SECRET_ACCESS_KEY: Type.Optional(Type.String({ minLength: 1 })),
-  S3_FORCE_PATH_STYLE: Type.Boolean({ default: true }),
-  S3_PREFIX: Type.String({ pattern: '^([A-Za-z0-9._-]+/)*$', default: 'documents/' }),
-  DOCUMENT_RETENTION_DAYS: Type.Integer({ minimum: 0, maximum: 36_500, default: 30 }),
-  DEFAULT_CURRENCY: Type.String({ pattern: '^[A-Z]{3}$', default: 'USD' }),
-  TAX_RATE_BASIS_POINTS: Type.Integer({ minimum: 0, maximum: 10_000, default: 0 }),
-  JITSI_DOMAIN: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9.-]+(:[0-9]+)?$' })),
-  JITSI_APP_ID: Type.Optional(Type.String({ minLength: 1 })),
-  JITSI_APP_SECRET: Type.Optional(Type.String({ minLength: 32 })),
-  AUDIT_FLUSH_INTERVAL_MS: Type.Integer({ minimum: 10, maximum: 60_000, default: 1000 }),
-  SMTP_URL: Type.Optional(Type.String({ pattern: '^smtps?://' })),
-  MAIL_FROM: Type.String({ pattern: '@', default: 'EHR Service <no-reply@localhost>' }),
-  PASSWORD_RESET_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$' })),
-  ENCRYPTION_KEY: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9+/]{43}=$' })),
-  OUTBOX_WORKER: Type.Boolean({ default: true }),
-  OUTBOX_POLL_INTERVAL_MS: Type.Integer({ minimum: 50, maximum: 600_000, default: 1000 }),
-  WEBHOOK_ALLOW_HTTP: Type.Boolean({ default: false }),
-  WEBHOOK_ALLOW_PRIVATE_TARGETS: Type.Boolean({ default: false }),
+  TRUST_PROXY: Type.String({
+    minLength: 1,
+    default: 'false',
+    description:
+      '`true`, or comma-separated proxy addresses/CIDRs whose `X-Forwarded-For` is believed (the client IP of anonymous limits); `false` trusts no proxy',
+  }),
+  MAX_UPLOAD_BYTES: Type.Integer({
+    minimum: 1024,
+    maximum: 5 * 1024 ** 3,
+    default: 25 * 1024 * 1024,
+    description: 'Largest document upload (25 MiB); larger is 413',
+  }),
+  S3_BUCKET: Type.Optional(
+    Type.String({
+      pattern: '^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$',
+      description:
+        'Keep document bytes in this S3-compatible bucket (shared by all instances); unset = files under `$DATA_DIR/documents`',
+    }),
+  ),
+  S3_REGION: Type.String({ minLength: 1, default: 'us-east-1', description: 'Bucket region' }),
+  S3_ENDPOINT: Type.Optional(
+    Type.String({
+      pattern: '^https?://',
+      description: 'Endpoint of an S3-compatible store (MinIO, Ceph, …); unset = AWS',
+    }),
+  ),
+  S3_ACCESS_KEY_ID: Type.Optional(
+    Type.String({
+      minLength: 1,
+      description: "Access key id; unset = the SDK's default chain (environment, instance role)",
+    }),
+  ),
+  S3_SECRET_ACCESS_KEY: Type.Optional(
+    Type.String({
+      minLength: 1,
+      description: "Secret access key; unset = the SDK's default chain (environment, instance role)",
+    }),
+  ),
+  S3_FORCE_PATH_STYLE: Type.Boolean({
+    default: true,
+    description: 'Path-style bucket addressing (what most S3-compatible servers need)',
+  }),
+  S3_PREFIX: Type.String({
+    pattern: '^([A-Za-z0-9._-]+/)*$',
+    default: 'documents/',
+    description: 'Key prefix of the stored objects',
+  }),
+  DOCUMENT_RETENTION_DAYS: Type.Integer({
+    minimum: 0,
+    maximum: 36_500,
+    default: 30,
+    description: 'How long the bytes of a deleted document are kept before they are purged (0: at once)',
+  }),
+  DEFAULT_CURRENCY: Type.String({
+    pattern: '^[A-Z]{3}$',
+    default: 'USD',
+    description: 'ISO 4217 currency of invoices that name none',
+  }),
+  TAX_RATE_BASIS_POINTS: Type.Integer({
+    minimum: 0,
+    maximum: 10_000,
+    default: 0,
+    description: 'Tax on invoice subtotals in basis points (825 = 8.25 %), rounded half up',
+  }),
+  JITSI_DOMAIN: Type.Optional(
+    Type.String({
+      pattern: '^[A-Za-z0-9.-]+(:[0-9]+)?$',
+      description:
+        'Host of the Jitsi Meet deployment, e.g. `meet.example.org`; without all three Jitsi settings joining a room answers 503',
+    }),
+  ),
+  JITSI_APP_ID: Type.Optional(
+    Type.String({
+      minLength: 1,
+      description: 'App id of Jitsi token authentication (`iss` of the room tokens)',
+    }),
+  ),
+  JITSI_APP_SECRET: Type.Optional(
+    Type.String({
+      minLength: 32,
+      description:
+        'Secret of Jitsi token authentication (signs the room tokens, HS256; at least 32 characters)',
+    }),
+  ),
+  AUDIT_FLUSH_INTERVAL_MS: Type.Integer({
+    minimum: 10,
+    maximum: 60_000,
+    default: 1000,
+    description: 'How often buffered audit records are written',
+  }),
+  SMTP_URL: Type.Optional(
+    Type.String({
+      pattern: '^smtps?://',
+      description:
+        'Mail server for password reset mails, `smtp://user:pass@host:587` or `smtps://…:465`; query parameters are passed to nodemailer (e.g. `?requireTLS=true`). Unset = mails are written to the log (development only: the log then holds working reset links)',
+    }),
+  ),
+  MAIL_FROM: Type.String({
+    pattern: '@',
+    default: 'EHR Service <no-reply@localhost>',
+    description: 'Sender of the password reset mails',
+  }),
+  PASSWORD_RESET_URL: Type.Optional(
+    Type.String({
+      pattern: '^https?://[^\\s]+$',
+      description:
+        'The page a reset mail links to, with `?token=…` appended; the page posts the token to `/api/auth/reset-password`. Unset = `$PUBLIC_URL/reset-password`',
+    }),
+  ),
+  ENCRYPTION_KEY: Type.Optional(
+    Type.String({
+      pattern: '^[A-Za-z0-9+/]{43}=$',
+      description:
+        '32 random bytes, base64 (`openssl rand -base64 32`): encrypts webhook secrets at rest (AES-256-GCM). Unset with the embedded database: generated once into `$DATA_DIR/encryption.key` (mode 0600). **Required with `DATABASE_URL`** (the service refuses to start without it), since every instance must decrypt with the same key. Losing it makes stored secrets unusable',
+    }),
+  ),
+  OUTBOX_WORKER: Type.Boolean({
+    default: true,
+    description:
+      'Run the webhook delivery worker in this instance (`false`: leave delivery to other instances)',
+  }),
+  OUTBOX_POLL_INTERVAL_MS: Type.Integer({
+    minimum: 50,
+    maximum: 600_000,
+    default: 1000,
+    description:
+      'How often the worker looks for due deliveries besides being woken by commits (NOTIFY) and its own retry timers',
+  }),
+  WEBHOOK_ALLOW_HTTP: Type.Boolean({
+    default: false,
+    description: 'Accept `http://` webhook URLs. **Development and tests only**: events travel unencrypted',
+  }),
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: Type.Boolean({
+    default: false,
+    description:
+      'Accept hosts on loopback, private, link-local, unique-local or metadata addresses. **Development and tests only** (SSRF)',
+  }),
   WEBHOOK_RETRY_SCHEDULE: Type.String({
     pattern: '^\\d+(\\.\\d+)?(,\\d+(\\.\\d+)?)*$',
     default: '5,300,1800,7200,18000,36000,36000',
+    description:
+      'Seconds before each retry of a failed delivery (±20% jitter); after the last the delivery is FAILED',
   }),
-  WEBHOOK_CONNECT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 60_000, default: 5000 }),
-  WEBHOOK_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 120_000, default: 10_000 }),
-  WEBHOOK_LEASE_SECONDS: Type.Number({ minimum: 1, maximum: 3600, default: 60 }),
-  WEBHOOK_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 1000, default: 64 }),
-  WEBHOOK_HOST_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 1000, default: 8 }),
-  WEBHOOK_DEACTIVATE_AFTER_SECONDS: Type.Integer({ minimum: 1, default: 5 * 86_400 }),
-  WEBHOOK_SECRET_OVERLAP_SECONDS: Type.Integer({ minimum: 0, maximum: 30 * 86_400, default: 86_400 }),
+  WEBHOOK_CONNECT_TIMEOUT_MS: Type.Integer({
+    minimum: 100,
+    maximum: 60_000,
+    default: 5000,
+    description: 'Time to connect to a receiver',
+  }),
+  WEBHOOK_TIMEOUT_MS: Type.Integer({
+    minimum: 100,
+    maximum: 120_000,
+    default: 10_000,
+    description: 'Time for a whole attempt (connect, send, answer)',
+  }),
+  WEBHOOK_LEASE_SECONDS: Type.Number({
+    minimum: 1,
+    maximum: 3600,
+    default: 60,
+    description:
+      'How long a claimed delivery is reserved for one instance; after a crash it is pending again after this. Must exceed `WEBHOOK_TIMEOUT_MS`',
+  }),
+  WEBHOOK_CONCURRENCY: Type.Integer({
+    minimum: 1,
+    maximum: 1000,
+    default: 64,
+    description: 'Attempts one instance runs at once, in all',
+  }),
+  WEBHOOK_HOST_CONCURRENCY: Type.Integer({
+    minimum: 1,
+    maximum: 1000,
+    default: 8,
+    description:
+      'Attempts one instance runs at once to one receiving `host:port`, so a slow receiver cannot take every slot',
+  }),
+  WEBHOOK_DEACTIVATE_AFTER_SECONDS: Type.Integer({
+    minimum: 1,
+    default: 5 * 86_400,
+    description: 'A webhook whose attempts have all failed this long (5 days) is deactivated',
+  }),
+  WEBHOOK_SECRET_OVERLAP_SECONDS: Type.Integer({
+    minimum: 0,
+    maximum: 30 * 86_400,
+    default: 86_400,
+    description: 'After a secret rotation the previous secret also signs this long',
+  }),
 })
 
 type RawConfig = Static<typeof ConfigSchema>

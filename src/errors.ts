@@ -1,19 +1,63 @@
 /**
- * The error table: every code the API returns, its HTTP status and default message. README.md
- * documents the same table; the error handler is the only place that turns failures into responses.
+ * The error table: every code the API returns, its usual HTTP status and default message, every
+ * status it may carry and when. docs/reference/errors.md is generated from it (`npm run docs`);
+ * the error handler is the only place that turns failures into responses.
  */
 export const ERRORS = {
-  AUTH_001: { status: 401, message: 'Authentication failed' },
-  AUTH_002: { status: 401, message: 'Token expired' },
-  AUTH_003: { status: 403, message: 'Insufficient permissions' },
-  VAL_001: { status: 422, message: 'Validation failed' },
-  VAL_002: { status: 422, message: 'Missing required field' },
-  RES_001: { status: 404, message: 'Resource not found' },
-  RES_002: { status: 409, message: 'Resource already exists' },
-  RATE_001: { status: 429, message: 'Too many requests' },
-  SYS_001: { status: 500, message: 'Internal server error' },
-  SYS_002: { status: 503, message: 'Database unavailable' },
-} as const satisfies Record<string, { status: number; message: string }>
+  AUTH_001: {
+    status: 401,
+    message: 'Authentication failed',
+    statuses: [401, 400],
+    when: 'Missing, malformed or invalid token; wrong login credentials or current password (401); invalid refresh token, reset token or authorization code (400)',
+  },
+  AUTH_002: { status: 401, message: 'Token expired', statuses: [401], when: 'Expired access token' },
+  AUTH_003: {
+    status: 403,
+    message: 'Insufficient permissions',
+    statuses: [403],
+    when: 'Role check failed, or the record belongs to another organization',
+  },
+  VAL_001: {
+    status: 422,
+    message: 'Validation failed',
+    statuses: [400, 422, 413, 415, 416, 408, 431],
+    when: 'Malformed parameters, JSON, multipart body or HTTP, or a URL with an undecodable or overlong path segment (400); body fails validation (422); body or upload too large (413); unsupported Content-Type or file type (415); download range outside the document (416); request too slow (408); headers too large (431)',
+  },
+  VAL_002: {
+    status: 422,
+    message: 'Missing required field',
+    statuses: [400, 422],
+    when: 'A required parameter (400) or body field (422) is missing',
+  },
+  RES_001: { status: 404, message: 'Resource not found', statuses: [404], when: 'No such record or route' },
+  RES_002: {
+    status: 409,
+    message: 'Resource already exists',
+    statuses: [409],
+    when: "Duplicate (e.g. an MRN already used in the organization), a double booking, or a change the record's status does not allow",
+  },
+  RATE_001: {
+    status: 429,
+    message: 'Too many requests',
+    statuses: [429],
+    when: 'Rate limit exceeded; `Retry-After` says when to try again',
+  },
+  SYS_001: {
+    status: 500,
+    message: 'Internal server error',
+    statuses: [500, 503],
+    when: 'Unexpected error; no internals are returned, quote the request id (500). The external identity provider did not answer a sign-in, refresh or logout, or telehealth is not configured (503)',
+  },
+  SYS_002: {
+    status: 503,
+    message: 'Database unavailable',
+    statuses: [503],
+    when: 'The database is unreachable or busy, or the document store (its directory or S3 bucket) failed or did not answer',
+  },
+} as const satisfies Record<
+  string,
+  { status: number; message: string; statuses: readonly number[]; when: string }
+>
 
 export type ErrorCode = keyof typeof ERRORS
 
