@@ -1,3 +1,4 @@
+import type { Kysely, Transaction } from 'kysely'
 import type { AppointmentsTable } from './tables/appointments.js'
 import type { AuditLogTable } from './tables/audit-log.js'
 import type { InvoicesTable, OrganizationCountersTable, PaymentsTable } from './tables/billing.js'
@@ -56,3 +57,8 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable
   webhook_delivery_attempts: WebhookDeliveryAttemptsTable
 }
+
+/** A handle that queries can run on: the database, or a transaction on it. */
+export type Db = Kysely<Database> | Transaction<Database>
+/** A transaction: a function that must run inside one says so by taking this. */
+export type Trx = Transaction<Database>

@@ -1,8 +1,6 @@
-import type { Compilable, CompiledQuery, Kysely, Transaction } from 'kysely'
-import type { Database } from './database.js'
+import type { Compilable, CompiledQuery } from 'kysely'
+import type { Db } from './database.js'
 import { allowPreparing } from './prepared-statements.js'
-
-type Db = Kysely<Database> | Transaction<Database>
 
 const SLOT = Symbol('parameter slot')
 type Slot = { readonly [SLOT]: number }

@@ -1,10 +1,11 @@
 import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely'
+import type { PATIENT_STATUSES } from '../../schemas/patients.js'
 
 export interface PatientsTable {
   id: ColumnType<number, never, never>
   organization_id: number
   mrn: Generated<string>
-  status: Generated<string>
+  status: Generated<(typeof PATIENT_STATUSES)[number]>
   first_name: string
   middle_name: string | null
   last_name: string

@@ -1,6 +1,6 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
-import { type Kysely, sql, type Transaction } from 'kysely'
-import type { Database } from '../../db/database.js'
+import { type Kysely, sql } from 'kysely'
+import type { Database, Db, Trx } from '../../db/database.js'
 import { AppError } from '../errors.js'
 import { findTokenSubject } from './account-queries.js'
 import type { TokenIssuer } from './token-issuer.js'
@@ -26,7 +26,7 @@ export const invalidRefreshToken = () =>
     message: 'Invalid refresh token',
   })
 
-async function addRefreshToken(trx: Transaction<Database>, sessionId: string): Promise<string> {
+async function addRefreshToken(trx: Trx, sessionId: string): Promise<string> {
   const token = newOpaqueToken()
   await trx
     .insertInto('refresh_tokens')
@@ -84,11 +84,7 @@ export async function startSession(
   return issueFor(db, issuer, userId, sessionId, clientId, refreshToken)
 }
 
-export function revokeSession(
-  db: Kysely<Database> | Transaction<Database>,
-  sessionId: string,
-  reason: string,
-) {
+export function revokeSession(db: Db, sessionId: string, reason: string) {
   return db
     .updateTable('sessions')
     .set({ revoked_at: sql`now()`, revoked_reason: reason })
@@ -97,11 +93,7 @@ export function revokeSession(
     .execute()
 }
 
-export function revokeUserSessions(
-  db: Kysely<Database> | Transaction<Database>,
-  userId: number,
-  reason: string,
-) {
+export function revokeUserSessions(db: Db, userId: number, reason: string) {
   return db
     .updateTable('sessions')
     .set({ revoked_at: sql`now()`, revoked_reason: reason })

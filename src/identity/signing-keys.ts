@@ -1,7 +1,7 @@
 import { createPublicKey, generateKeyPair, randomBytes } from 'node:crypto'
 import { promisify } from 'node:util'
-import { type Kysely, sql, type Transaction } from 'kysely'
-import type { Database } from '../../db/database.js'
+import { type Kysely, sql } from 'kysely'
+import type { Database, Db } from '../../db/database.js'
 import { ACCESS_TOKEN_TTL_SECONDS } from './token-lifetimes.js'
 
 const generateRsaKeyPair = promisify(generateKeyPair)
@@ -14,8 +14,6 @@ export interface SigningKey {
 
 /** How often every instance looks for a newer signing key (after a rotation elsewhere). */
 export const SIGNING_KEY_REFRESH_MS = 60_000
-
-type Db = Kysely<Database> | Transaction<Database>
 
 function newestKey(db: Db) {
   return db

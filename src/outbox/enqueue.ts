@@ -1,12 +1,5 @@
-import {
-  type Compilable,
-  type Kysely,
-  type OperationNodeSource,
-  type RawBuilder,
-  sql,
-  type Transaction,
-} from 'kysely'
-import type { Database } from '../../db/database.js'
+import { type Compilable, type OperationNodeSource, type RawBuilder, sql } from 'kysely'
+import type { Db, Trx } from '../../db/database.js'
 import { type EmittedEvent, type EventData, TEST_EVENT } from '../../schemas/events.js'
 import { ALL_EVENTS } from '../../schemas/webhooks.js'
 
@@ -34,7 +27,7 @@ function deliveriesOf(organizationId: number, event: EmittedEvent) {
  * exactly when the change does, with its deliveries.
  */
 export async function enqueueEvent<E extends EmittedEvent>(
-  trx: Transaction<Database>,
+  trx: Trx,
   organizationId: number,
   event: E,
   data: EventData<E>,
@@ -57,7 +50,7 @@ export async function enqueueEvent<E extends EmittedEvent>(
  * the row, or undefined (and no event) when the change touched none.
  */
 export async function changeWithEvent<R, E extends EmittedEvent>(
-  db: Kysely<Database> | Transaction<Database>,
+  db: Db,
   organizationId: number,
   event: E,
   change: Compilable<R> & OperationNodeSource,
@@ -79,7 +72,7 @@ export async function changeWithEvent<R, E extends EmittedEvent>(
 
 /** A `webhook.test` event for one webhook only, at an administrator's request. */
 export async function enqueueTestDelivery(
-  trx: Transaction<Database>,
+  trx: Trx,
   organizationId: number,
   webhookId: number,
 ): Promise<number> {
@@ -104,6 +97,6 @@ export async function enqueueTestDelivery(
 }
 
 /** Wakes the workers on commit, for work that is due again without a new event (a redelivery). */
-export async function notifyWorkers(trx: Transaction<Database>): Promise<void> {
+export async function notifyWorkers(trx: Trx): Promise<void> {
   await sql`select pg_notify(${OUTBOX_CHANNEL}, '')`.execute(trx)
 }

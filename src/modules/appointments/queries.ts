@@ -1,5 +1,5 @@
-import { type Kysely, type RawBuilder, sql, type Transaction } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import { type Kysely, type RawBuilder, sql } from 'kysely'
+import type { Database, Db, Trx } from '../../../db/database.js'
 import type {
   AppointmentRow,
   AppointmentRowUpdate,
@@ -8,8 +8,6 @@ import type {
 import { type APPOINTMENT_SORT_FIELDS, TIME_RELEASING_STATUSES } from '../../../schemas/appointments.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import { fetchPage, type SortOrder } from '../../lib/paging.js'
-
-type Db = Kysely<Database> | Transaction<Database>
 
 export type AppointmentSortField = (typeof APPOINTMENT_SORT_FIELDS)[number]
 
@@ -55,19 +53,16 @@ export async function findAppointmentOrganization(db: Db, id: number): Promise<n
   return row?.organization_id
 }
 
-export function lockAppointment(trx: Transaction<Database>, organizationId: number, id: number) {
+export function lockAppointment(trx: Trx, organizationId: number, id: number) {
   return scoped(trx, organizationId).selectAll().where('id', '=', id).forUpdate().executeTakeFirst()
 }
 
-export function insertAppointment(
-  trx: Transaction<Database>,
-  row: NewAppointmentRow,
-): Promise<AppointmentRow> {
+export function insertAppointment(trx: Trx, row: NewAppointmentRow): Promise<AppointmentRow> {
   return trx.insertInto('appointments').values(row).returningAll().executeTakeFirstOrThrow()
 }
 
 export function updateAppointmentRow(
-  trx: Transaction<Database>,
+  trx: Trx,
   organizationId: number,
   id: number,
   changes: AppointmentRowUpdate,

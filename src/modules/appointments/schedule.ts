@@ -1,5 +1,5 @@
-import type { Kysely, Transaction } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import type { Kysely } from 'kysely'
+import type { Database, Db } from '../../../db/database.js'
 import type { AppointmentRow } from '../../../db/tables/appointments.js'
 import type { ProviderRow } from '../../../db/tables/providers.js'
 import type { AvailableSlot, AvailableSlotsQuery } from '../../../schemas/appointments.js'
@@ -23,8 +23,6 @@ import {
 } from '../../lib/zoned-time.js'
 import { dayOfWeek, requireProvider, workingCalendar, workingIntervalsOn } from '../providers/service.js'
 import { findBookedAppointments } from './queries.js'
-
-type Db = Kysely<Database> | Transaction<Database>
 
 /** Appointments holding the provider's time from the start of `from` to the end of `to`. */
 function bookedBetween(db: Db, provider: ProviderRow, from: string, to: string) {

@@ -1,5 +1,5 @@
-import type { Kysely, Transaction } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import type { Kysely } from 'kysely'
+import type { Database, Db, Trx } from '../../../db/database.js'
 import type { AppointmentRow } from '../../../db/tables/appointments.js'
 import type { ProviderRow } from '../../../db/tables/providers.js'
 import {
@@ -37,8 +37,6 @@ import {
   updateAppointmentRow,
 } from './queries.js'
 
-type Db = Kysely<Database> | Transaction<Database>
-
 const MINUTE_MS = 60_000
 
 const invalid = (details: string) => new AppError('VAL_001', details)
@@ -66,13 +64,7 @@ function checkTransition(from: AppointmentStatus, to: AppointmentStatus): void {
  * hours. Overlaps are left to the database's exclusion constraint, which holds under concurrency;
  * the caller holds the provider's calendar lock, so concurrent bookings reach it one at a time.
  */
-async function bookableTime(
-  trx: Transaction<Database>,
-  provider: ProviderRow,
-  date: string,
-  time: string,
-  duration: number,
-) {
+async function bookableTime(trx: Trx, provider: ProviderRow, date: string, time: string, duration: number) {
   if (!provider.active) throw conflict(`Provider ${provider.id} is inactive and takes no new appointments`)
   const start = zonedInstant(provider.time_zone, date, minutesOf(time))
   if (start.inGap) {
@@ -142,12 +134,7 @@ function movesAppointment(current: AppointmentRow, body: UpdateAppointmentBody):
   )
 }
 
-async function rescheduled(
-  trx: Transaction<Database>,
-  actor: Actor,
-  current: AppointmentRow,
-  body: UpdateAppointmentBody,
-) {
+async function rescheduled(trx: Trx, actor: Actor, current: AppointmentRow, body: UpdateAppointmentBody) {
   const status = current.status as AppointmentStatus
   if (!RESCHEDULABLE_STATUSES.includes(status)) {
     throw conflict(

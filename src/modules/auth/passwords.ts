@@ -1,5 +1,5 @@
-import type { Kysely, Transaction } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import type { Kysely } from 'kysely'
+import type { Database, Trx } from '../../../db/database.js'
 import type { ChangePasswordBody, ResetPasswordBody } from '../../../schemas/auth.js'
 import { AppError, forbidden } from '../../errors.js'
 import { findLoginCandidate } from '../../identity/account-queries.js'
@@ -65,7 +65,7 @@ export async function sendPasswordResetLink(
 }
 
 /** After any password replacement: every session and every outstanding reset link of the user ends. */
-async function endCredentialsOf(trx: Transaction<Database>, userId: number, reason: string) {
+async function endCredentialsOf(trx: Trx, userId: number, reason: string) {
   await revokeUserSessions(trx, userId, reason)
   await retirePasswordResetTokens(trx, userId)
 }

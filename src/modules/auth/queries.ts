@@ -1,5 +1,5 @@
-import { type Kysely, sql, type Transaction } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import { type Kysely, sql } from 'kysely'
+import type { Database, Trx } from '../../../db/database.js'
 
 export function insertPasswordResetToken(
   db: Kysely<Database>,
@@ -34,7 +34,7 @@ export function findPasswordResetAccount(db: Kysely<Database>, tokenHash: string
  * Marks a reset token used if it still is usable, in one statement: of concurrent claims of the
  * same token exactly one gets its row back.
  */
-export function claimPasswordResetToken(trx: Transaction<Database>, tokenHash: string) {
+export function claimPasswordResetToken(trx: Trx, tokenHash: string) {
   return trx
     .updateTable('password_reset_tokens')
     .set({ used_at: sql`now()` })
@@ -46,7 +46,7 @@ export function claimPasswordResetToken(trx: Transaction<Database>, tokenHash: s
 }
 
 /** Ends every reset link of a user still outstanding: they were sent for the password just replaced. */
-export function retirePasswordResetTokens(trx: Transaction<Database>, userId: number) {
+export function retirePasswordResetTokens(trx: Trx, userId: number) {
   return trx
     .updateTable('password_reset_tokens')
     .set({ used_at: sql`now()` })
@@ -61,7 +61,7 @@ export function retirePasswordResetTokens(trx: Transaction<Database>, userId: nu
  * Returns whether the row was updated.
  */
 export async function updatePasswordHash(
-  trx: Transaction<Database>,
+  trx: Trx,
   userId: number,
   passwordHash: string,
   previousHash?: string,

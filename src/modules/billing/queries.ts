@@ -1,10 +1,8 @@
-import { type Kysely, sql, type Transaction } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import { type Kysely, sql } from 'kysely'
+import type { Database, Db, Trx } from '../../../db/database.js'
 import type { InvoiceRow } from '../../../db/tables/billing.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import { fetchPage, type SortOrder } from '../../lib/paging.js'
-
-type Db = Kysely<Database> | Transaction<Database>
 
 export const INVOICE_SORT_COLUMNS = {
   createdAt: 'created_at',
@@ -14,7 +12,7 @@ export const INVOICE_SORT_COLUMNS = {
 }
 
 /** The next value of an organization's counter; concurrent callers get distinct values. */
-export async function nextCounterValue(trx: Transaction<Database>, organizationId: number, name: string) {
+export async function nextCounterValue(trx: Trx, organizationId: number, name: string) {
   const row = await trx
     .insertInto('organization_counters')
     .values({ organization_id: organizationId, name, value: 1 })
@@ -29,7 +27,7 @@ export async function nextCounterValue(trx: Transaction<Database>, organizationI
 }
 
 export function insertInvoice(
-  trx: Transaction<Database>,
+  trx: Trx,
   invoice: Omit<InvoiceRow, 'id' | 'amount_paid' | 'created_at' | 'updated_at'>,
 ) {
   return trx
@@ -48,7 +46,7 @@ export function findInvoice(db: Db, organizationId: number, id: number) {
     .executeTakeFirst()
 }
 
-export function lockInvoice(trx: Transaction<Database>, organizationId: number, id: number) {
+export function lockInvoice(trx: Trx, organizationId: number, id: number) {
   return trx
     .selectFrom('invoices')
     .selectAll()
@@ -69,7 +67,7 @@ export async function findInvoiceOrganization(db: Db, id: number) {
 }
 
 export function updateInvoice(
-  trx: Transaction<Database>,
+  trx: Trx,
   id: number,
   changes: Partial<Pick<InvoiceRow, 'status' | 'amount_paid' | 'issued_at' | 'voided_at'>>,
 ) {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
-import type { Kysely, Transaction } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import type { Kysely } from 'kysely'
+import type { Database, Db, Trx } from '../../../db/database.js'
 import type { InvoiceRow, PaymentRow } from '../../../db/tables/billing.js'
 import type {
   CreateInvoiceBody,
@@ -112,11 +112,7 @@ export async function createInvoice(
   return toInvoice(row)
 }
 
-async function missingInvoice(
-  db: Kysely<Database> | Transaction<Database>,
-  actor: Actor,
-  id: number,
-): Promise<never> {
+async function missingInvoice(db: Db, actor: Actor, id: number): Promise<never> {
   return missingRecord('Invoice', id, await findInvoiceOrganization(db, id), actor)
 }
 
@@ -149,7 +145,7 @@ async function changeInvoice(
   db: Kysely<Database>,
   actor: Actor,
   id: number,
-  change: (invoice: InvoiceRow, trx: Transaction<Database>) => Promise<InvoiceRow>,
+  change: (invoice: InvoiceRow, trx: Trx) => Promise<InvoiceRow>,
 ): Promise<Invoice> {
   const row = await db.transaction().execute(async (trx) => {
     const invoice = await lockInvoice(trx, actor.organizationId, id)

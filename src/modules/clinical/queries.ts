@@ -1,12 +1,10 @@
-import { type Kysely, sql, type Transaction } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import { type Kysely, sql } from 'kysely'
+import type { Database, Db, Trx } from '../../../db/database.js'
 import type { ClinicalKindName, ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import { fetchPage, type SortOrder } from '../../lib/paging.js'
 
 export const CLINICAL_SORT_COLUMNS = { effectiveAt: 'effective_at', recordedAt: 'recorded_at' }
-
-type Db = Kysely<Database> | Transaction<Database>
 
 export interface RecordScope {
   organizationId: number
@@ -36,12 +34,12 @@ export function findRecord(db: Db, scope: RecordScope, id: number) {
   return scoped(db, scope).selectAll().where('id', '=', id).executeTakeFirst()
 }
 
-export function lockRecord(trx: Transaction<Database>, scope: RecordScope, id: number) {
+export function lockRecord(trx: Trx, scope: RecordScope, id: number) {
   return scoped(trx, scope).selectAll().where('id', '=', id).forUpdate().executeTakeFirst()
 }
 
 export function updateRecord(
-  trx: Transaction<Database>,
+  trx: Trx,
   id: number,
   changes: Partial<Pick<ClinicalRecordRow, 'status' | 'code' | 'effective_at' | 'data' | 'encounter_id'>> & {
     updated_by: number

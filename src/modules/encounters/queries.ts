@@ -1,12 +1,10 @@
-import { type Kysely, type RawBuilder, sql, type Transaction } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import { type Kysely, type RawBuilder, sql } from 'kysely'
+import type { Database, Db, Trx } from '../../../db/database.js'
 import type { EncounterAddendumRow, NewEncounterAddendumRow } from '../../../db/tables/encounter-addenda.js'
 import type { EncounterRow, EncounterRowUpdate, NewEncounterRow } from '../../../db/tables/encounters.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import type { ENCOUNTER_SORT_FIELDS } from '../../../schemas/encounters.js'
 import { fetchPage, type SortOrder } from '../../lib/paging.js'
-
-type Db = Kysely<Database> | Transaction<Database>
 
 export type EncounterSortField = (typeof ENCOUNTER_SORT_FIELDS)[number]
 
@@ -47,16 +45,16 @@ export async function findEncounterOrganization(db: Db, id: number): Promise<num
   return row?.organization_id
 }
 
-export function lockEncounter(trx: Transaction<Database>, organizationId: number, id: number) {
+export function lockEncounter(trx: Trx, organizationId: number, id: number) {
   return scoped(trx, organizationId).selectAll().where('id', '=', id).forUpdate().executeTakeFirst()
 }
 
-export function insertEncounter(trx: Transaction<Database>, row: NewEncounterRow): Promise<EncounterRow> {
+export function insertEncounter(trx: Trx, row: NewEncounterRow): Promise<EncounterRow> {
   return trx.insertInto('encounters').values(row).returningAll().executeTakeFirstOrThrow()
 }
 
 export function updateEncounterRow(
-  trx: Transaction<Database>,
+  trx: Trx,
   organizationId: number,
   id: number,
   changes: EncounterRowUpdate,
@@ -81,10 +79,7 @@ export function addendaOf(db: Db, encounterIds: number[]): Promise<EncounterAdde
     .execute()
 }
 
-export async function insertAddendum(
-  trx: Transaction<Database>,
-  row: NewEncounterAddendumRow,
-): Promise<void> {
+export async function insertAddendum(trx: Trx, row: NewEncounterAddendumRow): Promise<void> {
   await trx.insertInto('encounter_addenda').values(row).execute()
 }
 

@@ -1,5 +1,5 @@
-import type { Kysely, Transaction } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import type { Kysely } from 'kysely'
+import type { Database, Db, Trx } from '../../../db/database.js'
 import type { EncounterRow } from '../../../db/tables/encounters.js'
 import { TIME_RELEASING_STATUSES } from '../../../schemas/appointments.js'
 import type { PageOf } from '../../../schemas/common.js'
@@ -33,8 +33,6 @@ import {
   updateEncounterRow,
 } from './queries.js'
 
-type Db = Kysely<Database> | Transaction<Database>
-
 async function missingEncounter(db: Db, actor: Actor, id: number): Promise<never> {
   return missingRecord('Encounter', id, await findEncounterOrganization(db, id), actor)
 }
@@ -58,7 +56,7 @@ function checkOperation(row: EncounterRow, operation: EncounterOperation): void 
 }
 
 /** The appointment an encounter documents: same organization, patient and provider, not called off. */
-async function checkAppointment(trx: Transaction<Database>, actor: Actor, body: CreateEncounterBody) {
+async function checkAppointment(trx: Trx, actor: Actor, body: CreateEncounterBody) {
   if (!body.appointmentId) return
   const appointment = await requireAppointment(trx, actor, body.appointmentId)
   if (appointment.patient_id !== body.patientId || appointment.provider_id !== body.providerId) {

@@ -1,7 +1,6 @@
-import { type RawBuilder, sql } from 'kysely'
 import type { PatientRow } from '../../../db/tables/patients.js'
-import type { EventData } from '../../../schemas/events.js'
 import type { CreatePatientBody, Patient } from '../../../schemas/patients.js'
+import { column, eventMapping, isSet } from '../../outbox/event-mapping.js'
 
 /** The API's grouped patient from a row; only what the response schema declares is ever sent. */
 export function toPatient(row: PatientRow): Patient {
@@ -9,7 +8,7 @@ export function toPatient(row: PatientRow): Patient {
   return {
     id: row.id,
     mrn: row.mrn,
-    status: row.status as Patient['status'],
+    status: row.status,
     identification: {
       firstName: row.first_name,
       middleName: row.middle_name,
@@ -65,8 +64,10 @@ export function demographicColumns(body: CreatePatientBody) {
   }
 }
 
-/** The data of patient.created and patient.updated, built in SQL from the changed row. */
-export function patientEventData(changed: RawBuilder<unknown>): RawBuilder<EventData<'patient.created'>> {
-  return sql`jsonb_build_object('id', ${changed}.id, 'mrn', ${changed}.mrn, 'status', ${changed}.status,
-    'deleted', ${changed}.deleted_at is not null)`
-}
+/** The data of patient.created and patient.updated: identifiers only, no demographics. */
+export const patientEvent = eventMapping<'patient.created', PatientRow>({
+  id: column('id'),
+  mrn: column('mrn'),
+  status: column('status'),
+  deleted: isSet('deleted_at'),
+})

@@ -1,5 +1,5 @@
-import { type Kysely, type RawBuilder, sql, type Transaction } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import { type Kysely, type RawBuilder, sql } from 'kysely'
+import type { Database, Db, Trx } from '../../../db/database.js'
 import { precompiledQuery } from '../../../db/precompiled-query.js'
 import type { NewPatientRow, PatientRow, PatientRowUpdate } from '../../../db/tables/patients.js'
 import type { PageQuery } from '../../../schemas/common.js'
@@ -8,8 +8,6 @@ import { coalesced } from '../../lib/coalesce.js'
 import { countRows, fetchPageOfKnownTotal, type SortOrder } from '../../lib/paging.js'
 import { prefixEnd } from '../../lib/prefix-range.js'
 import type { SearchTerms } from './search-terms.js'
-
-type Db = Kysely<Database> | Transaction<Database>
 
 export type PatientSortField = (typeof PATIENT_SORT_FIELDS)[number]
 
@@ -24,7 +22,7 @@ export const PATIENT_SORT_COLUMNS: Record<PatientSortField, string> = {
 }
 
 export interface PatientFilters {
-  status?: string
+  status?: PatientRow['status']
   firstName?: string
   lastName?: string
   dateOfBirth?: string
@@ -123,16 +121,11 @@ export async function findPatientOrganization(db: Db, id: number): Promise<numbe
   return row?.organization_id
 }
 
-export function lockPatient(trx: Transaction<Database>, organizationId: number, id: number) {
+export function lockPatient(trx: Trx, organizationId: number, id: number) {
   return live(trx, organizationId).select(PATIENT_COLUMNS).where('id', '=', id).forUpdate().executeTakeFirst()
 }
 
-export function updatePatientQuery(
-  trx: Transaction<Database>,
-  organizationId: number,
-  id: number,
-  changes: PatientRowUpdate,
-) {
+export function updatePatientQuery(trx: Trx, organizationId: number, id: number, changes: PatientRowUpdate) {
   return trx
     .updateTable('patients')
     .set({ ...changes, updated_at: sql`now()` })

@@ -1,5 +1,5 @@
-import type { Kysely, Transaction } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import type { Kysely } from 'kysely'
+import type { Database, Db } from '../../../db/database.js'
 import type { PatientRow } from '../../../db/tables/patients.js'
 import type { PageOf } from '../../../schemas/common.js'
 import type {
@@ -13,7 +13,7 @@ import { type Actor, missingRecord } from '../../access/organization-scope.js'
 import { AppError } from '../../errors.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import { changeWithEvent } from '../../outbox/enqueue.js'
-import { demographicColumns, patientEventData, toPatient } from './mapper.js'
+import { demographicColumns, patientEvent, toPatient } from './mapper.js'
 import {
   findPatient,
   findPatientOrganization,
@@ -40,11 +40,7 @@ function checkBirthDate(dateOfBirth: string): void {
 }
 
 /** The spec's organization rule: a patient of another organization is 403, a missing one 404. */
-async function missingPatient(
-  db: Kysely<Database> | Transaction<Database>,
-  actor: Actor,
-  id: number,
-): Promise<never> {
+async function missingPatient(db: Db, actor: Actor, id: number): Promise<never> {
   return missingRecord('Patient', id, await findPatientOrganization(db, id), actor)
 }
 
@@ -77,7 +73,7 @@ export async function createPatient(
       actor.organizationId,
       'patient.created',
       insertPatientQuery(db, row),
-      patientEventData,
+      patientEvent.toSql,
     )
   let inserted = await insert()
   for (let attempt = 1; !inserted && !body.mrn && attempt < GENERATED_MRN_ATTEMPTS; attempt++) {
@@ -88,16 +84,12 @@ export async function createPatient(
   return toPatient(inserted)
 }
 
-/** The live patient, if of the caller's organization; otherwise 403 or 404. */
 /** The organization's live patient with this id, if there is one (no 403/404 rule: the caller decides). */
 export const findPatientOfOrganization = (db: Kysely<Database>, organizationId: number, id: number) =>
   findPatient(db, organizationId, id)
 
-export async function requirePatient(
-  db: Kysely<Database> | Transaction<Database>,
-  actor: Actor,
-  id: number,
-): Promise<PatientRow> {
+/** The live patient, if of the caller's organization; otherwise 403 or 404. */
+export async function requirePatient(db: Db, actor: Actor, id: number): Promise<PatientRow> {
   return (await findPatient(db, actor.organizationId, id)) ?? missingPatient(db, actor, id)
 }
 
@@ -125,7 +117,7 @@ export async function updatePatient(
         status: body.status ?? current.status,
         updated_by: actor.userId,
       }),
-      patientEventData,
+      patientEvent.toSql,
     )
     // The row is locked above, so the update always finds it.
     return toPatient(updated as PatientRow)
@@ -149,7 +141,7 @@ export async function deletePatient(db: Kysely<Database>, actor: Actor, id: numb
         deleted_by: actor.userId,
         updated_by: actor.userId,
       }),
-      patientEventData,
+      patientEvent.toSql,
     )
     return { id }
   })

@@ -1,13 +1,11 @@
-import { type Kysely, type RawBuilder, sql, type Transaction } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import { type Kysely, type RawBuilder, sql } from 'kysely'
+import type { Database, Db, Trx } from '../../../db/database.js'
 import type { NewProviderExceptionRow, ProviderExceptionRow } from '../../../db/tables/provider-exceptions.js'
 import type { NewProviderHoursRow, ProviderHoursRow } from '../../../db/tables/provider-hours.js'
 import type { NewProviderRow, ProviderRow, ProviderRowUpdate } from '../../../db/tables/providers.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import type { PROVIDER_SORT_FIELDS } from '../../../schemas/providers.js'
 import { fetchPage, type SortOrder } from '../../lib/paging.js'
-
-type Db = Kysely<Database> | Transaction<Database>
 
 export type ProviderSortField = (typeof PROVIDER_SORT_FIELDS)[number]
 
@@ -53,20 +51,20 @@ export async function findProviderOrganization(db: Db, id: number): Promise<numb
  * constraint, two bookings that each inserted before the other's check deadlock there. The lock
  * does not block inserts that merely reference the provider.
  */
-export function lockProviderCalendar(trx: Transaction<Database>, organizationId: number, id: number) {
+export function lockProviderCalendar(trx: Trx, organizationId: number, id: number) {
   return scoped(trx, organizationId).selectAll().where('id', '=', id).forNoKeyUpdate().executeTakeFirst()
 }
 
-export function lockProvider(trx: Transaction<Database>, organizationId: number, id: number) {
+export function lockProvider(trx: Trx, organizationId: number, id: number) {
   return scoped(trx, organizationId).selectAll().where('id', '=', id).forUpdate().executeTakeFirst()
 }
 
-export function insertProvider(trx: Transaction<Database>, row: NewProviderRow): Promise<ProviderRow> {
+export function insertProvider(trx: Trx, row: NewProviderRow): Promise<ProviderRow> {
   return trx.insertInto('providers').values(row).returningAll().executeTakeFirstOrThrow()
 }
 
 export function updateProviderRow(
-  trx: Transaction<Database>,
+  trx: Trx,
   organizationId: number,
   id: number,
   changes: ProviderRowUpdate,
@@ -123,7 +121,7 @@ export function weeklyHoursOf(db: Db, providerIds: number[]): Promise<ProviderHo
 }
 
 export async function replaceWeeklyHours(
-  trx: Transaction<Database>,
+  trx: Trx,
   providerId: number,
   rows: NewProviderHoursRow[],
 ): Promise<void> {
@@ -150,18 +148,11 @@ export function exceptionsBetween(
     .execute()
 }
 
-export function insertException(
-  trx: Transaction<Database>,
-  row: NewProviderExceptionRow,
-): Promise<ProviderExceptionRow> {
+export function insertException(trx: Trx, row: NewProviderExceptionRow): Promise<ProviderExceptionRow> {
   return trx.insertInto('provider_exceptions').values(row).returningAll().executeTakeFirstOrThrow()
 }
 
-export async function deleteException(
-  trx: Transaction<Database>,
-  providerId: number,
-  exceptionId: number,
-): Promise<boolean> {
+export async function deleteException(trx: Trx, providerId: number, exceptionId: number): Promise<boolean> {
   const deleted = await trx
     .deleteFrom('provider_exceptions')
     .where('provider_id', '=', providerId)

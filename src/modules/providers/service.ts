@@ -1,5 +1,5 @@
-import type { Kysely, Transaction } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import type { Kysely } from 'kysely'
+import type { Database, Db, Trx } from '../../../db/database.js'
 import type { ProviderRow } from '../../../db/tables/providers.js'
 import type { PageOf } from '../../../schemas/common.js'
 import type {
@@ -36,8 +36,6 @@ import {
   weeklyHoursOf,
 } from './queries.js'
 
-type Db = Kysely<Database> | Transaction<Database>
-
 const DEFAULT_SLOT_MINUTES = 30
 
 const invalid = (details: string) => new AppError('VAL_001', details)
@@ -57,11 +55,7 @@ export async function requireProvider(db: Db, actor: Actor, id: number): Promise
 }
 
 /** The provider for a booking onto its calendar, locked against other bookings (lockProviderCalendar). */
-export async function requireProviderForBooking(
-  trx: Transaction<Database>,
-  actor: Actor,
-  id: number,
-): Promise<ProviderRow> {
+export async function requireProviderForBooking(trx: Trx, actor: Actor, id: number): Promise<ProviderRow> {
   return (await lockProviderCalendar(trx, actor.organizationId, id)) ?? missingProvider(trx, actor, id)
 }
 

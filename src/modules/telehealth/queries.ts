@@ -1,8 +1,6 @@
-import { type Insertable, type Kysely, sql, type Transaction } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import { type Insertable, sql } from 'kysely'
+import type { Db } from '../../../db/database.js'
 import type { TelehealthRoomsTable } from '../../../db/tables/telehealth-rooms.js'
-
-type Db = Kysely<Database> | Transaction<Database>
 
 const rooms = (db: Db, organizationId: number) =>
   db.selectFrom('telehealth_rooms').selectAll().where('organization_id', '=', organizationId)

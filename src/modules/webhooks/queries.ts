@@ -1,11 +1,9 @@
-import { type Kysely, sql, type Transaction } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import { type Kysely, sql } from 'kysely'
+import type { Database, Db, Trx } from '../../../db/database.js'
 import type { NewWebhookRow, WebhookRow, WebhookRowUpdate } from '../../../db/tables/webhooks.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import type { DELIVERY_SORT_FIELDS, WEBHOOK_SORT_FIELDS } from '../../../schemas/webhooks.js'
 import { fetchPage, type SortOrder } from '../../lib/paging.js'
-
-type Db = Kysely<Database> | Transaction<Database>
 
 export const WEBHOOK_SORT_COLUMNS: Record<(typeof WEBHOOK_SORT_FIELDS)[number], string> = {
   createdAt: 'created_at',
@@ -21,7 +19,7 @@ const orderBy = (sort: SortOrder) => sql.raw(`${sort.column} ${sort.direction}, 
 const webhooksOf = (db: Db, organizationId: number) =>
   db.selectFrom('webhooks').where('organization_id', '=', organizationId)
 
-export function insertWebhook(trx: Transaction<Database>, row: NewWebhookRow): Promise<WebhookRow> {
+export function insertWebhook(trx: Trx, row: NewWebhookRow): Promise<WebhookRow> {
   return trx.insertInto('webhooks').values(row).returningAll().executeTakeFirstOrThrow()
 }
 
@@ -29,7 +27,7 @@ export function findWebhook(db: Db, organizationId: number, id: number): Promise
   return webhooksOf(db, organizationId).selectAll().where('id', '=', id).executeTakeFirst()
 }
 
-export function lockWebhook(trx: Transaction<Database>, organizationId: number, id: number) {
+export function lockWebhook(trx: Trx, organizationId: number, id: number) {
   return webhooksOf(trx, organizationId).selectAll().where('id', '=', id).forUpdate().executeTakeFirst()
 }
 
@@ -47,7 +45,7 @@ export async function findWebhookOrganization(db: Db, id: number): Promise<numbe
 }
 
 export function updateWebhookRow(
-  trx: Transaction<Database>,
+  trx: Trx,
   organizationId: number,
   id: number,
   changes: WebhookRowUpdate,
@@ -62,7 +60,7 @@ export function updateWebhookRow(
 }
 
 /** Deletes the webhook; its deliveries and their attempts go with it. */
-export async function deleteWebhookRow(trx: Transaction<Database>, organizationId: number, id: number) {
+export async function deleteWebhookRow(trx: Trx, organizationId: number, id: number) {
   await trx
     .deleteFrom('webhooks')
     .where('organization_id', '=', organizationId)
@@ -125,12 +123,7 @@ export function listAttempts(db: Db, deliveryId: number) {
  * Puts a delivery back in the queue as if new: due now, at the start of the retry schedule. A
  * delivery an instance is sending right now is left alone (undefined).
  */
-export function requeueDelivery(
-  trx: Transaction<Database>,
-  organizationId: number,
-  webhookId: number,
-  id: number,
-) {
+export function requeueDelivery(trx: Trx, organizationId: number, webhookId: number, id: number) {
   return trx
     .updateTable('webhook_deliveries')
     .set({

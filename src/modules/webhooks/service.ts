@@ -1,5 +1,5 @@
-import type { Kysely, Transaction } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import type { Kysely } from 'kysely'
+import type { Database, Db } from '../../../db/database.js'
 import type { PageOf } from '../../../schemas/common.js'
 import {
   ALL_EVENTS,
@@ -48,11 +48,7 @@ export interface WebhookSettings {
 }
 
 /** The spec's organization rule: a webhook of another organization is 403, a missing one 404. */
-async function missingWebhook(
-  db: Kysely<Database> | Transaction<Database>,
-  actor: Actor,
-  id: number,
-): Promise<never> {
+async function missingWebhook(db: Db, actor: Actor, id: number): Promise<never> {
   const organizationId = await findWebhookOrganization(db, id)
   if (organizationId !== undefined && organizationId !== actor.organizationId) {
     throw forbidden('The webhook belongs to another organization')
@@ -215,7 +211,7 @@ export async function sendTestEvent(db: Kysely<Database>, actor: Actor, id: numb
   })
 }
 
-async function requireWebhook(db: Kysely<Database> | Transaction<Database>, actor: Actor, id: number) {
+async function requireWebhook(db: Db, actor: Actor, id: number) {
   const webhook = await findWebhook(db, actor.organizationId, id)
   return webhook ?? missingWebhook(db, actor, id)
 }
