@@ -4,10 +4,11 @@
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# The npm workspace of the OpenAPI type generator (scripts/openapi.ts imports it).
+# The npm workspace of the OpenAPI type generator, which the build runs first (npm run openapi:types).
 COPY scripts/openapi-types/package.json ./scripts/openapi-types/
 RUN npm ci
-COPY tsconfig.json tsconfig.build.json ./
+# openapi.json: the typed client (scripts/client) is compiled with the types generated from it.
+COPY tsconfig.json tsconfig.build.json openapi.json ./
 COPY src ./src
 COPY db ./db
 COPY schemas ./schemas
@@ -19,6 +20,7 @@ FROM node:20-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production DATA_DIR=/data PORT=8080
 COPY package.json package-lock.json ./
+# npm ci needs every workspace of the lock file; the generator's packages are dev-only, so not installed.
 COPY scripts/openapi-types/package.json ./scripts/openapi-types/
 RUN npm ci --omit=dev && npm cache clean --force
 COPY --from=build /app/dist ./dist

@@ -4,7 +4,7 @@ import { mkdir, rm } from 'node:fs/promises'
 import { loadavg } from 'node:os'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
-import { runCommand } from '../run-command.js'
+import { runCommand } from '../lib/run-command.js'
 import { firstLines, readReport, type TestFailure } from '../test-report/report.js'
 
 const DATABASES = {

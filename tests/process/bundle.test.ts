@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { bundleServer } from '../../scripts/bundle.js'
+import { bundleServer } from '../../scripts/bundle/index.js'
 import { startServer, stopServer } from '../helpers/server-process.js'
 
 let bundleDir: string

@@ -1,13 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import type { ProviderExceptionRow } from '../../db/tables/provider-exceptions.js'
 import type { ProviderHoursRow } from '../../db/tables/provider-hours.js'
+import { daySlots, joinIntervals, withinWorkingHours, workingIntervals } from '../../src/lib/availability.js'
 import { minutesOf } from '../../src/lib/zoned-time.js'
-import {
-  daySlots,
-  joinIntervals,
-  withinWorkingHours,
-  workingIntervals,
-} from '../../src/lib/availability.js'
 
 // 2030-01-07 is a Monday.
 const MONDAY = '2030-01-07'

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { DatabaseHandle } from '../../db/connect.js'
-import { runUserCommand } from '../../scripts/user.js'
+import { runUserCommand } from '../../scripts/user/index.js'
 import { verifyPassword } from '../../src/lib/passwords.js'
 import { openTestDatabase } from '../helpers/app.js'
 

@@ -5,11 +5,11 @@ import type { AddressInfo } from 'node:net'
 import { cpus, tmpdir } from 'node:os'
 import { parseArgs } from 'node:util'
 import { Agent, request } from 'undici'
-import { openPglite, openPostgres } from '../db/connect.js'
-import { buildApp } from '../src/app.js'
-import { loadConfig } from '../src/config.js'
-import { createOrganization } from '../src/modules/users/service.js'
-import { signatureHeader } from '../src/outbox/signing.js'
+import { openPglite, openPostgres } from '../../db/connect.js'
+import { buildApp } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { createOrganization } from '../../src/modules/users/service.js'
+import { signatureHeader } from '../../src/outbox/signing.js'
 
 // Measures webhook delivery on this machine: N patients created through the HTTP API, one local
 // receiver registered for them. Reported beside ceilings measured in the same run: how fast plain

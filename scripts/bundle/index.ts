@@ -20,8 +20,8 @@ const EXTERNAL = [
   'pg-native',
 ]
 
-// Run from source (npm run build uses tsx), so the project is one level up.
-const root = path.resolve(import.meta.dirname, '..')
+// Run from source (npm run build uses tsx), so the project is two levels up.
+const root = path.resolve(import.meta.dirname, '..', '..')
 
 export async function bundleServer(outfile: string): Promise<void> {
   await build({

@@ -1,4 +1,4 @@
-import { ConfigError } from '../src/config.js'
+import { ConfigError } from '../../src/config.js'
 
 /**
  * Runs a command-line script's `main`: its result becomes the exit code; a configuration error is

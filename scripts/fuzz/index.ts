@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { runCommand } from './run-command.js'
+import { runCommand } from '../lib/run-command.js'
 
 /**
  * A longer run of the property-based API test (tests/api/fuzz.test.ts) than CI's: `--runs`

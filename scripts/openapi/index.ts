@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto'
 import { writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
-import { openPglite } from '../db/connect.js'
-import { buildApp } from '../src/app.js'
-import { ConfigError, loadConfig } from '../src/config.js'
-import { generateOpenApiTypes, OPENAPI_TYPES_FILE } from './openapi-types/generate.js'
+import { openPglite } from '../../db/connect.js'
+import { buildApp } from '../../src/app.js'
+import { ConfigError, loadConfig } from '../../src/config.js'
+import { OPENAPI_TYPES_FILE, writeOpenApiTypes } from '../openapi-types/write.js'
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -32,8 +32,7 @@ async function main(): Promise<void> {
     process.stdout.write(`wrote ${file}\n`)
     // The typed client's view of the same document (scripts/client).
     const typesFile = path.resolve(values.types)
-    await writeFile(typesFile, await generateOpenApiTypes(JSON.parse(JSON.stringify(document))))
-    process.stdout.write(`wrote ${typesFile}\n`)
+    if (await writeOpenApiTypes(file, typesFile)) process.stdout.write(`wrote ${typesFile}\n`)
   } finally {
     await app.close()
   }

@@ -1,10 +1,10 @@
 import { parseArgs } from 'node:util'
-import { migrateToLatest } from '../db/migrator.js'
-import { openConfiguredDatabase } from '../src/app.js'
-import { bootstrapAdmin, firstStartBanner } from '../src/bootstrap.js'
-import { loadConfig } from '../src/config.js'
-import { runCommand } from './run-command.js'
-import { SeedRefused, seedDemoPractice } from './seed/demo-practice.js'
+import { migrateToLatest } from '../../db/migrator.js'
+import { openConfiguredDatabase } from '../../src/app.js'
+import { bootstrapAdmin, firstStartBanner } from '../../src/bootstrap.js'
+import { loadConfig } from '../../src/config.js'
+import { runCommand } from '../lib/run-command.js'
+import { SeedRefused, seedDemoPractice } from './demo-practice.js'
 
 const USAGE = `Usage: npm run seed -- [--patients <n>] [--force]
 

@@ -1,6 +1,6 @@
-import { migrateToLatest } from '../db/migrator.js'
-import { openConfiguredDatabase } from '../src/app.js'
-import { ConfigError, loadConfig } from '../src/config.js'
+import { migrateToLatest } from '../../db/migrator.js'
+import { openConfiguredDatabase } from '../../src/app.js'
+import { ConfigError, loadConfig } from '../../src/config.js'
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env)

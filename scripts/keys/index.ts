@@ -1,7 +1,7 @@
-import { openConfiguredDatabase } from '../src/app.js'
-import { loadConfig } from '../src/config.js'
-import { rotateSigningKey } from '../src/identity/signing-keys.js'
-import { runCommand } from './run-command.js'
+import { openConfiguredDatabase } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { rotateSigningKey } from '../../src/identity/signing-keys.js'
+import { runCommand } from '../lib/run-command.js'
 
 const USAGE = `Usage: npm run keys -- rotate
 

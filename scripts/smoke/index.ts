@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util'
-import { type Credentials, walkPracticeDay } from './smoke/walk.js'
+import { type Credentials, walkPracticeDay } from './walk.js'
 
 const USAGE = `npm run smoke -- [--base-url URL] [--username EMAIL --password PASSWORD]
                     [--recipient-username EMAIL --recipient-password PASSWORD] [--receiver-host HOST]
