@@ -1,19 +1,17 @@
+import { STATUS_CODES } from 'node:http'
 import { ErrorEnvelope } from '../../schemas/common.js'
+import { ERRORS } from '../errors.js'
 
-const ERROR_DESCRIPTIONS: Record<number, string> = {
-  400: 'Malformed parameters or JSON (VAL_001, VAL_002)',
-  401: 'Missing, invalid or expired access token (AUTH_001, AUTH_002)',
-  403: 'The role or organization check failed (AUTH_003)',
-  413: 'The request body is too large (VAL_001)',
-  415: 'Unsupported Content-Type (VAL_001)',
-  422: 'The body failed validation (VAL_001, VAL_002)',
-  429: 'Rate limit exceeded; see Retry-After (RATE_001)',
-  500: 'Unexpected error (SYS_001)',
-  503: 'The database is unavailable (SYS_002)',
+/** The codes of the error table that may come with a status, as the document describes them. */
+function describeStatus(status: number): string {
+  const codes = Object.entries(ERRORS)
+    .filter(([, entry]) => (entry.statuses as readonly number[]).includes(status))
+    .map(([code]) => code)
+  return `${STATUS_CODES[status] ?? 'Error'} (${codes.join(', ')})`
 }
 
-/** The error envelope, described for one status code. */
-export const errorResponse = (status: number, description = ERROR_DESCRIPTIONS[status]) => ({
+/** The error envelope, described for one status code: by the error table unless the route says more. */
+export const errorResponse = (status: number, description = describeStatus(status)) => ({
   ...ErrorEnvelope,
-  description: description ?? 'Error',
+  description,
 })

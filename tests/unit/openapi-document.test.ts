@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { describeAccess, ROUTE_ACCESS } from '../../src/access/route-access.js'
+import { ERRORS } from '../../src/errors.js'
 
 // The committed document; tests/api/operations.test.ts proves it is the one the routes produce.
 interface Operation {
@@ -10,7 +11,7 @@ interface Operation {
   tags?: string[]
   security?: unknown[]
   requestBody?: { content: Record<string, { example?: unknown; examples?: unknown }> }
-  responses: Record<string, unknown>
+  responses: Record<string, { description?: string }>
 }
 const document = JSON.parse(readFileSync('openapi.json', 'utf8')) as {
   paths: Record<string, Record<string, Operation>>
@@ -67,6 +68,22 @@ describe('openapi.json', () => {
         expect(schema?.required, `${label} ${status}`).toEqual(
           expect.arrayContaining(['success', 'message', 'error']),
         )
+      }
+    }
+  })
+
+  it('describes every error response with codes of the error table that carry its status', () => {
+    for (const { label, operation } of operations(document.paths).filter(({ label }) =>
+      label.includes(' /api/'),
+    )) {
+      for (const [status, response] of Object.entries(operation.responses)) {
+        if (Number(status) < 400) continue
+        const codes = response.description?.match(/\b[A-Z]+_\d{3}\b/g) ?? []
+        expect(codes.length, `${label} ${status}`).toBeGreaterThan(0)
+        for (const code of codes) {
+          const entry = ERRORS[code as keyof typeof ERRORS]
+          expect(entry?.statuses, `${label} ${status} ${code}`).toContain(Number(status))
+        }
       }
     }
   })
