@@ -61,13 +61,20 @@ export const ERRORS = {
 
 export type ErrorCode = keyof typeof ERRORS
 
-export class AppError extends Error {
+/** The statuses the error table allows for a code: another one does not compile. */
+export type StatusOf<C extends ErrorCode> = (typeof ERRORS)[C]['statuses'][number]
+
+/** Whether the error table allows `status` for `code`. */
+export const allowsStatus = <C extends ErrorCode>(code: C, status: number): status is StatusOf<C> =>
+  (ERRORS[code].statuses as readonly number[]).includes(status)
+
+export class AppError<C extends ErrorCode = ErrorCode> extends Error {
   readonly status: number
 
   constructor(
-    readonly code: ErrorCode,
+    readonly code: C,
     readonly details: string,
-    options: { status?: number; message?: string; cause?: unknown } = {},
+    options: { status?: StatusOf<C>; message?: string; cause?: unknown } = {},
   ) {
     super(options.message ?? ERRORS[code].message, { cause: options.cause })
     this.name = 'AppError'

@@ -1,12 +1,19 @@
 import type { Duplex } from 'node:stream'
-import { AppError } from '../errors.js'
+import { AppError, type StatusOf } from '../errors.js'
 import { errorBody } from './envelope.js'
 
 interface ClientError extends Error {
   code?: string
 }
 
-const ANSWERS: Record<string, { status: number; reason: string; message: string; details: string }> = {
+interface Answer {
+  status: StatusOf<'VAL_001'>
+  reason: string
+  message: string
+  details: string
+}
+
+const ANSWERS: Record<string, Answer> = {
   ERR_HTTP_REQUEST_TIMEOUT: {
     status: 408,
     reason: 'Request Timeout',
@@ -20,7 +27,7 @@ const ANSWERS: Record<string, { status: number; reason: string; message: string;
     details: 'The request headers exceed the size limit',
   },
 }
-const MALFORMED = {
+const MALFORMED: Answer = {
   status: 400,
   reason: 'Bad Request',
   message: 'Invalid request',

@@ -1,4 +1,4 @@
-import { type Kysely, type SelectQueryBuilder, sql } from 'kysely'
+import { type Kysely, type RawBuilder, type SelectQueryBuilder, sql } from 'kysely'
 import type { Database } from '../../db/database.js'
 import type { PageOf, PageQuery } from '../../schemas/common.js'
 
@@ -20,6 +20,15 @@ export function sortOrder<F extends string>(
   const column = columns[field as F]
   if (!column) return { column: columns[fallback.field], direction: fallback.direction }
   return { column, direction: direction === 'desc' ? 'desc' : 'asc' }
+}
+
+/**
+ * The ORDER BY expression of a resolved sort, with the id as tie-breaker in the same direction so
+ * that rows of equal sort value keep one order and pages never overlap. Raw SQL is safe here: the
+ * column comes from the resource's map (see sortOrder), never from the request.
+ */
+export function orderByExpression(sort: SortOrder): RawBuilder<unknown> {
+  return sql.raw(`${sort.column} ${sort.direction}, id ${sort.direction}`)
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { AppError, type ErrorCode, fromDatabaseError } from '../errors.js'
+import { AppError, allowsStatus, type ErrorCode, fromDatabaseError } from '../errors.js'
 import { errorBody } from '../http/envelope.js'
 
 type ValidationIssue = NonNullable<FastifyError['validation']>[number]
@@ -60,7 +60,8 @@ function fromClientError(error: FastifyError, status: number, bodyLimit: number)
     FRAMEWORK_DETAILS[error.code] ??
     (error instanceof SyntaxError ? FRAMEWORK_DETAILS.FST_ERR_CTP_INVALID_JSON_BODY : undefined)
   return new AppError('VAL_001', details ?? 'The request could not be processed', {
-    status,
+    // A 4xx of the framework's that the error table does not list for VAL_001 is answered as 400.
+    status: allowsStatus('VAL_001', status) ? status : 400,
     message: status === 415 ? 'Unsupported media type' : 'Invalid request',
   })
 }

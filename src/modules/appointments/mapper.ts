@@ -27,7 +27,7 @@ export function toAppointment(row: AppointmentRow): Appointment {
 }
 
 /** Exactly the specification's appointment.created data. */
-export function toAppointmentCreatedEvent(row: AppointmentRow): EventData<'appointment.created'> {
+export function toAppointmentCreatedData(row: AppointmentRow): EventData<'appointment.created'> {
   return {
     id: row.id,
     patientId: row.patient_id,
@@ -37,16 +37,16 @@ export function toAppointmentCreatedEvent(row: AppointmentRow): EventData<'appoi
   }
 }
 
-export function toAppointmentUpdatedEvent(row: AppointmentRow): EventData<'appointment.updated'> {
-  return { ...toAppointmentCreatedEvent(row), status: row.status as Appointment['status'] }
+export function toAppointmentUpdatedData(row: AppointmentRow): EventData<'appointment.updated'> {
+  return { ...toAppointmentCreatedData(row), status: row.status as Appointment['status'] }
 }
 
-export function toAppointmentCancelledEvent(
+export function toAppointmentCancelledData(
   row: AppointmentRow,
   notifyPatient: boolean,
 ): EventData<'appointment.cancelled'> {
   return {
-    ...toAppointmentCreatedEvent(row),
+    ...toAppointmentCreatedData(row),
     status: 'CANCELLED',
     reason: row.cancellation_reason,
     notifyPatient,

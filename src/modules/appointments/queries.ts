@@ -1,4 +1,4 @@
-import { type Kysely, type RawBuilder, sql } from 'kysely'
+import { type Kysely, sql } from 'kysely'
 import type { Database, Db, Trx } from '../../../db/database.js'
 import type {
   AppointmentRow,
@@ -7,7 +7,7 @@ import type {
 } from '../../../db/tables/appointments.js'
 import { type APPOINTMENT_SORT_FIELDS, TIME_RELEASING_STATUSES } from '../../../schemas/appointments.js'
 import type { PageQuery } from '../../../schemas/common.js'
-import { fetchPage, type SortOrder } from '../../lib/paging.js'
+import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
 
 export type AppointmentSortField = (typeof APPOINTMENT_SORT_FIELDS)[number]
 
@@ -79,12 +79,12 @@ export function updateAppointmentRow(
 /** A provider's appointments that hold time overlapping [from, to). */
 export function findBookedAppointments(
   db: Db,
+  organizationId: number,
   providerId: number,
   from: Date,
   to: Date,
 ): Promise<AppointmentRow[]> {
-  return db
-    .selectFrom('appointments')
+  return scoped(db, organizationId)
     .selectAll()
     .where('provider_id', '=', providerId)
     .where('status', 'not in', TIME_RELEASING_STATUSES)
@@ -93,9 +93,6 @@ export function findBookedAppointments(
     .orderBy('starts_at')
     .execute()
 }
-
-const orderBy = (sort: SortOrder): RawBuilder<unknown> =>
-  sql.raw(`${sort.column} ${sort.direction}, id ${sort.direction}`)
 
 export function listAppointments(
   db: Kysely<Database>,
@@ -113,5 +110,5 @@ export function listAppointments(
   if (filters.appointmentDate) query = query.where('appointment_date', '=', filters.appointmentDate)
   if (filters.dateFrom) query = query.where('appointment_date', '>=', filters.dateFrom)
   if (filters.dateTo) query = query.where('appointment_date', '<=', filters.dateTo)
-  return fetchPage(db, query.orderBy(orderBy(sort)), paging)
+  return fetchPage(db, query.orderBy(orderByExpression(sort)), paging)
 }

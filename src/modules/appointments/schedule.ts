@@ -28,7 +28,7 @@ import { findBookedAppointments } from './queries.js'
 function bookedBetween(db: Db, provider: ProviderRow, from: string, to: string) {
   const start = zonedInstant(provider.time_zone, from, 0).instant
   const end = zonedInstant(provider.time_zone, addDays(to, 1), 0).instant
-  return findBookedAppointments(db, provider.id, new Date(start), new Date(end))
+  return findBookedAppointments(db, provider.organization_id, provider.id, new Date(start), new Date(end))
 }
 
 const spanOf = (row: AppointmentRow): Span => ({ start: row.starts_at.getTime(), end: row.ends_at.getTime() })

@@ -23,9 +23,9 @@ import { requirePatient } from '../patients/service.js'
 import { requireProviderForBooking, workingIntervalsOn } from '../providers/service.js'
 import {
   toAppointment,
-  toAppointmentCancelledEvent,
-  toAppointmentCreatedEvent,
-  toAppointmentUpdatedEvent,
+  toAppointmentCancelledData,
+  toAppointmentCreatedData,
+  toAppointmentUpdatedData,
 } from './mapper.js'
 import {
   APPOINTMENT_SORT_COLUMNS,
@@ -109,7 +109,7 @@ export async function createAppointment(
       created_by: actor.userId,
       updated_by: actor.userId,
     })
-    await enqueueEvent(trx, actor.organizationId, 'appointment.created', toAppointmentCreatedEvent(row))
+    await enqueueEvent(trx, actor.organizationId, 'appointment.created', toAppointmentCreatedData(row))
     return toAppointment(row)
   })
 }
@@ -178,7 +178,7 @@ export async function updateAppointment(
       ...(body.status !== undefined ? { status: body.status } : {}),
       updated_by: actor.userId,
     })
-    await enqueueEvent(trx, actor.organizationId, 'appointment.updated', toAppointmentUpdatedEvent(updated))
+    await enqueueEvent(trx, actor.organizationId, 'appointment.updated', toAppointmentUpdatedData(updated))
     return toAppointment(updated)
   })
 }
@@ -204,7 +204,7 @@ export async function cancelAppointment(
       trx,
       actor.organizationId,
       'appointment.cancelled',
-      toAppointmentCancelledEvent(cancelled, body.notifyPatient ?? true),
+      toAppointmentCancelledData(cancelled, body.notifyPatient ?? true),
     )
     return toAppointment(cancelled)
   })

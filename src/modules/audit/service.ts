@@ -1,29 +1,14 @@
-import type { Kysely, Selectable } from 'kysely'
+import type { Kysely } from 'kysely'
 import type { Database } from '../../../db/database.js'
-import type { AuditLogTable } from '../../../db/tables/audit-log.js'
 import type { AuditEvent, AuditEventListQuery } from '../../../schemas/audit.js'
 import type { PageOf } from '../../../schemas/common.js'
 import type { Actor } from '../../access/organization-scope.js'
 import { AppError } from '../../errors.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
+import { toAuditEvent } from './mapper.js'
 import { listAuditRows } from './queries.js'
 
 const SORT_COLUMNS = { occurredAt: 'occurred_at' } as const
-
-function toAuditEvent(row: Selectable<AuditLogTable>): AuditEvent {
-  return {
-    id: Number(row.id),
-    occurredAt: row.occurred_at.toISOString(),
-    userId: row.user_id,
-    action: row.action as AuditEvent['action'],
-    resourceType: row.resource_type as AuditEvent['resourceType'],
-    resourceIds: row.resource_ids,
-    patientId: row.patient_id,
-    outcome: row.outcome as AuditEvent['outcome'],
-    statusCode: row.status_code,
-    requestId: row.request_id,
-  }
-}
 
 /** The caller's organization's audit trail, newest first unless asked otherwise. */
 export async function listAuditEvents(

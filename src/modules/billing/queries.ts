@@ -1,8 +1,8 @@
 import { type Kysely, sql } from 'kysely'
 import type { Database, Db, Trx } from '../../../db/database.js'
-import type { InvoiceRow } from '../../../db/tables/billing.js'
+import type { InvoiceRow, PaymentRow } from '../../../db/tables/billing.js'
 import type { PageQuery } from '../../../schemas/common.js'
-import { fetchPage, type SortOrder } from '../../lib/paging.js'
+import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
 
 export const INVOICE_SORT_COLUMNS = {
   createdAt: 'created_at',
@@ -68,12 +68,14 @@ export async function findInvoiceOrganization(db: Db, id: number) {
 
 export function updateInvoice(
   trx: Trx,
+  organizationId: number,
   id: number,
   changes: Partial<Pick<InvoiceRow, 'status' | 'amount_paid' | 'issued_at' | 'voided_at'>>,
 ) {
   return trx
     .updateTable('invoices')
     .set({ ...changes, updated_at: sql`now()` })
+    .where('organization_id', '=', organizationId)
     .where('id', '=', id)
     .returningAll()
     .executeTakeFirstOrThrow()
@@ -98,11 +100,11 @@ export function listInvoices(
   if (filters.status) query = query.where('status', '=', filters.status)
   if (filters.from) query = query.where('created_at', '>=', new Date(`${filters.from}T00:00:00Z`))
   if (filters.to) query = query.where('created_at', '<', new Date(`${filters.to}T00:00:00Z`))
-  return fetchPage(
-    db,
-    query.orderBy(sql.raw(`${sort.column} ${sort.direction}, id ${sort.direction}`)),
-    paging,
-  )
+  return fetchPage(db, query.orderBy(orderByExpression(sort)), paging)
+}
+
+export function insertPayment(trx: Trx, payment: Omit<PaymentRow, 'id' | 'created_at'>) {
+  return trx.insertInto('payments').values(payment).returningAll().executeTakeFirstOrThrow()
 }
 
 export function paymentsOf(db: Db, organizationId: number, invoiceId: number) {

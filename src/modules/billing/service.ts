@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import type { Kysely } from 'kysely'
 import type { Database, Db, Trx } from '../../../db/database.js'
-import type { InvoiceRow, PaymentRow } from '../../../db/tables/billing.js'
+import type { InvoiceRow } from '../../../db/tables/billing.js'
 import type {
   CreateInvoiceBody,
   Invoice,
@@ -16,6 +16,7 @@ import { AppError } from '../../errors.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import { enqueueEvent } from '../../outbox/enqueue.js'
 import { requirePatient } from '../patients/service.js'
+import { toInvoice, toInvoiceCreatedData, toPayment, toPaymentReceivedData } from './mapper.js'
 import { priceLines } from './money.js'
 import {
   findInvoice,
@@ -23,6 +24,7 @@ import {
   findPaymentByKey,
   INVOICE_SORT_COLUMNS,
   insertInvoice,
+  insertPayment,
   listInvoices as listInvoiceRows,
   lockInvoice,
   nextCounterValue,
@@ -33,42 +35,6 @@ import {
 export interface BillingSettings {
   currency: string
   taxRateBasisPoints: number
-}
-
-export function toInvoice(row: InvoiceRow): Invoice {
-  return {
-    id: row.id,
-    number: row.number,
-    patientId: row.patient_id,
-    status: row.status as Invoice['status'],
-    currency: row.currency,
-    lineItems: row.line_items,
-    subtotal: Number(row.subtotal),
-    taxRateBasisPoints: row.tax_rate_basis_points,
-    tax: Number(row.tax),
-    total: Number(row.total),
-    amountPaid: Number(row.amount_paid),
-    balance: Number(row.total) - Number(row.amount_paid),
-    dueDate: row.due_date,
-    issuedAt: row.issued_at?.toISOString() ?? null,
-    voidedAt: row.voided_at?.toISOString() ?? null,
-    createdAt: row.created_at.toISOString(),
-    updatedAt: row.updated_at.toISOString(),
-  }
-}
-
-function toPayment(row: PaymentRow) {
-  return {
-    id: row.id,
-    invoiceId: row.invoice_id,
-    amount: Number(row.amount),
-    currency: row.currency,
-    method: row.method as PaymentResult['method'],
-    externalReference: row.external_reference,
-    receivedAt: row.received_at.toISOString(),
-    recordedBy: row.recorded_by,
-    createdAt: row.created_at.toISOString(),
-  }
 }
 
 export async function createInvoice(
@@ -99,14 +65,7 @@ export async function createInvoice(
       voided_at: null,
       created_by: actor.userId,
     })
-    await enqueueEvent(trx, actor.organizationId, 'invoice.created', {
-      id: invoice.id,
-      patientId: invoice.patient_id,
-      number: invoice.number,
-      total: Number(invoice.total),
-      currency: invoice.currency,
-      status: invoice.status,
-    })
+    await enqueueEvent(trx, actor.organizationId, 'invoice.created', toInvoiceCreatedData(invoice))
     return invoice
   })
   return toInvoice(row)
@@ -159,7 +118,7 @@ export function issueInvoice(db: Kysely<Database>, actor: Actor, id: number) {
   return changeInvoice(db, actor, id, (invoice, trx) => {
     if (invoice.status !== 'DRAFT')
       throw conflict(`Only a DRAFT invoice can be issued; this one is ${invoice.status}`)
-    return updateInvoice(trx, id, { status: 'ISSUED', issued_at: new Date() })
+    return updateInvoice(trx, actor.organizationId, id, { status: 'ISSUED', issued_at: new Date() })
   })
 }
 
@@ -167,7 +126,7 @@ export function voidInvoice(db: Kysely<Database>, actor: Actor, id: number) {
   return changeInvoice(db, actor, id, (invoice, trx) => {
     if (Number(invoice.amount_paid) > 0) throw conflict('An invoice with payments cannot be voided')
     if (invoice.status === 'VOID') throw conflict('The invoice is already void')
-    return updateInvoice(trx, id, { status: 'VOID', voided_at: new Date() })
+    return updateInvoice(trx, actor.organizationId, id, { status: 'VOID', voided_at: new Date() })
   })
 }
 
@@ -221,34 +180,29 @@ export async function recordPayment(
       const balance = Number(invoice.total) - Number(invoice.amount_paid)
       if (body.amount > balance)
         throw new AppError('VAL_001', `amount exceeds the open balance of ${balance}`)
-      const payment = await trx
-        .insertInto('payments')
-        .values({
-          organization_id: actor.organizationId,
-          invoice_id: invoice.id,
-          amount: body.amount,
-          currency: invoice.currency,
-          method: body.method,
-          external_reference: body.externalReference ?? null,
-          received_at: body.receivedAt ? new Date(body.receivedAt) : new Date(),
-          idempotency_key: idempotencyKey ?? null,
-          request_hash: idempotencyKey ? hash : null,
-          recorded_by: actor.userId,
-        })
-        .returningAll()
-        .executeTakeFirstOrThrow()
+      const payment = await insertPayment(trx, {
+        organization_id: actor.organizationId,
+        invoice_id: invoice.id,
+        amount: body.amount,
+        currency: invoice.currency,
+        method: body.method,
+        external_reference: body.externalReference ?? null,
+        received_at: body.receivedAt ? new Date(body.receivedAt) : new Date(),
+        idempotency_key: idempotencyKey ?? null,
+        request_hash: idempotencyKey ? hash : null,
+        recorded_by: actor.userId,
+      })
       const paid = Number(invoice.amount_paid) + body.amount
-      const updated = await updateInvoice(trx, invoice.id, {
+      const updated = await updateInvoice(trx, actor.organizationId, invoice.id, {
         amount_paid: paid,
         status: paid === Number(invoice.total) ? 'PAID' : 'PARTIALLY_PAID',
       })
-      await enqueueEvent(trx, actor.organizationId, 'payment.received', {
-        id: payment.id,
-        invoiceId: invoice.id,
-        amount: body.amount,
-        currency: invoice.currency,
-        balance: Number(updated.total) - paid,
-      })
+      await enqueueEvent(
+        trx,
+        actor.organizationId,
+        'payment.received',
+        toPaymentReceivedData(payment, updated),
+      )
       return { payment: { ...toPayment(payment), invoice: toInvoice(updated) }, replayed: false }
     })
   } catch (error) {

@@ -4,6 +4,7 @@ import type { Database } from '../../../db/database.js'
 import { AppError } from '../../errors.js'
 import { decoyHash, hashPassword, verifyPassword } from '../../lib/passwords.js'
 import { checkRoles } from '../users/service.js'
+import { clientIdTaken, findClientCredentials, insertClient, insertServiceAccount } from './queries.js'
 
 const CLIENT_ID = /^[a-z0-9][a-z0-9._-]{2,63}$/
 
@@ -32,29 +33,22 @@ export async function createClient(
   const roles = checkRoles(client.roles)
   const secret = randomBytes(32).toString('base64url')
   const secretHash = await hashPassword(secret)
-  if (await isConfidentialClient(db, client.clientId)) {
+  if (await clientIdTaken(db, client.clientId)) {
     throw new AppError('RES_002', `A client with id ${client.clientId} already exists`)
   }
   return db.transaction().execute(async (trx) => {
-    const user = await trx
-      .insertInto('users')
-      .values({
-        organization_id: client.organizationId,
-        subject: randomUUID(),
-        email: `${client.clientId}@service-accounts.invalid`,
-        password_hash: null,
-        first_name: client.name,
-        last_name: 'Service Account',
-        roles,
-        kind: 'SERVICE',
-      })
-      .returning('id')
-      .executeTakeFirstOrThrow()
-    await trx
-      .insertInto('clients')
-      .values({ client_id: client.clientId, secret_hash: secretHash, user_id: user.id })
-      .execute()
-    return { clientId: client.clientId, secret, userId: user.id }
+    const userId = await insertServiceAccount(trx, {
+      organization_id: client.organizationId,
+      subject: randomUUID(),
+      email: `${client.clientId}@service-accounts.invalid`,
+      password_hash: null,
+      first_name: client.name,
+      last_name: 'Service Account',
+      roles,
+      kind: 'SERVICE',
+    })
+    await insertClient(trx, { client_id: client.clientId, secret_hash: secretHash, user_id: userId })
+    return { clientId: client.clientId, secret, userId }
   })
 }
 
@@ -67,21 +61,7 @@ export async function authenticateClient(
   clientId: string,
   secret: string,
 ): Promise<{ userId: number } | undefined> {
-  const client = await db
-    .selectFrom('clients')
-    .innerJoin('users', 'users.id', 'clients.user_id')
-    .select(['clients.secret_hash', 'clients.user_id', 'users.active'])
-    .where('clients.client_id', '=', clientId)
-    .executeTakeFirst()
+  const client = await findClientCredentials(db, clientId)
   const matches = await verifyPassword(secret, client?.secret_hash ?? (await decoyHash()))
   return client?.active && matches ? { userId: client.user_id } : undefined
-}
-
-function isConfidentialClient(db: Kysely<Database>, clientId: string): Promise<boolean> {
-  return db
-    .selectFrom('clients')
-    .select('id')
-    .where('client_id', '=', clientId)
-    .executeTakeFirst()
-    .then((row) => row !== undefined)
 }

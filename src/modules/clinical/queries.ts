@@ -2,7 +2,7 @@ import { type Kysely, sql } from 'kysely'
 import type { Database, Db, Trx } from '../../../db/database.js'
 import type { ClinicalKindName, ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import type { PageQuery } from '../../../schemas/common.js'
-import { fetchPage, type SortOrder } from '../../lib/paging.js'
+import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
 
 export const CLINICAL_SORT_COLUMNS = { effectiveAt: 'effective_at', recordedAt: 'recorded_at' }
 
@@ -40,6 +40,7 @@ export function lockRecord(trx: Trx, scope: RecordScope, id: number) {
 
 export function updateRecord(
   trx: Trx,
+  organizationId: number,
   id: number,
   changes: Partial<Pick<ClinicalRecordRow, 'status' | 'code' | 'effective_at' | 'data' | 'encounter_id'>> & {
     updated_by: number
@@ -58,6 +59,7 @@ export function updateRecord(
       ...(bumpVersion ? { version: sql`version + 1` } : {}),
       updated_at: sql`now()`,
     })
+    .where('organization_id', '=', organizationId)
     .where('id', '=', id)
     .returningAll()
     .executeTakeFirstOrThrow()
@@ -86,11 +88,7 @@ export function listRecords(
   if (filters.category) query = query.where(sql`data->>'category'`, '=', filters.category)
   if (filters.from) query = query.where('effective_at', '>=', new Date(filters.from))
   if (filters.to) query = query.where('effective_at', '<', new Date(filters.to))
-  return fetchPage(
-    db,
-    query.orderBy(sql.raw(`${sort.column} ${sort.direction}, id ${sort.direction}`)),
-    paging,
-  )
+  return fetchPage(db, query.orderBy(orderByExpression(sort)), paging)
 }
 
 const RECENT_LAB_RESULTS = 10

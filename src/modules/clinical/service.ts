@@ -2,7 +2,7 @@ import type { Static, TObject } from '@sinclair/typebox'
 import type { Kysely } from 'kysely'
 import type { Database } from '../../../db/database.js'
 import type { ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
-import { type Chart, ENTERED_IN_ERROR, type RecordFields } from '../../../schemas/clinical.js'
+import { type Chart, ENTERED_IN_ERROR } from '../../../schemas/clinical.js'
 import type { PageOf } from '../../../schemas/common.js'
 import type { Actor } from '../../access/organization-scope.js'
 import { AppError, notFound } from '../../errors.js'
@@ -10,6 +10,7 @@ import { sortOrder, toPage } from '../../lib/paging.js'
 import { checkEncounterOfPatient } from '../encounters/service.js'
 import { requirePatient } from '../patients/service.js'
 import type { ClinicalKind } from './kind.js'
+import { type ClinicalRecord, toRecord } from './mapper.js'
 import {
   CLINICAL_SORT_COLUMNS,
   chartRecords,
@@ -20,32 +21,6 @@ import {
   type RecordScope,
   updateRecord,
 } from './queries.js'
-
-type Common = { [K in keyof typeof RecordFields]: Static<(typeof RecordFields)[K]> }
-export type ClinicalRecord<D extends TObject> = Common & Static<D>
-
-export function toRecord<D extends TObject>(row: ClinicalRecordRow): ClinicalRecord<D> {
-  return {
-    ...(row.data as Static<D>),
-    id: row.id,
-    patientId: row.patient_id,
-    encounterId: row.encounter_id,
-    recordedBy: row.recorded_by,
-    recordedAt: row.recorded_at.toISOString(),
-    updatedBy: row.updated_by,
-    createdAt: row.created_at.toISOString(),
-    updatedAt: row.updated_at.toISOString(),
-    version: row.version,
-    enteredInError:
-      row.entered_in_error_at && row.entered_in_error_by
-        ? {
-            by: row.entered_in_error_by,
-            at: row.entered_in_error_at.toISOString(),
-            reason: row.entered_in_error_reason ?? '',
-          }
-        : null,
-  }
-}
 
 type KindIdentity = Pick<ClinicalKind, 'kind' | 'label' | 'uniqueness'>
 
@@ -183,6 +158,7 @@ export async function correctRecord<I extends TObject, D extends TObject>(
       const prepared = kind.prepare(input, current.data as Static<D>)
       return updateRecord(
         trx,
+        actor.organizationId,
         id,
         {
           status: prepared.status,
@@ -221,6 +197,7 @@ export async function enterInError<D extends TObject>(
     }
     return updateRecord(
       trx,
+      actor.organizationId,
       id,
       {
         status: ENTERED_IN_ERROR,

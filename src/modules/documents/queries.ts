@@ -2,7 +2,7 @@ import { type Kysely, sql } from 'kysely'
 import type { Database } from '../../../db/database.js'
 import type { DocumentRow } from '../../../db/tables/documents.js'
 import type { PageQuery } from '../../../schemas/common.js'
-import { fetchPage, type SortOrder } from '../../lib/paging.js'
+import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
 
 export const DOCUMENT_SORT_COLUMNS = { createdAt: 'created_at', title: 'lower(title)' }
 
@@ -28,17 +28,39 @@ export function insertPendingDocument(
     .executeTakeFirstOrThrow()
 }
 
-export function markAvailable(db: Kysely<Database>, id: number, size: number, sha256: string) {
+export function markAvailable(
+  db: Kysely<Database>,
+  organizationId: number,
+  id: number,
+  size: number,
+  sha256: string,
+) {
   return db
     .updateTable('documents')
     .set({ status: 'AVAILABLE', size_bytes: size, sha256, updated_at: sql`now()` })
+    .where('organization_id', '=', organizationId)
     .where('id', '=', id)
     .returningAll()
     .executeTakeFirstOrThrow()
 }
 
-export function deleteDocumentRow(db: Kysely<Database>, id: number) {
-  return db.deleteFrom('documents').where('id', '=', id).where('status', '=', 'PENDING').execute()
+/** Removes the row of an upload that failed before its bytes were stored. */
+export function deletePendingDocument(db: Kysely<Database>, organizationId: number, id: number) {
+  return db
+    .deleteFrom('documents')
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', id)
+    .where('status', '=', 'PENDING')
+    .execute()
+}
+
+/** Removes the row of an upload that failed after its bytes were stored (and removed again). */
+export function deleteUploadedDocument(db: Kysely<Database>, organizationId: number, id: number) {
+  return db
+    .deleteFrom('documents')
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', id)
+    .execute()
 }
 
 export function findAvailableDocument(db: Kysely<Database>, organizationId: number, id: number) {
@@ -80,11 +102,7 @@ export function listPatientDocuments(
     .where('patient_id', '=', patientId)
     .where('status', '=', 'AVAILABLE')
   if (category) query = query.where('category', '=', category)
-  return fetchPage(
-    db,
-    query.orderBy(sql.raw(`${sort.column} ${sort.direction}, id ${sort.direction}`)),
-    paging,
-  )
+  return fetchPage(db, query.orderBy(orderByExpression(sort)), paging)
 }
 
 export function markDeleted(db: Kysely<Database>, organizationId: number, id: number, userId: number) {
@@ -98,7 +116,10 @@ export function markDeleted(db: Kysely<Database>, organizationId: number, id: nu
     .executeTakeFirst()
 }
 
-/** Uploads that never finished (a crash between row and bytes) and deleted documents past retention. */
+/**
+ * Uploads that never finished (a crash between row and bytes) and deleted documents past retention.
+ * Housekeeping, over all organizations by design.
+ */
 export function findSweepable(db: Kysely<Database>, pendingBefore: Date, deletedBefore: Date, limit: number) {
   return db
     .selectFrom('documents')
@@ -115,6 +136,21 @@ export function findSweepable(db: Kysely<Database>, pendingBefore: Date, deleted
     .execute()
 }
 
-export function markPurged(db: Kysely<Database>, id: number) {
+/** Housekeeping, over all organizations: removes the row of an abandoned upload the sweep found. */
+export function deleteAbandonedUpload(db: Kysely<Database>, id: number) {
+  return db.deleteFrom('documents').where('id', '=', id).execute()
+}
+
+/** Housekeeping, over all organizations: records that the sweep removed a document's bytes. */
+export function markSweptPurged(db: Kysely<Database>, id: number) {
   return db.updateTable('documents').set({ purged_at: sql`now()` }).where('id', '=', id).execute()
+}
+
+export function markPurged(db: Kysely<Database>, organizationId: number, id: number) {
+  return db
+    .updateTable('documents')
+    .set({ purged_at: sql`now()` })
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', id)
+    .execute()
 }

@@ -12,9 +12,12 @@ import { sortOrder, toPage } from '../../lib/paging.js'
 import { checkEncounterOfPatient } from '../encounters/service.js'
 import { requirePatient } from '../patients/service.js'
 import { checkDeclaredType, checkSignature, SNIFF_BYTES } from './content-types.js'
+import { toDocument } from './mapper.js'
 import {
   DOCUMENT_SORT_COLUMNS,
-  deleteDocumentRow,
+  deleteAbandonedUpload,
+  deletePendingDocument,
+  deleteUploadedDocument,
   findAvailableDocument,
   findDocumentOrganization,
   findSweepable,
@@ -23,24 +26,9 @@ import {
   markAvailable,
   markDeleted,
   markPurged,
+  markSweptPurged,
 } from './queries.js'
 import type { DocumentStore } from './store.js'
-
-export function toDocument(row: DocumentRow): Document {
-  return {
-    id: row.id,
-    patientId: row.patient_id,
-    encounterId: row.encounter_id,
-    title: row.title,
-    category: row.category as Document['category'],
-    contentType: row.content_type,
-    fileName: row.file_name,
-    sizeBytes: Number(row.size_bytes),
-    sha256: row.sha256 ?? '',
-    uploadedBy: row.uploaded_by,
-    createdAt: row.created_at.toISOString(),
-  }
-}
 
 /** A client's file name made safe to show: base name only, no control or quote characters. */
 export function safeFileName(name: string | undefined): string {
@@ -200,14 +188,14 @@ async function storeFile(
         message: 'File too large',
       })
     }
-    return await markAvailable(db, id, size, sha256)
+    return await markAvailable(db, actor.organizationId, id, size, sha256)
   } catch (error) {
     // The rest of the file must be read off the connection, or the request would hang.
     part.file.resume()
     // If the store cannot remove the bytes now, the row stays PENDING and housekeeping removes both
     // later; the answer is the first error, not the clean-up's.
     await store.remove(storageKey).then(
-      () => deleteDocumentRow(db, id),
+      () => deletePendingDocument(db, actor.organizationId, id),
       () => undefined,
     )
     // The parser reports a body cut short inside the file as an error of the file's stream.
@@ -217,7 +205,7 @@ async function storeFile(
 
 async function discard(db: Kysely<Database>, store: DocumentStore, row: DocumentRow): Promise<void> {
   await store.remove(row.storage_key)
-  await db.deleteFrom('documents').where('id', '=', row.id).execute()
+  await deleteUploadedDocument(db, row.organization_id, row.id)
 }
 
 export async function listDocuments(
@@ -263,7 +251,7 @@ export async function deleteDocument(
   if (retentionDays === 0) {
     // The record is deleted either way: bytes the store cannot remove now are purged by housekeeping.
     await store.remove(deleted.storage_key).then(
-      () => markPurged(db, id),
+      () => markPurged(db, actor.organizationId, id),
       () => undefined,
     )
   }
@@ -289,8 +277,8 @@ export async function sweepDocuments(
   )
   for (const row of rows) {
     await store.remove(row.storage_key)
-    if (row.status === 'PENDING') await db.deleteFrom('documents').where('id', '=', row.id).execute()
-    else await markPurged(db, row.id)
+    if (row.status === 'PENDING') await deleteAbandonedUpload(db, row.id)
+    else await markSweptPurged(db, row.id)
   }
   return rows.length
 }

@@ -50,7 +50,7 @@ export function noteColumns(body: UpdateEncounterBody) {
   }
 }
 
-export function toEncounterCreatedEvent(row: EncounterRow): EventData<'encounter.created'> {
+export function toEncounterCreatedData(row: EncounterRow): EventData<'encounter.created'> {
   return {
     id: row.id,
     patientId: row.patient_id,

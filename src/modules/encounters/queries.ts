@@ -1,10 +1,10 @@
-import { type Kysely, type RawBuilder, sql } from 'kysely'
+import { type Kysely, sql } from 'kysely'
 import type { Database, Db, Trx } from '../../../db/database.js'
 import type { EncounterAddendumRow, NewEncounterAddendumRow } from '../../../db/tables/encounter-addenda.js'
 import type { EncounterRow, EncounterRowUpdate, NewEncounterRow } from '../../../db/tables/encounters.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import type { ENCOUNTER_SORT_FIELDS } from '../../../schemas/encounters.js'
-import { fetchPage, type SortOrder } from '../../lib/paging.js'
+import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
 
 export type EncounterSortField = (typeof ENCOUNTER_SORT_FIELDS)[number]
 
@@ -68,7 +68,10 @@ export function updateEncounterRow(
     .executeTakeFirstOrThrow()
 }
 
-/** Addenda of the given encounters, oldest first. */
+/**
+ * Addenda of the given encounters, oldest first. Addenda have no organization column: they are
+ * scoped by their encounter, which the caller found in its organization.
+ */
 export function addendaOf(db: Db, encounterIds: number[]): Promise<EncounterAddendumRow[]> {
   if (encounterIds.length === 0) return Promise.resolve([])
   return db
@@ -79,12 +82,10 @@ export function addendaOf(db: Db, encounterIds: number[]): Promise<EncounterAdde
     .execute()
 }
 
+/** Scoped by the encounter, which the caller has locked in its organization. */
 export async function insertAddendum(trx: Trx, row: NewEncounterAddendumRow): Promise<void> {
   await trx.insertInto('encounter_addenda').values(row).execute()
 }
-
-const orderBy = (sort: SortOrder): RawBuilder<unknown> =>
-  sql.raw(`${sort.column} ${sort.direction}, id ${sort.direction}`)
 
 export function listEncounters(
   db: Kysely<Database>,
@@ -101,5 +102,5 @@ export function listEncounters(
   if (filters.encounterType) query = query.where('encounter_type', '=', filters.encounterType)
   if (filters.dateFrom) query = query.where('encounter_date', '>=', filters.dateFrom)
   if (filters.dateTo) query = query.where('encounter_date', '<=', filters.dateTo)
-  return fetchPage(db, query.orderBy(orderBy(sort)), paging)
+  return fetchPage(db, query.orderBy(orderByExpression(sort)), paging)
 }

@@ -20,7 +20,7 @@ import { enqueueEvent } from '../../outbox/enqueue.js'
 import { requireAppointment } from '../appointments/service.js'
 import { requirePatient } from '../patients/service.js'
 import { requireProvider } from '../providers/service.js'
-import { noteColumns, toEncounter, toEncounterCreatedEvent } from './mapper.js'
+import { noteColumns, toEncounter, toEncounterCreatedData } from './mapper.js'
 import {
   addendaOf,
   ENCOUNTER_SORT_COLUMNS,
@@ -87,7 +87,7 @@ export async function createEncounter(
       created_by: actor.userId,
       updated_by: actor.userId,
     })
-    await enqueueEvent(trx, actor.organizationId, 'encounter.created', toEncounterCreatedEvent(row))
+    await enqueueEvent(trx, actor.organizationId, 'encounter.created', toEncounterCreatedData(row))
     return toEncounter(row, [])
   })
 }

@@ -2,7 +2,7 @@ import { type Insertable, type Kysely, sql } from 'kysely'
 import type { Database } from '../../../db/database.js'
 import type { MessagesTable } from '../../../db/tables/messages.js'
 import type { PageQuery } from '../../../schemas/common.js'
-import { fetchPage, type SortOrder } from '../../lib/paging.js'
+import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
 
 /** A message the user sent or received; nobody else's. */
 export function findVisibleMessage(db: Kysely<Database>, organizationId: number, userId: number, id: number) {
@@ -68,9 +68,5 @@ export function listMailbox(
     .where(filter.folder === 'inbox' ? 'recipient_id' : 'sender_id', '=', userId)
   if (filter.unread) query = query.where('read_at', 'is', null)
   if (filter.patientId) query = query.where('patient_id', '=', filter.patientId)
-  return fetchPage(
-    db,
-    query.orderBy(sql.raw(`${sort.column} ${sort.direction}, id ${sort.direction}`)),
-    paging,
-  )
+  return fetchPage(db, query.orderBy(orderByExpression(sort)), paging)
 }

@@ -1,28 +1,13 @@
 import type { Kysely } from 'kysely'
 import type { Database } from '../../../db/database.js'
-import type { MessageRow } from '../../../db/tables/messages.js'
 import type { PageOf } from '../../../schemas/common.js'
 import type { Message, MessageListQuery, SendMessageBody } from '../../../schemas/messages.js'
 import type { Actor } from '../../access/organization-scope.js'
 import { AppError, forbidden, notFound } from '../../errors.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import { requirePatient } from '../patients/service.js'
+import { toMessage } from './mapper.js'
 import { findVisibleMessage, insertMessage, isActiveColleague, listMailbox, markRead } from './queries.js'
-
-export function toMessage(row: MessageRow): Message {
-  return {
-    id: row.id,
-    senderId: row.sender_id,
-    recipientId: row.recipient_id,
-    patientId: row.patient_id,
-    threadId: row.thread_id ?? row.id,
-    replyToId: row.reply_to_id,
-    subject: row.subject,
-    body: row.body,
-    readAt: row.read_at?.toISOString() ?? null,
-    createdAt: row.created_at.toISOString(),
-  }
-}
 
 export async function sendMessage(
   db: Kysely<Database>,

@@ -1,11 +1,11 @@
-import { type Kysely, type RawBuilder, sql } from 'kysely'
+import { type Kysely, sql } from 'kysely'
 import type { Database, Db, Trx } from '../../../db/database.js'
 import { precompiledQuery } from '../../../db/precompiled-query.js'
 import type { NewPatientRow, PatientRow, PatientRowUpdate } from '../../../db/tables/patients.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import type { PATIENT_SORT_FIELDS } from '../../../schemas/patients.js'
 import { coalesced } from '../../lib/coalesce.js'
-import { countRows, fetchPageOfKnownTotal, type SortOrder } from '../../lib/paging.js'
+import { countRows, fetchPageOfKnownTotal, orderByExpression, type SortOrder } from '../../lib/paging.js'
 import { prefixEnd } from '../../lib/prefix-range.js'
 import type { SearchTerms } from './search-terms.js'
 
@@ -134,9 +134,6 @@ export function updatePatientQuery(trx: Trx, organizationId: number, id: number,
     .returning(PATIENT_COLUMNS)
 }
 
-const orderBy = (sort: SortOrder): RawBuilder<unknown> =>
-  sql.raw(`${sort.column} ${sort.direction}, id ${sort.direction}`)
-
 export function listPatients(
   db: Kysely<Database>,
   organizationId: number,
@@ -152,7 +149,7 @@ export function listPatients(
   if (filters.firstName) query = query.where(sql`lower(first_name)`, '=', filters.firstName.toLowerCase())
   if (filters.lastName) query = query.where(sql`lower(last_name)`, '=', filters.lastName.toLowerCase())
   if (filters.email) query = query.where(sql`lower(email)`, '=', filters.email.toLowerCase())
-  const ordered = query.orderBy(orderBy(sort))
+  const ordered = query.orderBy(orderByExpression(sort))
   const onlyByStatus = Object.entries(filters).every(
     ([name, value]) => name === 'status' || value === undefined,
   )
@@ -238,7 +235,10 @@ export async function searchPatients(
   if (page * size >= total) return { rows: [], total }
   const offset = page * size
   if (total > FEW_MATCHES) {
-    return { rows: await matching.orderBy(orderBy(sort)).limit(size).offset(offset).execute(), total }
+    return {
+      rows: await matching.orderBy(orderByExpression(sort)).limit(size).offset(offset).execute(),
+      total,
+    }
   }
   const rows = await db
     .with(
@@ -247,7 +247,7 @@ export async function searchPatients(
     )
     .selectFrom('matches')
     .selectAll()
-    .orderBy(orderBy(sort))
+    .orderBy(orderByExpression(sort))
     .limit(size)
     .offset(offset)
     .execute()

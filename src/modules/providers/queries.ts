@@ -1,11 +1,11 @@
-import { type Kysely, type RawBuilder, sql } from 'kysely'
+import { type Kysely, sql } from 'kysely'
 import type { Database, Db, Trx } from '../../../db/database.js'
 import type { NewProviderExceptionRow, ProviderExceptionRow } from '../../../db/tables/provider-exceptions.js'
 import type { NewProviderHoursRow, ProviderHoursRow } from '../../../db/tables/provider-hours.js'
 import type { NewProviderRow, ProviderRow, ProviderRowUpdate } from '../../../db/tables/providers.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import type { PROVIDER_SORT_FIELDS } from '../../../schemas/providers.js'
-import { fetchPage, type SortOrder } from '../../lib/paging.js'
+import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
 
 export type ProviderSortField = (typeof PROVIDER_SORT_FIELDS)[number]
 
@@ -78,9 +78,6 @@ export function updateProviderRow(
     .executeTakeFirstOrThrow()
 }
 
-const orderBy = (sort: SortOrder): RawBuilder<unknown> =>
-  sql.raw(`${sort.column} ${sort.direction}, id ${sort.direction}`)
-
 export function listProviders(
   db: Kysely<Database>,
   organizationId: number,
@@ -93,7 +90,7 @@ export function listProviders(
   if (filters.npi) query = query.where('npi', '=', filters.npi)
   if (filters.specialty) query = query.where(sql`lower(specialty)`, '=', filters.specialty.toLowerCase())
   if (filters.lastName) query = query.where(sql`lower(last_name)`, '=', filters.lastName.toLowerCase())
-  return fetchPage(db, query.orderBy(orderBy(sort)), paging)
+  return fetchPage(db, query.orderBy(orderByExpression(sort)), paging)
 }
 
 /** Whether the user is an account of the organization (a provider may be linked only to those). */
@@ -107,7 +104,10 @@ export async function isUserOfOrganization(db: Db, organizationId: number, userI
   return row !== undefined
 }
 
-/** Weekly hours of the given providers, by provider, day and start. */
+/**
+ * Weekly hours of the given providers, by provider, day and start. Hours and exceptions have no
+ * organization column: they are scoped by their provider, which the caller found in its organization.
+ */
 export function weeklyHoursOf(db: Db, providerIds: number[]): Promise<ProviderHoursRow[]> {
   if (providerIds.length === 0) return Promise.resolve([])
   return db
@@ -120,6 +120,7 @@ export function weeklyHoursOf(db: Db, providerIds: number[]): Promise<ProviderHo
     .execute()
 }
 
+/** Scoped by the provider, which the caller has locked in its organization. */
 export async function replaceWeeklyHours(
   trx: Trx,
   providerId: number,
@@ -129,7 +130,7 @@ export async function replaceWeeklyHours(
   if (rows.length > 0) await trx.insertInto('provider_hours').values(rows).execute()
 }
 
-/** A provider's exceptions dated from `from` to `to`, both included. */
+/** A provider's exceptions dated from `from` to `to`, both included (scoped by the provider, as above). */
 export function exceptionsBetween(
   db: Db,
   providerId: number,
@@ -148,10 +149,12 @@ export function exceptionsBetween(
     .execute()
 }
 
+/** Scoped by the provider, which the caller has locked in its organization. */
 export function insertException(trx: Trx, row: NewProviderExceptionRow): Promise<ProviderExceptionRow> {
   return trx.insertInto('provider_exceptions').values(row).returningAll().executeTakeFirstOrThrow()
 }
 
+/** Scoped by the provider, which the caller has locked in its organization. */
 export async function deleteException(trx: Trx, providerId: number, exceptionId: number): Promise<boolean> {
   const deleted = await trx
     .deleteFrom('provider_exceptions')

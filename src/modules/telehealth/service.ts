@@ -11,6 +11,7 @@ import { requireAppointment } from '../appointments/service.js'
 import { findPatientOfOrganization, requirePatient } from '../patients/service.js'
 import { findProviderOfOrganization, requireProvider } from '../providers/service.js'
 import { type JitsiParticipant, type JitsiSettings, jitsiToken, meetingUrl } from './jitsi.js'
+import { toRoom } from './mapper.js'
 import {
   closeRoom as closeRoomRow,
   findOpenAdHocRoom,
@@ -20,20 +21,6 @@ import {
   findRoomOrganization,
   insertRoom,
 } from './queries.js'
-
-export function toRoom(row: TelehealthRoomRow): Room {
-  return {
-    id: row.id,
-    name: row.name,
-    appointmentId: row.appointment_id,
-    providerId: row.provider_id,
-    patientId: row.patient_id,
-    status: row.status as Room['status'],
-    createdBy: row.created_by,
-    createdAt: row.created_at.toISOString(),
-    closedAt: row.closed_at?.toISOString() ?? null,
-  }
-}
 
 const ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789'
 // 24 characters of 36: about 124 random bits. The name is all a Jitsi room has; it must not be guessable.

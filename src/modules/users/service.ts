@@ -5,6 +5,7 @@ import { isRole, type Role } from '../../access/roles.js'
 import { AppError } from '../../errors.js'
 import { checkPasswordPolicy } from '../../identity/password-policy.js'
 import { hashPassword } from '../../lib/passwords.js'
+import { insertOrganization, insertUser } from './queries.js'
 
 const GROUP_PATH = /^(\/[A-Za-z0-9_.-]+)+$/
 const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/
@@ -19,11 +20,7 @@ export async function createOrganization(db: Kysely<Database>, organization: New
   if (!GROUP_PATH.test(organization.groupPath)) {
     throw new AppError('VAL_001', 'groupPath must look like /segment or /segment/segment')
   }
-  return db
-    .insertInto('organizations')
-    .values({ name: organization.name, group_path: organization.groupPath })
-    .returningAll()
-    .executeTakeFirstOrThrow()
+  return insertOrganization(db, organization)
 }
 
 export interface NewUser {
@@ -50,18 +47,14 @@ export function checkRoles(roles: string[]): Role[] {
 export async function createUser(db: Kysely<Database>, user: NewUser) {
   if (!EMAIL.test(user.email)) throw new AppError('VAL_001', 'email is not an e-mail address')
   if (user.password !== undefined) checkPasswordPolicy(user.password, { email: user.email }, 'password')
-  return db
-    .insertInto('users')
-    .values({
-      organization_id: user.organizationId,
-      subject: user.subject ?? randomUUID(),
-      email: user.email,
-      password_hash: user.password === undefined ? null : await hashPassword(user.password),
-      first_name: user.firstName,
-      last_name: user.lastName,
-      roles: checkRoles(user.roles),
-      password_change_required: user.temporaryPassword ?? false,
-    })
-    .returningAll()
-    .executeTakeFirstOrThrow()
+  return insertUser(db, {
+    organization_id: user.organizationId,
+    subject: user.subject ?? randomUUID(),
+    email: user.email,
+    password_hash: user.password === undefined ? null : await hashPassword(user.password),
+    first_name: user.firstName,
+    last_name: user.lastName,
+    roles: checkRoles(user.roles),
+    password_change_required: user.temporaryPassword ?? false,
+  })
 }

@@ -3,7 +3,7 @@ import type { Database, Db, Trx } from '../../../db/database.js'
 import type { NewWebhookRow, WebhookRow, WebhookRowUpdate } from '../../../db/tables/webhooks.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import type { DELIVERY_SORT_FIELDS, WEBHOOK_SORT_FIELDS } from '../../../schemas/webhooks.js'
-import { fetchPage, type SortOrder } from '../../lib/paging.js'
+import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
 
 export const WEBHOOK_SORT_COLUMNS: Record<(typeof WEBHOOK_SORT_FIELDS)[number], string> = {
   createdAt: 'created_at',
@@ -13,8 +13,6 @@ export const WEBHOOK_SORT_COLUMNS: Record<(typeof WEBHOOK_SORT_FIELDS)[number], 
 export const DELIVERY_SORT_COLUMNS: Record<(typeof DELIVERY_SORT_FIELDS)[number], string> = {
   createdAt: 'created_at',
 }
-
-const orderBy = (sort: SortOrder) => sql.raw(`${sort.column} ${sort.direction}, id ${sort.direction}`)
 
 const webhooksOf = (db: Db, organizationId: number) =>
   db.selectFrom('webhooks').where('organization_id', '=', organizationId)
@@ -77,7 +75,7 @@ export function listWebhooks(
 ) {
   let query = webhooksOf(db, organizationId).selectAll()
   if (filters.active !== undefined) query = query.where('active', '=', filters.active)
-  return fetchPage(db, query.orderBy(orderBy(sort)), paging)
+  return fetchPage(db, query.orderBy(orderByExpression(sort)), paging)
 }
 
 const deliveriesOf = (db: Db, organizationId: number, webhookId: number) =>
@@ -97,7 +95,7 @@ export function listDeliveries(
   let query = deliveriesOf(db, organizationId, webhookId).selectAll()
   if (filters.status) query = query.where('status', '=', filters.status as 'PENDING')
   if (filters.event) query = query.where('event_type', '=', filters.event)
-  return fetchPage(db, query.orderBy(orderBy(sort)), paging)
+  return fetchPage(db, query.orderBy(orderByExpression(sort)), paging)
 }
 
 export function findDelivery(db: Db, organizationId: number, webhookId: number, id: number) {
@@ -109,6 +107,10 @@ export function findDelivery(db: Db, organizationId: number, webhookId: number, 
     .executeTakeFirst()
 }
 
+/**
+ * A delivery's attempts. They have no organization column: they are scoped by their delivery, which
+ * the caller found in its organization.
+ */
 export function listAttempts(db: Db, deliveryId: number) {
   return db
     .selectFrom('webhook_delivery_attempts')

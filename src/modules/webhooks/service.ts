@@ -13,8 +13,8 @@ import {
   type WebhookListQuery,
   type WebhookWithSecret,
 } from '../../../schemas/webhooks.js'
-import { AppError, forbidden, notFound } from '../../errors.js'
-import type { Principal } from '../../identity/principal.js'
+import { type Actor, missingRecord } from '../../access/organization-scope.js'
+import { AppError, notFound } from '../../errors.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import type { SecretBox } from '../../lib/secret-box.js'
 import { enqueueTestDelivery, notifyWorkers } from '../../outbox/enqueue.js'
@@ -37,9 +37,6 @@ import {
   WEBHOOK_SORT_COLUMNS,
 } from './queries.js'
 
-/** Who is acting: every webhook operation is confined to this organization. */
-export type Actor = Pick<Principal, 'userId' | 'organizationId'>
-
 /** What registration needs besides the database: the address rules, encryption, rotation overlap. */
 export interface WebhookSettings {
   targets: TargetPolicy
@@ -49,11 +46,7 @@ export interface WebhookSettings {
 
 /** The spec's organization rule: a webhook of another organization is 403, a missing one 404. */
 async function missingWebhook(db: Db, actor: Actor, id: number): Promise<never> {
-  const organizationId = await findWebhookOrganization(db, id)
-  if (organizationId !== undefined && organizationId !== actor.organizationId) {
-    throw forbidden('The webhook belongs to another organization')
-  }
-  throw notFound(`Webhook ${id}`)
+  return missingRecord('Webhook', id, await findWebhookOrganization(db, id), actor)
 }
 
 async function checkUrl(url: string, targets: TargetPolicy): Promise<void> {
