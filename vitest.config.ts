@@ -30,6 +30,10 @@ export default defineConfig({
     isolate: false,
     // Each worker holds one embedded database (~250 MB); two match the two cores here.
     maxWorkers: 2,
+    // Bounds, not waits: a test waits for what it needs (a response, a row, a delivery). Five times
+    // vitest's defaults, because a loaded CI machine runs the slowest tests (fuzzing every
+    // operation, a browser, real server processes) several times slower than a quiet one; hooks
+    // open a database and may start servers.
     testTimeout: 30_000,
     hookTimeout: 60_000,
   },

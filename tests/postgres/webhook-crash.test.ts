@@ -81,6 +81,7 @@ describe('a process killed with SIGKILL while delivering', () => {
     expect(rows).toHaveLength(total)
     expect(rows.every((row) => row.status === 'SUCCEEDED')).toBe(true)
     expect(new Set(rows.map((row) => row.message_id))).toEqual(receiver.messageIds())
+    // Starts and kills real server processes (each start up to 45 s on a loaded machine).
   }, 120_000)
 })
 
@@ -125,5 +126,6 @@ describe('graceful shutdown of the worker', () => {
     const { row, closedAfterMs } = await inFlightAtClose(8000)
     expect(row).toEqual({ status: 'PENDING', attempt_count: 0, locked_until: null })
     expect(closedAfterMs).toBeLessThan(7500)
+    // The attempt lasts 8 s by design; the bound leaves room for the grace period and start-up.
   }, 30_000)
 })

@@ -35,5 +35,6 @@ describe('the production bundle (npm run build, npm run start:prod)', () => {
     } finally {
       expect(await stopServer(server)).toBe(0)
     }
+    // Bundles the whole service with esbuild, then starts it as a process.
   }, 120_000)
 })
