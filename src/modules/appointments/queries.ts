@@ -40,19 +40,6 @@ export function findAppointment(
   return scoped(db, organizationId).selectAll().where('id', '=', id).executeTakeFirst()
 }
 
-/**
- * The organization of an appointment, whatever the caller's: the one query that crosses tenants,
- * used only to tell "not yours" (403) from "does not exist" (404). It returns no appointment data.
- */
-export async function findAppointmentOrganization(db: Db, id: number): Promise<number | undefined> {
-  const row = await db
-    .selectFrom('appointments')
-    .select('organization_id')
-    .where('id', '=', id)
-    .executeTakeFirst()
-  return row?.organization_id
-}
-
 export function lockAppointment(trx: Trx, organizationId: number, id: number) {
   return scoped(trx, organizationId).selectAll().where('id', '=', id).forUpdate().executeTakeFirst()
 }

@@ -13,7 +13,7 @@ import {
   type UpdateAppointmentBody,
 } from '../../../schemas/appointments.js'
 import type { PageOf } from '../../../schemas/common.js'
-import { type Actor, missingRecord } from '../../access/organization-scope.js'
+import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
 import { AppError, conflict } from '../../errors.js'
 import { withinWorkingHours } from '../../lib/availability.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
@@ -30,7 +30,6 @@ import {
 import {
   APPOINTMENT_SORT_COLUMNS,
   findAppointment,
-  findAppointmentOrganization,
   insertAppointment,
   listAppointments as listAppointmentRows,
   lockAppointment,
@@ -42,7 +41,7 @@ const MINUTE_MS = 60_000
 const invalid = (details: string) => new AppError('VAL_001', details)
 
 async function missingAppointment(db: Db, actor: Actor, id: number): Promise<never> {
-  return missingRecord('Appointment', id, await findAppointmentOrganization(db, id), actor)
+  return missingRecord('Appointment', id, await ownerOrganization(db, 'appointments', id), actor)
 }
 
 /** The lifecycle table decides; anything it does not list is 409. */

@@ -56,16 +56,6 @@ export function lockInvoice(trx: Trx, organizationId: number, id: number) {
     .executeTakeFirst()
 }
 
-/** The organization of an invoice, whatever the caller's: only to tell 403 from 404. */
-export async function findInvoiceOrganization(db: Db, id: number) {
-  const row = await db
-    .selectFrom('invoices')
-    .select('organization_id')
-    .where('id', '=', id)
-    .executeTakeFirst()
-  return row?.organization_id
-}
-
 export function updateInvoice(
   trx: Trx,
   organizationId: number,

@@ -11,7 +11,7 @@ import type {
   RecordPaymentBody,
 } from '../../../schemas/billing.js'
 import type { PageOf } from '../../../schemas/common.js'
-import { type Actor, missingRecord } from '../../access/organization-scope.js'
+import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
 import { AppError } from '../../errors.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import { enqueueEvent } from '../../outbox/enqueue.js'
@@ -20,7 +20,6 @@ import { toInvoice, toInvoiceCreatedData, toPayment, toPaymentReceivedData } fro
 import { priceLines } from './money.js'
 import {
   findInvoice,
-  findInvoiceOrganization,
   findPaymentByKey,
   INVOICE_SORT_COLUMNS,
   insertInvoice,
@@ -72,7 +71,7 @@ export async function createInvoice(
 }
 
 async function missingInvoice(db: Db, actor: Actor, id: number): Promise<never> {
-  return missingRecord('Invoice', id, await findInvoiceOrganization(db, id), actor)
+  return missingRecord('Invoice', id, await ownerOrganization(db, 'invoices', id), actor)
 }
 
 export async function getInvoice(

@@ -73,20 +73,6 @@ export function findAvailableDocument(db: Kysely<Database>, organizationId: numb
     .executeTakeFirst()
 }
 
-/** The organization of an available document, whatever the caller's: only to tell 403 from 404. */
-export async function findDocumentOrganization(
-  db: Kysely<Database>,
-  id: number,
-): Promise<number | undefined> {
-  const row = await db
-    .selectFrom('documents')
-    .select('organization_id')
-    .where('id', '=', id)
-    .where('status', '=', 'AVAILABLE')
-    .executeTakeFirst()
-  return row?.organization_id
-}
-
 export function listPatientDocuments(
   db: Kysely<Database>,
   organizationId: number,

@@ -6,7 +6,7 @@ import type { Database } from '../../../db/database.js'
 import type { DocumentRow } from '../../../db/tables/documents.js'
 import type { PageOf } from '../../../schemas/common.js'
 import { type Document, DocumentFields, type DocumentListQuery } from '../../../schemas/documents.js'
-import { type Actor, missingRecord } from '../../access/organization-scope.js'
+import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
 import { AppError, notFound } from '../../errors.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import { checkEncounterOfPatient } from '../encounters/service.js'
@@ -19,7 +19,6 @@ import {
   deletePendingDocument,
   deleteUploadedDocument,
   findAvailableDocument,
-  findDocumentOrganization,
   findSweepable,
   insertPendingDocument,
   listPatientDocuments,
@@ -231,7 +230,7 @@ export async function listDocuments(
 /** The document, or the organization rule: another organization's is 403, a missing one 404. */
 export async function findDocument(db: Kysely<Database>, actor: Actor, id: number): Promise<DocumentRow> {
   const row = await findAvailableDocument(db, actor.organizationId, id)
-  return row ?? missingRecord('Document', id, await findDocumentOrganization(db, id), actor)
+  return row ?? missingRecord('Document', id, await ownerOrganization(db, 'documents', id), actor)
 }
 
 /**

@@ -32,19 +32,6 @@ export function findEncounter(db: Db, organizationId: number, id: number): Promi
   return scoped(db, organizationId).selectAll().where('id', '=', id).executeTakeFirst()
 }
 
-/**
- * The organization of an encounter, whatever the caller's: the one query that crosses tenants,
- * used only to tell "not yours" (403) from "does not exist" (404). It returns no clinical data.
- */
-export async function findEncounterOrganization(db: Db, id: number): Promise<number | undefined> {
-  const row = await db
-    .selectFrom('encounters')
-    .select('organization_id')
-    .where('id', '=', id)
-    .executeTakeFirst()
-  return row?.organization_id
-}
-
 export function lockEncounter(trx: Trx, organizationId: number, id: number) {
   return scoped(trx, organizationId).selectAll().where('id', '=', id).forUpdate().executeTakeFirst()
 }

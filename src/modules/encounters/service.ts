@@ -13,7 +13,7 @@ import {
   type EncounterStatus,
   type UpdateEncounterBody,
 } from '../../../schemas/encounters.js'
-import { type Actor, missingRecord } from '../../access/organization-scope.js'
+import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
 import { AppError, conflict, forbidden } from '../../errors.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import { enqueueEvent } from '../../outbox/enqueue.js'
@@ -25,7 +25,6 @@ import {
   addendaOf,
   ENCOUNTER_SORT_COLUMNS,
   findEncounter,
-  findEncounterOrganization,
   insertAddendum,
   insertEncounter,
   listEncounters as listEncounterRows,
@@ -34,7 +33,7 @@ import {
 } from './queries.js'
 
 async function missingEncounter(db: Db, actor: Actor, id: number): Promise<never> {
-  return missingRecord('Encounter', id, await findEncounterOrganization(db, id), actor)
+  return missingRecord('Encounter', id, await ownerOrganization(db, 'encounters', id), actor)
 }
 
 const OPERATION_NAMES: Record<EncounterOperation, string> = {

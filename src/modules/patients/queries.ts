@@ -107,20 +107,6 @@ export async function findPatient(
   return row
 }
 
-/**
- * The organization of a live patient, whatever the caller's: the one query that crosses tenants,
- * used only to tell "not yours" (403) from "does not exist" (404). It returns no patient data.
- */
-export async function findPatientOrganization(db: Db, id: number): Promise<number | undefined> {
-  const row = await db
-    .selectFrom('patients')
-    .select('organization_id')
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst()
-  return row?.organization_id
-}
-
 export function lockPatient(trx: Trx, organizationId: number, id: number) {
   return live(trx, organizationId).select(PATIENT_COLUMNS).where('id', '=', id).forUpdate().executeTakeFirst()
 }

@@ -9,14 +9,13 @@ import type {
   PatientSearchQuery,
   UpdatePatientBody,
 } from '../../../schemas/patients.js'
-import { type Actor, missingRecord } from '../../access/organization-scope.js'
+import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
 import { AppError } from '../../errors.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import { changeWithEvent } from '../../outbox/enqueue.js'
 import { demographicColumns, patientEvent, toPatient } from './mapper.js'
 import {
   findPatient,
-  findPatientOrganization,
   insertPatientQuery,
   listPatients as listPatientRows,
   lockPatient,
@@ -41,7 +40,7 @@ function checkBirthDate(dateOfBirth: string): void {
 
 /** The spec's organization rule: a patient of another organization is 403, a missing one 404. */
 async function missingPatient(db: Db, actor: Actor, id: number): Promise<never> {
-  return missingRecord('Patient', id, await findPatientOrganization(db, id), actor)
+  return missingRecord('Patient', id, await ownerOrganization(db, 'patients', id), actor)
 }
 
 const duplicateMrn = (mrn: string) =>

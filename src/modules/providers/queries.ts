@@ -33,19 +33,6 @@ export function findProvider(db: Db, organizationId: number, id: number): Promis
 }
 
 /**
- * The organization of a provider, whatever the caller's: the one query that crosses tenants, used
- * only to tell "not yours" (403) from "does not exist" (404). It returns no provider data.
- */
-export async function findProviderOrganization(db: Db, id: number): Promise<number | undefined> {
-  const row = await db
-    .selectFrom('providers')
-    .select('organization_id')
-    .where('id', '=', id)
-    .executeTakeFirst()
-  return row?.organization_id
-}
-
-/**
  * The provider, its row locked FOR NO KEY UPDATE until the transaction ends: bookings onto its
  * calendar take this lock first, so concurrent ones queue here. Left to meet only in the overlap
  * constraint, two bookings that each inserted before the other's check deadlock there. The lock

@@ -12,7 +12,7 @@ import type {
   WeeklyHoursBody,
   WorkingInterval,
 } from '../../../schemas/providers.js'
-import { type Actor, missingRecord } from '../../access/organization-scope.js'
+import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
 import { AppError, notFound } from '../../errors.js'
 import { type Interval, workingIntervals } from '../../lib/availability.js'
 import { isValidNpi } from '../../lib/npi.js'
@@ -23,7 +23,6 @@ import {
   deleteException,
   exceptionsBetween,
   findProvider,
-  findProviderOrganization,
   insertException,
   insertProvider,
   isUserOfOrganization,
@@ -42,7 +41,7 @@ const invalid = (details: string) => new AppError('VAL_001', details)
 
 /** The spec's organization rule for providers: another organization's is 403, a missing one 404. */
 async function missingProvider(db: Db, actor: Actor, id: number): Promise<never> {
-  return missingRecord('Provider', id, await findProviderOrganization(db, id), actor)
+  return missingRecord('Provider', id, await ownerOrganization(db, 'providers', id), actor)
 }
 
 /** The provider, if it is of the caller's organization; otherwise 403 or 404. */

@@ -60,13 +60,3 @@ export function closeRoom(db: Db, organizationId: number, id: number, userId: nu
     .returningAll()
     .executeTakeFirst()
 }
-
-/** The organization of a room, whatever the caller's: only to tell 403 from 404. */
-export async function findRoomOrganization(db: Db, id: number) {
-  const row = await db
-    .selectFrom('telehealth_rooms')
-    .select('organization_id')
-    .where('id', '=', id)
-    .executeTakeFirst()
-  return row?.organization_id
-}

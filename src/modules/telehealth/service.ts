@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely'
 import type { Database } from '../../../db/database.js'
 import type { TelehealthRoomRow } from '../../../db/tables/telehealth-rooms.js'
 import type { CreateRoomBody, JoinBody, JoinResult, Room } from '../../../schemas/telehealth.js'
-import { type Actor, missingRecord } from '../../access/organization-scope.js'
+import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
 import { hasAnyRole } from '../../access/roles.js'
 import { AppError, conflict, forbidden, notFound } from '../../errors.js'
 import type { Principal } from '../../identity/principal.js'
@@ -18,7 +18,6 @@ import {
   findRoom,
   findRoomByName,
   findRoomOfAppointment,
-  findRoomOrganization,
   insertRoom,
 } from './queries.js'
 
@@ -82,12 +81,12 @@ export async function openRoom(
 
 export async function getRoom(db: Kysely<Database>, actor: Actor, id: number): Promise<Room> {
   const row = await findRoom(db, actor.organizationId, id)
-  return toRoom(row ?? missingRecord('Room', id, await findRoomOrganization(db, id), actor))
+  return toRoom(row ?? missingRecord('Room', id, await ownerOrganization(db, 'telehealth_rooms', id), actor))
 }
 
 export async function closeRoom(db: Kysely<Database>, actor: Actor, id: number): Promise<Room> {
   const row = await closeRoomRow(db, actor.organizationId, id, actor.userId)
-  return toRoom(row ?? missingRecord('Room', id, await findRoomOrganization(db, id), actor))
+  return toRoom(row ?? missingRecord('Room', id, await ownerOrganization(db, 'telehealth_rooms', id), actor))
 }
 
 const notAParty = () => forbidden('The identity is not a party of this room, or not one you may act for')

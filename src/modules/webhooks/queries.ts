@@ -29,19 +29,6 @@ export function lockWebhook(trx: Trx, organizationId: number, id: number) {
   return webhooksOf(trx, organizationId).selectAll().where('id', '=', id).forUpdate().executeTakeFirst()
 }
 
-/**
- * The organization of a webhook, whatever the caller's: the one query that crosses tenants, used
- * only to tell "not yours" (403) from "does not exist" (404). It returns nothing else.
- */
-export async function findWebhookOrganization(db: Db, id: number): Promise<number | undefined> {
-  const row = await db
-    .selectFrom('webhooks')
-    .select('organization_id')
-    .where('id', '=', id)
-    .executeTakeFirst()
-  return row?.organization_id
-}
-
 export function updateWebhookRow(
   trx: Trx,
   organizationId: number,

@@ -13,7 +13,7 @@ import {
   type WebhookListQuery,
   type WebhookWithSecret,
 } from '../../../schemas/webhooks.js'
-import { type Actor, missingRecord } from '../../access/organization-scope.js'
+import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
 import { AppError, notFound } from '../../errors.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import type { SecretBox } from '../../lib/secret-box.js'
@@ -26,7 +26,6 @@ import {
   deleteWebhookRow,
   findDelivery,
   findWebhook,
-  findWebhookOrganization,
   insertWebhook,
   listAttempts,
   listDeliveries as listDeliveryRows,
@@ -46,7 +45,7 @@ export interface WebhookSettings {
 
 /** The spec's organization rule: a webhook of another organization is 403, a missing one 404. */
 async function missingWebhook(db: Db, actor: Actor, id: number): Promise<never> {
-  return missingRecord('Webhook', id, await findWebhookOrganization(db, id), actor)
+  return missingRecord('Webhook', id, await ownerOrganization(db, 'webhooks', id), actor)
 }
 
 async function checkUrl(url: string, targets: TargetPolicy): Promise<void> {
