@@ -9,11 +9,13 @@ import { bearer, newOrganization, patientBody, type TestUser } from '../helpers/
 import { startTcpProxy } from '../helpers/tcp-proxy.js'
 
 let app: App
+let databaseUrl: string
 let proxy: Awaited<ReturnType<typeof startTcpProxy>>
 let user: TestUser
 
 beforeAll(async () => {
-  const target = new URL(await newPostgresDatabase())
+  databaseUrl = await newPostgresDatabase()
+  const target = new URL(databaseUrl)
   proxy = await startTcpProxy(target.hostname, Number(target.port || 5432))
   const proxied = new URL(target)
   proxied.host = `127.0.0.1:${proxy.port}`
@@ -33,6 +35,21 @@ afterAll(async () => {
   await proxy.restore()
   await app.close()
 })
+
+/** How many slow test queries the database is running, asked on a connection that bypasses the proxy. */
+async function slowQueriesRunning(): Promise<number> {
+  const direct = openPostgres({ url: databaseUrl, poolMax: 1 })
+  try {
+    const { rows } = await sql<{ running: number }>`
+      select count(*)::int as running from pg_stat_activity
+      where datname = current_database() and state = 'active' and query like 'select pg_sleep(3)%'`.execute(
+      direct.db,
+    )
+    return rows[0]?.running ?? 0
+  } finally {
+    await direct.close()
+  }
+}
 
 describe('when the database becomes unreachable', () => {
   it('answers 503 SYS_002 and health DOWN, and recovers with nothing lost once it is back', async () => {
@@ -87,8 +104,8 @@ describe('when the database becomes unreachable', () => {
     await app.auditLog.flush()
 
     const inFlight = app.inject({ url: '/test/slow-query' })
-    // Let the query reach the database before the connection goes.
-    await new Promise((resolve) => setTimeout(resolve, 300))
+    // The query has reached the database before the connection goes (seen past the proxy).
+    await expect.poll(slowQueriesRunning, { timeout: 10_000, interval: 20 }).toBeGreaterThan(0)
     const startedAt = Date.now()
     await proxy.cut()
     const calls = await Promise.all([

@@ -44,7 +44,16 @@ describe('two instances delivering from one database', () => {
       await Promise.all(Array.from({ length: 20 }, () => createPatientAs(app, admin, patientBody())))
     }
     await receiver.waitFor(total, 30_000)
-    await new Promise((resolve) => setTimeout(resolve, 300))
+    // Every delivery recorded as succeeded: no attempt is left that could still send a duplicate.
+    await expect
+      .poll(
+        async () =>
+          (await first.db.selectFrom('webhook_deliveries').select('status').execute()).every(
+            (row) => row.status === 'SUCCEEDED',
+          ),
+        { timeout: 30_000, interval: 50 },
+      )
+      .toBe(true)
 
     expect(receiver.received).toHaveLength(total)
     expect(receiver.messageIds().size).toBe(total)
