@@ -40,5 +40,3 @@ export function eventMapping<E extends EmittedEvent, Row>(
       )})`,
   }
 }
-
-export type EventMapping<E extends EmittedEvent, Row> = ReturnType<typeof eventMapping<E, Row>>

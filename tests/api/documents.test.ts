@@ -7,7 +7,13 @@ import type { App } from '../../src/app.js'
 import { sweepDocuments } from '../../src/modules/documents/service.js'
 import { localStore } from '../../src/modules/documents/store.js'
 import { buildTestApp } from '../helpers/app.js'
-import { bearer, createPatient, newOrganization, type TestUser } from '../helpers/factories.js'
+import {
+  bearer,
+  createPatient,
+  insertPendingDocument,
+  newOrganization,
+  type TestUser,
+} from '../helpers/factories.js'
 import { fileBytes, multipart } from '../helpers/multipart.js'
 
 const PDF = '%PDF-1.7\n'
@@ -366,26 +372,7 @@ describe('DELETE /api/documents/{documentId} and housekeeping', () => {
 
   it('clears an upload that a crash left PENDING: the row and any bytes', async () => {
     const store = localStore(path.join(dataDir, 'documents'))
-    const { id } = await app.db
-      .insertInto('documents')
-      .values({
-        organization_id: nurse.organizationId,
-        patient_id: patientId,
-        encounter_id: null,
-        title: 'Interrupted',
-        category: 'OTHER',
-        content_type: 'text/plain',
-        file_name: 'x.txt',
-        storage_key: 'crashed-upload-key',
-        uploaded_by: nurse.id,
-        size_bytes: null,
-        sha256: null,
-        deleted_at: null,
-        deleted_by: null,
-        purged_at: null,
-      })
-      .returning('id')
-      .executeTakeFirstOrThrow()
+    const id = await insertPendingDocument(app, nurse, patientId, 'crashed-upload-key')
     await store.write(
       'crashed-upload-key',
       (async function* () {

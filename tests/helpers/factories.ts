@@ -165,3 +165,36 @@ export function nthSunday(year: number, month: number, n: number): string {
   const day = 1 + ((7 - first.getUTCDay()) % 7) + (n - 1) * 7
   return new Date(Date.UTC(year, month - 1, day)).toISOString().slice(0, 10)
 }
+
+/**
+ * A document row as an upload leaves it while its bytes are still streaming (PENDING), written
+ * straight to the database: what a crash would leave behind.
+ */
+export async function insertPendingDocument(
+  app: App,
+  user: TestUser,
+  patientId: number,
+  storageKey: string,
+): Promise<number> {
+  const { id } = await app.db
+    .insertInto('documents')
+    .values({
+      organization_id: user.organizationId,
+      patient_id: patientId,
+      encounter_id: null,
+      title: 'Uploading',
+      category: 'OTHER',
+      content_type: 'text/plain',
+      file_name: 'x.txt',
+      storage_key: storageKey,
+      uploaded_by: user.id,
+      size_bytes: null,
+      sha256: null,
+      deleted_at: null,
+      deleted_by: null,
+      purged_at: null,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow()
+  return id
+}

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest'
 import { sweepDocuments } from '../../src/modules/documents/service.js'
 import { localStore } from '../../src/modules/documents/store.js'
 import { buildTestApp, openTestDatabase } from '../helpers/app.js'
-import { createPatient, newOrganization } from '../helpers/factories.js'
+import { createPatient, insertPendingDocument, newOrganization } from '../helpers/factories.js'
 
 // Housekeeping works over every organization of its database. When test files shared one, a test
 // that swept with its clock moved ahead deleted another file's upload still in flight (its row was
@@ -34,26 +34,12 @@ describe('test databases on PostgreSQL', () => {
     const store = localStore(await mkdtemp(path.join(tmpdir(), 'ehr-documents-')))
     try {
       const nurse = await (await newOrganization(app)).user('NURSE')
-      const { id } = await app.db
-        .insertInto('documents')
-        .values({
-          organization_id: nurse.organizationId,
-          patient_id: await createPatient(app, nurse),
-          encounter_id: null,
-          title: 'Uploading',
-          category: 'OTHER',
-          content_type: 'text/plain',
-          file_name: 'x.txt',
-          storage_key: `in-flight-${randomUUID()}`,
-          uploaded_by: nurse.id,
-          size_bytes: null,
-          sha256: null,
-          deleted_at: null,
-          deleted_by: null,
-          purged_at: null,
-        })
-        .returning('id')
-        .executeTakeFirstOrThrow()
+      const id = await insertPendingDocument(
+        app,
+        nurse,
+        await createPatient(app, nurse),
+        `in-flight-${randomUUID()}`,
+      )
       const inFlight = () =>
         app.db.selectFrom('documents').select('id').where('id', '=', id).executeTakeFirst()
       const twoHoursAhead = Date.now() + 2 * 3600_000
