@@ -4,6 +4,7 @@ import type { AuditLogTable } from './tables/audit-log.js'
 import type { InvoicesTable, OrganizationCountersTable, PaymentsTable } from './tables/billing.js'
 import type { ClientsTable } from './tables/clients.js'
 import type { ClinicalRecordsTable } from './tables/clinical-records.js'
+import type { DeletedRecordsTable } from './tables/deleted-records.js'
 import type { DocumentsTable } from './tables/documents.js'
 import type { EncounterAddendaTable } from './tables/encounter-addenda.js'
 import type { EncountersTable } from './tables/encounters.js'
@@ -52,6 +53,7 @@ export interface Database {
   encounters: EncountersTable
   encounter_addenda: EncounterAddendaTable
   outbox_events: OutboxEventsTable
+  deleted_records: DeletedRecordsTable
   audit_log: AuditLogTable
   webhooks: WebhooksTable
   webhook_deliveries: WebhookDeliveriesTable

@@ -1,4 +1,11 @@
-import { type Static, type TProperties, type TSchema, Type } from '@sinclair/typebox'
+import {
+  OptionalKind,
+  type Static,
+  type TObject,
+  type TProperties,
+  type TSchema,
+  Type,
+} from '@sinclair/typebox'
 
 /** `T` or null: how a response says "no value" (fields are always present, never silently absent). */
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
@@ -65,28 +72,87 @@ export type ErrorEnvelope = Static<typeof ErrorEnvelope>
 export const PAGE_SIZE_DEFAULT = 20
 export const PAGE_SIZE_MAX = 100
 
-/** The spec's Page, the `data` of every list endpoint. */
-export const Page = <T extends TSchema>(item: T) =>
-  Type.Object({
-    content: Type.Array(item),
-    pageable: Type.Object({
-      pageNumber: Type.Integer({ minimum: 0, description: '0-indexed page number' }),
-      pageSize: Type.Integer({ minimum: 1, maximum: PAGE_SIZE_MAX }),
-    }),
-    totalElements: Type.Integer({ minimum: 0 }),
-    totalPages: Type.Integer({ minimum: 0 }),
-    first: Type.Boolean(),
-    last: Type.Boolean(),
-  })
+/** A record's version: 1 when created, raised by one on every change; its ETag is `W/"<version>"`. */
+export const Version = Type.Integer({
+  minimum: 1,
+  description: 'Raised by one on every change of the record; the ETag of the record is W/"<version>"',
+})
 
+/** What a sync reader sees of a record removed since it last read. */
+export const Tombstone = Type.Object(
+  {
+    id: Id,
+    deleted: Type.Literal(true),
+    deletedAt: Timestamp,
+  },
+  { description: 'A record removed since the position read from (only in `updatedSince`/`cursor` pages)' },
+)
+export type Tombstone = Static<typeof Tombstone>
+
+const SYNC_PAGE_NOTE =
+  'Offset pages (`page`, `size`, `sort`) carry every field. Sync pages (`updatedSince` or `cursor`) are ordered by (updatedAt, id), carry `nextCursor` and leave out `totalElements` and `totalPages`, which would cost a count of the whole list on every call.'
+
+/**
+ * The spec's Page, the `data` of every list endpoint. Lists of records that can be removed declare
+ * `tombstones`: their sync pages hold a Tombstone where a removed record would be.
+ */
+export const Page = <T extends TSchema>(item: T, options: { tombstones?: boolean } = {}) =>
+  Type.Object(
+    {
+      content: Type.Array(options.tombstones ? Type.Union([item, Tombstone]) : item),
+      pageable: Type.Object({
+        pageNumber: Type.Integer({ minimum: 0, description: '0-indexed page number (0 on sync pages)' }),
+        pageSize: Type.Integer({ minimum: 1, maximum: PAGE_SIZE_MAX }),
+      }),
+      totalElements: Type.Optional(Type.Integer({ minimum: 0, description: 'Offset pages only' })),
+      totalPages: Type.Optional(Type.Integer({ minimum: 0, description: 'Offset pages only' })),
+      first: Type.Boolean(),
+      last: Type.Boolean({ description: 'On a sync page: nothing more has changed for now' }),
+      nextCursor: Type.Optional(
+        Type.String({
+          description:
+            'Sync pages only: pass as `cursor` (with the same filters) to read on; present on the last page too, to resume from later',
+        }),
+      ),
+    },
+    { description: SYNC_PAGE_NOTE },
+  )
 /** The Page of a list endpoint holding records of type T. */
 export type PageOf<T> = Omit<Static<ReturnType<typeof Page<TSchema>>>, 'content'> & { content: T[] }
+
+/** A sync page's records and the tombstones of removed ones, in (updatedAt, id) order. */
+export type SyncPageOf<T> = PageOf<T | Tombstone>
+
+/** The query parameters of sync reading, which every list accepts. */
+const SYNC_PARAMETERS = {
+  updatedSince: Type.Optional(
+    Type.String({
+      format: 'date-time',
+      description:
+        'Sync: records changed at or after this RFC 3339 time, oldest change first, ordered by (updatedAt, id); removed records appear as tombstones. Not with `page` or `sort`.',
+      examples: ['2026-01-01T00:00:00Z'],
+    }),
+  ),
+  cursor: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 512,
+      pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$',
+      description:
+        'Sync: the `nextCursor` of the previous sync page, sent with the same filters. Opaque and signed; keyset paging, so a deep page costs what the first does.',
+    }),
+  ),
+}
 
 /**
  * Query string of a list endpoint: `page`, `size`, `sort` over the given sortable fields, plus the
  * resource's filters. Unknown parameters and sort fields are rejected (400), not ignored.
  */
-export const ListQuery = <F extends TProperties>(sortable: readonly [string, ...string[]], filters: F) =>
+export const ListQuery = <F extends TProperties>(
+  sortable: readonly [string, ...string[]],
+  filters: F,
+  options: { sync?: boolean } = {},
+) =>
   Type.Object(
     {
       page: Type.Integer({
@@ -109,9 +175,82 @@ export const ListQuery = <F extends TProperties>(sortable: readonly [string, ...
           examples: [`${sortable[0]},asc`],
         }),
       ),
+      ...(options.sync === false ? {} : SYNC_PARAMETERS),
       ...filters,
     },
     { additionalProperties: false },
   )
 
 export type PageQuery = { page: number; size: number; sort?: string }
+
+/** The request headers of a conditional write: `If-Match` with the version the client last read. */
+export const IfMatchHeaders = Type.Object({
+  'if-match': Type.Optional(
+    Type.String({
+      pattern: '^(\\*|(W/)?"[1-9][0-9]{0,9}")$',
+      description:
+        'The ETag the client read (`W/"<version>"`), or `*`: the change is made only if the record is still at that version, otherwise 412 RES_003 with the current version',
+    }),
+  ),
+})
+
+/** The request headers of a conditional read: `If-None-Match` with versions the client holds. */
+export const IfNoneMatchHeaders = Type.Object({
+  'if-none-match': Type.Optional(
+    Type.String({
+      maxLength: 1024,
+      description: 'ETags the client holds, comma-separated, or `*`: 304 without a body when one is current',
+    }),
+  ),
+})
+
+type SchemaNode = TSchema & {
+  properties?: TProperties
+  anyOf?: SchemaNode[]
+  type?: string
+  default?: unknown
+}
+
+/** The schema without its `default`: a member a patch leaves out must stay as it is, not be filled in. */
+function withoutDefault(schema: SchemaNode): SchemaNode {
+  const {
+    default: _ignored,
+    [OptionalKind]: _optional,
+    ...rest
+  } = schema as SchemaNode & {
+    [OptionalKind]?: unknown
+  }
+  return rest as SchemaNode
+}
+
+function patchOfMember(schema: SchemaNode, optional: boolean): TSchema {
+  let patched: SchemaNode
+  if (schema.properties) patched = MergePatch(schema as unknown as TObject) as SchemaNode
+  else if (schema.anyOf?.some((option) => option.properties))
+    patched = Type.Union(
+      schema.anyOf.map((option) => (option.properties ? MergePatch(option as unknown as TObject) : option)),
+    ) as SchemaNode
+  else patched = withoutDefault(schema)
+  const takesNull = patched.type === 'null' || patched.anyOf?.some((option) => option.type === 'null')
+  return optional && !takesNull ? Nullable(patched) : patched
+}
+
+/**
+ * The body of a JSON Merge Patch (RFC 7396) of a record written with `body`: every member may be
+ * left out; an optional one may be null, which removes it; a nested object is a patch itself; an
+ * array replaces the record's whole. Members `body` does not declare (read-only ones such as `id`
+ * or `version`) are refused. The merged record is then checked against `body` itself.
+ */
+export function MergePatch(
+  body: TObject,
+  options: { description?: string; examples?: unknown[] } = {},
+): TObject {
+  const required = new Set(body.required ?? [])
+  const properties = Object.fromEntries(
+    Object.entries(body.properties).map(([name, member]) => [
+      name,
+      Type.Optional(patchOfMember(member as SchemaNode, !required.has(name))),
+    ]),
+  )
+  return Type.Object(properties, { additionalProperties: false, ...options })
+}

@@ -1,6 +1,6 @@
 import { type Static, type TSchema, Type } from '@sinclair/typebox'
 import { APPOINTMENT_STATUSES, VisitType } from './appointments.js'
-import { DateString, Id, Nullable, Timestamp } from './common.js'
+import { DateString, Id, Nullable, Timestamp, Version } from './common.js'
 import { ENCOUNTER_STATUSES } from './encounters.js'
 import { PATIENT_STATUSES } from './patients.js'
 
@@ -23,13 +23,14 @@ export const PatientEventData = Type.Object(
     id: Id,
     mrn: Type.String(),
     status: Type.Union(PATIENT_STATUSES.map((s) => Type.Literal(s))),
+    version: Version,
     deleted: Type.Boolean({
       description: 'true when the change was a deletion (the patient left all reads)',
     }),
   },
   {
     description:
-      'Identifiers only, no demographics. patient.created: POST /api/patients; patient.updated: PUT /api/patients/{id} and DELETE /api/patients/{id} (deleted: true).',
+      'Identifiers only, no demographics. patient.created: POST /api/patients; patient.updated: PUT and PATCH /api/patients/{id} and DELETE /api/patients/{id} (deleted: true).',
   },
 )
 

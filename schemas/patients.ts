@@ -5,11 +5,13 @@ import {
   Envelope,
   Id,
   ListQuery,
+  MergePatch,
   Nullable,
   Page,
   PhoneNumber,
   Text,
   Timestamp,
+  Version,
 } from './common.js'
 
 export const PATIENT_STATUSES = ['ACTIVE', 'INACTIVE', 'DECEASED'] as const
@@ -155,6 +157,7 @@ export const Patient = Type.Object({
   preferredLanguage: Nullable(Type.String()),
   createdAt: Timestamp,
   updatedAt: Timestamp,
+  version: Version,
 })
 export type Patient = Static<typeof Patient>
 
@@ -178,19 +181,31 @@ export const PatientListQuery = ListQuery(PATIENT_SORT_FIELDS, {
 })
 export type PatientListQuery = Static<typeof PatientListQuery>
 
-export const PatientSearchQuery = ListQuery(PATIENT_SORT_FIELDS, {
-  q: Type.String({
-    minLength: 1,
-    maxLength: 100,
-    pattern: '\\S',
-    description:
-      'Case-insensitive; every word must match. A word of letters must begin a word of the first, middle or last name (each such word of q a different one; ASCII punctuation separates words), so `kowal ol` finds Olga Kowalski. A word with a digit, `@` or `.` must occur anywhere in the MRN, e-mail, telephone digits or name; a telephone number is compared by its digits.',
-  }),
-})
+export const PatientSearchQuery = ListQuery(
+  PATIENT_SORT_FIELDS,
+  {
+    q: Type.String({
+      minLength: 1,
+      maxLength: 100,
+      pattern: '\\S',
+      description:
+        'Case-insensitive; every word must match. A word of letters must begin a word of the first, middle or last name (each such word of q a different one; ASCII punctuation separates words), so `kowal ol` finds Olga Kowalski. A word with a digit, `@` or `.` must occur anywhere in the MRN, e-mail, telephone digits or name; a telephone number is compared by its digits.',
+    }),
+  },
+  { sync: false },
+)
 export type PatientSearchQuery = Static<typeof PatientSearchQuery>
 
 export const PatientEnvelope = Envelope(Patient)
-export const PatientPageEnvelope = Envelope(Page(Patient))
+export const PatientPageEnvelope = Envelope(Page(Patient, { tombstones: true }))
+export const PatientSearchPageEnvelope = Envelope(Page(Patient))
+
+export const PatchPatientBody = MergePatch(UpdatePatientBody, {
+  description:
+    'A JSON Merge Patch (RFC 7396) of the patient: only the members sent change, `null` removes an optional one (`"contact": {"email": null}` clears the e-mail and keeps the telephone), arrays and values are replaced. The merged record must pass the same checks as a full replacement (422). Read-only members (`id`, `version`, `createdAt`, …) are refused.',
+  examples: [{ contact: { phoneNumber: '+1 555 010 9999' }, preferredLanguage: null }],
+})
+export type PatchPatientBody = Static<typeof PatchPatientBody>
 export const PatientDeletedEnvelope = Envelope(
   Type.Object(
     { id: Id },

@@ -31,6 +31,7 @@ import { type HostResolver, systemResolver } from './outbox/targets.js'
 import audit from './plugins/audit.js'
 import auth from './plugins/auth.js'
 import background from './plugins/background.js'
+import conditionalRequests from './plugins/conditional-requests.js'
 import database from './plugins/database.js'
 import encryption from './plugins/encryption.js'
 import errorHandler, { frameworkErrorHandler } from './plugins/error-handler.js'
@@ -42,6 +43,7 @@ import rateLimits from './plugins/rate-limit.js'
 import requestContext, { requestIdFor } from './plugins/request-context.js'
 import routeConventions from './plugins/route-conventions.js'
 import securityHeaders from './plugins/security-headers.js'
+import sync from './plugins/sync.js'
 import validation from './plugins/validation.js'
 
 export interface AppOverrides {
@@ -181,6 +183,8 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   await app.register(openapi)
   await app.register(health, { dataDir: config.DATA_DIR })
   await app.register(encryption, { key: encryptionKey })
+  await app.register(conditionalRequests, { requireIfMatch: config.REQUIRE_IF_MATCH })
+  await app.register(sync, { key: encryptionKey, tombstoneRetentionDays: config.TOMBSTONE_RETENTION_DAYS })
   const webhookTargets = {
     allowHttp: config.WEBHOOK_ALLOW_HTTP,
     allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,

@@ -269,6 +269,18 @@ export const ConfigSchema = Type.Object({
         '32 random bytes, base64 (`openssl rand -base64 32`): encrypts webhook secrets at rest (AES-256-GCM). Unset with the embedded database: generated once into `$DATA_DIR/encryption.key` (mode 0600). **Required with `DATABASE_URL`** (the service refuses to start without it), since every instance must decrypt with the same key. Losing it makes stored secrets unusable',
     }),
   ),
+  REQUIRE_IF_MATCH: Type.Boolean({
+    default: false,
+    description:
+      'Make `If-Match` mandatory on conditional writes (PUT, PATCH, DELETE and state changes of versioned records): without it they answer 428 RES_003, so no client can overwrite a change it has not seen',
+  }),
+  TOMBSTONE_RETENTION_DAYS: Type.Integer({
+    minimum: 1,
+    maximum: 36_500,
+    default: 90,
+    description:
+      'How long sync readers (`updatedSince`, `cursor`) see a removed record as a tombstone; a client away for longer must sync again from zero',
+  }),
   OUTBOX_WORKER: Type.Boolean({
     default: true,
     description:

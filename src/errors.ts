@@ -36,6 +36,12 @@ export const ERRORS = {
     statuses: [409],
     when: "Duplicate (e.g. an MRN already used in the organization), a double booking, or a change the record's status does not allow",
   },
+  RES_003: {
+    status: 412,
+    message: 'Precondition failed',
+    statuses: [412, 428],
+    when: '`If-Match` names a version the record no longer has; `details` gives the current one (412). A write without `If-Match` while `REQUIRE_IF_MATCH` is on (428)',
+  },
   RATE_001: {
     status: 429,
     message: 'Too many requests',
@@ -87,6 +93,13 @@ export const forbidden = (details: string) => new AppError('AUTH_003', details)
 /** The request conflicts with the record's current state (e.g. an illegal status transition). */
 export const conflict = (details: string) =>
   new AppError('RES_002', details, { message: 'Conflict with the current state' })
+
+/** A conditional write whose `If-Match` no longer names the record's version. */
+export const preconditionFailed = (currentVersion: number) =>
+  new AppError(
+    'RES_003',
+    `The record has changed: its current version is ${currentVersion} (ETag W/"${currentVersion}"); read it again and retry`,
+  )
 
 interface PgLikeError {
   code?: string

@@ -14,6 +14,7 @@ import * as patientNameCounts from './0012_patient_name_counts.js'
 import * as deferredPatientCounts from './0013_deferred_patient_counts.js'
 import * as searchPendingList from './0014_search_pending_list.js'
 import * as patientNameWords from './0015_patient_name_words.js'
+import * as recordVersions from './0016_record_versions.js'
 
 /** Every migration, in order. Listed rather than scanned so tsx and compiled JS behave alike. */
 export const migrations: Record<string, Migration> = {
@@ -32,4 +33,5 @@ export const migrations: Record<string, Migration> = {
   '0013_deferred_patient_counts': deferredPatientCounts,
   '0014_search_pending_list': searchPendingList,
   '0015_patient_name_words': patientNameWords,
+  '0016_record_versions': recordVersions,
 }

@@ -24,6 +24,8 @@ export interface AppointmentsTable {
   updated_by: number | null
   created_at: Generated<Date>
   updated_at: Generated<Date>
+  /** Incremented by the database on every change of the row. */
+  version: Generated<number>
 }
 
 export type AppointmentRow = Selectable<AppointmentsTable>

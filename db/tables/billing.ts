@@ -36,6 +36,8 @@ export interface InvoicesTable {
   created_by: number
   created_at: Generated<Date>
   updated_at: Generated<Date>
+  /** Incremented by the database on every change of the row. */
+  version: Generated<number>
 }
 
 export type InvoiceRow = Selectable<InvoicesTable>

@@ -20,6 +20,8 @@ export interface DocumentsTable {
   uploaded_by: number
   created_at: Generated<Date>
   updated_at: Generated<Date>
+  /** Incremented by the database on every change of the row. */
+  version: Generated<number>
   deleted_at: Date | null
   deleted_by: number | null
   purged_at: Date | null

@@ -21,6 +21,8 @@ export interface EncountersTable {
   updated_by: number | null
   created_at: Generated<Date>
   updated_at: Generated<Date>
+  /** Incremented by the database on every change of the row. */
+  version: Generated<number>
 }
 
 export type EncounterRow = Selectable<EncountersTable>

@@ -13,6 +13,9 @@ export interface MessagesTable {
   body: string
   read_at: Date | null
   created_at: Generated<Date>
+  updated_at: Generated<Date>
+  /** Incremented by the database on every change of the row. */
+  version: Generated<number>
 }
 
 export type MessageRow = Selectable<MessagesTable>

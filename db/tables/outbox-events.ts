@@ -6,4 +6,6 @@ export interface OutboxEventsTable {
   event_type: string
   payload: JSONColumnType<{ event: string; timestamp: string; data: Record<string, unknown> }>
   created_at: Generated<Date>
+  /** The writing transaction (xid8, as text): orders the change feed by visibility. */
+  transaction_id: ColumnType<string, never, never>
 }

@@ -27,6 +27,8 @@ export interface PatientsTable {
   updated_by: number | null
   created_at: Generated<Date>
   updated_at: Generated<Date>
+  /** Incremented by the database on every change of the row. */
+  version: Generated<number>
   deleted_at: Date | null
   deleted_by: number | null
   search_text: ColumnType<string, never, never>

@@ -17,6 +17,8 @@ export interface WebhooksTable {
   created_by: number | null
   created_at: Generated<Date>
   updated_at: Generated<Date>
+  /** Incremented by the database on every change of the row. */
+  version: Generated<number>
 }
 
 export type WebhookRow = Selectable<WebhooksTable>

@@ -60,6 +60,7 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'GET /api/patients/:id': { allow: STAFF, audit: { resourceType: 'patient', action: 'READ' } },
   'POST /api/patients': { allow: REGISTRARS, audit: { resourceType: 'patient', action: 'CREATE' } },
   'PUT /api/patients/:id': { allow: REGISTRARS, audit: { resourceType: 'patient', action: 'UPDATE' } },
+  'PATCH /api/patients/:id': { allow: REGISTRARS, audit: { resourceType: 'patient', action: 'UPDATE' } },
   'DELETE /api/patients/:id': { allow: ['ADMIN'], audit: { resourceType: 'patient', action: 'DELETE' } },
 
   ...clinicalRecordRoutes('vitals', 'vital-signs', ['PROVIDER', 'NURSE']),

@@ -150,6 +150,7 @@ describe('delivery', () => {
           id: 1,
           mrn: 'ROLLED-BACK',
           status: 'ACTIVE',
+          version: 1,
           deleted: false,
         })
         throw new Error('the change failed after its event was written')

@@ -55,7 +55,7 @@ describe('fromDatabaseError', () => {
 })
 
 describe('the error table', () => {
-  it('has every code of the specification, and RATE_001, with its status', () => {
+  it('has every code of the specification, RATE_001 and RES_003, with its status', () => {
     expect(Object.fromEntries(Object.entries(ERRORS).map(([code, { status }]) => [code, status]))).toEqual({
       AUTH_001: 401,
       AUTH_002: 401,
@@ -64,6 +64,7 @@ describe('the error table', () => {
       VAL_002: 422,
       RES_001: 404,
       RES_002: 409,
+      RES_003: 412,
       RATE_001: 429,
       SYS_001: 500,
       SYS_002: 503,

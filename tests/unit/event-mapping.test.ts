@@ -30,21 +30,35 @@ describe('eventMapping', () => {
         select ${patientEvent.toSql(sql.table('changed'))} as data
         from (select * from patients where id = ${id}) as changed`.execute(db)
       expect(rows[0]?.data).toEqual(patientEvent.toData(row))
-      expect(patientEvent.toData(row)).toEqual({ id, mrn: row.mrn, status: 'ACTIVE', deleted })
+      expect(patientEvent.toData(row)).toEqual({
+        id,
+        mrn: row.mrn,
+        status: 'ACTIVE',
+        version: deleted ? 2 : 1,
+        deleted,
+      })
     }
   })
 
   it('names exactly the fields it was given, nothing of the row besides', () => {
     const mapping = eventMapping<
       'patient.created',
-      { id: number; mrn: string; status: 'ACTIVE'; deleted_at: Date | null; first_name: string }
+      { id: number; mrn: string; status: 'ACTIVE'; version: number; deleted_at: Date | null; first_name: string }
     >({
       id: column('id'),
       mrn: column('mrn'),
       status: column('status'),
+      version: column('version'),
       deleted: isSet('deleted_at'),
     })
-    const data = mapping.toData({ id: 1, mrn: 'M1', status: 'ACTIVE', deleted_at: null, first_name: 'Ann' })
-    expect(data).toEqual({ id: 1, mrn: 'M1', status: 'ACTIVE', deleted: false })
+    const data = mapping.toData({
+      id: 1,
+      mrn: 'M1',
+      status: 'ACTIVE',
+      version: 3,
+      deleted_at: null,
+      first_name: 'Ann',
+    })
+    expect(data).toEqual({ id: 1, mrn: 'M1', status: 'ACTIVE', version: 3, deleted: false })
   })
 })

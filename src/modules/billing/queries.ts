@@ -28,7 +28,7 @@ export async function nextCounterValue(trx: Trx, organizationId: number, name: s
 
 export function insertInvoice(
   trx: Trx,
-  invoice: Omit<InvoiceRow, 'id' | 'amount_paid' | 'created_at' | 'updated_at'>,
+  invoice: Omit<InvoiceRow, 'id' | 'amount_paid' | 'created_at' | 'updated_at' | 'version'>,
 ) {
   return trx
     .insertInto('invoices')

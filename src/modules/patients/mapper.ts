@@ -37,6 +37,7 @@ export function toPatient(row: PatientRow): Patient {
     preferredLanguage: row.preferred_language,
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
+    version: row.version,
   }
 }
 
@@ -69,5 +70,6 @@ export const patientEvent = eventMapping<'patient.created', PatientRow>({
   id: column('id'),
   mrn: column('mrn'),
   status: column('status'),
+  version: column('version'),
   deleted: isSet('deleted_at'),
 })

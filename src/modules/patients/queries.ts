@@ -7,6 +7,7 @@ import type { PATIENT_SORT_FIELDS } from '../../../schemas/patients.js'
 import { coalesced } from '../../lib/coalesce.js'
 import { countRows, fetchPageOfKnownTotal, orderByExpression, type SortOrder } from '../../lib/paging.js'
 import { prefixEnd } from '../../lib/prefix-range.js'
+import { type SyncRead, syncRows, syncTombstones } from '../../lib/sync-paging.js'
 import type { SearchTerms } from './search-terms.js'
 
 export type PatientSortField = (typeof PATIENT_SORT_FIELDS)[number]
@@ -56,6 +57,7 @@ const PATIENT_COLUMNS = [
   'updated_by',
   'created_at',
   'updated_at',
+  'version',
   'deleted_at',
   'deleted_by',
 ] as const satisfies readonly (keyof PatientRow)[]
@@ -107,17 +109,37 @@ export async function findPatient(
   return row
 }
 
-export function lockPatient(trx: Trx, organizationId: number, id: number) {
-  return live(trx, organizationId).select(PATIENT_COLUMNS).where('id', '=', id).forUpdate().executeTakeFirst()
-}
-
-export function updatePatientQuery(trx: Trx, organizationId: number, id: number, changes: PatientRowUpdate) {
-  return trx
+/**
+ * The UPDATE of a live patient; with `expectedVersion`, only while the patient is still at that
+ * version: check and write in one statement. The database raises the version.
+ */
+export function updatePatientQuery(
+  db: Db,
+  organizationId: number,
+  id: number,
+  changes: PatientRowUpdate,
+  expectedVersion?: number,
+) {
+  let query = db
     .updateTable('patients')
-    .set({ ...changes, updated_at: sql`now()` })
+    .set(changes)
     .where('organization_id', '=', organizationId)
     .where('id', '=', id)
-    .returning(PATIENT_COLUMNS)
+    .where('deleted_at', 'is', null)
+  if (expectedVersion !== undefined) query = query.where('version', '=', expectedVersion)
+  return query.returning(PATIENT_COLUMNS)
+}
+
+function filteredPatients(db: Kysely<Database>, organizationId: number, filters: PatientFilters) {
+  let query = live(db, organizationId).select(PATIENT_COLUMNS)
+  if (filters.status) query = query.where('status', '=', filters.status)
+  if (filters.gender) query = query.where('gender', '=', filters.gender)
+  if (filters.dateOfBirth) query = query.where('date_of_birth', '=', filters.dateOfBirth)
+  if (filters.mrn) query = query.where('mrn', '=', filters.mrn)
+  if (filters.firstName) query = query.where(sql`lower(first_name)`, '=', filters.firstName.toLowerCase())
+  if (filters.lastName) query = query.where(sql`lower(last_name)`, '=', filters.lastName.toLowerCase())
+  if (filters.email) query = query.where(sql`lower(email)`, '=', filters.email.toLowerCase())
+  return query
 }
 
 export function listPatients(
@@ -127,14 +149,7 @@ export function listPatients(
   sort: SortOrder,
   paging: PageQuery,
 ) {
-  let query = live(db, organizationId).select(PATIENT_COLUMNS)
-  if (filters.status) query = query.where('status', '=', filters.status)
-  if (filters.gender) query = query.where('gender', '=', filters.gender)
-  if (filters.dateOfBirth) query = query.where('date_of_birth', '=', filters.dateOfBirth)
-  if (filters.mrn) query = query.where('mrn', '=', filters.mrn)
-  if (filters.firstName) query = query.where(sql`lower(first_name)`, '=', filters.firstName.toLowerCase())
-  if (filters.lastName) query = query.where(sql`lower(last_name)`, '=', filters.lastName.toLowerCase())
-  if (filters.email) query = query.where(sql`lower(email)`, '=', filters.email.toLowerCase())
+  const query = filteredPatients(db, organizationId, filters)
   const ordered = query.orderBy(orderByExpression(sort))
   const onlyByStatus = Object.entries(filters).every(
     ([name, value]) => name === 'status' || value === undefined,
@@ -143,6 +158,20 @@ export function listPatients(
   // window count in the page's query would read every matching row.
   const total = onlyByStatus ? countLivePatients(db, organizationId, filters.status) : countRows(db, query)
   return fetchPageOfKnownTotal(ordered, paging, total)
+}
+
+/** A sync page of the organization's live patients matching the filters, with tombstones. */
+export async function syncPatients(
+  db: Kysely<Database>,
+  organizationId: number,
+  filters: PatientFilters,
+  read: SyncRead,
+) {
+  const [rows, tombstones] = await Promise.all([
+    syncRows(filteredPatients(db, organizationId, filters), { time: 'updated_at', id: 'id' }, read),
+    syncTombstones(db, { organizationId, resourceType: 'patient' }, read),
+  ])
+  return { rows, tombstones }
 }
 
 /** The maintained count of an organization's live patients (of one status, if given). */

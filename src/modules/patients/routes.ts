@@ -1,23 +1,29 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { IdParams } from '../../../schemas/common.js'
+import { IdParams, IfMatchHeaders, IfNoneMatchHeaders } from '../../../schemas/common.js'
 import {
   CreatePatientBody,
+  PatchPatientBody,
   PatientDeletedEnvelope,
   PatientEnvelope,
   PatientListQuery,
   PatientPageEnvelope,
+  PatientSearchPageEnvelope,
   PatientSearchQuery,
   UpdatePatientBody,
 } from '../../../schemas/patients.js'
 import { ok } from '../../http/envelope.js'
+import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse } from '../../http/responses.js'
+import { MERGE_PATCH } from '../../plugins/conditional-requests.js'
 import {
   createPatient,
   deletePatient,
   getPatient,
   listPatients,
+  patchPatient,
   searchPatients,
+  syncPatients,
   updatePatient,
 } from './service.js'
 
@@ -38,13 +44,20 @@ const patientRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'listPatients',
         summary: 'List patients of the caller’s organization',
         description:
-          'Filters are exact matches (names and e-mail case-insensitive); default sort lastName,asc.',
+          'Filters are exact matches (names and e-mail case-insensitive); default sort lastName,asc. With `updatedSince` or `cursor`, a sync page: patients changed since, oldest change first, and tombstones of removed ones.',
         querystring: PatientListQuery,
         response: { 200: PatientPageEnvelope },
       },
     },
     async (request) => {
-      const page = await listPatients(app.db, principalOf(request), request.query)
+      const sync = app.syncCursors.readOf(request, request.query)
+      const page = sync
+        ? app.syncCursors.pageOf(
+            request,
+            request.query,
+            await syncPatients(app.db, principalOf(request), request.query, sync),
+          )
+        : await listPatients(app.db, principalOf(request), request.query)
       request.auditedIds = page.content.map((patient) => patient.id)
       return ok('Patients retrieved', page)
     },
@@ -58,7 +71,7 @@ const patientRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'searchPatients',
         summary: 'Search patients by name, e-mail, telephone or MRN',
         querystring: PatientSearchQuery,
-        response: { 200: PatientPageEnvelope },
+        response: { 200: PatientSearchPageEnvelope },
       },
     },
     async (request) => {
@@ -75,7 +88,9 @@ const patientRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         operationId: 'getPatient',
         summary: 'One patient',
+        description: 'Carries the ETag `W/"<version>"`; with a current `If-None-Match`, 304 without a body.',
         params: IdParams,
+        headers: IfNoneMatchHeaders,
         response: { 200: PatientEnvelope, 403: otherOrganization, 404: notFound },
       },
     },
@@ -109,8 +124,10 @@ const patientRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         operationId: 'updatePatient',
         summary: 'Replace a patient record',
-        description: 'Emits patient.updated.',
+        description:
+          'Optional fields left out are cleared (use PATCH to change some fields only). With `If-Match`, only if the patient is still at that version (412 otherwise). Emits patient.updated.',
         params: IdParams,
+        headers: IfMatchHeaders,
         body: UpdatePatientBody,
         response: { 200: PatientEnvelope, 403: otherOrganization, 404: notFound, 409: duplicate },
       },
@@ -118,8 +135,45 @@ const patientRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) =>
       ok(
         'Patient updated',
-        await updatePatient(app.db, principalOf(request), request.params.id, request.body),
+        await updatePatient(
+          app.db,
+          principalOf(request),
+          request.params.id,
+          request.body,
+          request.expectedVersion,
+        ),
       ),
+  )
+
+  app.patch(
+    '/:id',
+    {
+      schema: {
+        tags,
+        operationId: 'patchPatient',
+        summary: 'Change some fields of a patient (JSON Merge Patch)',
+        description:
+          'Send `Content-Type: application/merge-patch+json` (RFC 7396; `application/json` is read the same). Only the members sent change; `null` removes an optional one. The merged patient is checked like a full replacement (422). With `If-Match`, only if the patient is still at that version (412 otherwise). Emits patient.updated.',
+        consumes: [MERGE_PATCH],
+        params: IdParams,
+        headers: IfMatchHeaders,
+        body: PatchPatientBody,
+        response: { 200: PatientEnvelope, 403: otherOrganization, 404: notFound, 409: duplicate },
+      },
+    },
+    async (request) => {
+      const actor = principalOf(request)
+      const validate = (merged: unknown) => validMergedBody(request, UpdatePatientBody, merged)
+      const patient = await patchPatient(
+        app.db,
+        actor,
+        request.params.id,
+        request.body,
+        request.expectedVersion,
+        validate,
+      )
+      return ok('Patient updated', patient)
+    },
   )
 
   app.delete(
@@ -132,11 +186,15 @@ const patientRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'The patient disappears from every read and search; the record and its clinical data are retained, and the MRN is never reissued. Emits patient.updated with deleted=true.',
         params: IdParams,
+        headers: IfMatchHeaders,
         response: { 200: PatientDeletedEnvelope, 403: otherOrganization, 404: notFound },
       },
     },
     async (request) =>
-      ok('Patient deleted', await deletePatient(app.db, principalOf(request), request.params.id)),
+      ok(
+        'Patient deleted',
+        await deletePatient(app.db, principalOf(request), request.params.id, request.expectedVersion),
+      ),
   )
 }
 

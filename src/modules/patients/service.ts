@@ -1,26 +1,30 @@
 import type { Kysely } from 'kysely'
 import type { Database, Db } from '../../../db/database.js'
 import type { PatientRow } from '../../../db/tables/patients.js'
-import type { PageOf } from '../../../schemas/common.js'
-import type {
-  CreatePatientBody,
-  Patient,
-  PatientListQuery,
-  PatientSearchQuery,
+import type { PageOf, Tombstone } from '../../../schemas/common.js'
+import {
+  type CreatePatientBody,
+  type PatchPatientBody,
+  type Patient,
+  type PatientListQuery,
+  type PatientSearchQuery,
   UpdatePatientBody,
 } from '../../../schemas/patients.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
-import { AppError } from '../../errors.js'
+import { AppError, preconditionFailed } from '../../errors.js'
+import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
+import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
+import type { ExpectedVersion } from '../../lib/versions.js'
 import { changeWithEvent } from '../../outbox/enqueue.js'
 import { demographicColumns, patientEvent, toPatient } from './mapper.js'
 import {
   findPatient,
   insertPatientQuery,
   listPatients as listPatientRows,
-  lockPatient,
   PATIENT_SORT_COLUMNS,
   searchPatients as searchPatientRows,
+  syncPatients as syncPatientRows,
   updatePatientQuery,
 } from './queries.js'
 import { parseSearchTerms } from './search-terms.js'
@@ -96,54 +100,93 @@ export async function getPatient(db: Kysely<Database>, actor: Actor, id: number)
   return toPatient(await requirePatient(db, actor, id))
 }
 
+/**
+ * A patient that a conditional write did not find: 403 or 404 when it is not the caller's live
+ * patient, otherwise 412 with its current version.
+ */
+async function unwritablePatient(db: Db, actor: Actor, id: number): Promise<never> {
+  const current = await requirePatient(db, actor, id)
+  throw preconditionFailed(current.version)
+}
+
+/**
+ * Replaces the patient's fields, in one conditional statement with its event: with
+ * `expectedVersion`, only while the patient is still at that version.
+ */
 export async function updatePatient(
   db: Kysely<Database>,
   actor: Actor,
   id: number,
   body: UpdatePatientBody,
+  expectedVersion: ExpectedVersion,
 ): Promise<Patient> {
   checkBirthDate(body.identification.dateOfBirth)
-  return db.transaction().execute(async (trx) => {
-    const current = await lockPatient(trx, actor.organizationId, id)
-    if (!current) return missingPatient(trx, actor, id)
-    const updated = await changeWithEvent(
-      trx,
+  const updated = await changeWithEvent(
+    db,
+    actor.organizationId,
+    'patient.updated',
+    updatePatientQuery(
+      db,
       actor.organizationId,
-      'patient.updated',
-      updatePatientQuery(trx, actor.organizationId, id, {
+      id,
+      {
         ...demographicColumns(body),
-        mrn: body.mrn ?? current.mrn,
-        status: body.status ?? current.status,
+        // Left out, the MRN and status keep their values.
+        ...(body.mrn ? { mrn: body.mrn } : {}),
+        ...(body.status ? { status: body.status } : {}),
         updated_by: actor.userId,
-      }),
-      patientEvent.toSql,
-    )
-    // The row is locked above, so the update always finds it.
-    return toPatient(updated as PatientRow)
+      },
+      expectedVersion,
+    ),
+    patientEvent.toSql,
+  )
+  return updated ? toPatient(updated) : unwritablePatient(db, actor, id)
+}
+
+/** A JSON Merge Patch of the patient: the merged record is checked like a full replacement. */
+export async function patchPatient(
+  db: Kysely<Database>,
+  actor: Actor,
+  id: number,
+  patch: PatchPatientBody,
+  expectedVersion: ExpectedVersion,
+  validate: (merged: unknown) => UpdatePatientBody,
+): Promise<Patient> {
+  return patchRecord({
+    patch,
+    expected: expectedVersion,
+    read: () => getPatient(db, actor, id),
+    bodyOf: (patient) => projectOnto(UpdatePatientBody, patient),
+    validate,
+    write: (body, version) => updatePatient(db, actor, id, body, version),
   })
 }
 
 /**
  * Soft delete: the patient leaves every read and search, while the row (and later clinical
- * records) stay for the retention the law requires. The MRN stays reserved.
+ * records) stay for the retention the law requires. The MRN stays reserved; sync readers see a
+ * tombstone.
  */
-export async function deletePatient(db: Kysely<Database>, actor: Actor, id: number): Promise<{ id: number }> {
-  return db.transaction().execute(async (trx) => {
-    const current = await lockPatient(trx, actor.organizationId, id)
-    if (!current) return missingPatient(trx, actor, id)
-    await changeWithEvent(
-      trx,
+export async function deletePatient(
+  db: Kysely<Database>,
+  actor: Actor,
+  id: number,
+  expectedVersion: ExpectedVersion,
+): Promise<{ id: number }> {
+  const deleted = await changeWithEvent(
+    db,
+    actor.organizationId,
+    'patient.updated',
+    updatePatientQuery(
+      db,
       actor.organizationId,
-      'patient.updated',
-      updatePatientQuery(trx, actor.organizationId, id, {
-        deleted_at: new Date(),
-        deleted_by: actor.userId,
-        updated_by: actor.userId,
-      }),
-      patientEvent.toSql,
-    )
-    return { id }
-  })
+      id,
+      { deleted_at: new Date(), deleted_by: actor.userId, updated_by: actor.userId },
+      expectedVersion,
+    ),
+    patientEvent.toSql,
+  )
+  return deleted ? { id } : unwritablePatient(db, actor, id)
 }
 
 const DEFAULT_SORT = { field: 'lastName', direction: 'asc' } as const
@@ -153,7 +196,7 @@ export async function listPatients(
   actor: Actor,
   query: PatientListQuery,
 ): Promise<PageOf<Patient>> {
-  const { page, size, sort, ...filters } = query
+  const { page, size, sort, cursor: _cursor, updatedSince: _since, ...filters } = query
   const paging = { page, size }
   const { rows, total } = await listPatientRows(
     db,
@@ -163,6 +206,18 @@ export async function listPatients(
     paging,
   )
   return toPage(rows.map(toPatient), total, paging)
+}
+
+/** A sync page of the organization's patients: changed ones in (updatedAt, id) order, removed ones as tombstones. */
+export async function syncPatients(
+  db: Kysely<Database>,
+  actor: Actor,
+  query: PatientListQuery,
+  read: SyncRead,
+): Promise<SyncResult<Patient | Tombstone>> {
+  const { page: _page, size: _size, sort: _sort, cursor: _cursor, updatedSince: _since, ...filters } = query
+  const { rows, tombstones } = await syncPatientRows(db, actor.organizationId, filters, read)
+  return syncPage(rows, toPatient, read, tombstones)
 }
 
 export async function searchPatients(

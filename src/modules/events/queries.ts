@@ -1,0 +1,71 @@
+import { sql } from 'kysely'
+import type { Db } from '../../../db/database.js'
+import type { StoredPayload } from '../../../schemas/events.js'
+
+/** A place in the feed: the writing transaction (xid8, decimal) and the event id within it. */
+export interface FeedPosition {
+  transactionId: string
+  eventId: string
+}
+
+export interface FeedRow {
+  id: string
+  transaction_id: string
+  payload: StoredPayload
+}
+
+export interface FeedRows {
+  rows: FeedRow[]
+  /** pg_snapshot_xmin of the snapshot the rows were read in: every transaction below it had ended. */
+  horizon: string
+}
+
+/**
+ * The organization's events after `after`, in (transaction id, id) order, of transactions below the
+ * snapshot's xmin only: those have all ended, so no event can still commit before the last one
+ * returned. The horizon comes from the same statement, hence the same snapshot as the rows; a
+ * separate query could see a later xmin and let the caller step past rows this one did not see.
+ */
+export async function readFeedRows(
+  db: Db,
+  organizationId: number,
+  after: FeedPosition,
+  types: readonly string[],
+  limit: number,
+): Promise<FeedRows> {
+  const { rows } = await sql<{
+    horizon: string
+    id: string | null
+    transaction_id: string | null
+    payload: StoredPayload | null
+  }>`
+    with horizon as materialized (select pg_snapshot_xmin(pg_current_snapshot()) as xmin)
+    select horizon.xmin::text as horizon, feed.id::text as id, feed.transaction_id::text as transaction_id,
+      feed.payload
+    from horizon left join lateral (
+      select id, transaction_id, payload
+      from outbox_events
+      where organization_id = ${organizationId}
+        and (transaction_id, id) > (${after.transactionId}::xid8, ${after.eventId}::bigint)
+        and transaction_id < horizon.xmin
+        and event_type = any(${types}::text[])
+      order by transaction_id, id
+      limit ${limit}
+    ) feed on true
+    order by feed.transaction_id, feed.id
+  `.execute(db)
+  const feed: FeedRow[] = []
+  for (const { id, transaction_id, payload } of rows) {
+    if (id !== null && transaction_id !== null && payload !== null) feed.push({ id, transaction_id, payload })
+  }
+  // The lateral join yields the horizon row even when no event follows it.
+  return { horizon: (rows[0] as { horizon: string }).horizon, rows: feed }
+}
+
+/** The current horizon: pg_snapshot_xmin of a fresh snapshot. */
+export async function readHorizon(db: Db): Promise<string> {
+  const { rows } = await sql<{ xmin: string }>`
+    select pg_snapshot_xmin(pg_current_snapshot())::text as xmin
+  `.execute(db)
+  return (rows[0] as { xmin: string }).xmin
+}
