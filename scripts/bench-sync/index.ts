@@ -1,0 +1,114 @@
+import { randomBytes } from 'node:crypto'
+import { tmpdir } from 'node:os'
+import { parseArgs } from 'node:util'
+import { sql } from 'kysely'
+import { openPostgres } from '../../db/connect.js'
+import { migrateToLatest } from '../../db/migrator.js'
+import { buildApp } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { BENCH_PASSWORD, seed } from '../bench/seed.js'
+
+// Sync paging on a large practice: the p50 of a sync page deep in the walk (page `--depth`) as a
+// ratio to the p50 of the first page, measured in the same run on the same database; the offset
+// page of the same depth is shown beside it for contrast. Target: deep / first ≤ 1.5.
+// `npm run bench:sync -- --patients 1000000`; BENCH_DATABASE_URL names the PostgreSQL server.
+
+const { values } = parseArgs({
+  options: {
+    patients: { type: 'string', default: '1000000' },
+    depth: { type: 'string', default: '10000' },
+    samples: { type: 'string', default: '200' },
+  },
+})
+const PATIENTS = Number(values.patients)
+const DEPTH = Number(values.depth)
+const SAMPLES = Number(values.samples)
+const SIZE = 20
+const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+
+const median = (values: number[]) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number
+
+async function prepareDatabase(): Promise<{ url: string; email: string }> {
+  const name = `ehr_bench_sync_${PATIENTS}`
+  const admin = openPostgres({ url: adminUrl, poolMax: 1 })
+  const exists = await sql<{
+    found: boolean
+  }>`select exists (select from pg_database where datname = ${name}) as found`.execute(admin.db)
+  const url = new URL(adminUrl)
+  url.pathname = `/${name}`
+  if (!exists.rows[0]?.found) {
+    await sql`create database ${sql.id(name)}`.execute(admin.db)
+    const handle = openPostgres({ url: url.toString(), poolMax: 2 })
+    await migrateToLatest(handle.db)
+    process.stdout.write(`Seeding ${PATIENTS} patients…\n`)
+    const started = Date.now()
+    await seed(handle.db, PATIENTS)
+    await sql`analyze`.execute(handle.db)
+    process.stdout.write(`  seeded in ${((Date.now() - started) / 1000).toFixed(1)} s\n`)
+    await handle.close()
+  }
+  await admin.close()
+  return { url: url.toString(), email: 'bench@example.test' }
+}
+
+async function main(): Promise<void> {
+  const { url, email } = await prepareDatabase()
+  const app = await buildApp(
+    loadConfig({
+      DATABASE_URL: url,
+      ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+      LOG_LEVEL: 'silent',
+      DATA_DIR: tmpdir(),
+      OUTBOX_WORKER: 'false',
+      ADMIN_PASSWORD: BENCH_PASSWORD,
+      RATE_LIMIT_AUTHENTICATED: '1000000000',
+    }),
+  )
+  try {
+    const login = await app.inject({
+      method: 'POST',
+      url: '/api/auth/login',
+      payload: { username: email, password: BENCH_PASSWORD },
+    })
+    const headers = { authorization: `Bearer ${login.json().data.token}` }
+    const timed = async (path: string) => {
+      const started = process.hrtime.bigint()
+      const response = await app.inject({ url: path, headers })
+      if (response.statusCode !== 200) throw new Error(`${path}: ${response.statusCode} ${response.body}`)
+      return { ms: Number(process.hrtime.bigint() - started) / 1e6, data: response.json().data }
+    }
+    const firstPage = `/api/patients?updatedSince=1970-01-01T00:00:00Z&size=${SIZE}`
+    process.stdout.write(`Walking to sync page ${DEPTH}…\n`)
+    let cursor = (await timed(firstPage)).data.nextCursor as string
+    for (let page = 1; page < DEPTH; page++) {
+      const { data } = await timed(`/api/patients?cursor=${cursor}&size=${SIZE}`)
+      if (data.last) throw new Error(`the list ended at page ${page}; seed more patients or lower --depth`)
+      cursor = data.nextCursor
+    }
+    const deepPage = `/api/patients?cursor=${cursor}&size=${SIZE}`
+    const offsetPage = `/api/patients?page=${DEPTH}&size=${SIZE}&sort=updatedAt,asc`
+    const samples = { first: [] as number[], deep: [] as number[], offset: [] as number[] }
+    // Interleaved, so a burst of load elsewhere on the machine weighs on all three alike.
+    for (let i = 0; i < SAMPLES; i++) {
+      samples.first.push((await timed(firstPage)).ms)
+      samples.deep.push((await timed(deepPage)).ms)
+      if (i % 10 === 0) samples.offset.push((await timed(offsetPage)).ms)
+    }
+    const [first, deep, offset] = [median(samples.first), median(samples.deep), median(samples.offset)]
+    process.stdout.write(
+      [
+        `Sync paging on ${PATIENTS} patients, pages of ${SIZE}, p50 of ${SAMPLES} requests each:`,
+        `  first sync page          ${first.toFixed(2)} ms`,
+        `  sync page ${DEPTH}         ${deep.toFixed(2)} ms`,
+        `  deep-page ratio          ${(deep / first).toFixed(2)} (target ≤ 1.5)`,
+        `  offset page ${DEPTH} (for contrast) ${offset.toFixed(2)} ms, ${(offset / first).toFixed(1)} × the first sync page`,
+        '',
+      ].join('\n'),
+    )
+  } finally {
+    await app.close()
+  }
+}
+
+await main()
