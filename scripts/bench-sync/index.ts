@@ -7,6 +7,7 @@ import { migrateToLatest } from '../../db/migrator.js'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { BENCH_PASSWORD, seed } from '../bench/seed.js'
+import { writeBenchmarkSection } from '../lib/benchmarks-file.js'
 
 // Sync paging on a large practice: the p50 of a sync page deep in the walk (page `--depth`) as a
 // ratio to the p50 of the first page, measured in the same run on the same database; the offset
@@ -96,16 +97,22 @@ async function main(): Promise<void> {
       if (i % 10 === 0) samples.offset.push((await timed(offsetPage)).ms)
     }
     const [first, deep, offset] = [median(samples.first), median(samples.deep), median(samples.offset)]
-    process.stdout.write(
-      [
-        `Sync paging on ${PATIENTS} patients, pages of ${SIZE}, p50 of ${SAMPLES} requests each:`,
-        `  first sync page          ${first.toFixed(2)} ms`,
-        `  sync page ${DEPTH}         ${deep.toFixed(2)} ms`,
-        `  deep-page ratio          ${(deep / first).toFixed(2)} (target ≤ 1.5)`,
-        `  offset page ${DEPTH} (for contrast) ${offset.toFixed(2)} ms, ${(offset / first).toFixed(1)} × the first sync page`,
-        '',
-      ].join('\n'),
-    )
+    const heading = 'Sync paging (npm run bench:sync)'
+    const section = [
+      `## ${heading}`,
+      '',
+      `Keyset sync pages of ${SIZE} patients on a practice of ${PATIENTS}: the p50 of page ${DEPTH} of a walk against the p50 of the first page, ${SAMPLES} requests each, interleaved. Target: deep / first ≤ 1.5.`,
+      '',
+      `\`npm run bench:sync -- --patients ${PATIENTS} --depth ${DEPTH}\` — ${new Date().toISOString().slice(0, 10)}, Node ${process.version}, in-process requests on PostgreSQL at BENCH_DATABASE_URL.`,
+      '',
+      '| measure | p50 | ratio to the first sync page |',
+      '|---|---|---|',
+      `| first sync page | ${first.toFixed(2)} ms | 1 |`,
+      `| sync page ${DEPTH} | ${deep.toFixed(2)} ms | ${(deep / first).toFixed(2)} |`,
+      `| offset page ${DEPTH} (for contrast) | ${offset.toFixed(2)} ms | ${(offset / first).toFixed(1)} |`,
+    ].join('\n')
+    process.stdout.write(`${section}\n`)
+    await writeBenchmarkSection(heading, section)
   } finally {
     await app.close()
   }
