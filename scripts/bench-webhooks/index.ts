@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto'
-import { readFile, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { cpus, tmpdir } from 'node:os'
@@ -10,6 +9,7 @@ import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { createOrganization } from '../../src/modules/users/service.js'
 import { signatureHeader } from '../../src/outbox/signing.js'
+import { writeBenchmarkSection } from '../lib/benchmarks-file.js'
 
 // Measures webhook delivery on this machine: N patients created through the HTTP API, one local
 // receiver registered for them. Reported beside ceilings measured in the same run: how fast plain
@@ -221,14 +221,7 @@ async function main(): Promise<void> {
   ].join('\n')
   process.stdout.write(`${section}\n`)
 
-  const existing = await readFile(values.out, 'utf8').catch(() => '# Benchmarks\n\n')
-  const sections = existing.split(/^(?=## )/m)
-  const kept = sections.filter((part) => !part.startsWith(`## Webhooks: ${kind}\n`))
-  const body = [
-    ...kept.map((part) => (part.endsWith('\n\n') ? part : `${part.trimEnd()}\n\n`)),
-    section,
-  ].join('')
-  await writeFile(values.out, body.endsWith('\n') ? body : `${body}\n`)
+  await writeBenchmarkSection(`Webhooks: ${kind}`, section, values.out)
 }
 
 main().catch((error: unknown) => {

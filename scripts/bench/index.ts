@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto'
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { loadavg, tmpdir } from 'node:os'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { sql } from 'kysely'
 import { openPostgres } from '../../db/connect.js'
 import { migrateToLatest } from '../../db/migrator.js'
+import { writeBenchmarkSection } from '../lib/benchmarks-file.js'
 import type { LoadPlan } from './load.js'
 import { freePort, peakMemoryMb, runJson, type Started, startProcess } from './processes.js'
 import { BENCH_PASSWORD, FIRST_NAMES, LAST_NAMES, type Seeded, seed } from './seed.js'
@@ -456,15 +457,7 @@ async function report(run: Report): Promise<void> {
     '',
   ].join('\n')
   process.stdout.write(`\n${section}\n`)
-  const file = path.resolve('BENCHMARKS.md')
-  const current = await readFile(file, 'utf8').catch(() => '# Benchmarks\n')
-  const start = current.indexOf('## API (npm run bench)')
-  const end = start < 0 ? -1 : current.indexOf('\n## ', start + 1)
-  const next =
-    start < 0
-      ? `${current.trimEnd()}\n\n${section}`
-      : `${current.slice(0, start)}${section}${end < 0 ? '' : `\n${current.slice(end + 1)}`}`
-  await writeFile(file, next.endsWith('\n') ? next : `${next}\n`)
+  await writeBenchmarkSection('API (npm run bench)', section)
   if (failures.length > 0) {
     process.stderr.write(`Non-2xx or no responses in: ${failures.join(', ')}\n`)
     process.exitCode = 1
