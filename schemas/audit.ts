@@ -56,6 +56,10 @@ const AuditOutcome = literals(
 export const AuditEvent = Type.Object({
   id: Type.Integer({ minimum: 1, description: 'Identifier of the audit record' }),
   occurredAt: Timestamp,
+  recordedAt: Type.String({
+    format: 'date-time',
+    description: 'When the record was written (records are written in batches); sync pages are ordered by it',
+  }),
   userId: Nullable(Id),
   action: AuditActionSchema,
   resourceType: AuditResourceSchema,

@@ -99,7 +99,7 @@ const SYNC_PAGE_NOTE =
 export const Page = <T extends TSchema>(item: T, options: { tombstones?: boolean } = {}) =>
   Type.Object(
     {
-      content: Type.Array(options.tombstones ? Type.Union([item, Tombstone]) : item),
+      content: Type.Array(options.tombstones ? Type.Union([Tombstone, item]) : item),
       pageable: Type.Object({
         pageNumber: Type.Integer({ minimum: 0, description: '0-indexed page number (0 on sync pages)' }),
         pageSize: Type.Integer({ minimum: 1, maximum: PAGE_SIZE_MAX }),

@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox'
-import { Envelope, Id, ListQuery, Nullable, Page, Text, Timestamp } from './common.js'
+import { Envelope, Id, ListQuery, Nullable, Page, Text, Timestamp, Version } from './common.js'
 
 export const DOCUMENT_CATEGORIES = [
   'LAB_REPORT',
@@ -62,11 +62,13 @@ export const Document = Type.Object({
   sha256: Type.String({ description: 'Hex SHA-256 of the bytes; also the download ETag' }),
   uploadedBy: Id,
   createdAt: Timestamp,
+  updatedAt: Timestamp,
+  version: Version,
 })
 export type Document = Static<typeof Document>
 
 export const DocumentEnvelope = Envelope(Document)
-export const DocumentPageEnvelope = Envelope(Page(Document))
+export const DocumentPageEnvelope = Envelope(Page(Document, { tombstones: true }))
 export const DocumentDeletedEnvelope = Envelope(Type.Object({ id: Id }))
 
 export const DOCUMENT_SORT_FIELDS = ['createdAt', 'title'] as const

@@ -15,6 +15,7 @@ import * as deferredPatientCounts from './0013_deferred_patient_counts.js'
 import * as searchPendingList from './0014_search_pending_list.js'
 import * as patientNameWords from './0015_patient_name_words.js'
 import * as recordVersions from './0016_record_versions.js'
+import * as syncTimes from './0017_sync_times.js'
 
 /** Every migration, in order. Listed rather than scanned so tsx and compiled JS behave alike. */
 export const migrations: Record<string, Migration> = {
@@ -34,4 +35,5 @@ export const migrations: Record<string, Migration> = {
   '0014_search_pending_list': searchPendingList,
   '0015_patient_name_words': patientNameWords,
   '0016_record_versions': recordVersions,
+  '0017_sync_times': syncTimes,
 }

@@ -1,9 +1,11 @@
-import type { ColumnType, Insertable } from 'kysely'
+import type { ColumnType, Generated, Insertable } from 'kysely'
 
 export interface AuditLogTable {
   // bigint: a string from pg, a number from PGlite; mapped with Number() on the way out.
   id: ColumnType<number | string, never, never>
   occurred_at: Date
+  /** When the row was written (records are written in batches, after the call). */
+  recorded_at: Generated<Date>
   organization_id: number | null
   user_id: number | null
   action: string

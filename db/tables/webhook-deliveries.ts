@@ -25,6 +25,8 @@ export interface WebhookDeliveriesTable {
   last_latency_ms: number | null
   completed_at: Date | null
   created_at: Generated<Date>
+  /** Set by the database on every change (claim, attempt, outcome, redelivery). */
+  updated_at: Generated<Date>
 }
 
 export type DeliveryRow = Selectable<WebhookDeliveriesTable>

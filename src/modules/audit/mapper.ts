@@ -6,6 +6,7 @@ export function toAuditEvent(row: Selectable<AuditLogTable>): AuditEvent {
   return {
     id: Number(row.id),
     occurredAt: row.occurred_at.toISOString(),
+    recordedAt: row.recorded_at.toISOString(),
     userId: row.user_id,
     action: row.action as AuditEvent['action'],
     resourceType: row.resource_type as AuditEvent['resourceType'],

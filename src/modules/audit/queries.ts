@@ -2,6 +2,7 @@ import { type Kysely, sql } from 'kysely'
 import type { Database } from '../../../db/database.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import { fetchPage, type SortOrder } from '../../lib/paging.js'
+import { type SyncRead, syncRows } from '../../lib/sync-paging.js'
 
 export interface AuditFilters {
   patientId?: number
@@ -13,14 +14,8 @@ export interface AuditFilters {
   to?: string
 }
 
-/** One page of an organization's audit records; records of no organization are never listed. */
-export function listAuditRows(
-  db: Kysely<Database>,
-  organizationId: number,
-  filters: AuditFilters,
-  sort: SortOrder,
-  paging: PageQuery,
-) {
+/** An organization's audit records matching the filters; records of no organization are never listed. */
+function filteredAuditRows(db: Kysely<Database>, organizationId: number, filters: AuditFilters) {
   let query = db.selectFrom('audit_log').selectAll().where('organization_id', '=', organizationId)
   const { patientId } = filters
   if (patientId !== undefined) {
@@ -41,7 +36,39 @@ export function listAuditRows(
   if (filters.outcome) query = query.where('outcome', '=', filters.outcome)
   if (filters.from) query = query.where('occurred_at', '>=', new Date(filters.from))
   if (filters.to) query = query.where('occurred_at', '<', new Date(filters.to))
+  return query
+}
+
+/** One page of an organization's audit records. */
+export function listAuditRows(
+  db: Kysely<Database>,
+  organizationId: number,
+  filters: AuditFilters,
+  sort: SortOrder,
+  paging: PageQuery,
+) {
+  const query = filteredAuditRows(db, organizationId, filters)
   const direction = sort.direction
   // The id breaks ties between records of the same instant, so pages never overlap.
   return fetchPage(db, query.orderBy('occurred_at', direction).orderBy('id', direction), paging)
+}
+
+/**
+ * A sync page of an organization's audit records after the position. Audit records never change;
+ * they are written in batches after their calls, so the time they were written (not the time of
+ * the call) and the id are the position: a record written late is not passed over.
+ */
+export async function syncAuditRows(
+  db: Kysely<Database>,
+  organizationId: number,
+  filters: AuditFilters,
+  read: SyncRead,
+) {
+  const rows = await syncRows(
+    filteredAuditRows(db, organizationId, filters),
+    { time: 'recorded_at', id: 'id' },
+    read,
+  )
+  // bigint: a string from pg; the ids stay far below 2^53.
+  return rows.map((row) => ({ ...row, id: Number(row.id) }))
 }

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AuditEventListQuery, AuditEventPageEnvelope } from '../../../schemas/audit.js'
 import { ok } from '../../http/envelope.js'
 import { principalOf } from '../../http/principal.js'
-import { listAuditEvents } from './service.js'
+import { listAuditEvents, syncAuditEvents } from './service.js'
 
 const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
@@ -13,13 +13,23 @@ const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'listAuditEvents',
         summary: 'The organization’s audit trail, newest first',
         description:
-          'One record per call of a route that touches patient data or webhooks: who, what, which records, the outcome and the request id; never names or clinical text. Records are written in batches, so a call appears within about `AUDIT_FLUSH_INTERVAL_MS`.',
+          'One record per call of a route that touches patient data or webhooks: who, what, which records, the outcome and the request id; never names or clinical text. Records are written in batches, so a call appears within about `AUDIT_FLUSH_INTERVAL_MS`. With `updatedSince` or `cursor`, a sync page: records written at or after that time, oldest first, by (recordedAt, id); audit records never change, so `updatedSince` compares with `recordedAt`.',
         querystring: AuditEventListQuery,
         response: { 200: AuditEventPageEnvelope },
       },
     },
-    async (request) =>
-      ok('Audit events retrieved', await listAuditEvents(app.db, principalOf(request), request.query)),
+    async (request) => {
+      const actor = principalOf(request)
+      const sync = app.syncCursors.readOf(request, request.query)
+      const page = sync
+        ? app.syncCursors.pageOf(
+            request,
+            request.query,
+            await syncAuditEvents(app.db, actor, request.query, sync),
+          )
+        : await listAuditEvents(app.db, actor, request.query)
+      return ok('Audit events retrieved', page)
+    },
   )
 }
 

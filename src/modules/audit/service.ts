@@ -5,10 +5,23 @@ import type { PageOf } from '../../../schemas/common.js'
 import type { Actor } from '../../access/organization-scope.js'
 import { AppError } from '../../errors.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
+import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
 import { toAuditEvent } from './mapper.js'
-import { listAuditRows } from './queries.js'
+import { type AuditFilters, listAuditRows, syncAuditRows } from './queries.js'
 
 const SORT_COLUMNS = { occurredAt: 'occurred_at' } as const
+
+/** The list's filters (the query without paging and sync parameters), checked. */
+function filtersOf(query: AuditEventListQuery): AuditFilters {
+  const { page: _page, size: _size, sort: _sort, cursor: _cursor, updatedSince: _since, ...filters } = query
+  if (filters.from && filters.to && Date.parse(filters.from) > Date.parse(filters.to)) {
+    throw new AppError('VAL_001', 'from must not be later than to', {
+      status: 400,
+      message: 'Invalid request parameters',
+    })
+  }
+  return filters
+}
 
 /** The caller's organization's audit trail, newest first unless asked otherwise. */
 export async function listAuditEvents(
@@ -16,15 +29,21 @@ export async function listAuditEvents(
   actor: Actor,
   query: AuditEventListQuery,
 ): Promise<PageOf<AuditEvent>> {
-  const { page, size, sort, ...filters } = query
-  if (filters.from && filters.to && Date.parse(filters.from) > Date.parse(filters.to)) {
-    throw new AppError('VAL_001', 'from must not be later than to', {
-      status: 400,
-      message: 'Invalid request parameters',
-    })
-  }
+  const { page, size, sort } = query
+  const filters = filtersOf(query)
   const paging = { page, size }
   const order = sortOrder(sort, SORT_COLUMNS, { field: 'occurredAt', direction: 'desc' })
   const { rows, total } = await listAuditRows(db, actor.organizationId, filters, order, paging)
   return toPage(rows.map(toAuditEvent), total, paging)
+}
+
+/** A sync page of the organization's audit trail: records after the position, oldest first. */
+export async function syncAuditEvents(
+  db: Kysely<Database>,
+  actor: Actor,
+  query: AuditEventListQuery,
+  read: SyncRead,
+): Promise<SyncResult<AuditEvent>> {
+  const rows = await syncAuditRows(db, actor.organizationId, filtersOf(query), read)
+  return syncPage(rows, toAuditEvent, read) as SyncResult<AuditEvent>
 }

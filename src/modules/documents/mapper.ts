@@ -15,5 +15,7 @@ export function toDocument(row: DocumentRow): Document {
     sha256: row.sha256 ?? '',
     uploadedBy: row.uploaded_by,
     createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+    version: row.version,
   }
 }

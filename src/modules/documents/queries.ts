@@ -3,6 +3,11 @@ import type { Database } from '../../../db/database.js'
 import type { DocumentRow } from '../../../db/tables/documents.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
+import { type SyncRead, syncRows, syncTombstones } from '../../lib/sync-paging.js'
+
+export interface DocumentFilters {
+  category?: string
+}
 
 export const DOCUMENT_SORT_COLUMNS = { createdAt: 'created_at', title: 'lower(title)' }
 
@@ -37,7 +42,7 @@ export function markAvailable(
 ) {
   return db
     .updateTable('documents')
-    .set({ status: 'AVAILABLE', size_bytes: size, sha256, updated_at: sql`now()` })
+    .set({ status: 'AVAILABLE', size_bytes: size, sha256 })
     .where('organization_id', '=', organizationId)
     .where('id', '=', id)
     .returningAll()
@@ -73,13 +78,12 @@ export function findAvailableDocument(db: Kysely<Database>, organizationId: numb
     .executeTakeFirst()
 }
 
-export function listPatientDocuments(
+/** A patient's listed documents: stored (AVAILABLE) ones only, matching the filters. */
+function filteredDocuments(
   db: Kysely<Database>,
   organizationId: number,
   patientId: number,
-  category: string | undefined,
-  sort: SortOrder,
-  paging: PageQuery,
+  filters: DocumentFilters,
 ) {
   let query = db
     .selectFrom('documents')
@@ -87,19 +91,62 @@ export function listPatientDocuments(
     .where('organization_id', '=', organizationId)
     .where('patient_id', '=', patientId)
     .where('status', '=', 'AVAILABLE')
-  if (category) query = query.where('category', '=', category)
+    // Implied by AVAILABLE; stated so the planner can use the partial sync index.
+    .where('deleted_at', 'is', null)
+  if (filters.category) query = query.where('category', '=', filters.category)
+  return query
+}
+
+export function listPatientDocuments(
+  db: Kysely<Database>,
+  organizationId: number,
+  patientId: number,
+  filters: DocumentFilters,
+  sort: SortOrder,
+  paging: PageQuery,
+) {
+  const query = filteredDocuments(db, organizationId, patientId, filters)
   return fetchPage(db, query.orderBy(orderByExpression(sort)), paging)
 }
 
-export function markDeleted(db: Kysely<Database>, organizationId: number, id: number, userId: number) {
-  return db
+/** A sync page of a patient's documents matching the filters, with tombstones of deleted ones. */
+export async function syncPatientDocuments(
+  db: Kysely<Database>,
+  organizationId: number,
+  patientId: number,
+  filters: DocumentFilters,
+  read: SyncRead,
+) {
+  const [rows, tombstones] = await Promise.all([
+    syncRows(
+      filteredDocuments(db, organizationId, patientId, filters),
+      { time: 'updated_at', id: 'id' },
+      read,
+    ),
+    syncTombstones(db, { organizationId, resourceType: 'document', patientId }, read),
+  ])
+  return { rows, tombstones }
+}
+
+/**
+ * Marks a stored document deleted; with `expectedVersion`, only while it is still at that version:
+ * check and write in one statement. The database raises the version.
+ */
+export function markDeleted(
+  db: Kysely<Database>,
+  organizationId: number,
+  id: number,
+  userId: number,
+  expectedVersion?: number,
+) {
+  let query = db
     .updateTable('documents')
-    .set({ status: 'DELETED', deleted_at: sql`now()`, deleted_by: userId, updated_at: sql`now()` })
+    .set({ status: 'DELETED', deleted_at: sql`now()`, deleted_by: userId })
     .where('organization_id', '=', organizationId)
     .where('id', '=', id)
     .where('status', '=', 'AVAILABLE')
-    .returning(['id', 'storage_key'])
-    .executeTakeFirst()
+  if (expectedVersion !== undefined) query = query.where('version', '=', expectedVersion)
+  return query.returning(['id', 'storage_key']).executeTakeFirst()
 }
 
 /**

@@ -1,5 +1,6 @@
 import multipart from '@fastify/multipart'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { IfMatchHeaders } from '../../../schemas/common.js'
 import {
   DocumentDeletedEnvelope,
   DocumentEnvelope,
@@ -15,7 +16,14 @@ import { principalOf } from '../../http/principal.js'
 import { errorResponse } from '../../http/responses.js'
 import { STREAMED_BODY } from '../../plugins/validation.js'
 import { contentDisposition, parseRange } from './download.js'
-import { deleteDocument, findDocument, listDocuments, sweepDocuments, uploadDocument } from './service.js'
+import {
+  deleteDocument,
+  findDocument,
+  listDocuments,
+  sweepDocuments,
+  syncDocuments,
+  uploadDocument,
+} from './service.js'
 import type { DocumentStore } from './store.js'
 
 const tags = ['Documents']
@@ -106,6 +114,8 @@ const documentRoutes: FastifyPluginAsyncTypebox<DocumentRoutesOptions> = async (
         tags,
         operationId: 'listPatientDocuments',
         summary: "A patient's documents (metadata), newest first",
+        description:
+          'With `updatedSince` or `cursor`, a sync page: documents stored or changed since, oldest change first, and tombstones of deleted ones.',
         params: PatientIdParams,
         querystring: DocumentListQuery,
         response: {
@@ -116,7 +126,16 @@ const documentRoutes: FastifyPluginAsyncTypebox<DocumentRoutesOptions> = async (
       },
     },
     async (request) => {
-      const page = await listDocuments(app.db, principalOf(request), request.params.patientId, request.query)
+      const actor = principalOf(request)
+      const { patientId } = request.params
+      const sync = app.syncCursors.readOf(request, request.query)
+      const page = sync
+        ? app.syncCursors.pageOf(
+            request,
+            request.query,
+            await syncDocuments(app.db, actor, patientId, request.query, sync),
+          )
+        : await listDocuments(app.db, actor, patientId, request.query)
       request.auditedIds = page.content.map((document) => document.id)
       return ok('Documents retrieved', page)
     },
@@ -178,8 +197,9 @@ const documentRoutes: FastifyPluginAsyncTypebox<DocumentRoutesOptions> = async (
         operationId: 'deleteDocument',
         summary: 'Delete a document',
         description:
-          'It disappears from listings and downloads at once; its bytes are kept for DOCUMENT_RETENTION_DAYS and purged after that (0: purged now).',
+          'It disappears from listings and downloads at once (sync pages show a tombstone); its bytes are kept for DOCUMENT_RETENTION_DAYS and purged after that (0: purged now). With `If-Match`, only if the document is still at that version (412 otherwise).',
         params: DocumentIdParams,
+        headers: IfMatchHeaders,
         response: {
           200: DocumentDeletedEnvelope,
           403: documentRule,
@@ -192,7 +212,7 @@ const documentRoutes: FastifyPluginAsyncTypebox<DocumentRoutesOptions> = async (
       request.auditedIds = [id]
       return ok(
         'Document deleted',
-        await deleteDocument(app.db, store, principalOf(request), id, retentionDays),
+        await deleteDocument(app.db, store, principalOf(request), id, retentionDays, request.expectedVersion),
       )
     },
   )

@@ -4,11 +4,13 @@ import { Value } from '@sinclair/typebox/value'
 import type { Kysely } from 'kysely'
 import type { Database } from '../../../db/database.js'
 import type { DocumentRow } from '../../../db/tables/documents.js'
-import type { PageOf } from '../../../schemas/common.js'
+import type { PageOf, Tombstone } from '../../../schemas/common.js'
 import { type Document, DocumentFields, type DocumentListQuery } from '../../../schemas/documents.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
-import { AppError, notFound } from '../../errors.js'
+import { AppError, preconditionFailed } from '../../errors.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
+import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
+import type { ExpectedVersion } from '../../lib/versions.js'
 import { checkEncounterOfPatient } from '../encounters/service.js'
 import { requirePatient } from '../patients/service.js'
 import { checkDeclaredType, checkSignature, SNIFF_BYTES } from './content-types.js'
@@ -26,6 +28,7 @@ import {
   markDeleted,
   markPurged,
   markSweptPurged,
+  syncPatientDocuments,
 } from './queries.js'
 import type { DocumentStore } from './store.js'
 
@@ -207,6 +210,12 @@ async function discard(db: Kysely<Database>, store: DocumentStore, row: Document
   await deleteUploadedDocument(db, row.organization_id, row.id)
 }
 
+/** The list's filters: the query without its paging and sync parameters. */
+function filtersOf(query: DocumentListQuery) {
+  const { page: _page, size: _size, sort: _sort, cursor: _cursor, updatedSince: _since, ...filters } = query
+  return filters
+}
+
 export async function listDocuments(
   db: Kysely<Database>,
   actor: Actor,
@@ -220,11 +229,30 @@ export async function listDocuments(
     db,
     actor.organizationId,
     patientId,
-    query.category,
+    filtersOf(query),
     sort,
     paging,
   )
   return toPage(rows.map(toDocument), total, paging)
+}
+
+/** A sync page of a patient's documents: stored ones in (updatedAt, id) order, deleted ones as tombstones. */
+export async function syncDocuments(
+  db: Kysely<Database>,
+  actor: Actor,
+  patientId: number,
+  query: DocumentListQuery,
+  read: SyncRead,
+): Promise<SyncResult<Document | Tombstone>> {
+  await requirePatient(db, actor, patientId)
+  const { rows, tombstones } = await syncPatientDocuments(
+    db,
+    actor.organizationId,
+    patientId,
+    filtersOf(query),
+    read,
+  )
+  return syncPage(rows, toDocument, read, tombstones)
 }
 
 /** The document, or the organization rule: another organization's is 403, a missing one 404. */
@@ -243,10 +271,15 @@ export async function deleteDocument(
   actor: Actor,
   id: number,
   retentionDays: number,
+  expectedVersion: ExpectedVersion,
 ): Promise<{ id: number }> {
   await findDocument(db, actor, id)
-  const deleted = await markDeleted(db, actor.organizationId, id, actor.userId)
-  if (!deleted) throw notFound(`Document ${id}`)
+  const deleted = await markDeleted(db, actor.organizationId, id, actor.userId, expectedVersion)
+  if (!deleted) {
+    // Deleted meanwhile (404), or still there at another version than If-Match named (412).
+    const current = await findDocument(db, actor, id)
+    throw preconditionFailed(current.version)
+  }
   if (retentionDays === 0) {
     // The record is deleted either way: bytes the store cannot remove now are purged by housekeeping.
     await store.remove(deleted.storage_key).then(
