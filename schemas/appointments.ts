@@ -1,5 +1,17 @@
 import { type Static, Type } from '@sinclair/typebox'
-import { DateString, Envelope, Id, ListQuery, Nullable, Page, Text, TimeOfDay, Timestamp } from './common.js'
+import {
+  DateString,
+  Envelope,
+  Id,
+  ListQuery,
+  MergePatch,
+  Nullable,
+  Page,
+  Text,
+  TimeOfDay,
+  Timestamp,
+  Version,
+} from './common.js'
 
 const strict = { additionalProperties: false } as const
 const Optional = <T extends Parameters<typeof Nullable>[0]>(schema: T) => Type.Optional(Nullable(schema))
@@ -129,6 +141,13 @@ export const UpdateAppointmentBody = Type.Object(
 )
 export type UpdateAppointmentBody = Static<typeof UpdateAppointmentBody>
 
+export const PatchAppointmentBody = MergePatch(UpdateAppointmentBody, {
+  description:
+    'A JSON Merge Patch (RFC 7396) of the appointment: only the members sent change, `null` removes `reason` or `notes` (on any other member it is 422: those can be changed, not removed). Rescheduling and status rules are those of PUT; the merged appointment must pass the same checks (422). Read-only members (`id`, `version`, `patientId`, …) are refused.',
+  examples: [{ notes: 'Bring the glucose diary', reason: null }],
+})
+export type PatchAppointmentBody = Static<typeof PatchAppointmentBody>
+
 export const CancelAppointmentBody = Type.Object(
   {
     reason: Type.Optional(Text(500)),
@@ -167,6 +186,7 @@ export const Appointment = Type.Object({
   cancelledAt: Nullable(Timestamp),
   createdAt: Timestamp,
   updatedAt: Timestamp,
+  version: Version,
 })
 export type Appointment = Static<typeof Appointment>
 

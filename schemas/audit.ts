@@ -35,6 +35,7 @@ export const AUDIT_RESOURCES = [
   'encounter',
   'telehealth-room',
   'audit-event',
+  'change-feed',
 ] as const
 export type AuditResource = (typeof AUDIT_RESOURCES)[number]
 

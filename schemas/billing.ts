@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox'
-import { DateString, Envelope, Id, ListQuery, Nullable, Page, Text, Timestamp } from './common.js'
+import { DateString, Envelope, Id, ListQuery, Nullable, Page, Text, Timestamp, Version } from './common.js'
 
 export const INVOICE_STATUSES = ['DRAFT', 'ISSUED', 'PARTIALLY_PAID', 'PAID', 'VOID'] as const
 export const PAYMENT_METHODS = ['CARD', 'CASH', 'CHECK', 'INSURANCE', 'OTHER'] as const
@@ -97,6 +97,7 @@ export const Invoice = Type.Object({
   voidedAt: Nullable(Timestamp),
   createdAt: Timestamp,
   updatedAt: Timestamp,
+  version: Version,
 })
 export type Invoice = Static<typeof Invoice>
 

@@ -1,5 +1,5 @@
 import { type Static, type TObject, type TProperties, Type } from '@sinclair/typebox'
-import { DateString, Envelope, Id, ListQuery, Nullable, Page, Text, Timestamp } from './common.js'
+import { DateString, Envelope, Id, ListQuery, MergePatch, Nullable, Page, Text, Timestamp } from './common.js'
 
 const literals = <T extends string>(values: readonly T[], description?: string) =>
   Type.Union(
@@ -29,7 +29,11 @@ export const RecordFields = {
   updatedBy: Id,
   createdAt: Timestamp,
   updatedAt: Timestamp,
-  version: Type.Integer({ minimum: 1, description: 'Starts at 1; each correction adds 1' }),
+  version: Type.Integer({
+    minimum: 1,
+    description:
+      'Starts at 1; every change of the record adds 1 (a correction, a merge patch, entering it in error); the ETag of the record is W/"<version>"',
+  }),
   enteredInError: Nullable(
     Type.Object(
       { by: Id, at: Timestamp, reason: Type.String() },
@@ -62,7 +66,11 @@ export const ClinicalListQuery = (filters: TProperties) =>
     from: Type.Optional(Type.String({ format: 'date-time', description: 'Clinical time at or after' })),
     to: Type.Optional(Type.String({ format: 'date-time', description: 'Clinical time before' })),
     includeEnteredInError: Type.Optional(
-      Type.Boolean({ default: false, description: 'Also list withdrawn records' }),
+      Type.Boolean({
+        default: false,
+        description:
+          'Also list withdrawn records. Sync pages (`updatedSince`, `cursor`) always hold them, so a copy learns of a withdrawal.',
+      }),
     ),
   })
 
@@ -399,3 +407,9 @@ export const recordEnvelopes = (data: TObject) => ({
   one: Envelope(ClinicalRecord(data)),
   page: Envelope(Page(ClinicalRecord(data))),
 })
+
+/** The body of a PATCH of a kind whose full correction is written with `input`. */
+export const RecordPatch = (input: TObject, label: string) =>
+  MergePatch(input, {
+    description: `A JSON Merge Patch (RFC 7396) of the ${label}, applied to the fields a correction would send to write it as it is: only the members sent change, \`null\` removes an optional one, nested objects merge, arrays are replaced. BMI is computed again from the merged height and weight; a lab result keeps its interpretation unless the patch sets it (\`null\` computes it again from the value and range). The merged record must pass the same checks as a full correction (422). Read-only members (\`id\`, \`version\`, …) are refused.`,
+  })

@@ -85,43 +85,49 @@ export const Tombstone = Type.Object(
     deleted: Type.Literal(true),
     deletedAt: Timestamp,
   },
-  { description: 'A record removed since the position read from (only in `updatedSince`/`cursor` pages)' },
+  { description: 'A record removed since the position read from' },
 )
 export type Tombstone = Static<typeof Tombstone>
 
 const SYNC_PAGE_NOTE =
-  'Offset pages (`page`, `size`, `sort`) carry every field. Sync pages (`updatedSince` or `cursor`) are ordered by (updatedAt, id), carry `nextCursor` and leave out `totalElements` and `totalPages`, which would cost a count of the whole list on every call.'
+  'Offset pages (`page`, `size`, `sort`) carry every field. Sync pages (`updatedSince` or `cursor`) are ordered by (updatedAt, id), carry `nextCursor` and leave out `totalElements` and `totalPages`, which would cost a count of the whole list on every call; lists of records that can be removed add `deleted`, the tombstones of the records removed within the same stretch of the walk.'
 
 /**
  * The spec's Page, the `data` of every list endpoint. Lists of records that can be removed declare
- * `tombstones`: their sync pages hold a Tombstone where a removed record would be.
+ * `tombstones`: their sync pages list the records removed in `deleted`. A removed record never
+ * comes back, so applying `content` and then `deleted` is always right.
  */
-export const Page = <T extends TSchema>(item: T, options: { tombstones?: boolean } = {}) =>
-  Type.Object(
-    {
-      content: Type.Array(options.tombstones ? Type.Union([Tombstone, item]) : item),
-      pageable: Type.Object({
-        pageNumber: Type.Integer({ minimum: 0, description: '0-indexed page number (0 on sync pages)' }),
-        pageSize: Type.Integer({ minimum: 1, maximum: PAGE_SIZE_MAX }),
+export const Page = <T extends TSchema>(item: T, options: { tombstones?: boolean } = {}) => {
+  const properties = {
+    content: Type.Array(item),
+    pageable: Type.Object({
+      pageNumber: Type.Integer({ minimum: 0, description: '0-indexed page number (0 on sync pages)' }),
+      pageSize: Type.Integer({ minimum: 1, maximum: PAGE_SIZE_MAX }),
+    }),
+    totalElements: Type.Optional(Type.Integer({ minimum: 0, description: 'Offset pages only' })),
+    totalPages: Type.Optional(Type.Integer({ minimum: 0, description: 'Offset pages only' })),
+    first: Type.Boolean(),
+    last: Type.Boolean({ description: 'On a sync page: nothing more has changed for now' }),
+    deleted: Type.Optional(
+      Type.Array(Tombstone, {
+        description:
+          'Sync pages only, when records were removed: apply after `content` (absent when there are none)',
       }),
-      totalElements: Type.Optional(Type.Integer({ minimum: 0, description: 'Offset pages only' })),
-      totalPages: Type.Optional(Type.Integer({ minimum: 0, description: 'Offset pages only' })),
-      first: Type.Boolean(),
-      last: Type.Boolean({ description: 'On a sync page: nothing more has changed for now' }),
-      nextCursor: Type.Optional(
-        Type.String({
-          description:
-            'Sync pages only: pass as `cursor` (with the same filters) to read on; present on the last page too, to resume from later',
-        }),
-      ),
-    },
-    { description: SYNC_PAGE_NOTE },
-  )
+    ),
+    nextCursor: Type.Optional(
+      Type.String({
+        description:
+          'Sync pages only: pass as `cursor` (with the same filters) to read on; present on the last page too, to resume from later',
+      }),
+    ),
+  }
+  // Only lists of records that can be removed show tombstones.
+  if (!options.tombstones) delete (properties as Partial<typeof properties>).deleted
+  return Type.Object(properties, { description: SYNC_PAGE_NOTE })
+}
+
 /** The Page of a list endpoint holding records of type T. */
 export type PageOf<T> = Omit<Static<ReturnType<typeof Page<TSchema>>>, 'content'> & { content: T[] }
-
-/** A sync page's records and the tombstones of removed ones, in (updatedAt, id) order. */
-export type SyncPageOf<T> = PageOf<T | Tombstone>
 
 /** The query parameters of sync reading, which every list accepts. */
 const SYNC_PARAMETERS = {
@@ -252,5 +258,12 @@ export function MergePatch(
       Type.Optional(patchOfMember(member as SchemaNode, !required.has(name))),
     ]),
   )
-  return Type.Object(properties, { additionalProperties: false, ...options })
+  return Type.Object(properties, { additionalProperties: false, examples: patchExamples(body), ...options })
+}
+
+/** Without examples of its own, a patch's example is the first member of the body's first example. */
+function patchExamples(body: TObject): unknown[] | undefined {
+  const [example] = (body.examples ?? []) as Record<string, unknown>[]
+  const [member] = Object.entries(example ?? {})
+  return member ? [Object.fromEntries([member])] : undefined
 }

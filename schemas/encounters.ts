@@ -1,6 +1,17 @@
 import { type Static, Type } from '@sinclair/typebox'
 import { VisitType } from './appointments.js'
-import { DateString, Envelope, Id, ListQuery, Nullable, Page, Text, Timestamp } from './common.js'
+import {
+  DateString,
+  Envelope,
+  Id,
+  ListQuery,
+  MergePatch,
+  Nullable,
+  Page,
+  Text,
+  Timestamp,
+  Version,
+} from './common.js'
 
 const strict = { additionalProperties: false } as const
 const Optional = <T extends Parameters<typeof Nullable>[0]>(schema: T) => Type.Optional(Nullable(schema))
@@ -112,6 +123,13 @@ export const UpdateEncounterBody = Type.Object(contentProperties, {
 })
 export type UpdateEncounterBody = Static<typeof UpdateEncounterBody>
 
+export const PatchEncounterBody = MergePatch(UpdateEncounterBody, {
+  description:
+    'A JSON Merge Patch (RFC 7396) of a DRAFT encounter’s note: only the members sent change, `null` removes an optional one (`"soapNote": {"plan": null}` clears the plan and keeps the rest of the note), nested objects merge, arrays (`diagnoses`) are replaced whole. The merged note must pass the same checks as a full replacement (422). Read-only members (`id`, `version`, `status`, …) are refused.',
+  examples: [{ soapNote: { assessment: { text: 'Tension-type headache' } }, chiefComplaint: null }],
+})
+export type PatchEncounterBody = Static<typeof PatchEncounterBody>
+
 export const AddendumBody = Type.Object(
   { text: Text(20_000) },
   {
@@ -150,6 +168,7 @@ export const Encounter = Type.Object({
   }),
   createdAt: Timestamp,
   updatedAt: Timestamp,
+  version: Version,
 })
 export type Encounter = Static<typeof Encounter>
 

@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox'
-import { Envelope, Id, ListQuery, Nullable, Page, Text, Timestamp } from './common.js'
+import { Envelope, Id, ListQuery, Nullable, Page, Text, Timestamp, Version } from './common.js'
 
 export const SendMessageBody = Type.Object(
   {
@@ -29,6 +29,8 @@ export const Message = Type.Object({
   body: Type.String(),
   readAt: Nullable(Timestamp),
   createdAt: Timestamp,
+  updatedAt: Timestamp,
+  version: Version,
 })
 export type Message = Static<typeof Message>
 

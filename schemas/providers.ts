@@ -6,12 +6,14 @@ import {
   Envelope,
   Id,
   ListQuery,
+  MergePatch,
   Nullable,
   Page,
   PhoneNumber,
   Text,
   TimeOfDay,
   Timestamp,
+  Version,
 } from './common.js'
 
 const strict = { additionalProperties: false } as const
@@ -136,6 +138,13 @@ export const UpdateProviderBody = Type.Object(providerInputProperties, {
 })
 export type UpdateProviderBody = Static<typeof UpdateProviderBody>
 
+export const PatchProviderBody = MergePatch(UpdateProviderBody, {
+  description:
+    'A JSON Merge Patch (RFC 7396) of the provider: only the members sent change, `null` removes an optional one (`"email": null` clears the e-mail), values are replaced. Weekly hours have their own operation. The merged record must pass the same checks as a full replacement (422). Read-only members (`id`, `version`, `weeklyHours`, `createdAt`, …) are refused.',
+  examples: [{ specialty: 'Internal Medicine', phoneNumber: null }],
+})
+export type PatchProviderBody = Static<typeof PatchProviderBody>
+
 export const WeeklyHoursBody = Type.Object(
   { weeklyHours: WeeklyHours },
   {
@@ -171,6 +180,7 @@ export const Provider = Type.Object({
   weeklyHours: Type.Array(WorkingInterval, { description: 'Sorted by day and start time' }),
   createdAt: Timestamp,
   updatedAt: Timestamp,
+  version: Version,
 })
 export type Provider = Static<typeof Provider>
 

@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox'
-import { Envelope, Id, ListQuery, Nullable, Page, Timestamp } from './common.js'
+import { Envelope, Id, ListQuery, MergePatch, Nullable, Page, Timestamp, Version } from './common.js'
 import { EVENT_NAMES } from './events.js'
 
 const strict = { additionalProperties: false } as const
@@ -62,6 +62,13 @@ export const UpdateWebhookBody = Type.Object(
 )
 export type UpdateWebhookBody = Static<typeof UpdateWebhookBody>
 
+export const PatchWebhookBody = MergePatch(UpdateWebhookBody, {
+  description:
+    'A JSON Merge Patch (RFC 7396) of the webhook: only the members sent change (`{"active": false}` pauses it and keeps the url and events); `events` is replaced whole. The merged webhook must pass the same checks as a full replacement (422). Read-only members (`id`, `version`, …) are refused.',
+  examples: [{ active: false }, { events: ['patient.created', 'patient.updated'] }],
+})
+export type PatchWebhookBody = Static<typeof PatchWebhookBody>
+
 export const RotateSecretBody = Type.Object(
   { secret: Type.Optional(SecretInput) },
   {
@@ -99,6 +106,7 @@ export const Webhook = Type.Object({
   ),
   createdAt: Timestamp,
   updatedAt: Timestamp,
+  version: Version,
 })
 export type Webhook = Static<typeof Webhook>
 
@@ -185,7 +193,7 @@ export type DeliveryParams = Static<typeof DeliveryParams>
 
 export const WebhookEnvelope = Envelope(Webhook)
 export const WebhookWithSecretEnvelope = Envelope(WebhookWithSecret)
-export const WebhookPageEnvelope = Envelope(Page(Webhook))
+export const WebhookPageEnvelope = Envelope(Page(Webhook, { tombstones: true }))
 export const WebhookDeletedEnvelope = Envelope(Type.Object({ id: Id }))
 export const DeliveryEnvelope = Envelope(Delivery)
 export const DeliveryDetailEnvelope = Envelope(DeliveryDetail)

@@ -18,6 +18,7 @@ import clinicalRoutes from './modules/clinical/routes.js'
 import documentRoutes from './modules/documents/routes.js'
 import { failingAsUnavailable, localStore } from './modules/documents/store.js'
 import encounterRoutes from './modules/encounters/routes.js'
+import eventRoutes from './modules/events/routes.js'
 import messageRoutes from './modules/messages/routes.js'
 import oidcRoutes from './modules/oidc/routes.js'
 import patientRoutes from './modules/patients/routes.js'
@@ -220,6 +221,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   }
   await app.register(webhookRoutes, { prefix: '/api/webhooks', settings: webhookSettings })
   await app.register(webhookDeliveryRoutes, { prefix: '/api/webhooks' })
+  await app.register(eventRoutes, { prefix: '/api/events' })
   await app.register(providerRoutes, { prefix: '/api/providers' })
   await app.register(providerScheduleRoutes, { prefix: '/api/providers' })
   await app.register(providerScheduleViewRoutes, { prefix: '/api/providers' })

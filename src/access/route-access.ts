@@ -19,7 +19,7 @@ const REGISTRARS: readonly Role[] = ['ADMIN', 'PROVIDER', 'NURSE', 'FRONT_DESK']
 const BILLERS: readonly Role[] = ['BILLING', 'ADMIN']
 const BILLING_READERS: readonly Role[] = ['BILLING', 'ADMIN', 'PROVIDER']
 
-/** The five routes of a kind of clinical record: PROVIDER and NURSE read, `writers` write. */
+/** The six routes of a kind of clinical record: PROVIDER and NURSE read, `writers` write. */
 function clinicalRecordRoutes(path: string, resourceType: AuditResource, writers: readonly Role[]) {
   const collection = `/api/patients/:patientId/${path}`
   const item = `${collection}/:id`
@@ -28,6 +28,7 @@ function clinicalRecordRoutes(path: string, resourceType: AuditResource, writers
     [`GET ${collection}`]: { allow: CLINICAL_READERS, audit: { resourceType, action: 'LIST' } },
     [`GET ${item}`]: { allow: CLINICAL_READERS, audit: { resourceType, action: 'READ' } },
     [`PUT ${item}`]: { allow: writers, audit: { resourceType, action: 'UPDATE' } },
+    [`PATCH ${item}`]: { allow: writers, audit: { resourceType, action: 'UPDATE' } },
     [`POST ${item}/entered-in-error`]: { allow: writers, audit: { resourceType, action: 'UPDATE' } },
   } satisfies Record<string, RouteAccess>
 }
@@ -132,6 +133,7 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'GET /api/webhooks': { allow: ['ADMIN'], audit: { resourceType: 'webhook', action: 'LIST' } },
   'GET /api/webhooks/:id': { allow: ['ADMIN'], audit: { resourceType: 'webhook', action: 'READ' } },
   'PUT /api/webhooks/:id': { allow: ['ADMIN'], audit: { resourceType: 'webhook', action: 'UPDATE' } },
+  'PATCH /api/webhooks/:id': { allow: ['ADMIN'], audit: { resourceType: 'webhook', action: 'UPDATE' } },
   'DELETE /api/webhooks/:id': { allow: ['ADMIN'], audit: { resourceType: 'webhook', action: 'DELETE' } },
   'POST /api/webhooks/:id/rotate-secret': {
     allow: ['ADMIN'],
@@ -151,6 +153,11 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
     audit: { resourceType: 'webhook', action: 'UPDATE' },
   },
 
+  // The change feed carries the same events as webhooks (patient identifiers), which only
+  // administrators manage. Not audited: the audit trail has no resource type for events yet.
+  // Events name patients by id: reading the feed is recorded like reading a list of them.
+  'GET /api/events': { allow: ['ADMIN'], audit: { resourceType: 'change-feed', action: 'LIST' } },
+
   // Reading the audit trail is itself audited: who looked at which accesses.
   'GET /api/audit-events': { allow: ['ADMIN'], audit: { resourceType: 'audit-event', action: 'LIST' } },
 
@@ -160,6 +167,7 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'GET /api/providers/:id/schedule': { allow: STAFF },
   'POST /api/providers': { allow: ['ADMIN'] },
   'PUT /api/providers/:id': { allow: ['ADMIN'] },
+  'PATCH /api/providers/:id': { allow: ['ADMIN'] },
   'PUT /api/providers/:id/hours': { allow: ['ADMIN'] },
   'POST /api/providers/:id/exceptions': { allow: ['ADMIN'] },
   'DELETE /api/providers/:id/exceptions/:exceptionId': { allow: ['ADMIN'] },
@@ -169,6 +177,10 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'GET /api/appointments/:id': { allow: SCHEDULERS, audit: { resourceType: 'appointment', action: 'READ' } },
   'POST /api/appointments': { allow: SCHEDULERS, audit: { resourceType: 'appointment', action: 'CREATE' } },
   'PUT /api/appointments/:id': {
+    allow: SCHEDULERS,
+    audit: { resourceType: 'appointment', action: 'UPDATE' },
+  },
+  'PATCH /api/appointments/:id': {
     allow: SCHEDULERS,
     audit: { resourceType: 'appointment', action: 'UPDATE' },
   },
@@ -184,6 +196,7 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   },
   'POST /api/encounters': { allow: CLINICIANS, audit: { resourceType: 'encounter', action: 'CREATE' } },
   'PUT /api/encounters/:id': { allow: CLINICIANS, audit: { resourceType: 'encounter', action: 'UPDATE' } },
+  'PATCH /api/encounters/:id': { allow: CLINICIANS, audit: { resourceType: 'encounter', action: 'UPDATE' } },
   'POST /api/encounters/:id/sign': {
     allow: CLINICIANS,
     audit: { resourceType: 'encounter', action: 'SIGN' },

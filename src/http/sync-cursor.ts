@@ -49,6 +49,7 @@ export class SyncCursors {
   pageOf<T>(request: FastifyRequest, paging: ListPaging, result: SyncResult<T>): PageOf<T> {
     return {
       content: result.items,
+      ...(result.deleted.length > 0 ? { deleted: result.deleted } : {}),
       pageable: { pageNumber: 0, pageSize: paging.size },
       first: paging.cursor === undefined,
       last: !result.more,

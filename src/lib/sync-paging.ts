@@ -17,9 +17,10 @@ export interface SyncRead {
   size: number
 }
 
-/** A sync page read: its items, the position after the last one, whether more rows follow. */
+/** A sync page read: its records, tombstones, the position after the last one, whether more follow. */
 export interface SyncResult<T> {
   items: T[]
+  deleted: Tombstone[]
   next: SyncPosition
   more: boolean
 }
@@ -84,17 +85,15 @@ export function syncPage<R extends { sync_time: string; id: number }, T>(
   map: (row: R) => T,
   read: SyncRead,
   tombstones: { item: Tombstone; position: SyncPosition }[] = [],
-): SyncResult<T | Tombstone> {
+): SyncResult<T> {
   const merged = [
-    ...rows.map((row) => ({
-      item: map(row) as T | Tombstone,
-      position: { time: row.sync_time, id: row.id },
-    })),
-    ...tombstones,
+    ...rows.map((row) => ({ row, position: { time: row.sync_time, id: row.id } })),
+    ...tombstones.map(({ item, position }) => ({ tombstone: item, position })),
   ].sort((a, b) => (before(a.position, b.position) ? -1 : before(b.position, a.position) ? 1 : 0))
   const page = merged.slice(0, read.size)
   return {
-    items: page.map((entry) => entry.item),
+    items: page.flatMap((entry) => ('row' in entry ? [map(entry.row)] : [])),
+    deleted: page.flatMap((entry) => ('tombstone' in entry ? [entry.tombstone] : [])),
     next: page.at(-1)?.position ?? read.after,
     more: merged.length > read.size,
   }

@@ -113,15 +113,16 @@ export async function recordFailure(db: Db, result: FailedAttempt): Promise<{ de
         failing_since = coalesce(webhooks.failing_since, now()),
         active = not streak.deactivate and webhooks.active,
         deactivated_at = case when streak.deactivate then now() else webhooks.deactivated_at end,
-        deactivation_reason = case when streak.deactivate then 'FAILING' else webhooks.deactivation_reason end,
-        updated_at = case when streak.deactivate then now() else webhooks.updated_at end
+        deactivation_reason = case when streak.deactivate then 'FAILING' else webhooks.deactivation_reason end
       from (
         select id, active and coalesce(
           failing_since <= now() - ${result.deactivateAfterSeconds}::float8 * interval '1 second', false
         ) as deactivate
         from webhooks where id = ${result.webhookId}
       ) streak
-      where webhooks.id = streak.id
+      -- Only a change the webhook shows (its streak starting, its deactivation) is written, so that
+      -- failed attempts alone do not raise its version and fail an administrator's If-Match.
+      where webhooks.id = streak.id and (webhooks.failing_since is null or streak.deactivate)
       returning streak.deactivate as deactivated`
   const { rows } = await db.transaction().execute(async (trx) => {
     // Not waiting for this commit to reach disk: if the database crashed and lost it, the lease

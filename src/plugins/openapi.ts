@@ -125,6 +125,10 @@ const openapi: FastifyPluginAsync = async (app) => {
         { name: 'Messages', description: 'Secure messages between users of one organization' },
         { name: 'Billing', description: 'Invoices and payments, in minor units of a currency' },
         { name: 'Webhooks', description: 'Event notifications to the organization’s own systems' },
+        {
+          name: 'Events',
+          description: 'The change feed: the organization’s events in commit order, with long-poll',
+        },
         { name: 'Providers', description: 'Providers, their working hours and schedules' },
         { name: 'Appointments', description: 'Booking, rescheduling, status changes and free slots' },
         { name: 'Encounters', description: 'Clinical visits: SOAP notes, signing and addenda' },

@@ -41,6 +41,7 @@ const EXCEPTION_DATE = daysFromToday(30)
 /** A body the operation accepts, so that a refusal is about the organization and not the input. */
 const VALID_BODIES: Record<string, () => unknown> = {
   'PUT /api/patients/{id}': () => patientBody(),
+  'PATCH /api/patients/{id}': () => ({ preferredLanguage: 'en' }),
   ...Object.fromEntries(
     (
       [
@@ -53,6 +54,7 @@ const VALID_BODIES: Record<string, () => unknown> = {
     ).flatMap(([path, body]) => [
       [`POST /api/patients/{patientId}/${path}`, () => body],
       [`PUT /api/patients/{patientId}/${path}/{id}`, () => body],
+      [`PATCH /api/patients/{patientId}/${path}/{id}`, () => body],
       [`POST /api/patients/{patientId}/${path}/{id}/entered-in-error`, () => ({ reason: 'Wrong patient' })],
     ]),
   ),
@@ -66,7 +68,9 @@ const VALID_BODIES: Record<string, () => unknown> = {
     url: `https://${RECORDS_WEBHOOK_HOST}/other`,
     events: ['patient.created'],
   }),
+  'PATCH /api/webhooks/{id}': () => ({ events: ['patient.created'] }),
   'POST /api/webhooks/{id}/rotate-secret': () => ({}),
+  'PATCH /api/providers/{id}': () => ({ specialty: 'Cardiology' }),
   'PUT /api/providers/{id}': () => ({
     firstName: 'Alan',
     lastName: 'Turing',
@@ -76,8 +80,10 @@ const VALID_BODIES: Record<string, () => unknown> = {
   'PUT /api/providers/{id}/hours': () => ({ weeklyHours: everyDay(['08:00', '12:00']) }),
   'POST /api/providers/{id}/exceptions': () => ({ date: daysFromToday(45), kind: 'TIME_OFF' }),
   'PUT /api/appointments/{id}': () => ({ reason: 'Moved by someone else' }),
+  'PATCH /api/appointments/{id}': () => ({ reason: 'Moved by someone else' }),
   'POST /api/appointments/{id}/cancel': () => ({ reason: 'Cancelled by someone else' }),
   'PUT /api/encounters/{id}': () => ({ encounterDate: daysFromToday(0), encounterType: 'FOLLOW_UP' }),
+  'PATCH /api/encounters/{id}': () => ({ chiefComplaint: 'Written by someone else' }),
   'POST /api/encounters/{id}/addendum': () => ({ text: 'Written by someone else' }),
 }
 

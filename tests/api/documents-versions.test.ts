@@ -75,7 +75,7 @@ async function walk(user: TestUser, patientId: number, start: string, size = 2) 
     const response = await list(user, patientId, query)
     expect(response.statusCode).toBe(200)
     const page = response.json().data
-    items.push(...page.content)
+    items.push(...page.content, ...(page.deleted ?? []))
     expect(page.nextCursor).toEqual(expect.any(String))
     expect(page).not.toHaveProperty('totalElements')
     if (page.last) return { items, cursor: page.nextCursor as string }

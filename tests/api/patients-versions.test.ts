@@ -291,7 +291,7 @@ async function syncWalk(
     expect(response.statusCode).toBe(200)
     const data = response.json().data
     expect(data.totalElements).toBeUndefined()
-    seen.push(...data.content)
+    seen.push(...data.content, ...(data.deleted ?? []))
     if (data.last) return { seen, cursor: data.nextCursor as string }
     await between?.(page)
     url = `/api/patients?cursor=${data.nextCursor}&size=${size}`

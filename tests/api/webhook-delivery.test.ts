@@ -83,7 +83,7 @@ describe('delivery', () => {
     expect(verified).toEqual({
       event: 'patient.created',
       timestamp: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/),
-      data: { id: patient.id, mrn: patient.mrn, status: 'ACTIVE', deleted: false },
+      data: { id: patient.id, mrn: patient.mrn, status: 'ACTIVE', version: 1, deleted: false },
     })
     expect(Object.keys(JSON.parse(request?.body as string))).toEqual(['event', 'timestamp', 'data'])
     expect(headersOf(request)['content-type']).toBe('application/json')
@@ -184,6 +184,9 @@ describe('delivery', () => {
     ])
     expect(detail.attempts[0].error).toBe('HTTP 500')
     expect(detail.payload.event).toBe('patient.created')
+    // The streak starting and ending are changes of the webhook; the second failure alone is not.
+    const current = await app.inject({ url: `/api/webhooks/${webhook.id}`, headers: bearer(admin.token) })
+    expect(current.json().data).toMatchObject({ version: 3, failingSince: null })
   })
 
   it('marks a delivery FAILED when the schedule runs out, and redelivers it on request', async () => {
@@ -395,5 +398,49 @@ describe('GET /actuator/prometheus', () => {
     expect(text).toMatch(/ehr_webhook_attempt_duration_seconds_bucket\{le="0.1",outcome="succeeded"\} [1-9]/)
     expect(text).toMatch(/ehr_outbox_backlog 0/)
     expect(text).toMatch(/ehr_outbox_oldest_pending_age_seconds 0/)
+  })
+})
+
+describe('GET /api/webhooks/{id}/deliveries with updatedSince and cursor', () => {
+  it('returns deliveries in order of their last change, and again when they change', async () => {
+    let healthy = false
+    const { admin, webhook } = await setup({ answer: () => (healthy ? { status: 204 } : { status: 503 }) })
+    const start = new Date(Date.now() - 60_000).toISOString()
+    await createPatientAs(app, admin, patientBody())
+    await createPatientAs(app, admin, patientBody())
+    const page = async (query: string) => {
+      const response = await app.inject({
+        url: `/api/webhooks/${webhook.id}/deliveries?${query}`,
+        headers: bearer(admin.token),
+      })
+      expect(response.statusCode).toBe(200)
+      return response.json().data
+    }
+    const first = await page(`updatedSince=${encodeURIComponent(start)}&size=1`)
+    expect(first.content).toHaveLength(1)
+    expect(first.last).toBe(false)
+    const second = await page(`cursor=${first.nextCursor}&size=1`)
+    expect(second.content).toHaveLength(1)
+    expect(second.last).toBe(true)
+    const pending = [first.content[0].id, second.content[0].id]
+    expect(new Set(pending).size).toBe(2)
+
+    // Both fail until the schedule runs out: each is read again from the last cursor, as FAILED.
+    await app.outbox.drainOnce()
+    const changed = await page(`cursor=${second.nextCursor}`)
+    expect(changed.content.map((delivery: { id: number }) => delivery.id).sort()).toEqual([...pending].sort())
+    expect(changed.content.every((delivery: { status: string }) => delivery.status === 'FAILED')).toBe(true)
+    const idle = await page(`cursor=${changed.nextCursor}`)
+    expect(idle).toMatchObject({ content: [], last: true })
+
+    healthy = true
+    const redelivered = await app.inject({
+      method: 'POST',
+      url: `/api/webhooks/${webhook.id}/deliveries/${pending[0]}/redeliver`,
+      headers: bearer(admin.token),
+    })
+    expect(redelivered.statusCode).toBe(200)
+    const afterRedelivery = await page(`cursor=${idle.nextCursor}`)
+    expect(afterRedelivery.content.map((delivery: { id: number }) => delivery.id)).toEqual([pending[0]])
   })
 })

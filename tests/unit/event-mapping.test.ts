@@ -43,7 +43,14 @@ describe('eventMapping', () => {
   it('names exactly the fields it was given, nothing of the row besides', () => {
     const mapping = eventMapping<
       'patient.created',
-      { id: number; mrn: string; status: 'ACTIVE'; version: number; deleted_at: Date | null; first_name: string }
+      {
+        id: number
+        mrn: string
+        status: 'ACTIVE'
+        version: number
+        deleted_at: Date | null
+        first_name: string
+      }
     >({
       id: column('id'),
       mrn: column('mrn'),

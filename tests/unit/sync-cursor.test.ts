@@ -28,6 +28,7 @@ function issued(
   const query = paging({ updatedSince: '2026-01-01T00:00:00Z', ...filters })
   const page = cursors.pageOf(fakeRequest(query, params, url), query, {
     items: [],
+    deleted: [],
     next: POSITION,
     more: true,
   })
@@ -76,10 +77,15 @@ describe('SyncCursors', () => {
 
   it('marks the first page and the last one', () => {
     const start = paging({ updatedSince: '2026-01-01T00:00:00Z' })
-    const first = cursors.pageOf(fakeRequest(start), start, { items: [], next: POSITION, more: true })
+    const first = cursors.pageOf(fakeRequest(start), start, {
+      items: [],
+      next: POSITION,
+      deleted: [],
+      more: true,
+    })
     expect(first).toMatchObject({ first: true, last: false, pageable: { pageNumber: 0, pageSize: 20 } })
     const on = paging({ cursor: first.nextCursor })
-    const last = cursors.pageOf(fakeRequest(on), on, { items: [], next: POSITION, more: false })
+    const last = cursors.pageOf(fakeRequest(on), on, { items: [], next: POSITION, deleted: [], more: false })
     expect(last).toMatchObject({ first: false, last: true })
     expect(last.nextCursor).toEqual(expect.any(String))
     expect(last).not.toHaveProperty('totalElements')
@@ -106,7 +112,12 @@ describe('SyncCursors', () => {
   it('returns 400 for a cursor another key sealed', () => {
     const query = paging({ updatedSince: '2026-01-01T00:00:00Z' })
     const other = new SyncCursors(Buffer.alloc(32, 2))
-    const page = other.pageOf(fakeRequest(query), query, { items: [], next: POSITION, more: true })
+    const page = other.pageOf(fakeRequest(query), query, {
+      items: [],
+      next: POSITION,
+      deleted: [],
+      more: true,
+    })
     expect(refusal(() => readOn(page.nextCursor as string)).status).toBe(400)
   })
 

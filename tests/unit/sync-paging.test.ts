@@ -22,21 +22,25 @@ const read = (
 })
 
 describe('syncPage', () => {
-  it('merges rows and tombstones in (time, id) order', () => {
+  it('merges rows and tombstones in (time, id) order, records in items and tombstones in deleted', () => {
     const page = syncPage([row(5, T1), row(2, T3)], toItem, read(10), [tombstone(9, T1), tombstone(1, T2)])
     expect(page.items).toEqual([
       { id: 5, name: 'record 5' },
+      { id: 2, name: 'record 2' },
+    ])
+    expect(page.deleted).toEqual([
       { id: 9, deleted: true, deletedAt: T1 },
       { id: 1, deleted: true, deletedAt: T2 },
-      { id: 2, name: 'record 2' },
     ])
     expect(page.next).toEqual({ time: T3, id: 2 })
     expect(page.more).toBe(false)
   })
 
   it('orders by id within one instant, whichever stream an entry comes from', () => {
-    const page = syncPage([row(3, T1), row(7, T1)], toItem, read(10), [tombstone(4, T1)])
-    expect(page.items.map((item) => item.id)).toEqual([3, 4, 7])
+    const page = syncPage([row(3, T1), row(7, T1)], toItem, read(2), [tombstone(4, T1)])
+    expect(page.items.map((item) => item.id)).toEqual([3])
+    expect(page.deleted.map((item) => item.id)).toEqual([4])
+    expect(page.next).toEqual({ time: T1, id: 4 })
   })
 
   it('cuts the merge at the page size and says more follows', () => {
@@ -44,25 +48,37 @@ describe('syncPage', () => {
     const rows = [row(1, T1), row(2, T2), row(3, T4), row(4, T4)]
     const tombstones = [tombstone(8, T2), tombstone(9, T3)]
     const page = syncPage(rows, toItem, read(3), tombstones)
-    expect(page.items.map((item) => item.id)).toEqual([1, 2, 8])
+    expect(page.items.map((item) => item.id)).toEqual([1, 2])
+    expect(page.deleted.map((item) => item.id)).toEqual([8])
     expect(page.next).toEqual({ time: T2, id: 8 })
     expect(page.more).toBe(true)
   })
 
   it('is the last page when exactly the page size is left', () => {
     const page = syncPage([row(1, T1), row(2, T2)], toItem, read(3), [tombstone(3, T3)])
-    expect(page.items).toHaveLength(3)
+    expect(page.items).toHaveLength(2)
+    expect(page.deleted).toHaveLength(1)
     expect(page.next).toEqual({ time: T3, id: 3 })
     expect(page.more).toBe(false)
   })
 
   it('keeps the position read from when nothing changed', () => {
     const after = { time: T4, id: 12 }
-    expect(syncPage([], toItem, read(5, after), [])).toEqual({ items: [], next: after, more: false })
+    expect(syncPage([], toItem, read(5, after), [])).toEqual({
+      items: [],
+      deleted: [],
+      next: after,
+      more: false,
+    })
   })
 
   it('needs no tombstones for lists whose records are never removed', () => {
     const page = syncPage([row(1, T1), row(2, T2)], toItem, read(1))
-    expect(page).toEqual({ items: [{ id: 1, name: 'record 1' }], next: { time: T1, id: 1 }, more: true })
+    expect(page).toEqual({
+      items: [{ id: 1, name: 'record 1' }],
+      deleted: [],
+      next: { time: T1, id: 1 },
+      more: true,
+    })
   })
 })

@@ -23,6 +23,7 @@ export function toAppointment(row: AppointmentRow): Appointment {
     cancelledAt: row.cancelled_at?.toISOString() ?? null,
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
+    version: row.version,
   }
 }
 

@@ -1,4 +1,4 @@
-import { type Kysely, sql } from 'kysely'
+import type { Kysely } from 'kysely'
 import type { Database, Db, Trx } from '../../../db/database.js'
 import type {
   AppointmentRow,
@@ -8,6 +8,7 @@ import type {
 import { type APPOINTMENT_SORT_FIELDS, TIME_RELEASING_STATUSES } from '../../../schemas/appointments.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
+import { type SyncRead, syncRows } from '../../lib/sync-paging.js'
 
 export type AppointmentSortField = (typeof APPOINTMENT_SORT_FIELDS)[number]
 
@@ -48,6 +49,7 @@ export function insertAppointment(trx: Trx, row: NewAppointmentRow): Promise<App
   return trx.insertInto('appointments').values(row).returningAll().executeTakeFirstOrThrow()
 }
 
+/** Changes the appointment; the database raises its version and change time. */
 export function updateAppointmentRow(
   trx: Trx,
   organizationId: number,
@@ -56,7 +58,7 @@ export function updateAppointmentRow(
 ): Promise<AppointmentRow> {
   return trx
     .updateTable('appointments')
-    .set({ ...changes, updated_at: sql`now()` })
+    .set(changes)
     .where('organization_id', '=', organizationId)
     .where('id', '=', id)
     .returningAll()
@@ -81,13 +83,7 @@ export function findBookedAppointments(
     .execute()
 }
 
-export function listAppointments(
-  db: Kysely<Database>,
-  organizationId: number,
-  filters: AppointmentFilters,
-  sort: SortOrder,
-  paging: PageQuery,
-) {
+function filteredAppointments(db: Kysely<Database>, organizationId: number, filters: AppointmentFilters) {
   let query = scoped(db, organizationId).selectAll()
   if (filters.patientId) query = query.where('patient_id', '=', filters.patientId)
   if (filters.providerId) query = query.where('provider_id', '=', filters.providerId)
@@ -97,5 +93,29 @@ export function listAppointments(
   if (filters.appointmentDate) query = query.where('appointment_date', '=', filters.appointmentDate)
   if (filters.dateFrom) query = query.where('appointment_date', '>=', filters.dateFrom)
   if (filters.dateTo) query = query.where('appointment_date', '<=', filters.dateTo)
-  return fetchPage(db, query.orderBy(orderByExpression(sort)), paging)
+  return query
+}
+
+export function listAppointments(
+  db: Kysely<Database>,
+  organizationId: number,
+  filters: AppointmentFilters,
+  sort: SortOrder,
+  paging: PageQuery,
+) {
+  return fetchPage(
+    db,
+    filteredAppointments(db, organizationId, filters).orderBy(orderByExpression(sort)),
+    paging,
+  )
+}
+
+/** The organization's appointments matching the filters, changed after the position (none is ever removed). */
+export function syncAppointments(
+  db: Kysely<Database>,
+  organizationId: number,
+  filters: AppointmentFilters,
+  read: SyncRead,
+) {
+  return syncRows(filteredAppointments(db, organizationId, filters), { time: 'updated_at', id: 'id' }, read)
 }

@@ -7,18 +7,23 @@ import {
   AvailableSlotsQuery,
   CancelAppointmentBody,
   CreateAppointmentBody,
+  PatchAppointmentBody,
   UpdateAppointmentBody,
 } from '../../../schemas/appointments.js'
-import { IdParams } from '../../../schemas/common.js'
+import { IdParams, IfMatchHeaders, IfNoneMatchHeaders } from '../../../schemas/common.js'
 import { ok } from '../../http/envelope.js'
+import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse } from '../../http/responses.js'
+import { MERGE_PATCH } from '../../plugins/conditional-requests.js'
 import { availableSlots } from './schedule.js'
 import {
   cancelAppointment,
   createAppointment,
   getAppointment,
   listAppointments,
+  patchAppointment,
+  syncAppointments,
   updateAppointment,
 } from './service.js'
 
@@ -42,13 +47,20 @@ const appointmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'listAppointments',
         summary: 'List appointments of the caller’s organization',
         description:
-          'Default sort appointmentDate,asc (by start instant); dateFrom/dateTo compare appointmentDate.',
+          'Default sort appointmentDate,asc (by start instant); dateFrom/dateTo compare appointmentDate. With `updatedSince` or `cursor`, a sync page: appointments changed since, oldest change first (appointments are never removed, so there are no tombstones; a cancellation is a change).',
         querystring: AppointmentListQuery,
         response: { 200: AppointmentPageEnvelope },
       },
     },
     async (request) => {
-      const page = await listAppointments(app.db, principalOf(request), request.query)
+      const sync = app.syncCursors.readOf(request, request.query)
+      const page = sync
+        ? app.syncCursors.pageOf(
+            request,
+            request.query,
+            await syncAppointments(app.db, principalOf(request), request.query, sync),
+          )
+        : await listAppointments(app.db, principalOf(request), request.query)
       request.auditedIds = page.content.map((appointment) => appointment.id)
       return ok('Appointments retrieved', page)
     },
@@ -80,7 +92,9 @@ const appointmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         operationId: 'getAppointment',
         summary: 'One appointment',
+        description: 'Carries the ETag `W/"<version>"`; with a current `If-None-Match`, 304 without a body.',
         params: IdParams,
+        headers: IfNoneMatchHeaders,
         response: { 200: AppointmentEnvelope, 403: otherOrganization, 404: notFound },
       },
     },
@@ -114,8 +128,10 @@ const appointmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         operationId: 'updateAppointment',
         summary: 'Reschedule an appointment or change its status',
-        description: 'Emits appointment.updated.',
+        description:
+          'With `If-Match`, only if the appointment is still at that version (412 otherwise). Emits appointment.updated.',
         params: IdParams,
+        headers: IfMatchHeaders,
         body: UpdateAppointmentBody,
         response: { 200: AppointmentEnvelope, 403: otherOrganization, 404: notFound, 409: conflictOnBooking },
       },
@@ -123,8 +139,44 @@ const appointmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) =>
       ok(
         'Appointment updated',
-        await updateAppointment(app.db, principalOf(request), request.params.id, request.body),
+        await updateAppointment(
+          app.db,
+          principalOf(request),
+          request.params.id,
+          request.body,
+          request.expectedVersion,
+        ),
       ),
+  )
+
+  app.patch(
+    '/:id',
+    {
+      schema: {
+        tags,
+        operationId: 'patchAppointment',
+        summary: 'Change some fields of an appointment (JSON Merge Patch)',
+        description:
+          'Send `Content-Type: application/merge-patch+json` (RFC 7396; `application/json` is read the same). Only the members sent change; `null` removes `reason` or `notes`. The merged appointment is checked like a PUT (422; rescheduling and status rules alike). With `If-Match`, only if the appointment is still at that version (412 otherwise). Emits appointment.updated.',
+        consumes: [MERGE_PATCH],
+        params: IdParams,
+        headers: IfMatchHeaders,
+        body: PatchAppointmentBody,
+        response: { 200: AppointmentEnvelope, 403: otherOrganization, 404: notFound, 409: conflictOnBooking },
+      },
+    },
+    async (request) => {
+      const validate = (merged: unknown) => validMergedBody(request, UpdateAppointmentBody, merged)
+      const appointment = await patchAppointment(
+        app.db,
+        principalOf(request),
+        request.params.id,
+        request.body,
+        request.expectedVersion,
+        validate,
+      )
+      return ok('Appointment updated', appointment)
+    },
   )
 
   app.post(
@@ -138,8 +190,10 @@ const appointmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         operationId: 'cancelAppointment',
         summary: 'Cancel an appointment',
-        description: 'Emits appointment.cancelled.',
+        description:
+          'With `If-Match`, only if the appointment is still at that version (412 otherwise). Emits appointment.cancelled.',
         params: IdParams,
+        headers: IfMatchHeaders,
         body: CancelAppointmentBody,
         response: {
           200: AppointmentEnvelope,
@@ -152,7 +206,13 @@ const appointmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) =>
       ok(
         'Appointment cancelled',
-        await cancelAppointment(app.db, principalOf(request), request.params.id, request.body),
+        await cancelAppointment(
+          app.db,
+          principalOf(request),
+          request.params.id,
+          request.body,
+          request.expectedVersion,
+        ),
       ),
   )
 }

@@ -9,14 +9,18 @@ import {
   type AppointmentStatus,
   type CancelAppointmentBody,
   type CreateAppointmentBody,
+  type PatchAppointmentBody,
   RESCHEDULABLE_STATUSES,
-  type UpdateAppointmentBody,
+  UpdateAppointmentBody,
 } from '../../../schemas/appointments.js'
 import type { PageOf } from '../../../schemas/common.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
 import { AppError, conflict } from '../../errors.js'
 import { withinWorkingHours } from '../../lib/availability.js'
+import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
+import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
+import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
 import { minutesOf, zonedInstant } from '../../lib/zoned-time.js'
 import { enqueueEvent } from '../../outbox/enqueue.js'
 import { requirePatient } from '../patients/service.js'
@@ -33,6 +37,7 @@ import {
   insertAppointment,
   listAppointments as listAppointmentRows,
   lockAppointment,
+  syncAppointments as syncAppointmentRows,
   updateAppointmentRow,
 } from './queries.js'
 
@@ -42,6 +47,17 @@ const invalid = (details: string) => new AppError('VAL_001', details)
 
 async function missingAppointment(db: Db, actor: Actor, id: number): Promise<never> {
   return missingRecord('Appointment', id, await ownerOrganization(db, 'appointments', id), actor)
+}
+
+/**
+ * The appointment locked for a change, at the version `If-Match` names if it names one (412
+ * otherwise): checked under the lock, so check and write are one step.
+ */
+async function lockAppointmentAt(trx: Trx, actor: Actor, id: number, expectedVersion: ExpectedVersion) {
+  const current =
+    (await lockAppointment(trx, actor.organizationId, id)) ?? (await missingAppointment(trx, actor, id))
+  assertVersion(current.version, expectedVersion)
+  return current
 }
 
 /** The lifecycle table decides; anything it does not list is 409. */
@@ -158,13 +174,13 @@ export async function updateAppointment(
   actor: Actor,
   id: number,
   body: UpdateAppointmentBody,
+  expectedVersion: ExpectedVersion,
 ): Promise<Appointment> {
   if (body.status === 'CANCELLED') {
     throw invalid('status CANCELLED is set by POST /api/appointments/{id}/cancel, which records the reason')
   }
   return db.transaction().execute(async (trx) => {
-    const current =
-      (await lockAppointment(trx, actor.organizationId, id)) ?? (await missingAppointment(trx, actor, id))
+    const current = await lockAppointmentAt(trx, actor, id, expectedVersion)
     if (body.status !== undefined && body.status !== current.status) {
       checkTransition(current.status as AppointmentStatus, body.status)
     }
@@ -182,15 +198,60 @@ export async function updateAppointment(
   })
 }
 
+/** Members every appointment has: a merge patch may change them but not remove them (null). */
+const UNREMOVABLE_MEMBERS = [
+  'providerId',
+  'appointmentDate',
+  'appointmentTime',
+  'duration',
+  'appointmentType',
+  'priority',
+  'status',
+] as const
+
+/**
+ * A JSON Merge Patch of the appointment, written as a PUT of the merged fields: unchanged
+ * provider, date, time and duration do not reschedule, an unchanged status is no transition, and
+ * a removed `reason` or `notes` is cleared.
+ */
+export async function patchAppointment(
+  db: Kysely<Database>,
+  actor: Actor,
+  id: number,
+  patch: PatchAppointmentBody,
+  expectedVersion: ExpectedVersion,
+  validate: (merged: unknown) => UpdateAppointmentBody,
+): Promise<Appointment> {
+  const removed = UNREMOVABLE_MEMBERS.filter((name) => patch[name] === null)
+  if (removed.length > 0) throw invalid(`${removed.join(', ')} cannot be removed, only changed`)
+  return patchRecord({
+    patch,
+    expected: expectedVersion,
+    read: () => getAppointment(db, actor, id),
+    // A cancelled appointment's status is left out: CANCELLED is only ever set by the cancel operation.
+    bodyOf: ({ status, ...appointment }) =>
+      projectOnto(UpdateAppointmentBody, status === 'CANCELLED' ? appointment : { ...appointment, status }),
+    validate,
+    write: (body, version) =>
+      updateAppointment(
+        db,
+        actor,
+        id,
+        { ...body, reason: body.reason ?? null, notes: body.notes ?? null },
+        version,
+      ),
+  })
+}
+
 export async function cancelAppointment(
   db: Kysely<Database>,
   actor: Actor,
   id: number,
   body: CancelAppointmentBody,
+  expectedVersion: ExpectedVersion,
 ): Promise<Appointment> {
   return db.transaction().execute(async (trx) => {
-    const current =
-      (await lockAppointment(trx, actor.organizationId, id)) ?? (await missingAppointment(trx, actor, id))
+    const current = await lockAppointmentAt(trx, actor, id, expectedVersion)
     checkTransition(current.status as AppointmentStatus, 'CANCELLED')
     const cancelled = await updateAppointmentRow(trx, actor.organizationId, id, {
       status: 'CANCELLED',
@@ -211,15 +272,19 @@ export async function cancelAppointment(
 
 const DEFAULT_SORT = { field: 'appointmentDate', direction: 'asc' } as const
 
+function checkDateRange(filters: { dateFrom?: string; dateTo?: string }): void {
+  if (filters.dateFrom && filters.dateTo && filters.dateTo < filters.dateFrom) {
+    throw new AppError('VAL_001', 'dateTo must not be before dateFrom', { status: 400 })
+  }
+}
+
 export async function listAppointments(
   db: Kysely<Database>,
   actor: Actor,
   query: AppointmentListQuery,
 ): Promise<PageOf<Appointment>> {
-  const { page, size, sort, ...filters } = query
-  if (filters.dateFrom && filters.dateTo && filters.dateTo < filters.dateFrom) {
-    throw new AppError('VAL_001', 'dateTo must not be before dateFrom', { status: 400 })
-  }
+  const { page, size, sort, cursor: _cursor, updatedSince: _since, ...filters } = query
+  checkDateRange(filters)
   const paging = { page, size }
   const { rows, total } = await listAppointmentRows(
     db,
@@ -229,4 +294,17 @@ export async function listAppointments(
     paging,
   )
   return toPage(rows.map(toAppointment), total, paging)
+}
+
+/** A sync page of the organization's appointments: changed ones in (updatedAt, id) order (none is ever removed). */
+export async function syncAppointments(
+  db: Kysely<Database>,
+  actor: Actor,
+  query: AppointmentListQuery,
+  read: SyncRead,
+): Promise<SyncResult<Appointment>> {
+  const { page: _page, size: _size, sort: _sort, cursor: _cursor, updatedSince: _since, ...filters } = query
+  checkDateRange(filters)
+  const rows = await syncAppointmentRows(db, actor.organizationId, filters, read)
+  return syncPage(rows, toAppointment, read) as SyncResult<Appointment>
 }

@@ -22,6 +22,7 @@ export function toInvoice(row: InvoiceRow): Invoice {
     voidedAt: row.voided_at?.toISOString() ?? null,
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
+    version: row.version,
   }
 }
 

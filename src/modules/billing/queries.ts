@@ -3,6 +3,7 @@ import type { Database, Db, Trx } from '../../../db/database.js'
 import type { InvoiceRow, PaymentRow } from '../../../db/tables/billing.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
+import { type SyncRead, syncRows } from '../../lib/sync-paging.js'
 
 export const INVOICE_SORT_COLUMNS = {
   createdAt: 'created_at',
@@ -64,7 +65,7 @@ export function updateInvoice(
 ) {
   return trx
     .updateTable('invoices')
-    .set({ ...changes, updated_at: sql`now()` })
+    .set(changes)
     .where('organization_id', '=', organizationId)
     .where('id', '=', id)
     .returningAll()
@@ -78,6 +79,15 @@ export interface InvoiceFilters {
   to?: string
 }
 
+function filteredInvoices(db: Kysely<Database>, organizationId: number, filters: InvoiceFilters) {
+  let query = db.selectFrom('invoices').selectAll().where('organization_id', '=', organizationId)
+  if (filters.patientId) query = query.where('patient_id', '=', filters.patientId)
+  if (filters.status) query = query.where('status', '=', filters.status)
+  if (filters.from) query = query.where('created_at', '>=', new Date(`${filters.from}T00:00:00Z`))
+  if (filters.to) query = query.where('created_at', '<', new Date(`${filters.to}T00:00:00Z`))
+  return query
+}
+
 export function listInvoices(
   db: Kysely<Database>,
   organizationId: number,
@@ -85,12 +95,18 @@ export function listInvoices(
   sort: SortOrder,
   paging: PageQuery,
 ) {
-  let query = db.selectFrom('invoices').selectAll().where('organization_id', '=', organizationId)
-  if (filters.patientId) query = query.where('patient_id', '=', filters.patientId)
-  if (filters.status) query = query.where('status', '=', filters.status)
-  if (filters.from) query = query.where('created_at', '>=', new Date(`${filters.from}T00:00:00Z`))
-  if (filters.to) query = query.where('created_at', '<', new Date(`${filters.to}T00:00:00Z`))
+  const query = filteredInvoices(db, organizationId, filters)
   return fetchPage(db, query.orderBy(orderByExpression(sort)), paging)
+}
+
+/** A sync page of the organization's invoices matching the filters, changed after the position. */
+export function syncInvoices(
+  db: Kysely<Database>,
+  organizationId: number,
+  filters: InvoiceFilters,
+  read: SyncRead,
+) {
+  return syncRows(filteredInvoices(db, organizationId, filters), { time: 'updated_at', id: 'id' }, read)
 }
 
 export function insertPayment(trx: Trx, payment: Omit<PaymentRow, 'id' | 'created_at'>) {

@@ -9,7 +9,7 @@ import {
   PaymentHeaders,
   RecordPaymentBody,
 } from '../../../schemas/billing.js'
-import { IdParams } from '../../../schemas/common.js'
+import { IdParams, IfMatchHeaders, IfNoneMatchHeaders } from '../../../schemas/common.js'
 import { ok } from '../../http/envelope.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse } from '../../http/responses.js'
@@ -20,6 +20,7 @@ import {
   issueInvoice,
   listInvoices,
   recordPayment,
+  syncInvoices,
   voidInvoice,
 } from './service.js'
 
@@ -62,12 +63,23 @@ const billingRoutes: FastifyPluginAsyncTypebox<{ settings: BillingSettings }> = 
         tags,
         operationId: 'listInvoices',
         summary: 'Invoices of your organization, newest first',
+        description:
+          'With `updatedSince` or `cursor`, a sync page: invoices created or changed since (issued, paid, voided), oldest change first.',
         querystring: InvoiceListQuery,
         response: { 200: InvoicePageEnvelope },
       },
     },
-    async (request) =>
-      ok('Invoices retrieved', await listInvoices(app.db, principalOf(request), request.query)),
+    async (request) => {
+      const sync = app.syncCursors.readOf(request, request.query)
+      const page = sync
+        ? app.syncCursors.pageOf(
+            request,
+            request.query,
+            await syncInvoices(app.db, principalOf(request), request.query, sync),
+          )
+        : await listInvoices(app.db, principalOf(request), request.query)
+      return ok('Invoices retrieved', page)
+    },
   )
 
   app.get(
@@ -77,7 +89,10 @@ const billingRoutes: FastifyPluginAsyncTypebox<{ settings: BillingSettings }> = 
         tags,
         operationId: 'getInvoice',
         summary: 'One invoice with its payments',
+        description:
+          'Carries the ETag `W/"<version>"` (a payment changes the invoice, so it raises the version); with a current `If-None-Match`, 304 without a body.',
         params: IdParams,
+        headers: IfNoneMatchHeaders,
         response: { 200: InvoiceWithPaymentsEnvelope, 403: otherOrganization, 404: noInvoice },
       },
     },
@@ -92,12 +107,17 @@ const billingRoutes: FastifyPluginAsyncTypebox<{ settings: BillingSettings }> = 
         tags,
         operationId: 'issueInvoice',
         summary: 'Issue a DRAFT invoice',
+        description: 'With `If-Match`, only if the invoice is still at that version (412 otherwise).',
         params: IdParams,
+        headers: IfMatchHeaders,
         response: { 200: InvoiceEnvelope, 403: otherOrganization, 404: noInvoice, 409: stateConflict },
       },
     },
     async (request) =>
-      ok('Invoice issued', await issueInvoice(app.db, principalOf(request), request.params.id)),
+      ok(
+        'Invoice issued',
+        await issueInvoice(app.db, principalOf(request), request.params.id, request.expectedVersion),
+      ),
   )
 
   app.post(
@@ -107,12 +127,17 @@ const billingRoutes: FastifyPluginAsyncTypebox<{ settings: BillingSettings }> = 
         tags,
         operationId: 'voidInvoice',
         summary: 'Void an invoice that has no payments',
+        description: 'With `If-Match`, only if the invoice is still at that version (412 otherwise).',
         params: IdParams,
+        headers: IfMatchHeaders,
         response: { 200: InvoiceEnvelope, 403: otherOrganization, 404: noInvoice, 409: stateConflict },
       },
     },
     async (request) =>
-      ok('Invoice voided', await voidInvoice(app.db, principalOf(request), request.params.id)),
+      ok(
+        'Invoice voided',
+        await voidInvoice(app.db, principalOf(request), request.params.id, request.expectedVersion),
+      ),
   )
 
   app.post(

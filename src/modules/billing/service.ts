@@ -14,6 +14,8 @@ import type { PageOf } from '../../../schemas/common.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
 import { AppError } from '../../errors.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
+import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
+import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
 import { enqueueEvent } from '../../outbox/enqueue.js'
 import { requirePatient } from '../patients/service.js'
 import { toInvoice, toInvoiceCreatedData, toPayment, toPaymentReceivedData } from './mapper.js'
@@ -28,6 +30,7 @@ import {
   lockInvoice,
   nextCounterValue,
   paymentsOf,
+  syncInvoices as syncInvoiceRows,
   updateInvoice,
 } from './queries.js'
 
@@ -90,39 +93,65 @@ export async function listInvoices(
   actor: Actor,
   query: InvoiceListQuery,
 ): Promise<PageOf<Invoice>> {
-  const { page, size, sort, ...filters } = query
+  const { page, size, sort } = query
   const paging = { page, size }
   const order = sortOrder(sort, INVOICE_SORT_COLUMNS, { field: 'createdAt', direction: 'desc' })
-  const { rows, total } = await listInvoiceRows(db, actor.organizationId, filters, order, paging)
+  const { rows, total } = await listInvoiceRows(db, actor.organizationId, filtersOf(query), order, paging)
   return toPage(rows.map(toInvoice), total, paging)
+}
+
+const filtersOf = ({ patientId, status, from, to }: InvoiceListQuery) => ({ patientId, status, from, to })
+
+/** A sync page of the organization's invoices: created or changed since the position, in (updatedAt, id) order. */
+export async function syncInvoices(
+  db: Kysely<Database>,
+  actor: Actor,
+  query: InvoiceListQuery,
+  read: SyncRead,
+): Promise<SyncResult<Invoice>> {
+  const rows = await syncInvoiceRows(db, actor.organizationId, filtersOf(query), read)
+  return syncPage(rows, toInvoice, read) as SyncResult<Invoice>
 }
 
 const conflict = (details: string) => new AppError('RES_002', details, { message: 'Invoice state conflict' })
 
+/** A change of the invoice's state, made holding its row: with `expectedVersion`, only at that version. */
 async function changeInvoice(
   db: Kysely<Database>,
   actor: Actor,
   id: number,
+  expectedVersion: ExpectedVersion,
   change: (invoice: InvoiceRow, trx: Trx) => Promise<InvoiceRow>,
 ): Promise<Invoice> {
   const row = await db.transaction().execute(async (trx) => {
     const invoice = await lockInvoice(trx, actor.organizationId, id)
     if (!invoice) return missingInvoice(trx, actor, id)
+    assertVersion(invoice.version, expectedVersion)
     return change(invoice, trx)
   })
   return toInvoice(row)
 }
 
-export function issueInvoice(db: Kysely<Database>, actor: Actor, id: number) {
-  return changeInvoice(db, actor, id, (invoice, trx) => {
+export function issueInvoice(
+  db: Kysely<Database>,
+  actor: Actor,
+  id: number,
+  expectedVersion: ExpectedVersion,
+) {
+  return changeInvoice(db, actor, id, expectedVersion, (invoice, trx) => {
     if (invoice.status !== 'DRAFT')
       throw conflict(`Only a DRAFT invoice can be issued; this one is ${invoice.status}`)
     return updateInvoice(trx, actor.organizationId, id, { status: 'ISSUED', issued_at: new Date() })
   })
 }
 
-export function voidInvoice(db: Kysely<Database>, actor: Actor, id: number) {
-  return changeInvoice(db, actor, id, (invoice, trx) => {
+export function voidInvoice(
+  db: Kysely<Database>,
+  actor: Actor,
+  id: number,
+  expectedVersion: ExpectedVersion,
+) {
+  return changeInvoice(db, actor, id, expectedVersion, (invoice, trx) => {
     if (Number(invoice.amount_paid) > 0) throw conflict('An invoice with payments cannot be voided')
     if (invoice.status === 'VOID') throw conflict('The invoice is already void')
     return updateInvoice(trx, actor.organizationId, id, { status: 'VOID', voided_at: new Date() })

@@ -1,7 +1,7 @@
 import type { Static, TObject, TProperties } from '@sinclair/typebox'
 import type { Kysely } from 'kysely'
 import type { Database } from '../../../db/database.js'
-import type { ClinicalKindName } from '../../../db/tables/clinical-records.js'
+import type { ClinicalKindName, ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import type { Role } from '../../access/roles.js'
 
 /** What a kind's input becomes in storage. */
@@ -35,6 +35,13 @@ export interface ClinicalKind<I extends TObject = TObject, D extends TObject = T
    * stored values (BMI, interpretation). `previous` is set for a correction. Throws 422 AppErrors.
    */
   prepare(input: Static<I>, previous?: Static<D>): PreparedRecord<Static<D>>
+  /**
+   * The input that would correct the stored record to what it is (the base a merge patch is
+   * applied to), where the API's record does not show it as written: e.g. a temperature shown in
+   * °C only, a measurement time kept apart from the recording time. Default: the record's fields
+   * that the input declares.
+   */
+  inputOf?(row: ClinicalRecordRow): Static<I>
   /** Checks that need the database (e.g. that a named provider exists); throws 422 AppErrors. */
   checkReferences?(db: Kysely<Database>, organizationId: number, input: Static<I>): Promise<void>
   /** A unique index of this kind and the 409 message when it is violated. */

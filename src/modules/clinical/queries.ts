@@ -3,6 +3,7 @@ import type { Database, Db, Trx } from '../../../db/database.js'
 import type { ClinicalKindName, ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
+import { type SyncRead, syncRows } from '../../lib/sync-paging.js'
 
 export const CLINICAL_SORT_COLUMNS = { effectiveAt: 'effective_at', recordedAt: 'recorded_at' }
 
@@ -38,6 +39,7 @@ export function lockRecord(trx: Trx, scope: RecordScope, id: number) {
   return scoped(trx, scope).selectAll().where('id', '=', id).forUpdate().executeTakeFirst()
 }
 
+/** Changes a record; the database raises its version and sets its change time. */
 export function updateRecord(
   trx: Trx,
   organizationId: number,
@@ -48,17 +50,11 @@ export function updateRecord(
     entered_in_error_by?: number
     entered_in_error_reason?: string
   },
-  bumpVersion: boolean,
 ) {
   const { data, ...rest } = changes
   return trx
     .updateTable('clinical_records')
-    .set({
-      ...rest,
-      ...(data ? { data: JSON.stringify(data) } : {}),
-      ...(bumpVersion ? { version: sql`version + 1` } : {}),
-      updated_at: sql`now()`,
-    })
+    .set({ ...rest, ...(data ? { data: JSON.stringify(data) } : {}) })
     .where('organization_id', '=', organizationId)
     .where('id', '=', id)
     .returningAll()
@@ -74,13 +70,7 @@ export interface RecordFilters {
   category?: string
 }
 
-export function listRecords(
-  db: Kysely<Database>,
-  scope: RecordScope,
-  filters: RecordFilters,
-  sort: SortOrder,
-  paging: PageQuery,
-) {
+function filteredRecords(db: Kysely<Database>, scope: RecordScope, filters: RecordFilters) {
   let query = scoped(db, scope).selectAll()
   if (!filters.includeEnteredInError) query = query.where('entered_in_error_at', 'is', null)
   if (filters.status) query = query.where('status', '=', filters.status)
@@ -88,7 +78,27 @@ export function listRecords(
   if (filters.category) query = query.where(sql`data->>'category'`, '=', filters.category)
   if (filters.from) query = query.where('effective_at', '>=', new Date(filters.from))
   if (filters.to) query = query.where('effective_at', '<', new Date(filters.to))
-  return fetchPage(db, query.orderBy(orderByExpression(sort)), paging)
+  return query
+}
+
+export function listRecords(
+  db: Kysely<Database>,
+  scope: RecordScope,
+  filters: RecordFilters,
+  sort: SortOrder,
+  paging: PageQuery,
+) {
+  return fetchPage(db, filteredRecords(db, scope, filters).orderBy(orderByExpression(sort)), paging)
+}
+
+/** A sync page of the patient's records of the kind matching the filters, changed after the position. */
+export function syncRecords(
+  db: Kysely<Database>,
+  scope: RecordScope,
+  filters: RecordFilters,
+  read: SyncRead,
+) {
+  return syncRows(filteredRecords(db, scope, filters), { time: 'updated_at', id: 'id' }, read)
 }
 
 const RECENT_LAB_RESULTS = 10

@@ -5,12 +5,16 @@ import {
   ClinicalListQuery,
   EnteredInErrorBody,
   RecordParams,
+  RecordPatch,
   recordEnvelopes,
 } from '../../../schemas/clinical.js'
+import { IfMatchHeaders, IfNoneMatchHeaders } from '../../../schemas/common.js'
 import { PatientIdParams } from '../../../schemas/documents.js'
 import { ok } from '../../http/envelope.js'
+import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse } from '../../http/responses.js'
+import { MERGE_PATCH } from '../../plugins/conditional-requests.js'
 import type { ClinicalKind } from './kind.js'
 import { allergies } from './kinds/allergies.js'
 import { conditions } from './kinds/conditions.js'
@@ -24,6 +28,8 @@ import {
   getChart,
   getRecord,
   listClinicalRecords,
+  patchClinicalRecord,
+  syncClinicalRecords,
 } from './service.js'
 
 const tags = ['Clinical records']
@@ -35,7 +41,7 @@ const noPatient = errorResponse(404, 'No such patient (RES_001)')
 
 type App = Parameters<FastifyPluginAsyncTypebox>[0]
 
-/** The five routes of one kind: create, list, read, correct, withdraw. */
+/** The six routes of one kind: create, list, read, correct (whole or by merge patch), withdraw. */
 function registerKind<I extends TObject, D extends TObject>(app: App, kind: ClinicalKind<I, D>) {
   const { one, page } = recordEnvelopes(kind.data)
   const collection = `/:patientId/${kind.path}`
@@ -45,6 +51,7 @@ function registerKind<I extends TObject, D extends TObject>(app: App, kind: Clin
   const suffix = operation[0]?.toUpperCase() + operation.slice(1)
   const missing = errorResponse(404, `No such patient or ${name} (RES_001)`)
   const withdrawn = errorResponse(409, `The ${name} was entered in error (RES_002)`)
+  const patchBody = RecordPatch(kind.input, name)
   const ListQuery = ClinicalListQuery({
     [kind.statusField]: Type.Optional(kind.data.properties[kind.statusField] ?? Type.String()),
     ...kind.listFilters,
@@ -87,20 +94,25 @@ function registerKind<I extends TObject, D extends TObject>(app: App, kind: Clin
         tags,
         operationId: `list${suffix}`,
         summary: `A patient's ${kind.path}, newest first`,
-        description: 'Records entered in error are left out unless includeEnteredInError=true.',
+        description:
+          'Records entered in error are left out unless includeEnteredInError=true. With `updatedSince` or `cursor`, a sync page: records created, corrected or entered in error since, oldest change first (withdrawn ones included, with `enteredInError` set).',
         params: PatientIdParams,
         querystring: ListQuery,
         response: { 200: page, 403: patientRule, 404: noPatient },
       },
     },
     async (request) => {
-      const result = await listClinicalRecords(
-        app.db,
-        kind,
-        principalOf(request),
-        request.params.patientId,
-        request.query as Record<string, unknown> & { page: number; size: number },
-      )
+      const query = request.query as Record<string, unknown> & { page: number; size: number }
+      const actor = principalOf(request)
+      const { patientId } = request.params
+      const sync = app.syncCursors.readOf(request, query)
+      const result = sync
+        ? app.syncCursors.pageOf(
+            request,
+            query,
+            await syncClinicalRecords(app.db, kind, actor, patientId, query, sync),
+          )
+        : await listClinicalRecords(app.db, kind, actor, patientId, query)
       request.auditedIds = result.content.map((record) => record.id)
       return ok(`${kind.path} retrieved`, result)
     },
@@ -113,7 +125,9 @@ function registerKind<I extends TObject, D extends TObject>(app: App, kind: Clin
         tags,
         operationId: `get${suffix}`,
         summary: `One ${name}`,
+        description: 'Carries the ETag `W/"<version>"`; with a current `If-None-Match`, 304 without a body.',
         params: RecordParams,
+        headers: IfNoneMatchHeaders,
         response: { 200: one, 403: patientRule, 404: missing },
       },
     },
@@ -131,8 +145,10 @@ function registerKind<I extends TObject, D extends TObject>(app: App, kind: Clin
         tags,
         operationId: `correct${suffix}`,
         summary: `Correct a ${name}`,
-        description: 'Replaces its fields; the record keeps its id and its version goes up.',
+        description:
+          'Replaces its fields (optional ones left out are cleared; use PATCH to change some fields only); the record keeps its id and its version goes up. With `If-Match`, only if the record is still at that version (412 otherwise).',
         params: RecordParams,
+        headers: IfMatchHeaders,
         body: kind.input,
         response: { 200: one, 403: patientRule, 404: missing, 409: withdrawn },
       },
@@ -147,6 +163,41 @@ function registerKind<I extends TObject, D extends TObject>(app: App, kind: Clin
         patientId,
         id,
         request.body as Static<I>,
+        request.expectedVersion,
+      )
+      return ok(`${name} corrected`, record)
+    },
+  )
+
+  app.patch(
+    item,
+    {
+      schema: {
+        tags,
+        operationId: `patch${suffix}`,
+        summary: `Correct some fields of a ${name} (JSON Merge Patch)`,
+        description:
+          'Send `Content-Type: application/merge-patch+json` (RFC 7396; `application/json` is read the same). Only the members sent change; `null` removes an optional one. The merged record is checked like a full correction (422) and is one: its version goes up. With `If-Match`, only if the record is still at that version (412 otherwise).',
+        consumes: [MERGE_PATCH],
+        params: RecordParams,
+        headers: IfMatchHeaders,
+        body: patchBody,
+        response: { 200: one, 403: patientRule, 404: missing, 409: withdrawn },
+      },
+    },
+    async (request) => {
+      const { patientId, id } = request.params
+      request.auditedIds = [id]
+      const validate = (merged: unknown) => validMergedBody(request, kind.input, merged) as Static<I>
+      const record = await patchClinicalRecord(
+        app.db,
+        kind,
+        principalOf(request),
+        patientId,
+        id,
+        request.body,
+        request.expectedVersion,
+        validate,
       )
       return ok(`${name} corrected`, record)
     },
@@ -159,8 +210,9 @@ function registerKind<I extends TObject, D extends TObject>(app: App, kind: Clin
         tags,
         operationId: `withdraw${suffix}`,
         summary: `Mark a ${name} as entered in error`,
-        description: `Clinical records are never deleted: the ${name} is kept, with who withdrew it, when and why, and leaves lists and the chart.`,
+        description: `Clinical records are never deleted: the ${name} is kept, with who withdrew it, when and why, and leaves lists and the chart; its version goes up. With \`If-Match\`, only if the ${name} is still at that version (412 otherwise).`,
         params: RecordParams,
+        headers: IfMatchHeaders,
         body: EnteredInErrorBody,
         response: { 200: one, 403: patientRule, 404: missing, 409: withdrawn },
       },
@@ -175,6 +227,7 @@ function registerKind<I extends TObject, D extends TObject>(app: App, kind: Clin
         patientId,
         id,
         request.body.reason,
+        request.expectedVersion,
       )
       return ok(`${name} entered in error`, record)
     },

@@ -6,7 +6,10 @@ import { type Chart, ENTERED_IN_ERROR } from '../../../schemas/clinical.js'
 import type { PageOf } from '../../../schemas/common.js'
 import type { Actor } from '../../access/organization-scope.js'
 import { AppError, notFound } from '../../errors.js'
+import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
+import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
+import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
 import { checkEncounterOfPatient } from '../encounters/service.js'
 import { requirePatient } from '../patients/service.js'
 import type { ClinicalKind } from './kind.js'
@@ -18,7 +21,9 @@ import {
   insertRecord,
   listRecords,
   lockRecord,
+  type RecordFilters,
   type RecordScope,
+  syncRecords,
   updateRecord,
 } from './queries.js'
 
@@ -54,6 +59,11 @@ async function checkReferences<I extends TObject, D extends TObject>(
 }
 
 const missing = (kind: KindIdentity, id: number) => notFound(`${kind.label} ${id} of this patient`)
+
+const uncorrectable = (kind: KindIdentity) =>
+  new AppError('RES_002', `The ${kind.label} was entered in error and can no longer be corrected`, {
+    message: 'Record withdrawn',
+  })
 
 export async function createRecord<I extends TObject, D extends TObject>(
   db: Kysely<Database>,
@@ -100,12 +110,29 @@ export async function getRecord<D extends TObject>(
   return toRecord<D>(row)
 }
 
+type ClinicalListQuery = Record<string, unknown> & { page: number; size: number; sort?: string }
+
+/** The list's filters from its query: the kind's status and code filters, the category, the time range. */
+function filtersOf(
+  kind: { statusField: string; codeFilter?: string },
+  query: ClinicalListQuery,
+): RecordFilters {
+  return {
+    status: query[kind.statusField] as string | undefined,
+    code: kind.codeFilter ? (query[kind.codeFilter] as string | undefined) : undefined,
+    category: query.category as string | undefined,
+    from: query.from as string | undefined,
+    to: query.to as string | undefined,
+    includeEnteredInError: query.includeEnteredInError === true,
+  }
+}
+
 export async function listClinicalRecords<D extends TObject>(
   db: Kysely<Database>,
   kind: ClinicalKind<TObject, D>,
   actor: Actor,
   patientId: number,
-  query: Record<string, unknown> & { page: number; size: number; sort?: string },
+  query: ClinicalListQuery,
 ): Promise<PageOf<ClinicalRecord<D>>> {
   await requirePatient(db, actor, patientId)
   const paging = { page: query.page, size: query.size }
@@ -113,14 +140,7 @@ export async function listClinicalRecords<D extends TObject>(
   const { rows, total } = await listRecords(
     db,
     scopeOf(kind, actor, patientId),
-    {
-      status: query[kind.statusField] as string | undefined,
-      code: kind.codeFilter ? (query[kind.codeFilter] as string | undefined) : undefined,
-      category: query.category as string | undefined,
-      from: query.from as string | undefined,
-      to: query.to as string | undefined,
-      includeEnteredInError: query.includeEnteredInError === true,
-    },
+    filtersOf(kind, query),
     sort,
     paging,
   )
@@ -131,7 +151,28 @@ export async function listClinicalRecords<D extends TObject>(
   )
 }
 
-/** A correction replaces the kind's fields; the record keeps its id and its version goes up. */
+/**
+ * A sync page of the patient's records of the kind, in (updatedAt, id) order. Records entered in
+ * error are always in it: a withdrawal is a change a copy must learn of.
+ */
+export async function syncClinicalRecords<D extends TObject>(
+  db: Kysely<Database>,
+  kind: ClinicalKind<TObject, D>,
+  actor: Actor,
+  patientId: number,
+  query: ClinicalListQuery,
+  read: SyncRead,
+): Promise<SyncResult<ClinicalRecord<D>>> {
+  await requirePatient(db, actor, patientId)
+  const filters = { ...filtersOf(kind, query), includeEnteredInError: true }
+  const rows = await syncRecords(db, scopeOf(kind, actor, patientId), filters, read)
+  return syncPage(rows, (row) => toRecord<D>(row), read) as SyncResult<ClinicalRecord<D>>
+}
+
+/**
+ * A correction replaces the kind's fields; the record keeps its id and its version goes up. With
+ * `expectedVersion`, only while the record is still at that version (412 otherwise).
+ */
 export async function correctRecord<I extends TObject, D extends TObject>(
   db: Kysely<Database>,
   kind: ClinicalKind<I, D>,
@@ -139,6 +180,7 @@ export async function correctRecord<I extends TObject, D extends TObject>(
   patientId: number,
   id: number,
   input: Static<I>,
+  expectedVersion: ExpectedVersion,
 ): Promise<ClinicalRecord<D>> {
   await requirePatient(db, actor, patientId)
   const encounterId = await checkReferences(db, kind, actor, patientId, input)
@@ -146,35 +188,53 @@ export async function correctRecord<I extends TObject, D extends TObject>(
     const row = await db.transaction().execute(async (trx) => {
       const current = await lockRecord(trx, scopeOf(kind, actor, patientId), id)
       if (!current) throw missing(kind, id)
-      if (current.entered_in_error_at) {
-        throw new AppError(
-          'RES_002',
-          `The ${kind.label} was entered in error and can no longer be corrected`,
-          {
-            message: 'Record withdrawn',
-          },
-        )
-      }
+      assertVersion(current.version, expectedVersion)
+      if (current.entered_in_error_at) throw uncorrectable(kind)
       const prepared = kind.prepare(input, current.data as Static<D>)
-      return updateRecord(
-        trx,
-        actor.organizationId,
-        id,
-        {
-          status: prepared.status,
-          code: prepared.code,
-          effective_at: prepared.effectiveAt,
-          data: prepared.data as Record<string, unknown>,
-          encounter_id: encounterId,
-          updated_by: actor.userId,
-        },
-        true,
-      )
+      return updateRecord(trx, actor.organizationId, id, {
+        status: prepared.status,
+        code: prepared.code,
+        effective_at: prepared.effectiveAt,
+        data: prepared.data as Record<string, unknown>,
+        encounter_id: encounterId,
+        updated_by: actor.userId,
+      })
     })
     return toRecord<D>(row)
   } catch (error) {
     throw conflictOf(kind, error)
   }
+}
+
+/**
+ * A JSON Merge Patch of a record, applied to the input that would correct it to what it is; the
+ * merged input is then a correction like any other.
+ */
+export async function patchClinicalRecord<I extends TObject, D extends TObject>(
+  db: Kysely<Database>,
+  kind: ClinicalKind<I, D>,
+  actor: Actor,
+  patientId: number,
+  id: number,
+  patch: unknown,
+  expectedVersion: ExpectedVersion,
+  validate: (merged: unknown) => Static<I>,
+): Promise<ClinicalRecord<D>> {
+  return patchRecord({
+    patch,
+    expected: expectedVersion,
+    read: async () => {
+      await requirePatient(db, actor, patientId)
+      const row = await findRecord(db, scopeOf(kind, actor, patientId), id)
+      if (!row) throw missing(kind, id)
+      // Checked before merging: a withdrawn record's status is one no correction may send (422).
+      if (row.entered_in_error_at) throw uncorrectable(kind)
+      return row
+    },
+    bodyOf: (row) => (kind.inputOf ? kind.inputOf(row) : projectOnto(kind.input, toRecord(row))),
+    validate,
+    write: (input, version) => correctRecord(db, kind, actor, patientId, id, input, version),
+  })
 }
 
 /** Withdraws a record: kept with who, when and why, and its status becomes ENTERED_IN_ERROR. */
@@ -185,30 +245,26 @@ export async function enterInError<D extends TObject>(
   patientId: number,
   id: number,
   reason: string,
+  expectedVersion: ExpectedVersion,
 ): Promise<ClinicalRecord<D>> {
   await requirePatient(db, actor, patientId)
   const row = await db.transaction().execute(async (trx) => {
     const current = await lockRecord(trx, scopeOf(kind, actor, patientId), id)
     if (!current) throw missing(kind, id)
+    assertVersion(current.version, expectedVersion)
     if (current.entered_in_error_at) {
       throw new AppError('RES_002', `The ${kind.label} is already entered in error`, {
         message: 'Record withdrawn',
       })
     }
-    return updateRecord(
-      trx,
-      actor.organizationId,
-      id,
-      {
-        status: ENTERED_IN_ERROR,
-        data: { ...current.data, [kind.statusField]: ENTERED_IN_ERROR },
-        updated_by: actor.userId,
-        entered_in_error_at: new Date(),
-        entered_in_error_by: actor.userId,
-        entered_in_error_reason: reason,
-      },
-      false,
-    )
+    return updateRecord(trx, actor.organizationId, id, {
+      status: ENTERED_IN_ERROR,
+      data: { ...current.data, [kind.statusField]: ENTERED_IN_ERROR },
+      updated_by: actor.userId,
+      entered_in_error_at: new Date(),
+      entered_in_error_by: actor.userId,
+      entered_in_error_reason: reason,
+    })
   })
   return toRecord<D>(row)
 }

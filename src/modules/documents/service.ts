@@ -4,7 +4,7 @@ import { Value } from '@sinclair/typebox/value'
 import type { Kysely } from 'kysely'
 import type { Database } from '../../../db/database.js'
 import type { DocumentRow } from '../../../db/tables/documents.js'
-import type { PageOf, Tombstone } from '../../../schemas/common.js'
+import type { PageOf } from '../../../schemas/common.js'
 import { type Document, DocumentFields, type DocumentListQuery } from '../../../schemas/documents.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
 import { AppError, preconditionFailed } from '../../errors.js'
@@ -243,7 +243,7 @@ export async function syncDocuments(
   patientId: number,
   query: DocumentListQuery,
   read: SyncRead,
-): Promise<SyncResult<Document | Tombstone>> {
+): Promise<SyncResult<Document>> {
   await requirePatient(db, actor, patientId)
   const { rows, tombstones } = await syncPatientDocuments(
     db,

@@ -32,6 +32,7 @@ export function toEncounter(row: EncounterRow, addenda: readonly EncounterAddend
       })),
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
+    version: row.version,
   }
 }
 

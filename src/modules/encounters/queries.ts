@@ -1,10 +1,11 @@
-import { type Kysely, sql } from 'kysely'
+import type { Kysely } from 'kysely'
 import type { Database, Db, Trx } from '../../../db/database.js'
 import type { EncounterAddendumRow, NewEncounterAddendumRow } from '../../../db/tables/encounter-addenda.js'
 import type { EncounterRow, EncounterRowUpdate, NewEncounterRow } from '../../../db/tables/encounters.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import type { ENCOUNTER_SORT_FIELDS } from '../../../schemas/encounters.js'
 import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
+import { type SyncRead, syncRows } from '../../lib/sync-paging.js'
 
 export type EncounterSortField = (typeof ENCOUNTER_SORT_FIELDS)[number]
 
@@ -40,6 +41,7 @@ export function insertEncounter(trx: Trx, row: NewEncounterRow): Promise<Encount
   return trx.insertInto('encounters').values(row).returningAll().executeTakeFirstOrThrow()
 }
 
+/** Changes the encounter; the database raises its version and change time. */
 export function updateEncounterRow(
   trx: Trx,
   organizationId: number,
@@ -48,7 +50,7 @@ export function updateEncounterRow(
 ): Promise<EncounterRow> {
   return trx
     .updateTable('encounters')
-    .set({ ...changes, updated_at: sql`now()` })
+    .set(changes)
     .where('organization_id', '=', organizationId)
     .where('id', '=', id)
     .returningAll()
@@ -74,13 +76,7 @@ export async function insertAddendum(trx: Trx, row: NewEncounterAddendumRow): Pr
   await trx.insertInto('encounter_addenda').values(row).execute()
 }
 
-export function listEncounters(
-  db: Kysely<Database>,
-  organizationId: number,
-  filters: EncounterFilters,
-  sort: SortOrder,
-  paging: PageQuery,
-) {
+function filteredEncounters(db: Kysely<Database>, organizationId: number, filters: EncounterFilters) {
   let query = scoped(db, organizationId).selectAll()
   if (filters.patientId) query = query.where('patient_id', '=', filters.patientId)
   if (filters.providerId) query = query.where('provider_id', '=', filters.providerId)
@@ -89,5 +85,29 @@ export function listEncounters(
   if (filters.encounterType) query = query.where('encounter_type', '=', filters.encounterType)
   if (filters.dateFrom) query = query.where('encounter_date', '>=', filters.dateFrom)
   if (filters.dateTo) query = query.where('encounter_date', '<=', filters.dateTo)
-  return fetchPage(db, query.orderBy(orderByExpression(sort)), paging)
+  return query
+}
+
+export function listEncounters(
+  db: Kysely<Database>,
+  organizationId: number,
+  filters: EncounterFilters,
+  sort: SortOrder,
+  paging: PageQuery,
+) {
+  return fetchPage(
+    db,
+    filteredEncounters(db, organizationId, filters).orderBy(orderByExpression(sort)),
+    paging,
+  )
+}
+
+/** The organization's encounters matching the filters, changed after the position (none is ever removed). */
+export function syncEncounters(
+  db: Kysely<Database>,
+  organizationId: number,
+  filters: EncounterFilters,
+  read: SyncRead,
+) {
+  return syncRows(filteredEncounters(db, organizationId, filters), { time: 'updated_at', id: 'id' }, read)
 }

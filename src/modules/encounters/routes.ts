@@ -1,22 +1,27 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { IdParams } from '../../../schemas/common.js'
+import { IdParams, IfMatchHeaders, IfNoneMatchHeaders } from '../../../schemas/common.js'
 import {
   AddendumBody,
   CreateEncounterBody,
   EncounterEnvelope,
   EncounterListQuery,
   EncounterPageEnvelope,
+  PatchEncounterBody,
   UpdateEncounterBody,
 } from '../../../schemas/encounters.js'
 import { ok } from '../../http/envelope.js'
+import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse } from '../../http/responses.js'
+import { MERGE_PATCH } from '../../plugins/conditional-requests.js'
 import {
   addAddendum,
   createEncounter,
   getEncounter,
   listEncounters,
+  patchEncounter,
   signEncounter,
+  syncEncounters,
   updateEncounter,
 } from './service.js'
 
@@ -36,13 +41,21 @@ const encounterRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         operationId: 'listEncounters',
         summary: 'List encounters of the caller’s organization',
-        description: 'Default sort encounterDate,desc; dateFrom/dateTo compare encounterDate.',
+        description:
+          'Default sort encounterDate,desc; dateFrom/dateTo compare encounterDate. With `updatedSince` or `cursor`, a sync page: encounters changed since (signing and addenda are changes), oldest change first (encounters are never removed, so there are no tombstones).',
         querystring: EncounterListQuery,
         response: { 200: EncounterPageEnvelope },
       },
     },
     async (request) => {
-      const page = await listEncounters(app.db, principalOf(request), request.query)
+      const sync = app.syncCursors.readOf(request, request.query)
+      const page = sync
+        ? app.syncCursors.pageOf(
+            request,
+            request.query,
+            await syncEncounters(app.db, principalOf(request), request.query, sync),
+          )
+        : await listEncounters(app.db, principalOf(request), request.query)
       request.auditedIds = page.content.map((encounter) => encounter.id)
       return ok('Encounters retrieved', page)
     },
@@ -55,7 +68,9 @@ const encounterRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         operationId: 'getEncounter',
         summary: 'One encounter with its addenda',
+        description: 'Carries the ETag `W/"<version>"`; with a current `If-None-Match`, 304 without a body.',
         params: IdParams,
+        headers: IfNoneMatchHeaders,
         response: { 200: EncounterEnvelope, 403: otherOrganization, 404: notFound },
       },
     },
@@ -96,7 +111,10 @@ const encounterRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         operationId: 'updateEncounter',
         summary: 'Replace the note of a draft encounter',
+        description:
+          'Optional fields left out are cleared (use PATCH to change some fields only). With `If-Match`, only if the encounter is still at that version (412 otherwise).',
         params: IdParams,
+        headers: IfMatchHeaders,
         body: UpdateEncounterBody,
         response: {
           200: EncounterEnvelope,
@@ -109,8 +127,49 @@ const encounterRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) =>
       ok(
         'Encounter updated',
-        await updateEncounter(app.db, principalOf(request), request.params.id, request.body),
+        await updateEncounter(
+          app.db,
+          principalOf(request),
+          request.params.id,
+          request.body,
+          request.expectedVersion,
+        ),
       ),
+  )
+
+  app.patch(
+    '/:id',
+    {
+      schema: {
+        tags,
+        operationId: 'patchEncounter',
+        summary: 'Change some fields of a draft encounter’s note (JSON Merge Patch)',
+        description:
+          'Send `Content-Type: application/merge-patch+json` (RFC 7396; `application/json` is read the same). Only the members sent change; `null` removes an optional one; nested objects of the note merge. The merged note is checked like a full replacement (422). With `If-Match`, only if the encounter is still at that version (412 otherwise).',
+        consumes: [MERGE_PATCH],
+        params: IdParams,
+        headers: IfMatchHeaders,
+        body: PatchEncounterBody,
+        response: {
+          200: EncounterEnvelope,
+          403: otherOrganization,
+          404: notFound,
+          409: wrongStatus('The encounter is signed'),
+        },
+      },
+    },
+    async (request) => {
+      const validate = (merged: unknown) => validMergedBody(request, UpdateEncounterBody, merged)
+      const encounter = await patchEncounter(
+        app.db,
+        principalOf(request),
+        request.params.id,
+        request.body,
+        request.expectedVersion,
+        validate,
+      )
+      return ok('Encounter updated', encounter)
+    },
   )
 
   app.post(
@@ -121,8 +180,9 @@ const encounterRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'signEncounter',
         summary: 'Sign a draft encounter, locking its note',
         description:
-          'Records the caller as signer and the time. When the encounter’s provider is linked to a user account, only that user may sign (403 otherwise).',
+          'Records the caller as signer and the time. When the encounter’s provider is linked to a user account, only that user may sign (403 otherwise). With `If-Match`, only if the encounter is still at that version (412 otherwise): the signer signs the note as read.',
         params: IdParams,
+        headers: IfMatchHeaders,
         response: {
           200: EncounterEnvelope,
           403: errorResponse(
@@ -135,7 +195,10 @@ const encounterRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) =>
-      ok('Encounter signed', await signEncounter(app.db, principalOf(request), request.params.id)),
+      ok(
+        'Encounter signed',
+        await signEncounter(app.db, principalOf(request), request.params.id, request.expectedVersion),
+      ),
   )
 
   app.post(
@@ -145,7 +208,9 @@ const encounterRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         operationId: 'addEncounterAddendum',
         summary: 'Append a signed addendum to a signed encounter',
+        description: 'With `If-Match`, only if the encounter is still at that version (412 otherwise).',
         params: IdParams,
+        headers: IfMatchHeaders,
         body: AddendumBody,
         response: {
           200: EncounterEnvelope,
@@ -156,7 +221,16 @@ const encounterRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) =>
-      ok('Addendum added', await addAddendum(app.db, principalOf(request), request.params.id, request.body)),
+      ok(
+        'Addendum added',
+        await addAddendum(
+          app.db,
+          principalOf(request),
+          request.params.id,
+          request.body,
+          request.expectedVersion,
+        ),
+      ),
   )
 }
 

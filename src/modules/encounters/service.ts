@@ -11,11 +11,15 @@ import {
   type EncounterListQuery,
   type EncounterOperation,
   type EncounterStatus,
-  type UpdateEncounterBody,
+  type PatchEncounterBody,
+  UpdateEncounterBody,
 } from '../../../schemas/encounters.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
 import { AppError, conflict, forbidden } from '../../errors.js'
+import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
+import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
+import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
 import { enqueueEvent } from '../../outbox/enqueue.js'
 import { requireAppointment } from '../appointments/service.js'
 import { requirePatient } from '../patients/service.js'
@@ -29,11 +33,23 @@ import {
   insertEncounter,
   listEncounters as listEncounterRows,
   lockEncounter,
+  syncEncounters as syncEncounterRows,
   updateEncounterRow,
 } from './queries.js'
 
 async function missingEncounter(db: Db, actor: Actor, id: number): Promise<never> {
   return missingRecord('Encounter', id, await ownerOrganization(db, 'encounters', id), actor)
+}
+
+/**
+ * The encounter locked for a change, at the version `If-Match` names if it names one (412
+ * otherwise): checked under the lock, so check and write are one step.
+ */
+async function lockEncounterAt(trx: Trx, actor: Actor, id: number, expectedVersion: ExpectedVersion) {
+  const current =
+    (await lockEncounter(trx, actor.organizationId, id)) ?? (await missingEncounter(trx, actor, id))
+  assertVersion(current.version, expectedVersion)
+  return current
 }
 
 const OPERATION_NAMES: Record<EncounterOperation, string> = {
@@ -101,10 +117,10 @@ export async function updateEncounter(
   actor: Actor,
   id: number,
   body: UpdateEncounterBody,
+  expectedVersion: ExpectedVersion,
 ): Promise<Encounter> {
   return db.transaction().execute(async (trx) => {
-    const current =
-      (await lockEncounter(trx, actor.organizationId, id)) ?? (await missingEncounter(trx, actor, id))
+    const current = await lockEncounterAt(trx, actor, id, expectedVersion)
     checkOperation(current, 'edit')
     const updated = await updateEncounterRow(trx, actor.organizationId, id, {
       ...noteColumns(body),
@@ -114,14 +130,38 @@ export async function updateEncounter(
   })
 }
 
+/** A JSON Merge Patch of a draft encounter's note: the merged note is checked like a full replacement. */
+export async function patchEncounter(
+  db: Kysely<Database>,
+  actor: Actor,
+  id: number,
+  patch: PatchEncounterBody,
+  expectedVersion: ExpectedVersion,
+  validate: (merged: unknown) => UpdateEncounterBody,
+): Promise<Encounter> {
+  return patchRecord({
+    patch,
+    expected: expectedVersion,
+    read: () => getEncounter(db, actor, id),
+    bodyOf: (encounter) => projectOnto(UpdateEncounterBody, encounter),
+    validate,
+    write: (body, version) => updateEncounter(db, actor, id, body, version),
+  })
+}
+
 /**
  * Signs and locks the note. When the encounter's provider has a user account, only that user may
  * sign: a signature attests authorship. Otherwise any provider of the organization may.
  */
-export async function signEncounter(db: Kysely<Database>, actor: Actor, id: number): Promise<Encounter> {
+export async function signEncounter(
+  db: Kysely<Database>,
+  actor: Actor,
+  id: number,
+  // The seed script signs unconditionally.
+  expectedVersion: ExpectedVersion = undefined,
+): Promise<Encounter> {
   return db.transaction().execute(async (trx) => {
-    const current =
-      (await lockEncounter(trx, actor.organizationId, id)) ?? (await missingEncounter(trx, actor, id))
+    const current = await lockEncounterAt(trx, actor, id, expectedVersion)
     checkOperation(current, 'sign')
     const provider = await requireProvider(trx, actor, current.provider_id)
     if (provider.user_id !== null && provider.user_id !== actor.userId) {
@@ -142,10 +182,10 @@ export async function addAddendum(
   actor: Actor,
   id: number,
   body: AddendumBody,
+  expectedVersion: ExpectedVersion,
 ): Promise<Encounter> {
   return db.transaction().execute(async (trx) => {
-    const current =
-      (await lockEncounter(trx, actor.organizationId, id)) ?? (await missingEncounter(trx, actor, id))
+    const current = await lockEncounterAt(trx, actor, id, expectedVersion)
     checkOperation(current, 'addendum')
     await insertAddendum(trx, { encounter_id: id, text: body.text, signed_by: actor.userId })
     const amended = await updateEncounterRow(trx, actor.organizationId, id, {
@@ -158,15 +198,19 @@ export async function addAddendum(
 
 const DEFAULT_SORT = { field: 'encounterDate', direction: 'desc' } as const
 
+function checkDateRange(filters: { dateFrom?: string; dateTo?: string }): void {
+  if (filters.dateFrom && filters.dateTo && filters.dateTo < filters.dateFrom) {
+    throw new AppError('VAL_001', 'dateTo must not be before dateFrom', { status: 400 })
+  }
+}
+
 export async function listEncounters(
   db: Kysely<Database>,
   actor: Actor,
   query: EncounterListQuery,
 ): Promise<PageOf<Encounter>> {
-  const { page, size, sort, ...filters } = query
-  if (filters.dateFrom && filters.dateTo && filters.dateTo < filters.dateFrom) {
-    throw new AppError('VAL_001', 'dateTo must not be before dateFrom', { status: 400 })
-  }
+  const { page, size, sort, cursor: _cursor, updatedSince: _since, ...filters } = query
+  checkDateRange(filters)
   const paging = { page, size }
   const { rows, total } = await listEncounterRows(
     db,
@@ -184,6 +228,23 @@ export async function listEncounters(
     total,
     paging,
   )
+}
+
+/** A sync page of the organization's encounters: changed ones in (updatedAt, id) order (none is ever removed). */
+export async function syncEncounters(
+  db: Kysely<Database>,
+  actor: Actor,
+  query: EncounterListQuery,
+  read: SyncRead,
+): Promise<SyncResult<Encounter>> {
+  const { page: _page, size: _size, sort: _sort, cursor: _cursor, updatedSince: _since, ...filters } = query
+  checkDateRange(filters)
+  const rows = await syncEncounterRows(db, actor.organizationId, filters, read)
+  const addenda = await addendaOf(
+    db,
+    rows.map((row) => row.id),
+  )
+  return syncPage(rows, (row) => toEncounter(row, addenda), read) as SyncResult<Encounter>
 }
 
 /** For records that point at an encounter: it must be one of this patient's, in this organization. */

@@ -4,8 +4,9 @@ import { FEED_CHANNEL } from '../../outbox/enqueue.js'
 /**
  * Wakes the change feed's long polls when an event commits. One LISTEN per app, opened by the first
  * long poll and closed with the app; every notification wakes every waiter, which then reads the
- * feed again. (The listener is told of a notification but not its payload, so waiters of other
- * organizations wake too; the re-read is one index range scan, and `recheckAfter` spaces them.)
+ * feed again. (`DatabaseHandle.listen` reports a notification without its payload, so long polls
+ * of other organizations wake too; a re-read is one short index range scan, and the service
+ * spaces them.)
  */
 export class FeedWaiter {
   private readonly waiters = new Set<() => void>()
@@ -24,29 +25,32 @@ export class FeedWaiter {
   }
 
   /**
-   * Resolves on the next notification, after `ms`, when `signal` aborts or when the app closes,
-   * whichever comes first; never rejects.
+   * Resolves on the next notification (`true`), or with `false` after `ms`, when `signal` aborts
+   * or when the app closes, whichever comes first; never rejects.
    */
-  async wait(ms: number, signal: AbortSignal): Promise<void> {
-    if (this.closed || signal.aborted || ms <= 0) return
+  async wait(ms: number, signal: AbortSignal): Promise<boolean> {
+    if (this.closed || signal.aborted || ms <= 0) return false
     await this.startListening()
-    if (this.closed || signal.aborted) return
-    await new Promise<void>((resolve) => {
-      const done = () => {
+    if (this.closed || signal.aborted) return false
+    return new Promise<boolean>((resolve) => {
+      const finish = (notified: boolean) => {
         clearTimeout(timer)
-        signal.removeEventListener('abort', done)
-        this.waiters.delete(done)
-        resolve()
+        signal.removeEventListener('abort', stop)
+        this.waiters.delete(wake)
+        resolve(notified)
       }
-      const timer = setTimeout(done, ms)
-      signal.addEventListener('abort', done, { once: true })
-      this.waiters.add(done)
+      const wake = () => finish(true)
+      const stop = () => finish(false)
+      const timer = setTimeout(stop, ms)
+      signal.addEventListener('abort', stop, { once: true })
+      this.waiters.add(wake)
     })
   }
 
   /** Ends every wait at once (the app is closing) and stops listening. */
   async close(): Promise<void> {
     this.closed = true
+    // Woken as by a notification; the feed sees the waiter closed and answers with what it has.
     this.wakeAll()
     const listening = this.listening
     this.listening = undefined

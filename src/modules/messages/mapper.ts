@@ -14,5 +14,7 @@ export function toMessage(row: MessageRow): Message {
     body: row.body,
     readAt: row.read_at?.toISOString() ?? null,
     createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+    version: row.version,
   }
 }

@@ -1,8 +1,9 @@
-import { type Insertable, type Kysely, sql } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import type { Insertable, Kysely } from 'kysely'
+import type { Database, Trx } from '../../../db/database.js'
 import type { MessagesTable } from '../../../db/tables/messages.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
+import { type SyncRead, syncRows } from '../../lib/sync-paging.js'
 
 /** A message the user sent or received; nobody else's. */
 export function findVisibleMessage(db: Kysely<Database>, organizationId: number, userId: number, id: number) {
@@ -35,22 +36,44 @@ export function insertMessage(db: Kysely<Database>, message: Omit<Insertable<Mes
     .executeTakeFirstOrThrow()
 }
 
-/** Marks read once; a second call keeps the first read time. */
-export function markRead(db: Kysely<Database>, organizationId: number, recipientId: number, id: number) {
-  return db
-    .updateTable('messages')
-    .set({ read_at: sql`coalesce(read_at, now())` })
+/** A message the user received, locked for the rest of the transaction. */
+export function lockReceivedMessage(trx: Trx, organizationId: number, recipientId: number, id: number) {
+  return trx
+    .selectFrom('messages')
+    .selectAll()
     .where('organization_id', '=', organizationId)
     .where('recipient_id', '=', recipientId)
     .where('id', '=', id)
-    .returningAll()
+    .forUpdate()
     .executeTakeFirst()
+}
+
+/** Sets the read time of a message not read yet; the caller holds the row. */
+export function markRead(trx: Trx, organizationId: number, id: number) {
+  return trx
+    .updateTable('messages')
+    .set({ read_at: new Date() })
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow()
 }
 
 export interface MailboxFilter {
   folder: 'inbox' | 'sent'
   unread?: boolean
   patientId?: number
+}
+
+function mailbox(db: Kysely<Database>, organizationId: number, userId: number, filter: MailboxFilter) {
+  let query = db
+    .selectFrom('messages')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where(filter.folder === 'inbox' ? 'recipient_id' : 'sender_id', '=', userId)
+  if (filter.unread) query = query.where('read_at', 'is', null)
+  if (filter.patientId) query = query.where('patient_id', '=', filter.patientId)
+  return query
 }
 
 export function listMailbox(
@@ -61,12 +84,17 @@ export function listMailbox(
   sort: SortOrder,
   paging: PageQuery,
 ) {
-  let query = db
-    .selectFrom('messages')
-    .selectAll()
-    .where('organization_id', '=', organizationId)
-    .where(filter.folder === 'inbox' ? 'recipient_id' : 'sender_id', '=', userId)
-  if (filter.unread) query = query.where('read_at', 'is', null)
-  if (filter.patientId) query = query.where('patient_id', '=', filter.patientId)
+  const query = mailbox(db, organizationId, userId, filter)
   return fetchPage(db, query.orderBy(orderByExpression(sort)), paging)
+}
+
+/** A sync page of the mailbox: messages changed (sent or read) after the position. */
+export function syncMailbox(
+  db: Kysely<Database>,
+  organizationId: number,
+  userId: number,
+  filter: MailboxFilter,
+  read: SyncRead,
+) {
+  return syncRows(mailbox(db, organizationId, userId, filter), { time: 'updated_at', id: 'id' }, read)
 }

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { IdParams } from '../../../schemas/common.js'
+import { IdParams, IfMatchHeaders, IfNoneMatchHeaders } from '../../../schemas/common.js'
 import {
   MessageEnvelope,
   MessageListQuery,
@@ -9,7 +9,7 @@ import {
 import { ok } from '../../http/envelope.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse } from '../../http/responses.js'
-import { getMessage, listMessages, readMessage, sendMessage } from './service.js'
+import { getMessage, listMessages, readMessage, sendMessage, syncMessages } from './service.js'
 
 const tags = ['Messages']
 const notVisible = errorResponse(404, 'No such message among yours (RES_001)')
@@ -44,12 +44,21 @@ const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         operationId: 'listMessages',
         summary: 'Your messages: inbox or sent, newest first',
+        description:
+          'With `updatedSince` or `cursor`, a sync page: messages sent or read since, oldest change first.',
         querystring: MessageListQuery,
         response: { 200: MessagePageEnvelope },
       },
     },
     async (request) => {
-      const page = await listMessages(app.db, principalOf(request), request.query)
+      const sync = app.syncCursors.readOf(request, request.query)
+      const page = sync
+        ? app.syncCursors.pageOf(
+            request,
+            request.query,
+            await syncMessages(app.db, principalOf(request), request.query, sync),
+          )
+        : await listMessages(app.db, principalOf(request), request.query)
       request.auditedIds = page.content.map((message) => message.id)
       return ok('Messages retrieved', page)
     },
@@ -62,7 +71,9 @@ const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         operationId: 'getMessage',
         summary: 'A message you sent or received',
+        description: 'Carries the ETag `W/"<version>"`; with a current `If-None-Match`, 304 without a body.',
         params: IdParams,
+        headers: IfNoneMatchHeaders,
         response: { 200: MessageEnvelope, 404: notVisible },
       },
     },
@@ -77,8 +88,10 @@ const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         operationId: 'markMessageRead',
         summary: 'Mark a message you received as read',
-        description: 'Idempotent: the first read time is kept. The sender gets 403; anyone else 404.',
+        description:
+          'Idempotent: the first read time is kept, and marking a read message again changes nothing (its version stays). With `If-Match`, only if the message is still at that version (412 otherwise). The sender gets 403; anyone else 404.',
         params: IdParams,
+        headers: IfMatchHeaders,
         response: {
           200: MessageEnvelope,
           403: errorResponse(403, 'You sent this message; only its recipient marks it read (AUTH_003)'),
@@ -87,7 +100,10 @@ const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) =>
-      ok('Message marked read', await readMessage(app.db, principalOf(request), request.params.id)),
+      ok(
+        'Message marked read',
+        await readMessage(app.db, principalOf(request), request.params.id, request.expectedVersion),
+      ),
   )
 }
 

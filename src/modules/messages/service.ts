@@ -5,9 +5,19 @@ import type { Message, MessageListQuery, SendMessageBody } from '../../../schema
 import type { Actor } from '../../access/organization-scope.js'
 import { AppError, forbidden, notFound } from '../../errors.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
+import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
+import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
 import { requirePatient } from '../patients/service.js'
 import { toMessage } from './mapper.js'
-import { findVisibleMessage, insertMessage, isActiveColleague, listMailbox, markRead } from './queries.js'
+import {
+  findVisibleMessage,
+  insertMessage,
+  isActiveColleague,
+  listMailbox,
+  lockReceivedMessage,
+  markRead,
+  syncMailbox,
+} from './queries.js'
 
 export async function sendMessage(
   db: Kysely<Database>,
@@ -45,8 +55,28 @@ export async function listMessages(
 ): Promise<PageOf<Message>> {
   const paging = { page: query.page, size: query.size }
   const sort = sortOrder(query.sort, { createdAt: 'created_at' }, { field: 'createdAt', direction: 'desc' })
-  const { rows, total } = await listMailbox(db, actor.organizationId, actor.userId, query, sort, paging)
+  const { rows, total } = await listMailbox(
+    db,
+    actor.organizationId,
+    actor.userId,
+    mailboxFilter(query),
+    sort,
+    paging,
+  )
   return toPage(rows.map(toMessage), total, paging)
+}
+
+const mailboxFilter = ({ folder, unread, patientId }: MessageListQuery) => ({ folder, unread, patientId })
+
+/** A sync page of the mailbox: messages sent or read since the position, in (updatedAt, id) order. */
+export async function syncMessages(
+  db: Kysely<Database>,
+  actor: Actor,
+  query: MessageListQuery,
+  read: SyncRead,
+): Promise<SyncResult<Message>> {
+  const rows = await syncMailbox(db, actor.organizationId, actor.userId, mailboxFilter(query), read)
+  return syncPage(rows, toMessage, read) as SyncResult<Message>
 }
 
 export async function getMessage(db: Kysely<Database>, actor: Actor, id: number): Promise<Message> {
@@ -56,11 +86,23 @@ export async function getMessage(db: Kysely<Database>, actor: Actor, id: number)
 }
 
 /**
- * Only the recipient marks a message read (idempotently: the first read time stays). The sender
- * gets 403; anyone else 404, as for a message that does not exist.
+ * Only the recipient marks a message read (idempotently: the first read time stays, and reading a
+ * read message again changes nothing, its version included). The sender gets 403; anyone else
+ * 404, as for a message that does not exist. With `expectedVersion`, only while the message is
+ * still at that version (412 otherwise).
  */
-export async function readMessage(db: Kysely<Database>, actor: Actor, id: number): Promise<Message> {
-  const row = await markRead(db, actor.organizationId, actor.userId, id)
+export async function readMessage(
+  db: Kysely<Database>,
+  actor: Actor,
+  id: number,
+  expectedVersion: ExpectedVersion,
+): Promise<Message> {
+  const row = await db.transaction().execute(async (trx) => {
+    const current = await lockReceivedMessage(trx, actor.organizationId, actor.userId, id)
+    if (!current) return undefined
+    assertVersion(current.version, expectedVersion)
+    return current.read_at ? current : markRead(trx, actor.organizationId, id)
+  })
   if (row) return toMessage(row)
   if (await findVisibleMessage(db, actor.organizationId, actor.userId, id)) {
     throw forbidden('Only the recipient can mark a message read')

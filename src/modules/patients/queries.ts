@@ -1,5 +1,5 @@
 import { type Kysely, sql } from 'kysely'
-import type { Database, Db, Trx } from '../../../db/database.js'
+import type { Database, Db } from '../../../db/database.js'
 import { precompiledQuery } from '../../../db/precompiled-query.js'
 import type { NewPatientRow, PatientRow, PatientRowUpdate } from '../../../db/tables/patients.js'
 import type { PageQuery } from '../../../schemas/common.js'

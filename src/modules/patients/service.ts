@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely'
 import type { Database, Db } from '../../../db/database.js'
 import type { PatientRow } from '../../../db/tables/patients.js'
-import type { PageOf, Tombstone } from '../../../schemas/common.js'
+import type { PageOf } from '../../../schemas/common.js'
 import {
   type CreatePatientBody,
   type PatchPatientBody,
@@ -214,7 +214,7 @@ export async function syncPatients(
   actor: Actor,
   query: PatientListQuery,
   read: SyncRead,
-): Promise<SyncResult<Patient | Tombstone>> {
+): Promise<SyncResult<Patient>> {
   const { page: _page, size: _size, sort: _sort, cursor: _cursor, updatedSince: _since, ...filters } = query
   const { rows, tombstones } = await syncPatientRows(db, actor.organizationId, filters, read)
   return syncPage(rows, toPatient, read, tombstones)

@@ -35,6 +35,7 @@ export function toProvider(row: ProviderRow, hours: readonly ProviderHoursRow[])
     weeklyHours: hours.filter((h) => h.provider_id === row.id).map(toWorkingInterval),
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
+    version: row.version,
   }
 }
 

@@ -6,6 +6,7 @@ import type { NewProviderRow, ProviderRow, ProviderRowUpdate } from '../../../db
 import type { PageQuery } from '../../../schemas/common.js'
 import type { PROVIDER_SORT_FIELDS } from '../../../schemas/providers.js'
 import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
+import { type SyncRead, syncRows } from '../../lib/sync-paging.js'
 
 export type ProviderSortField = (typeof PROVIDER_SORT_FIELDS)[number]
 
@@ -50,6 +51,11 @@ export function insertProvider(trx: Trx, row: NewProviderRow): Promise<ProviderR
   return trx.insertInto('providers').values(row).returningAll().executeTakeFirstOrThrow()
 }
 
+/**
+ * Changes the provider row; the database raises its version and change time. A change of the
+ * provider's hours or exceptions touches the row too (`updated_by` alone), so that it counts as a
+ * change of the provider.
+ */
 export function updateProviderRow(
   trx: Trx,
   organizationId: number,
@@ -58,11 +64,20 @@ export function updateProviderRow(
 ): Promise<ProviderRow> {
   return trx
     .updateTable('providers')
-    .set({ ...changes, updated_at: sql`now()` })
+    .set(changes)
     .where('organization_id', '=', organizationId)
     .where('id', '=', id)
     .returningAll()
     .executeTakeFirstOrThrow()
+}
+
+function filteredProviders(db: Kysely<Database>, organizationId: number, filters: ProviderFilters) {
+  let query = scoped(db, organizationId).selectAll()
+  if (filters.active !== undefined) query = query.where('active', '=', filters.active)
+  if (filters.npi) query = query.where('npi', '=', filters.npi)
+  if (filters.specialty) query = query.where(sql`lower(specialty)`, '=', filters.specialty.toLowerCase())
+  if (filters.lastName) query = query.where(sql`lower(last_name)`, '=', filters.lastName.toLowerCase())
+  return query
 }
 
 export function listProviders(
@@ -72,12 +87,21 @@ export function listProviders(
   sort: SortOrder,
   paging: PageQuery,
 ) {
-  let query = scoped(db, organizationId).selectAll()
-  if (filters.active !== undefined) query = query.where('active', '=', filters.active)
-  if (filters.npi) query = query.where('npi', '=', filters.npi)
-  if (filters.specialty) query = query.where(sql`lower(specialty)`, '=', filters.specialty.toLowerCase())
-  if (filters.lastName) query = query.where(sql`lower(last_name)`, '=', filters.lastName.toLowerCase())
-  return fetchPage(db, query.orderBy(orderByExpression(sort)), paging)
+  return fetchPage(
+    db,
+    filteredProviders(db, organizationId, filters).orderBy(orderByExpression(sort)),
+    paging,
+  )
+}
+
+/** The organization's providers matching the filters, changed after the position (providers are never removed). */
+export function syncProviders(
+  db: Kysely<Database>,
+  organizationId: number,
+  filters: ProviderFilters,
+  read: SyncRead,
+) {
+  return syncRows(filteredProviders(db, organizationId, filters), { time: 'updated_at', id: 'id' }, read)
 }
 
 /** Whether the user is an account of the organization (a provider may be linked only to those). */

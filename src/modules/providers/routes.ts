@@ -1,17 +1,27 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { IdParams } from '../../../schemas/common.js'
+import { IdParams, IfMatchHeaders, IfNoneMatchHeaders } from '../../../schemas/common.js'
 import {
   CreateProviderBody,
+  PatchProviderBody,
   ProviderEnvelope,
   ProviderListQuery,
   ProviderPageEnvelope,
   UpdateProviderBody,
 } from '../../../schemas/providers.js'
 import { ok } from '../../http/envelope.js'
+import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse } from '../../http/responses.js'
+import { MERGE_PATCH } from '../../plugins/conditional-requests.js'
 import { notFound, otherOrganization, tags } from './responses.js'
-import { createProvider, getProvider, listProviders, updateProvider } from './service.js'
+import {
+  createProvider,
+  getProvider,
+  listProviders,
+  patchProvider,
+  syncProviders,
+  updateProvider,
+} from './service.js'
 
 const duplicate = errorResponse(
   409,
@@ -28,13 +38,22 @@ const providerRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'listProviders',
         summary: 'List providers of the caller’s organization',
         description:
-          'Filters are exact matches (specialty and last name case-insensitive); default sort lastName,asc.',
+          'Filters are exact matches (specialty and last name case-insensitive); default sort lastName,asc. With `updatedSince` or `cursor`, a sync page: providers changed since, oldest change first (providers are never removed, so there are no tombstones).',
         querystring: ProviderListQuery,
         response: { 200: ProviderPageEnvelope },
       },
     },
-    async (request) =>
-      ok('Providers retrieved', await listProviders(app.db, principalOf(request), request.query)),
+    async (request) => {
+      const sync = app.syncCursors.readOf(request, request.query)
+      const page = sync
+        ? app.syncCursors.pageOf(
+            request,
+            request.query,
+            await syncProviders(app.db, principalOf(request), request.query, sync),
+          )
+        : await listProviders(app.db, principalOf(request), request.query)
+      return ok('Providers retrieved', page)
+    },
   )
 
   app.get(
@@ -44,7 +63,9 @@ const providerRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         operationId: 'getProvider',
         summary: 'One provider, with weekly hours',
+        description: 'Carries the ETag `W/"<version>"`; with a current `If-None-Match`, 304 without a body.',
         params: IdParams,
+        headers: IfNoneMatchHeaders,
         response: { 200: ProviderEnvelope, 403: otherOrganization, 404: notFound },
       },
     },
@@ -77,7 +98,10 @@ const providerRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         operationId: 'updateProvider',
         summary: 'Replace a provider record',
+        description:
+          'Optional fields left out are cleared (use PATCH to change some fields only). With `If-Match`, only if the provider is still at that version (412 otherwise).',
         params: IdParams,
+        headers: IfMatchHeaders,
         body: UpdateProviderBody,
         response: { 200: ProviderEnvelope, 403: otherOrganization, 404: notFound, 409: duplicate },
       },
@@ -85,8 +109,44 @@ const providerRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) =>
       ok(
         'Provider updated',
-        await updateProvider(app.db, principalOf(request), request.params.id, request.body),
+        await updateProvider(
+          app.db,
+          principalOf(request),
+          request.params.id,
+          request.body,
+          request.expectedVersion,
+        ),
       ),
+  )
+
+  app.patch(
+    '/:id',
+    {
+      schema: {
+        tags,
+        operationId: 'patchProvider',
+        summary: 'Change some fields of a provider (JSON Merge Patch)',
+        description:
+          'Send `Content-Type: application/merge-patch+json` (RFC 7396; `application/json` is read the same). Only the members sent change; `null` removes an optional one. The merged provider is checked like a full replacement (422). With `If-Match`, only if the provider is still at that version (412 otherwise).',
+        consumes: [MERGE_PATCH],
+        params: IdParams,
+        headers: IfMatchHeaders,
+        body: PatchProviderBody,
+        response: { 200: ProviderEnvelope, 403: otherOrganization, 404: notFound, 409: duplicate },
+      },
+    },
+    async (request) => {
+      const validate = (merged: unknown) => validMergedBody(request, UpdateProviderBody, merged)
+      const provider = await patchProvider(
+        app.db,
+        principalOf(request),
+        request.params.id,
+        request.body,
+        request.expectedVersion,
+        validate,
+      )
+      return ok('Provider updated', provider)
+    },
   )
 }
 

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { IdParams } from '../../../schemas/common.js'
+import { IdParams, IfMatchHeaders } from '../../../schemas/common.js'
 import {
   ExceptionBody,
   ExceptionDeletedEnvelope,
@@ -23,7 +23,10 @@ const providerScheduleRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         operationId: 'replaceProviderHours',
         summary: 'Replace the provider’s weekly working hours',
+        description:
+          'A change of the provider: its version rises. With `If-Match`, only if the provider is still at that version (412 otherwise).',
         params: IdParams,
+        headers: IfMatchHeaders,
         body: WeeklyHoursBody,
         response: { 200: ProviderEnvelope, 403: otherOrganization, 404: notFound },
       },
@@ -31,7 +34,13 @@ const providerScheduleRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) =>
       ok(
         'Working hours replaced',
-        await replaceWeeklyHours(app.db, principalOf(request), request.params.id, request.body),
+        await replaceWeeklyHours(
+          app.db,
+          principalOf(request),
+          request.params.id,
+          request.body,
+          request.expectedVersion,
+        ),
       ),
   )
 
@@ -42,7 +51,10 @@ const providerScheduleRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         operationId: 'addProviderException',
         summary: 'Add time off or extra hours on a date',
+        description:
+          'A change of the provider: its version rises (read it again for its new ETag). With `If-Match`, only if the provider is still at that version (412 otherwise).',
         params: IdParams,
+        headers: IfMatchHeaders,
         body: ExceptionBody,
         response: { 201: ScheduleExceptionEnvelope, 403: otherOrganization, 404: notFound },
       },
@@ -53,7 +65,13 @@ const providerScheduleRoutes: FastifyPluginAsyncTypebox = async (app) => {
         .send(
           ok(
             'Exception added',
-            await addException(app.db, principalOf(request), request.params.id, request.body),
+            await addException(
+              app.db,
+              principalOf(request),
+              request.params.id,
+              request.body,
+              request.expectedVersion,
+            ),
           ),
         ),
   )
@@ -65,7 +83,10 @@ const providerScheduleRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         operationId: 'removeProviderException',
         summary: 'Remove a dated exception',
+        description:
+          'A change of the provider: its version rises (read it again for its new ETag). With `If-Match`, only if the provider is still at that version (412 otherwise).',
         params: ExceptionParams,
+        headers: IfMatchHeaders,
         response: {
           200: ExceptionDeletedEnvelope,
           403: otherOrganization,
@@ -76,7 +97,13 @@ const providerScheduleRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) =>
       ok(
         'Exception removed',
-        await removeException(app.db, principalOf(request), request.params.id, request.params.exceptionId),
+        await removeException(
+          app.db,
+          principalOf(request),
+          request.params.id,
+          request.params.exceptionId,
+          request.expectedVersion,
+        ),
       ),
   )
 }

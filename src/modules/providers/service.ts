@@ -2,21 +2,25 @@ import type { Kysely } from 'kysely'
 import type { Database, Db, Trx } from '../../../db/database.js'
 import type { ProviderRow } from '../../../db/tables/providers.js'
 import type { PageOf } from '../../../schemas/common.js'
-import type {
-  CreateProviderBody,
-  ExceptionBody,
-  Provider,
-  ProviderListQuery,
-  ScheduleException,
+import {
+  type CreateProviderBody,
+  type ExceptionBody,
+  type PatchProviderBody,
+  type Provider,
+  type ProviderListQuery,
+  type ScheduleException,
   UpdateProviderBody,
-  WeeklyHoursBody,
-  WorkingInterval,
+  type WeeklyHoursBody,
+  type WorkingInterval,
 } from '../../../schemas/providers.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
 import { AppError, notFound } from '../../errors.js'
 import { type Interval, workingIntervals } from '../../lib/availability.js'
+import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { isValidNpi } from '../../lib/npi.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
+import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
+import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
 import { canonicalTimeZone, minutesOf } from '../../lib/zoned-time.js'
 import { hoursRows, providerColumns, toProvider, toScheduleException } from './mapper.js'
 import {
@@ -31,6 +35,7 @@ import {
   lockProviderCalendar,
   PROVIDER_SORT_COLUMNS,
   replaceWeeklyHours as replaceWeeklyHourRows,
+  syncProviders as syncProviderRows,
   updateProviderRow,
   weeklyHoursOf,
 } from './queries.js'
@@ -42,6 +47,18 @@ const invalid = (details: string) => new AppError('VAL_001', details)
 /** The spec's organization rule for providers: another organization's is 403, a missing one 404. */
 async function missingProvider(db: Db, actor: Actor, id: number): Promise<never> {
   return missingRecord('Provider', id, await ownerOrganization(db, 'providers', id), actor)
+}
+
+/**
+ * The provider locked for a change of it (its record, hours or exceptions), at the version
+ * `If-Match` names if it names one (412 otherwise): checked under the lock, so check and write
+ * are one step.
+ */
+async function lockProviderAt(trx: Trx, actor: Actor, id: number, expectedVersion: ExpectedVersion) {
+  const current =
+    (await lockProvider(trx, actor.organizationId, id)) ?? (await missingProvider(trx, actor, id))
+  assertVersion(current.version, expectedVersion)
+  return current
 }
 
 /** The provider, if it is of the caller's organization; otherwise 403 or 404. */
@@ -117,10 +134,10 @@ export async function updateProvider(
   actor: Actor,
   id: number,
   body: UpdateProviderBody,
+  expectedVersion: ExpectedVersion,
 ): Promise<Provider> {
   return db.transaction().execute(async (trx) => {
-    const current = await lockProvider(trx, actor.organizationId, id)
-    if (!current) return missingProvider(trx, actor, id)
+    const current = await lockProviderAt(trx, actor, id, expectedVersion)
     const timeZone = await checkProvider(trx, actor, body)
     const updated = await updateProviderRow(trx, actor.organizationId, id, {
       ...providerColumns(body, timeZone),
@@ -132,16 +149,36 @@ export async function updateProvider(
   })
 }
 
+/** A JSON Merge Patch of the provider record: the merged record is checked like a full replacement. */
+export async function patchProvider(
+  db: Kysely<Database>,
+  actor: Actor,
+  id: number,
+  patch: PatchProviderBody,
+  expectedVersion: ExpectedVersion,
+  validate: (merged: unknown) => UpdateProviderBody,
+): Promise<Provider> {
+  return patchRecord({
+    patch,
+    expected: expectedVersion,
+    read: () => getProvider(db, actor, id),
+    bodyOf: (provider) => projectOnto(UpdateProviderBody, provider),
+    validate,
+    write: (body, version) => updateProvider(db, actor, id, body, version),
+  })
+}
+
+/** Replaces the weekly hours, a change of the provider: its version rises. */
 export async function replaceWeeklyHours(
   db: Kysely<Database>,
   actor: Actor,
   id: number,
   body: WeeklyHoursBody,
+  expectedVersion: ExpectedVersion,
 ): Promise<Provider> {
   checkWeeklyHours(body.weeklyHours)
   return db.transaction().execute(async (trx) => {
-    const current = await lockProvider(trx, actor.organizationId, id)
-    if (!current) return missingProvider(trx, actor, id)
+    await lockProviderAt(trx, actor, id, expectedVersion)
     await replaceWeeklyHourRows(trx, id, hoursRows(id, body.weeklyHours))
     const updated = await updateProviderRow(trx, actor.organizationId, id, { updated_by: actor.userId })
     return toProvider(updated, await weeklyHoursOf(trx, [id]))
@@ -160,16 +197,18 @@ function checkException(body: ExceptionBody): void {
   if (minutesOf(endTime) <= minutesOf(startTime)) throw invalid('endTime must be after startTime')
 }
 
+/** Adds a dated exception, a change of the provider: its version rises. */
 export async function addException(
   db: Kysely<Database>,
   actor: Actor,
   id: number,
   body: ExceptionBody,
+  expectedVersion: ExpectedVersion,
 ): Promise<ScheduleException> {
   checkException(body)
   return db.transaction().execute(async (trx) => {
-    const provider = await lockProvider(trx, actor.organizationId, id)
-    if (!provider) return missingProvider(trx, actor, id)
+    await lockProviderAt(trx, actor, id, expectedVersion)
+    await updateProviderRow(trx, actor.organizationId, id, { updated_by: actor.userId })
     const row = await insertException(trx, {
       provider_id: id,
       date: body.date,
@@ -183,17 +222,19 @@ export async function addException(
   })
 }
 
+/** Removes a dated exception, a change of the provider: its version rises. */
 export async function removeException(
   db: Kysely<Database>,
   actor: Actor,
   id: number,
   exceptionId: number,
+  expectedVersion: ExpectedVersion,
 ): Promise<{ id: number }> {
   return db.transaction().execute(async (trx) => {
-    const provider = await lockProvider(trx, actor.organizationId, id)
-    if (!provider) return missingProvider(trx, actor, id)
+    await lockProviderAt(trx, actor, id, expectedVersion)
     if (!(await deleteException(trx, id, exceptionId)))
       throw notFound(`Exception ${exceptionId} of provider ${id}`)
+    await updateProviderRow(trx, actor.organizationId, id, { updated_by: actor.userId })
     return { id: exceptionId }
   })
 }
@@ -205,7 +246,7 @@ export async function listProviders(
   actor: Actor,
   query: ProviderListQuery,
 ): Promise<PageOf<Provider>> {
-  const { page, size, sort, ...filters } = query
+  const { page, size, sort, cursor: _cursor, updatedSince: _since, ...filters } = query
   const paging = { page, size }
   const { rows, total } = await listProviderRows(
     db,
@@ -223,6 +264,22 @@ export async function listProviders(
     total,
     paging,
   )
+}
+
+/** A sync page of the organization's providers: changed ones in (updatedAt, id) order (none is ever removed). */
+export async function syncProviders(
+  db: Kysely<Database>,
+  actor: Actor,
+  query: ProviderListQuery,
+  read: SyncRead,
+): Promise<SyncResult<Provider>> {
+  const { page: _page, size: _size, sort: _sort, cursor: _cursor, updatedSince: _since, ...filters } = query
+  const rows = await syncProviderRows(db, actor.organizationId, filters, read)
+  const hours = await weeklyHoursOf(
+    db,
+    rows.map((row) => row.id),
+  )
+  return syncPage(rows, (row) => toProvider(row, hours), read) as SyncResult<Provider>
 }
 
 /** For records that name a provider (e.g. a prescriber): it must be one of this organization's. */

@@ -11,7 +11,7 @@ import { ok } from '../../http/envelope.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse } from '../../http/responses.js'
 import { otherOrganization, tags, webhookNotFound } from './routes.js'
-import { getDelivery, listDeliveries, redeliver } from './service.js'
+import { getDelivery, listDeliveries, redeliver, syncDeliveries } from './service.js'
 
 const deliveryNotFound = errorResponse(404, 'No such webhook, or no such delivery of it (RES_001)')
 
@@ -23,17 +23,25 @@ const deliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         operationId: 'listWebhookDeliveries',
         summary: 'Deliveries of a webhook, newest first',
-        description: 'Each with its attempt count, last status code, last error, latency and next attempt.',
+        description:
+          'Each with its attempt count, last status code, last error, latency and next attempt. With `updatedSince` or `cursor`, a sync page: deliveries changed since (claimed, attempted, finished or redelivered), oldest change first.',
         params: IdParams,
         querystring: DeliveryListQuery,
         response: { 200: DeliveryPageEnvelope, 403: otherOrganization, 404: webhookNotFound },
       },
     },
-    async (request) =>
-      ok(
-        'Deliveries retrieved',
-        await listDeliveries(app.db, principalOf(request), request.params.id, request.query),
-      ),
+    async (request) => {
+      const actor = principalOf(request)
+      const sync = app.syncCursors.readOf(request, request.query)
+      const page = sync
+        ? app.syncCursors.pageOf(
+            request,
+            request.query,
+            await syncDeliveries(app.db, actor, request.params.id, request.query, sync),
+          )
+        : await listDeliveries(app.db, actor, request.params.id, request.query)
+      return ok('Deliveries retrieved', page)
+    },
   )
 
   app.get(

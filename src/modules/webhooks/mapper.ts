@@ -20,6 +20,7 @@ export function toWebhook(row: WebhookRow): Webhook {
     previousSecretExpiresAt: overlapping ? iso(row.previous_secret_expires_at) : null,
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
+    version: row.version,
   }
 }
 

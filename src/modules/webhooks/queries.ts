@@ -4,6 +4,7 @@ import type { NewWebhookRow, WebhookRow, WebhookRowUpdate } from '../../../db/ta
 import type { PageQuery } from '../../../schemas/common.js'
 import type { DELIVERY_SORT_FIELDS, WEBHOOK_SORT_FIELDS } from '../../../schemas/webhooks.js'
 import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
+import { type SyncRead, syncRows, syncTombstones } from '../../lib/sync-paging.js'
 
 export const WEBHOOK_SORT_COLUMNS: Record<(typeof WEBHOOK_SORT_FIELDS)[number], string> = {
   createdAt: 'created_at',
@@ -37,7 +38,7 @@ export function updateWebhookRow(
 ): Promise<WebhookRow> {
   return trx
     .updateTable('webhooks')
-    .set({ ...changes, updated_at: sql`now()` })
+    .set(changes)
     .where('organization_id', '=', organizationId)
     .where('id', '=', id)
     .returningAll()
@@ -60,9 +61,28 @@ export function listWebhooks(
   sort: SortOrder,
   paging: PageQuery,
 ) {
+  const query = filteredWebhooks(db, organizationId, filters)
+  return fetchPage(db, query.orderBy(orderByExpression(sort)), paging)
+}
+
+function filteredWebhooks(db: Kysely<Database>, organizationId: number, filters: { active?: boolean }) {
   let query = webhooksOf(db, organizationId).selectAll()
   if (filters.active !== undefined) query = query.where('active', '=', filters.active)
-  return fetchPage(db, query.orderBy(orderByExpression(sort)), paging)
+  return query
+}
+
+/** A sync page of the organization's webhooks matching the filters, with tombstones of deleted ones. */
+export async function syncWebhooks(
+  db: Kysely<Database>,
+  organizationId: number,
+  filters: { active?: boolean },
+  read: SyncRead,
+) {
+  const [rows, tombstones] = await Promise.all([
+    syncRows(filteredWebhooks(db, organizationId, filters), { time: 'updated_at', id: 'id' }, read),
+    syncTombstones(db, { organizationId, resourceType: 'webhook' }, read),
+  ])
+  return { rows, tombstones }
 }
 
 const deliveriesOf = (db: Db, organizationId: number, webhookId: number) =>
@@ -71,18 +91,40 @@ const deliveriesOf = (db: Db, organizationId: number, webhookId: number) =>
     .where('webhook_deliveries.organization_id', '=', organizationId)
     .where('webhook_deliveries.webhook_id', '=', webhookId)
 
+interface DeliveryFilters {
+  status?: string
+  event?: string
+}
+
+function filteredDeliveries(db: Db, organizationId: number, webhookId: number, filters: DeliveryFilters) {
+  let query = deliveriesOf(db, organizationId, webhookId).selectAll()
+  if (filters.status) query = query.where('status', '=', filters.status as 'PENDING')
+  if (filters.event) query = query.where('event_type', '=', filters.event)
+  return query
+}
+
 export function listDeliveries(
   db: Kysely<Database>,
   organizationId: number,
   webhookId: number,
-  filters: { status?: string; event?: string },
+  filters: DeliveryFilters,
   sort: SortOrder,
   paging: PageQuery,
 ) {
-  let query = deliveriesOf(db, organizationId, webhookId).selectAll()
-  if (filters.status) query = query.where('status', '=', filters.status as 'PENDING')
-  if (filters.event) query = query.where('event_type', '=', filters.event)
+  const query = filteredDeliveries(db, organizationId, webhookId, filters)
   return fetchPage(db, query.orderBy(orderByExpression(sort)), paging)
+}
+
+/** A sync page of a webhook's deliveries: those changed (claimed, attempted, redelivered) since the position. */
+export function syncDeliveries(
+  db: Kysely<Database>,
+  organizationId: number,
+  webhookId: number,
+  filters: DeliveryFilters,
+  read: SyncRead,
+) {
+  const query = filteredDeliveries(db, organizationId, webhookId, filters)
+  return syncRows(query, { time: 'webhook_deliveries.updated_at', id: 'webhook_deliveries.id' }, read)
 }
 
 export function findDelivery(db: Db, organizationId: number, webhookId: number, id: number) {

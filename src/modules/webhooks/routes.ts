@@ -1,8 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { IdParams } from '../../../schemas/common.js'
+import { IdParams, IfMatchHeaders, IfNoneMatchHeaders } from '../../../schemas/common.js'
 import {
   CreateWebhookBody,
   DeliveryEnvelope,
+  PatchWebhookBody,
   RotateSecretBody,
   UpdateWebhookBody,
   WebhookDeletedEnvelope,
@@ -12,15 +13,19 @@ import {
   WebhookWithSecretEnvelope,
 } from '../../../schemas/webhooks.js'
 import { ok } from '../../http/envelope.js'
+import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse } from '../../http/responses.js'
+import { MERGE_PATCH } from '../../plugins/conditional-requests.js'
 import {
   createWebhook,
   deleteWebhook,
   getWebhook,
   listWebhooks,
+  patchWebhook,
   rotateSecret,
   sendTestEvent,
+  syncWebhooks,
   updateWebhook,
   type WebhookSettings,
 } from './service.js'
@@ -65,12 +70,21 @@ const webhookRoutes: FastifyPluginAsyncTypebox<{ settings: WebhookSettings }> = 
         tags,
         operationId: 'listWebhooks',
         summary: 'List the organization’s webhooks',
+        description:
+          'With `updatedSince` or `cursor`, a sync page: webhooks changed since, oldest change first, and tombstones of deleted ones.',
         querystring: WebhookListQuery,
         response: { 200: WebhookPageEnvelope },
       },
     },
     async (request) => {
-      const page = await listWebhooks(app.db, principalOf(request), request.query)
+      const sync = app.syncCursors.readOf(request, request.query)
+      const page = sync
+        ? app.syncCursors.pageOf(
+            request,
+            request.query,
+            await syncWebhooks(app.db, principalOf(request), request.query, sync),
+          )
+        : await listWebhooks(app.db, principalOf(request), request.query)
       request.auditedIds = page.content.map((webhook) => webhook.id)
       return ok('Webhooks retrieved', page)
     },
@@ -83,7 +97,9 @@ const webhookRoutes: FastifyPluginAsyncTypebox<{ settings: WebhookSettings }> = 
         tags,
         operationId: 'getWebhook',
         summary: 'One webhook',
+        description: 'Carries the ETag `W/"<version>"`; with a current `If-None-Match`, 304 without a body.',
         params: IdParams,
+        headers: IfNoneMatchHeaders,
         response: { 200: WebhookEnvelope, 403: otherOrganization, 404: webhookNotFound },
       },
     },
@@ -98,7 +114,10 @@ const webhookRoutes: FastifyPluginAsyncTypebox<{ settings: WebhookSettings }> = 
         tags,
         operationId: 'updateWebhook',
         summary: 'Change a webhook’s url, events or active flag',
+        description:
+          '`active` left out stays as it is (use PATCH to change some fields only). With `If-Match`, only if the webhook is still at that version (412 otherwise).',
         params: IdParams,
+        headers: IfMatchHeaders,
         body: UpdateWebhookBody,
         response: { 200: WebhookEnvelope, 403: otherOrganization, 404: webhookNotFound, 422: refused },
       },
@@ -106,8 +125,46 @@ const webhookRoutes: FastifyPluginAsyncTypebox<{ settings: WebhookSettings }> = 
     async (request) =>
       ok(
         'Webhook updated',
-        await updateWebhook(app.db, settings, principalOf(request), request.params.id, request.body),
+        await updateWebhook(
+          app.db,
+          settings,
+          principalOf(request),
+          request.params.id,
+          request.body,
+          request.expectedVersion,
+        ),
       ),
+  )
+
+  app.patch(
+    '/:id',
+    {
+      schema: {
+        tags,
+        operationId: 'patchWebhook',
+        summary: 'Change some fields of a webhook (JSON Merge Patch)',
+        description:
+          'Send `Content-Type: application/merge-patch+json` (RFC 7396; `application/json` is read the same). Only the members sent change; `events` is replaced whole. The merged webhook is checked like a full replacement (422). With `If-Match`, only if the webhook is still at that version (412 otherwise).',
+        consumes: [MERGE_PATCH],
+        params: IdParams,
+        headers: IfMatchHeaders,
+        body: PatchWebhookBody,
+        response: { 200: WebhookEnvelope, 403: otherOrganization, 404: webhookNotFound, 422: refused },
+      },
+    },
+    async (request) => {
+      const validate = (merged: unknown) => validMergedBody(request, UpdateWebhookBody, merged)
+      const webhook = await patchWebhook(
+        app.db,
+        settings,
+        principalOf(request),
+        request.params.id,
+        request.body,
+        request.expectedVersion,
+        validate,
+      )
+      return ok('Webhook updated', webhook)
+    },
   )
 
   app.delete(
@@ -117,12 +174,18 @@ const webhookRoutes: FastifyPluginAsyncTypebox<{ settings: WebhookSettings }> = 
         tags,
         operationId: 'deleteWebhook',
         summary: 'Delete a webhook and its delivery history',
+        description:
+          'With `If-Match`, only if the webhook is still at that version (412 otherwise). Sync readers of the list see a tombstone.',
         params: IdParams,
+        headers: IfMatchHeaders,
         response: { 200: WebhookDeletedEnvelope, 403: otherOrganization, 404: webhookNotFound },
       },
     },
     async (request) =>
-      ok('Webhook deleted', await deleteWebhook(app.db, principalOf(request), request.params.id)),
+      ok(
+        'Webhook deleted',
+        await deleteWebhook(app.db, principalOf(request), request.params.id, request.expectedVersion),
+      ),
   )
 
   app.post(
@@ -133,8 +196,9 @@ const webhookRoutes: FastifyPluginAsyncTypebox<{ settings: WebhookSettings }> = 
         operationId: 'rotateWebhookSecret',
         summary: 'Replace the signing secret',
         description:
-          'Until `previousSecretExpiresAt` every delivery carries two signatures, one per secret, so the receiver can switch at its own pace.',
+          'Until `previousSecretExpiresAt` every delivery carries two signatures, one per secret, so the receiver can switch at its own pace. With `If-Match`, only if the webhook is still at that version (412 otherwise).',
         params: IdParams,
+        headers: IfMatchHeaders,
         body: RotateSecretBody,
         response: { 200: WebhookWithSecretEnvelope, 403: otherOrganization, 404: webhookNotFound },
       },
@@ -142,7 +206,14 @@ const webhookRoutes: FastifyPluginAsyncTypebox<{ settings: WebhookSettings }> = 
     async (request) =>
       ok(
         'Secret rotated',
-        await rotateSecret(app.db, settings, principalOf(request), request.params.id, request.body),
+        await rotateSecret(
+          app.db,
+          settings,
+          principalOf(request),
+          request.params.id,
+          request.body,
+          request.expectedVersion,
+        ),
       ),
   )
 

@@ -7,16 +7,20 @@ import {
   type Delivery,
   type DeliveryDetail,
   type DeliveryListQuery,
+  type PatchWebhookBody,
   type RotateSecretBody,
-  type UpdateWebhookBody,
+  UpdateWebhookBody,
   type Webhook,
   type WebhookListQuery,
   type WebhookWithSecret,
 } from '../../../schemas/webhooks.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
 import { AppError, notFound } from '../../errors.js'
+import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import type { SecretBox } from '../../lib/secret-box.js'
+import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
+import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
 import { enqueueTestDelivery, notifyWorkers } from '../../outbox/enqueue.js'
 import { checkTarget, type TargetPolicy, TargetRefused } from '../../outbox/targets.js'
 import { generateSecret, sealSigningKey, signingKeyOf } from '../../outbox/webhook-secrets.js'
@@ -32,6 +36,8 @@ import {
   listWebhooks as listWebhookRows,
   lockWebhook,
   requeueDelivery,
+  syncDeliveries as syncDeliveryRows,
+  syncWebhooks as syncWebhookRows,
   updateWebhookRow,
   WEBHOOK_SORT_COLUMNS,
 } from './queries.js'
@@ -110,16 +116,27 @@ export async function listWebhooks(
   actor: Actor,
   query: WebhookListQuery,
 ): Promise<PageOf<Webhook>> {
-  const { page, size, sort, ...filters } = query
+  const { page, size, sort } = query
   const paging = { page, size }
   const { rows, total } = await listWebhookRows(
     db,
     actor.organizationId,
-    filters,
+    { active: query.active },
     sortOrder(sort, WEBHOOK_SORT_COLUMNS, { field: 'createdAt', direction: 'asc' }),
     paging,
   )
   return toPage(rows.map(toWebhook), total, paging)
+}
+
+/** A sync page of the organization's webhooks: changed ones in (updatedAt, id) order, deleted ones as tombstones. */
+export async function syncWebhooks(
+  db: Kysely<Database>,
+  actor: Actor,
+  query: WebhookListQuery,
+  read: SyncRead,
+): Promise<SyncResult<Webhook>> {
+  const { rows, tombstones } = await syncWebhookRows(db, actor.organizationId, { active: query.active }, read)
+  return syncPage(rows, toWebhook, read, tombstones)
 }
 
 /**
@@ -132,11 +149,13 @@ export async function updateWebhook(
   actor: Actor,
   id: number,
   body: UpdateWebhookBody,
+  expectedVersion: ExpectedVersion,
 ): Promise<Webhook> {
   await checkUrl(body.url, settings.targets)
   return db.transaction().execute(async (trx) => {
     const current = await lockWebhook(trx, actor.organizationId, id)
     if (!current) return missingWebhook(trx, actor, id)
+    assertVersion(current.version, expectedVersion)
     const active = body.active ?? current.active
     const switched =
       active === current.active
@@ -156,9 +175,37 @@ export async function updateWebhook(
   })
 }
 
-export async function deleteWebhook(db: Kysely<Database>, actor: Actor, id: number): Promise<{ id: number }> {
+/** A JSON Merge Patch of the webhook: the merged webhook is checked like a full replacement. */
+export async function patchWebhook(
+  db: Kysely<Database>,
+  settings: WebhookSettings,
+  actor: Actor,
+  id: number,
+  patch: PatchWebhookBody,
+  expectedVersion: ExpectedVersion,
+  validate: (merged: unknown) => UpdateWebhookBody,
+): Promise<Webhook> {
+  return patchRecord({
+    patch,
+    expected: expectedVersion,
+    read: () => getWebhook(db, actor, id),
+    bodyOf: (webhook) => projectOnto(UpdateWebhookBody, webhook),
+    validate,
+    write: (body, version) => updateWebhook(db, settings, actor, id, body, version),
+  })
+}
+
+/** Deletes the webhook; sync readers of the list see a tombstone (left by the database). */
+export async function deleteWebhook(
+  db: Kysely<Database>,
+  actor: Actor,
+  id: number,
+  expectedVersion: ExpectedVersion,
+): Promise<{ id: number }> {
   return db.transaction().execute(async (trx) => {
-    if (!(await lockWebhook(trx, actor.organizationId, id))) return missingWebhook(trx, actor, id)
+    const current = await lockWebhook(trx, actor.organizationId, id)
+    if (!current) return missingWebhook(trx, actor, id)
+    assertVersion(current.version, expectedVersion)
     await deleteWebhookRow(trx, actor.organizationId, id)
     return { id }
   })
@@ -175,11 +222,13 @@ export async function rotateSecret(
   actor: Actor,
   id: number,
   body: RotateSecretBody,
+  expectedVersion: ExpectedVersion,
 ): Promise<WebhookWithSecret> {
   const secret = newSecret(settings, actor, body.secret)
   return db.transaction().execute(async (trx) => {
     const current = await lockWebhook(trx, actor.organizationId, id)
     if (!current) return missingWebhook(trx, actor, id)
+    assertVersion(current.version, expectedVersion)
     const overlap = settings.secretOverlapSeconds > 0
     const row = await updateWebhookRow(trx, actor.organizationId, id, {
       secret: secret.sealed,
@@ -215,7 +264,7 @@ export async function listDeliveries(
   query: DeliveryListQuery,
 ): Promise<PageOf<Delivery>> {
   await requireWebhook(db, actor, webhookId)
-  const { page, size, sort, ...filters } = query
+  const { page, size, sort, cursor: _cursor, updatedSince: _since, ...filters } = query
   const paging = { page, size }
   const { rows, total } = await listDeliveryRows(
     db,
@@ -226,6 +275,20 @@ export async function listDeliveries(
     paging,
   )
   return toPage(rows.map(toDelivery), total, paging)
+}
+
+/** A sync page of a webhook's deliveries, in (updatedAt, id) order. */
+export async function syncDeliveries(
+  db: Kysely<Database>,
+  actor: Actor,
+  webhookId: number,
+  query: DeliveryListQuery,
+  read: SyncRead,
+): Promise<SyncResult<Delivery>> {
+  await requireWebhook(db, actor, webhookId)
+  const { page: _page, size: _size, sort: _sort, cursor: _cursor, updatedSince: _since, ...filters } = query
+  const rows = await syncDeliveryRows(db, actor.organizationId, webhookId, filters, read)
+  return syncPage(rows, toDelivery, read)
 }
 
 export async function getDelivery(

@@ -1,4 +1,6 @@
+import type { Static } from '@sinclair/typebox'
 import { VitalSignsData, VitalSignsInput } from '../../../../schemas/clinical.js'
+import { projectOnto } from '../../../lib/merge-patch.js'
 import type { ClinicalKind } from '../kind.js'
 import { invalid, orNull, pastInstant } from './checks.js'
 
@@ -26,6 +28,19 @@ export const vitalSigns: ClinicalKind<typeof VitalSignsInput, typeof VitalSignsD
   statusField: 'status',
   listFilters: {},
   writers: ['PROVIDER', 'NURSE'],
+  inputOf(row) {
+    const data = row.data as Static<typeof VitalSignsData>
+    const measured = projectOnto(VitalSignsInput, { ...data, encounterId: row.encounter_id }) as Static<
+      typeof VitalSignsInput
+    >
+    return {
+      ...measured,
+      recordedAt: row.effective_at.toISOString(),
+      ...(data.temperatureCelsius === null
+        ? {}
+        : { temperature: { value: data.temperatureCelsius, unit: 'C' } }),
+    }
+  },
   prepare(input, previous) {
     if (!MEASUREMENTS.some((name) => input[name] !== undefined)) {
       throw invalid('vitals', `need at least one measurement (${MEASUREMENTS.join(', ')})`)

@@ -1,0 +1,137 @@
+import { randomUUID } from 'node:crypto'
+import { cpus, tmpdir } from 'node:os'
+import { parseArgs } from 'node:util'
+import { sql } from 'kysely'
+import { Agent, request } from 'undici'
+import { openPglite, openPostgres } from '../../db/connect.js'
+import { buildApp } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { createOrganization } from '../../src/modules/users/service.js'
+
+// Measures how fast a client reads the change feed (GET /api/events) over HTTP: N events of one
+// organization are written straight into the outbox, in transactions of `batch` events, then read
+// from the beginning in pages of `limit` until caught up. The whole run is bounded (--seconds).
+// `npm run bench:change-feed -- --n 100000`; DATABASE_URL selects PostgreSQL, else in-memory PGlite.
+
+const { values } = parseArgs({
+  options: {
+    n: { type: 'string', default: '100000' },
+    batch: { type: 'string', default: '1000' },
+    limit: { type: 'string', default: '1000' },
+    seconds: { type: 'string', default: '110' },
+  },
+})
+const N = Math.min(Number(values.n), 1_000_000)
+const BATCH = Math.max(1, Number(values.batch))
+const LIMIT = Number(values.limit)
+const deadline = Date.now() + Number(values.seconds) * 1000
+const databaseUrl = process.env.DATABASE_URL
+
+function checkTime(what: string): void {
+  if (Date.now() > deadline) throw new Error(`out of time (--seconds ${values.seconds}) while ${what}`)
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig({
+    LOG_LEVEL: 'silent',
+    DATA_DIR: tmpdir(),
+    ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64'),
+    OUTBOX_WORKER: 'false',
+    RATE_LIMIT_AUTHENTICATED: '1000000',
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+  })
+  const database = databaseUrl ? openPostgres({ url: databaseUrl, poolMax: 10 }) : await openPglite({})
+  const app = await buildApp(config, { database })
+  const base = await app.listen({ host: '127.0.0.1', port: 0 })
+  const client = new Agent({ connections: 1 })
+  try {
+    const groupPath = `/bench/${randomUUID()}`
+    const organization = await createOrganization(app.db, { name: 'Benchmark', groupPath })
+    const subject = randomUUID()
+    const identity = { subject, email: `${subject}@bench.test`, firstName: 'Bench', lastName: 'Admin' }
+    await app.db
+      .insertInto('users')
+      .values({
+        organization_id: organization.id,
+        subject,
+        email: identity.email,
+        first_name: identity.firstName,
+        last_name: identity.lastName,
+        roles: ['ADMIN'],
+      })
+      .execute()
+    const token = app.tokenIssuer?.issueAccessToken(
+      { ...identity, roles: ['ADMIN'], groupPath },
+      randomUUID(),
+    )
+
+    // Seed: patient.created bodies as the outbox writes them, one transaction per batch.
+    const seedStarted = performance.now()
+    for (let from = 0; from < N; from += BATCH) {
+      checkTime('seeding')
+      const count = Math.min(BATCH, N - from)
+      await sql`
+        insert into outbox_events (organization_id, event_type, payload)
+        select ${organization.id}, 'patient.created', jsonb_build_object(
+          'event', 'patient.created',
+          'timestamp', to_char(now() at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+          'data', jsonb_build_object('id', ${from} + g, 'mrn', 'MRN' || lpad((${from} + g)::text, 8, '0'),
+            'status', 'ACTIVE', 'deleted', false))
+        from generate_series(1, ${count}::int) g
+      `.execute(app.db)
+    }
+    const seedSeconds = (performance.now() - seedStarted) / 1000
+
+    // Read: the whole feed from the beginning, one page after another, as a follower catching up.
+    const readStarted = performance.now()
+    let position: string | undefined
+    let read = 0
+    let pages = 0
+    let bytes = 0
+    let caughtUp = false
+    while (!caughtUp) {
+      checkTime('reading')
+      const query = new URLSearchParams({ limit: String(LIMIT), ...(position ? { after: position } : {}) })
+      const response = await request(`${base}/api/events?${query}`, {
+        dispatcher: client,
+        headers: { authorization: `Bearer ${token}` },
+      })
+      const text = await response.body.text()
+      if (response.statusCode !== 200) throw new Error(`GET /api/events: ${response.statusCode} ${text}`)
+      bytes += text.length
+      pages += 1
+      const { data } = JSON.parse(text) as {
+        data: { events: unknown[]; position: string; caughtUp: boolean }
+      }
+      read += data.events.length
+      position = data.position
+      caughtUp = data.caughtUp
+    }
+    const readSeconds = (performance.now() - readStarted) / 1000
+    if (read !== N) throw new Error(`read ${read} events, expected ${N}`)
+
+    const kind = databaseUrl ? 'PostgreSQL' : 'PGlite (embedded, in memory)'
+    const lines = [
+      `## Change feed: ${kind}`,
+      '',
+      `\`npm run bench:change-feed -- --n ${N} --limit ${LIMIT}\` — ${new Date().toISOString().slice(0, 10)}, ${cpus().length} cores, Node ${process.version}.`,
+      '',
+      '| measure | value |',
+      '|---|---|',
+      `| events seeded (SQL, ${BATCH} per transaction) | ${N} in ${seedSeconds.toFixed(1)} s |`,
+      `| read over HTTP, pages of ${LIMIT} | ${pages} pages in ${readSeconds.toFixed(2)} s |`,
+      `| read rate | ${(read / readSeconds).toFixed(0)} events/s |`,
+      `| per page | ${((1000 * readSeconds) / pages).toFixed(1)} ms, ${(bytes / pages / 1024).toFixed(0)} KiB |`,
+      '',
+    ]
+    process.stdout.write(`${lines.join('\n')}\n`)
+  } finally {
+    await client.close()
+    await app.close()
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${(error as Error).stack}\n`)
+  process.exitCode = 1
+})
