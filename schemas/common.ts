@@ -131,12 +131,13 @@ export type PageOf<T> = Omit<Static<ReturnType<typeof Page<TSchema>>>, 'content'
 
 /** The query parameters of sync reading, which every list accepts. */
 const SYNC_PARAMETERS = {
+  // No example value: tools that fill in examples (Swagger UI's "Try it out") would send it along
+  // with the `sort` example, a combination sync pages refuse.
   updatedSince: Type.Optional(
     Type.String({
       format: 'date-time',
       description:
-        'Sync: records changed at or after this RFC 3339 time, oldest change first, ordered by (updatedAt, id); removed records appear as tombstones. Not with `page` or `sort`.',
-      examples: ['2026-01-01T00:00:00Z'],
+        'Sync: records changed at or after this RFC 3339 time (e.g. `2026-01-01T00:00:00Z`), oldest change first, ordered by (updatedAt, id); removed records appear as tombstones. Not with `page` or `sort`.',
     }),
   ),
   cursor: Type.Optional(
