@@ -74,6 +74,15 @@ export async function syncTombstones(
   }))
 }
 
+/** Removes tombstones older than the retention; a sync client away longer must start again from zero. */
+export async function purgeTombstones(db: Db, retentionDays: number, now = new Date()): Promise<number> {
+  const result = await db
+    .deleteFrom('deleted_records')
+    .where('deleted_at', '<', new Date(now.getTime() - retentionDays * 86_400_000))
+    .executeTakeFirst()
+  return Number(result.numDeletedRows)
+}
+
 const before = (a: SyncPosition, b: SyncPosition) => a.time < b.time || (a.time === b.time && a.id < b.id)
 
 /**

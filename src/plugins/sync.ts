@@ -2,6 +2,7 @@ import { hkdfSync } from 'node:crypto'
 import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { SyncCursors } from '../http/sync-cursor.js'
+import { purgeTombstones } from '../lib/sync-paging.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -25,11 +26,9 @@ const sync: FastifyPluginAsync<{ key: Buffer; tombstoneRetentionDays: number }> 
   app.decorate('syncCursors', new SyncCursors(cursorKey))
 
   const purge = () =>
-    app.db
-      .deleteFrom('deleted_records')
-      .where('deleted_at', '<', new Date(Date.now() - tombstoneRetentionDays * 86_400_000))
-      .execute()
-      .catch((error: Error) => app.log.error({ err: { message: error.message } }, 'tombstone purge failed'))
+    purgeTombstones(app.db, tombstoneRetentionDays).catch((error: Error) =>
+      app.log.error({ err: { message: error.message } }, 'tombstone purge failed'),
+    )
   app.addHook('onReady', async () => {
     void purge()
   })

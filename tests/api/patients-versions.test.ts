@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
+import { purgeTombstones } from '../../src/lib/sync-paging.js'
 import { buildTestApp } from '../helpers/app.js'
 import { bearer, createPatient, newOrganization, patientBody, type TestUser } from '../helpers/factories.js'
 
@@ -407,5 +408,32 @@ describe('GET /api/patients with updatedSince and cursor', () => {
     })
     const { seen } = await syncWalk(mine.nurse, start, 10)
     expect(seen.map((item) => item.id)).toEqual([own])
+  })
+})
+
+describe('tombstone retention', () => {
+  it('purges tombstones older than the retention and keeps the younger ones', async () => {
+    const { nurse, admin } = await registrar()
+    const ids = [await createPatient(app, nurse), await createPatient(app, nurse)]
+    for (const id of ids) {
+      await app.inject({ method: 'DELETE', url: `/api/patients/${id}`, headers: bearer(admin.token) })
+    }
+    const [old, young] = ids as [number, number]
+    await app.db
+      .updateTable('deleted_records')
+      .set({ deleted_at: new Date(Date.now() - 91 * 86_400_000) })
+      .where('resource_type', '=', 'patient')
+      .where('record_id', '=', old)
+      .execute()
+    expect(await purgeTombstones(app.db, 90)).toBeGreaterThanOrEqual(1)
+    const left = await app.db
+      .selectFrom('deleted_records')
+      .select('record_id')
+      .where('resource_type', '=', 'patient')
+      .where('record_id', 'in', ids)
+      .execute()
+    expect(left.map((row) => row.record_id)).toEqual([young])
+    const { seen } = await syncWalk(nurse, '2000-01-01T00:00:00Z', 10)
+    expect(seen.map((item) => item.id)).toEqual([young])
   })
 })
