@@ -207,5 +207,8 @@ export const AccessTokenClaims = Type.Object({
   given_name: Type.Optional(Type.String()),
   family_name: Type.Optional(Type.String()),
   preferred_username: Type.Optional(Type.String()),
+  scope: Type.Optional(Type.String()),
+  /** SMART on FHIR launch context: the patient the token is limited to. */
+  patient: Type.Optional(Type.String()),
 })
 export type AccessTokenClaims = Static<typeof AccessTokenClaims>

@@ -18,6 +18,7 @@ import clinicalRoutes from './modules/clinical/routes.js'
 import documentRoutes from './modules/documents/routes.js'
 import { failingAsUnavailable, localStore } from './modules/documents/store.js'
 import encounterRoutes from './modules/encounters/routes.js'
+import fhirRoutes from './modules/fhir/routes.js'
 import eventRoutes from './modules/events/routes.js'
 import messageRoutes from './modules/messages/routes.js'
 import oidcRoutes from './modules/oidc/routes.js'
@@ -228,6 +229,13 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   await app.register(appointmentRoutes, { prefix: '/api/appointments' })
   await app.register(encounterRoutes, { prefix: '/api/encounters' })
   await app.register(auditRoutes, { prefix: '/api/audit-events' })
+  await app.register(fhirRoutes, {
+    prefix: '/fhir/R4',
+    publicUrl: config.PUBLIC_URL,
+    mrnSystem: config.FHIR_MRN_SYSTEM,
+    tokenEndpoint: `${config.tokenIssuer}/protocol/openid-connect/token`,
+    bodyLimit: config.BODY_LIMIT_BYTES,
+  })
   await app.register(oidcRoutes, {
     prefix: `/realms/${config.OIDC_REALM}`,
     issuerUrl: config.tokenIssuer,

@@ -281,6 +281,12 @@ export const ConfigSchema = Type.Object({
     description:
       'How long sync readers (`updatedSince`, `cursor`) see a removed record as a tombstone; a client away for longer must sync again from zero',
   }),
+  FHIR_MRN_SYSTEM: Type.String({
+    pattern: '^(https?://[^\\s]+|urn:[^\\s]+)$',
+    default: 'urn:ehr-service:mrn',
+    description:
+      'The identifier system of medical record numbers in FHIR resources (`Patient.identifier.system`); set your organization’s own, e.g. `https://hospital.example/fhir/mrn`',
+  }),
   OUTBOX_WORKER: Type.Boolean({
     default: true,
     description:

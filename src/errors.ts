@@ -29,7 +29,12 @@ export const ERRORS = {
     statuses: [400, 422],
     when: 'A required parameter (400) or body field (422) is missing',
   },
-  RES_001: { status: 404, message: 'Resource not found', statuses: [404], when: 'No such record or route' },
+  RES_001: {
+    status: 404,
+    message: 'Resource not found',
+    statuses: [404, 410],
+    when: 'No such record or route (404); a FHIR read of a record that was deleted (410)',
+  },
   RES_002: {
     status: 409,
     message: 'Resource already exists',

@@ -19,6 +19,10 @@ export interface Principal {
   lastName: string
   roles: string[]
   authorities: ReadonlySet<string>
+  /** The token's OAuth scopes (`scope`), e.g. SMART on FHIR's `patient/Observation.rs`. */
+  scopes: readonly string[]
+  /** A SMART launch context: the patient (id) the token was issued for, if any. */
+  launchPatient: string | undefined
 }
 
 type Account = NonNullable<Awaited<ReturnType<typeof findAccountBySubject>>>
@@ -79,6 +83,8 @@ export function createPrincipalResolver(
       lastName: account.last_name,
       roles,
       authorities: new Set(roles.map(authorityOf)),
+      scopes: claims.scope?.split(' ').filter(Boolean) ?? [],
+      launchPatient: claims.patient,
     }
   }
 }

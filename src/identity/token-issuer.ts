@@ -17,6 +17,8 @@ export interface IssueOptions {
   lifetimeSeconds?: number
   /** The client the token was requested by (`azp`); this API's own client unless a confidential client asked. */
   requestedBy?: string
+  /** SMART on FHIR scopes granted besides `openid profile email`, and the launch patient. */
+  smart?: { scopes: string[]; patient?: string }
 }
 
 /**
@@ -30,7 +32,7 @@ export function createTokenIssuer(
 ) {
   return {
     issueAccessToken(user: TokenSubject, sessionId: string, issue: IssueOptions = {}): string {
-      const { lifetimeSeconds = ACCESS_TOKEN_TTL_SECONDS, requestedBy = options.clientId } = issue
+      const { lifetimeSeconds = ACCESS_TOKEN_TTL_SECONDS, requestedBy = options.clientId, smart } = issue
       const key = options.signingKey()
       const now = Math.floor(Date.now() / 1000)
       const claims = {
@@ -45,7 +47,8 @@ export function createTokenIssuer(
         session_state: sessionId,
         sid: sessionId,
         acr: '1',
-        scope: 'openid profile email',
+        scope: ['openid', 'profile', 'email', ...(smart?.scopes ?? [])].join(' '),
+        ...(smart?.patient ? { patient: smart.patient } : {}),
         realm_access: { roles: user.roles },
         resource_access: { [requestedBy]: { roles: user.roles } },
         email_verified: true,

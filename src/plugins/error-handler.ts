@@ -66,7 +66,8 @@ function fromClientError(error: FastifyError, status: number, bodyLimit: number)
   })
 }
 
-function toAppError(error: unknown, bodyLimit: number): AppError | undefined {
+/** What a failure means for the caller, or undefined for an unexpected one (a 500). */
+export function toAppError(error: unknown, bodyLimit: number): AppError | undefined {
   if (error instanceof AppError) return error
   const fastifyError = error as FastifyError
   if (fastifyError.validation) return fromValidation(fastifyError)

@@ -68,6 +68,7 @@ export function tokenFor(
   app: App,
   user: { subject: string; email: string; roles: string[]; groupPath: string },
   lifetimeSeconds?: number,
+  smart?: { scopes: string[]; patient?: string },
 ): string {
   if (!app.tokenIssuer) throw new Error('The app under test is not its own issuer')
   return app.tokenIssuer.issueAccessToken(
@@ -80,7 +81,7 @@ export function tokenFor(
       groupPath: user.groupPath,
     },
     randomUUID(),
-    { lifetimeSeconds },
+    { lifetimeSeconds, smart },
   )
 }
 

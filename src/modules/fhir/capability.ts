@@ -1,0 +1,88 @@
+import type { CapabilityStatement } from '@medplum/fhirtypes'
+import type { FhirResourceType } from './resource-type.js'
+
+const SMART_SCOPE_LEVELS = ['patient', 'user', 'system'] as const
+
+/**
+ * What the server implements, built from the resource types it serves: the CapabilityStatement is
+ * the truth about the FHIR interface.
+ */
+export function capabilityStatement(
+  base: string,
+  types: readonly FhirResourceType[],
+  tokenEndpoint: string,
+): CapabilityStatement {
+  return {
+    resourceType: 'CapabilityStatement',
+    status: 'active',
+    date: '2026-11-24',
+    kind: 'instance',
+    software: { name: 'EHR Service' },
+    implementation: { description: 'EHR Service FHIR R4 interface (read and search)', url: base },
+    fhirVersion: '4.0.1',
+    format: ['json', 'application/fhir+json'],
+    rest: [
+      {
+        mode: 'server',
+        security: {
+          cors: true,
+          service: [
+            {
+              coding: [
+                {
+                  system: 'http://terminology.hl7.org/CodeSystem/restful-security-service',
+                  code: 'SMART-on-FHIR',
+                },
+              ],
+            },
+          ],
+          extension: [
+            {
+              url: 'http://fhir-registry.smarthealthit.org/StructureDefinition/oauth-uris',
+              extension: [{ url: 'token', valueUri: tokenEndpoint }],
+            },
+          ],
+          description:
+            'Bearer tokens of the service (RS256). Roles decide what may be read, as in the REST API; SMART scopes (v1 and v2 syntax) narrow it, and patient/ scopes keep a token to its launch patient.',
+        },
+        resource: types.map((type) => ({
+          type: type.type,
+          interaction: [{ code: 'read' }, { code: 'vread' }, { code: 'search-type' }],
+          versioning: 'versioned',
+          readHistory: false,
+          conditionalRead: 'not-match',
+          searchParam: type.searchParameters.map(({ name, type: kind, documentation }) => ({
+            name,
+            type: kind,
+            documentation,
+          })),
+        })),
+      },
+    ],
+  }
+}
+
+/** SMART App Launch's discovery document (/.well-known/smart-configuration). */
+export function smartConfiguration(types: readonly FhirResourceType[], tokenEndpoint: string) {
+  return {
+    token_endpoint: tokenEndpoint,
+    grant_types_supported: ['client_credentials', 'password', 'refresh_token'],
+    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+    scopes_supported: [
+      'openid',
+      'profile',
+      'email',
+      ...SMART_SCOPE_LEVELS.flatMap((level) => [
+        `${level}/*.read`,
+        `${level}/*.rs`,
+        ...types.flatMap((type) => [`${level}/${type.type}.read`, `${level}/${type.type}.rs`]),
+      ]),
+    ],
+    capabilities: [
+      'client-confidential-symmetric',
+      'permission-v1',
+      'permission-v2',
+      'context-standalone-patient',
+    ],
+  }
+}

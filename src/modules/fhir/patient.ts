@@ -1,0 +1,214 @@
+import type { ContactPoint, Patient } from '@medplum/fhirtypes'
+import { type ExpressionBuilder, type Kysely, sql } from 'kysely'
+import type { Database } from '../../../db/database.js'
+import type { PatientRow } from '../../../db/tables/patients.js'
+import { AppError } from '../../errors.js'
+import { requirePatient } from '../patients/service.js'
+import type { FhirResourceType, ReadScope } from './resource-type.js'
+import { dateCondition, present, stringCondition, tokenValues } from './search-conditions.js'
+import { occurrences, type SearchQuery } from './search-params.js'
+
+/** The identifier system of MRNs; a practice sets its own with FHIR_MRN_SYSTEM. */
+export interface PatientMapping {
+  mrnSystem: string
+}
+
+const GENDERS: Record<string, NonNullable<Patient['gender']>> = {
+  Male: 'male',
+  Female: 'female',
+  Other: 'other',
+  Unknown: 'unknown',
+}
+const GENDER_OF_CODE = Object.fromEntries(Object.entries(GENDERS).map(([ours, code]) => [code, ours]))
+
+/** A patient row as FHIR R4 (US Core) Patient; empty parts are left out, as FHIR requires. */
+export function toFhirPatient(row: PatientRow, { mrnSystem }: PatientMapping): Patient & { id: string } {
+  const telecom: ContactPoint[] = [
+    ...(row.email ? [{ system: 'email' as const, value: row.email }] : []),
+    ...(row.phone_number ? [{ system: 'phone' as const, value: row.phone_number }] : []),
+  ]
+  const line = row.address_street ? [row.address_street] : undefined
+  const address = present({
+    line,
+    city: row.address_city ?? undefined,
+    state: row.address_state ?? undefined,
+    postalCode: row.address_postal_code ?? undefined,
+    country: row.address_country ?? undefined,
+  })
+  const contact =
+    row.emergency_contact_name && row.emergency_contact_phone
+      ? [
+          present({
+            relationship: row.emergency_contact_relationship
+              ? [{ text: row.emergency_contact_relationship }]
+              : undefined,
+            name: { text: row.emergency_contact_name },
+            telecom: [{ system: 'phone' as const, value: row.emergency_contact_phone }],
+          }),
+        ]
+      : undefined
+  return present({
+    resourceType: 'Patient' as const,
+    id: String(row.id),
+    meta: { versionId: String(row.version), lastUpdated: row.updated_at.toISOString() },
+    identifier: [
+      {
+        use: 'usual' as const,
+        type: { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/v2-0203', code: 'MR' }] },
+        system: mrnSystem,
+        value: row.mrn,
+      },
+    ],
+    active: row.status !== 'INACTIVE',
+    name: [
+      {
+        use: 'official' as const,
+        family: row.last_name,
+        given: [row.first_name, ...(row.middle_name ? [row.middle_name] : [])],
+      },
+    ],
+    telecom: telecom.length > 0 ? telecom : undefined,
+    gender: GENDERS[row.gender] ?? 'unknown',
+    birthDate: row.date_of_birth,
+    deceasedBoolean: row.status === 'DECEASED' ? true : undefined,
+    address: address ? [address] : undefined,
+    contact,
+    communication: row.preferred_language
+      ? [{ language: { coding: [{ system: 'urn:ietf:bcp:47', code: row.preferred_language }] } }]
+      : undefined,
+  }) as Patient & { id: string }
+}
+
+type PatientQuery = ReturnType<typeof patientsOf>
+
+const patientsOf = (db: Kysely<Database>, scope: ReadScope) => {
+  let query = db
+    .selectFrom('patients')
+    .selectAll()
+    .where('organization_id', '=', scope.actor.organizationId)
+    .where('deleted_at', 'is', null)
+  if (scope.patient !== undefined) query = query.where('id', '=', scope.patient)
+  return query
+}
+
+const nameWord = (
+  eb: ExpressionBuilder<Database, 'patients'>,
+  column: 'first_name' | 'middle_name' | 'last_name',
+) => eb.fn<string | null>('lower', [eb.ref(column)])
+
+function filtered(query: PatientQuery, search: SearchQuery, { mrnSystem }: PatientMapping): PatientQuery {
+  let result = query
+  for (const ids of occurrences(search, '_id')) {
+    result = result.where('id', 'in', ids.map(Number).filter(Number.isSafeInteger))
+  }
+  for (const values of occurrences(search, 'identifier')) {
+    const mrns = tokenValues(values, mrnSystem)
+    result = mrns.length > 0 ? result.where('mrn', 'in', mrns) : result.where(sql<boolean>`false`)
+  }
+  for (const values of occurrences(search, 'gender')) {
+    const genders = values.map((code) => GENDER_OF_CODE[code]).filter((gender) => gender !== undefined)
+    result = genders.length > 0 ? result.where('gender', 'in', genders) : result.where(sql<boolean>`false`)
+  }
+  for (const values of occurrences(search, 'family')) {
+    result = result.where((eb) =>
+      eb.or(values.map((value) => stringCondition(eb, nameWord(eb, 'last_name'), value))),
+    )
+  }
+  for (const values of occurrences(search, 'given')) {
+    result = result.where((eb) =>
+      eb.or(
+        values.flatMap((value) => [
+          stringCondition(eb, nameWord(eb, 'first_name'), value),
+          stringCondition(eb, nameWord(eb, 'middle_name'), value),
+        ]),
+      ),
+    )
+  }
+  for (const values of occurrences(search, 'name')) {
+    result = result.where((eb) =>
+      eb.or(
+        values.flatMap((value) =>
+          (['first_name', 'middle_name', 'last_name'] as const).map((column) =>
+            stringCondition(eb, nameWord(eb, column), value),
+          ),
+        ),
+      ),
+    )
+  }
+  for (const values of occurrences(search, 'birthdate')) {
+    result = result.where((eb) =>
+      eb.or(values.map((value) => dateCondition(eb, 'date_of_birth', value, 'date'))),
+    )
+  }
+  for (const values of occurrences(search, '_lastUpdated')) {
+    result = result.where((eb) =>
+      eb.or(values.map((value) => dateCondition(eb, 'updated_at', value, 'instant'))),
+    )
+  }
+  return result
+}
+
+/** Patient: the practice's live patients. */
+export function patientResource(mapping: PatientMapping): FhirResourceType<Patient> {
+  return {
+    type: 'Patient',
+    restRead: 'GET /api/patients/:id',
+    restSearch: 'GET /api/patients',
+    searchParameters: [
+      { name: '_id', type: 'token', documentation: 'Logical id' },
+      {
+        name: '_lastUpdated',
+        type: 'date',
+        documentation: 'When the record last changed (prefixes eq, ne, gt, lt, ge, le)',
+      },
+      { name: 'identifier', type: 'token', documentation: `MRN, system ${mapping.mrnSystem}` },
+      { name: 'name', type: 'string', documentation: 'Starts a given or family name (case-insensitive)' },
+      { name: 'family', type: 'string', documentation: 'Starts the family name' },
+      { name: 'given', type: 'string', documentation: 'Starts a given name' },
+      { name: 'birthdate', type: 'date', documentation: 'Date of birth (prefixes eq, ne, gt, lt, ge, le)' },
+      { name: 'gender', type: 'token', documentation: 'male | female | other | unknown' },
+    ],
+    async read(db, scope, id) {
+      if (scope.patient !== undefined && scope.patient !== id) {
+        throw new AppError('AUTH_003', 'The token is limited to another patient’s records')
+      }
+      try {
+        return toFhirPatient(await requirePatient(db, scope.actor, id), mapping)
+      } catch (error) {
+        if (error instanceof AppError && error.code === 'RES_001' && (await wasRemoved(db, scope, id))) {
+          throw new AppError('RES_001', `Patient ${id} was deleted`, { status: 410, message: 'Gone' })
+        }
+        throw error
+      }
+    },
+    async search(db, scope, query, { after, size }) {
+      const rows = await filtered(patientsOf(db, scope), query, mapping)
+        .where('id', '>', after)
+        .orderBy('id')
+        .limit(size + 1)
+        .execute()
+      return {
+        resources: rows.slice(0, size).map((row) => toFhirPatient(row, mapping)),
+        more: rows.length > size,
+      }
+    },
+    async count(db, scope, query) {
+      const row = await filtered(patientsOf(db, scope), query, mapping)
+        .clearSelect()
+        .select(sql<number>`count(*)::int`.as('count'))
+        .executeTakeFirstOrThrow()
+      return Number(row.count)
+    },
+  }
+}
+
+async function wasRemoved(db: Kysely<Database>, scope: ReadScope, id: number): Promise<boolean> {
+  const row = await db
+    .selectFrom('patients')
+    .select('id')
+    .where('organization_id', '=', scope.actor.organizationId)
+    .where('id', '=', id)
+    .where('deleted_at', 'is not', null)
+    .executeTakeFirst()
+  return row !== undefined
+}

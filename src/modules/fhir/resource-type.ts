@@ -1,0 +1,48 @@
+import type { Resource } from '@medplum/fhirtypes'
+import type { Kysely } from 'kysely'
+import type { Database } from '../../../db/database.js'
+import type { Actor } from '../../access/organization-scope.js'
+import type { SearchQuery } from './search-params.js'
+
+/** A search parameter as the CapabilityStatement declares it. */
+export interface SearchParameterDefinition {
+  name: string
+  type: 'token' | 'string' | 'date' | 'reference'
+  documentation: string
+}
+
+/** Whom a read or search is for: the caller, and the patient a SMART launch keeps it to. */
+export interface ReadScope {
+  actor: Actor
+  /** Only this patient's compartment (a `patient/` scope with a launch patient). */
+  patient: number | undefined
+}
+
+/** One page of matches, in id order, and whether more follow. */
+export interface SearchPage<R> {
+  resources: R[]
+  more: boolean
+}
+
+/**
+ * One FHIR resource type over the service's tables: the mapping from rows, the search parameters
+ * and their conditions, and the REST routes whose roles and audit rules it follows.
+ */
+export interface FhirResourceType<R extends Resource = Resource> {
+  type: R['resourceType']
+  /** `METHOD /api/...` of the REST read and list of the same records (their roles and audit). */
+  restRead: string
+  restSearch: string
+  searchParameters: SearchParameterDefinition[]
+  /** The record (403 for another organization's, 404 when there is none, 410 when removed). */
+  read(db: Kysely<Database>, scope: ReadScope, id: number): Promise<R & { id: string }>
+  /** Matches after `after` (by id), at most `size`; unknown parameters are the caller's business. */
+  search(
+    db: Kysely<Database>,
+    scope: ReadScope,
+    query: SearchQuery,
+    page: { after: number; size: number },
+  ): Promise<SearchPage<R & { id: string }>>
+  /** How many records match, for `_summary=count`. */
+  count(db: Kysely<Database>, scope: ReadScope, query: SearchQuery): Promise<number>
+}

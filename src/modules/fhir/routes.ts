@@ -1,0 +1,233 @@
+import formbody from '@fastify/formbody'
+import type { Bundle, BundleEntry, Resource } from '@medplum/fhirtypes'
+import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import { hasAnyRole, type Role } from '../../access/roles.js'
+import { ROUTE_ACCESS, type RouteAccess } from '../../access/route-access.js'
+import { AppError, forbidden } from '../../errors.js'
+import { toAppError } from '../../plugins/error-handler.js'
+import { capabilityStatement, smartConfiguration } from './capability.js'
+import { ignoredParameters, operationOutcome } from './operation-outcome.js'
+import { type PatientMapping, patientResource } from './patient.js'
+import type { FhirResourceType, ReadScope } from './resource-type.js'
+import { scopeGrant } from './scopes.js'
+import { cursorAfter, cursorFor, pageSize, type SearchQuery, searchQueryOf } from './search-params.js'
+
+export interface FhirOptions extends PatientMapping {
+  /** The service's public address; FHIR links are absolute. */
+  publicUrl: string
+  tokenEndpoint: string
+  bodyLimit: number
+}
+
+export const FHIR_JSON = 'application/fhir+json'
+
+// Parameters every search takes besides the type's own.
+const COMMON_PARAMETERS = new Set(['_count', '_cursor', '_summary', '_format'])
+
+const notFound = (details: string) => new AppError('RES_001', details)
+
+/** A numeric id; anything else names no record here. */
+function recordId(text: string, type: string): number {
+  const id = Number(text)
+  if (!/^[1-9][0-9]{0,9}$/.test(text) || id > 2_147_483_647) throw notFound(`${type}/${text} not found`)
+  return id
+}
+
+/** The roles of the REST route whose records a FHIR interaction reads. */
+function rolesOf(route: string): readonly Role[] {
+  const allow = ROUTE_ACCESS[route]?.allow
+  if (!Array.isArray(allow)) throw new Error(`${route} has no role list in the access table`)
+  return allow
+}
+
+/** `Prefer: handling=strict` makes an unknown search parameter an error; lenient ignores it. */
+const isStrict = (request: FastifyRequest) =>
+  /handling\s*=\s*strict/i.test(String(request.headers.prefer ?? ''))
+
+/**
+ * HL7 FHIR R4 over the same records, organizations, roles and audit as the REST API, at /fhir/R4:
+ * JSON only, errors as OperationOutcome (the API envelope does not apply), SMART scopes narrowing
+ * what a token reads on top of its roles.
+ */
+const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
+  const base = `${options.publicUrl}/fhir/R4`
+  const types: FhirResourceType[] = [patientResource(options) as unknown as FhirResourceType]
+
+  app.addContentTypeParser(FHIR_JSON, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
+  await app.register(formbody)
+
+  const send = (reply: FastifyReply, status: number, body: Resource) =>
+    reply.code(status).type(`${FHIR_JSON}; charset=utf-8`).send(body)
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const appError = toAppError(error, options.bodyLimit)
+    if (!appError) {
+      request.log.error(
+        { err: { type: error.name, code: error.code, message: error.message } },
+        'unhandled error',
+      )
+      return send(reply, 500, operationOutcome(500, `Unexpected error; quote request id ${request.id}`))
+    }
+    return send(reply, appError.status, operationOutcome(appError.status, appError.details))
+  })
+  app.setNotFoundHandler((request, reply) =>
+    send(
+      reply,
+      404,
+      operationOutcome(404, `No FHIR interaction ${request.method} ${request.url.split('?')[0]}`),
+    ),
+  )
+
+  /** The caller, allowed by role and by SMART scope to do `interaction` on `type`. */
+  async function readScope(request: FastifyRequest, type: FhirResourceType, interaction: 'read' | 'search') {
+    const principal = request.principal ?? (await app.authenticate(request))
+    const roles = rolesOf(interaction === 'read' ? type.restRead : type.restSearch)
+    if (!hasAnyRole(principal.authorities, roles)) {
+      throw forbidden(`Reading ${type.type} requires one of the roles: ${roles.join(', ')}`)
+    }
+    const grant = scopeGrant(principal, type.type, interaction)
+    if (!grant.allowed) throw forbidden(grant.reason)
+    const patient = grant.patient === undefined ? undefined : Number(grant.patient)
+    if (patient !== undefined && !Number.isSafeInteger(patient))
+      throw forbidden('The launch patient is not a patient id')
+    return { actor: principal, patient } satisfies ReadScope
+  }
+
+  app.get('/metadata', { schema: { hide: true } }, async (_request, reply) =>
+    send(reply, 200, capabilityStatement(base, types, options.tokenEndpoint)),
+  )
+  app.get('/.well-known/smart-configuration', { schema: { hide: true } }, async (_request, reply) =>
+    reply.type('application/json').send(smartConfiguration(types, options.tokenEndpoint)),
+  )
+
+  for (const type of types) {
+    const audit = (route: string): RouteAccess => ROUTE_ACCESS[route] as RouteAccess
+
+    const readOne = async (request: FastifyRequest<{ Params: { id: string } }>) => {
+      const scope = await readScope(request, type, 'read')
+      const id = recordId(request.params.id, type.type)
+      request.auditedIds = [id]
+      return type.read(app.db, scope, id)
+    }
+
+    const sendRecord = (request: FastifyRequest, reply: FastifyReply, resource: Resource) => {
+      const version = resource.meta?.versionId
+      const etag = `W/"${version}"`
+      reply.header('etag', etag)
+      const held = String(request.headers['if-none-match'] ?? '')
+        .split(',')
+        .map((tag) => tag.trim())
+      if (held.includes(etag) || held.includes(`"${version}"`) || held.includes('*')) {
+        return reply.code(304).send()
+      }
+      return send(reply, 200, resource)
+    }
+
+    app.get<{ Params: { id: string } }>(
+      `/${type.type}/:id`,
+      { schema: { hide: true }, config: { access: audit(type.restRead) } },
+      async (request, reply) => sendRecord(request, reply, await readOne(request)),
+    )
+
+    app.get<{ Params: { id: string; vid: string } }>(
+      `/${type.type}/:id/_history/:vid`,
+      { schema: { hide: true }, config: { access: audit(type.restRead) } },
+      async (request, reply) => {
+        const resource = await readOne(request)
+        if (resource.meta?.versionId !== request.params.vid) {
+          throw notFound(
+            `${type.type}/${resource.id} version ${request.params.vid} is not kept; the current version is ${resource.meta?.versionId}`,
+          )
+        }
+        return sendRecord(request, reply, resource)
+      },
+    )
+
+    const search = async (request: FastifyRequest, reply: FastifyReply, query: SearchQuery) => {
+      const scope = await readScope(request, type, 'search')
+      const known = new Set([
+        ...COMMON_PARAMETERS,
+        ...type.searchParameters.map((parameter) => parameter.name),
+      ])
+      const ignored = Object.keys(query).filter((name) => !known.has(name))
+      if (ignored.length > 0 && isStrict(request)) {
+        throw new AppError('VAL_001', `Unknown search parameters: ${ignored.join(', ')}`, { status: 400 })
+      }
+      const kept = Object.fromEntries(Object.entries(query).filter(([name]) => known.has(name)))
+      const outcome: BundleEntry[] =
+        ignored.length > 0
+          ? [
+              {
+                resource: ignoredParameters(ignored),
+                search: { mode: 'outcome' },
+              },
+            ]
+          : []
+      const self = `${base}/${type.type}${queryString(kept)}`
+      const size = pageSize(query)
+      if (query._summary?.[0] === 'count' || size === 0) {
+        const total = await type.count(app.db, scope, query)
+        return send(reply, 200, searchset({ total, link: [{ relation: 'self', url: self }], entry: outcome }))
+      }
+      const page = await type.search(app.db, scope, query, { after: cursorAfter(query), size })
+      request.auditedIds = page.resources.map((resource) => Number(resource.id))
+      const last = page.resources.at(-1)
+      const next =
+        page.more && last
+          ? `${base}/${type.type}${queryString({ ...kept, _cursor: [cursorFor(Number(last.id))] })}`
+          : undefined
+      return send(
+        reply,
+        200,
+        searchset({
+          link: [{ relation: 'self', url: self }, ...(next ? [{ relation: 'next', url: next }] : [])],
+          entry: [
+            ...page.resources.map((resource) => ({
+              fullUrl: `${base}/${type.type}/${resource.id}`,
+              resource,
+              search: { mode: 'match' as const },
+            })),
+            ...outcome,
+          ],
+        }),
+      )
+    }
+
+    app.get(
+      `/${type.type}`,
+      { schema: { hide: true }, config: { access: audit(type.restSearch) } },
+      async (request, reply) =>
+        search(request, reply, searchQueryOf(request.query as Record<string, unknown>)),
+    )
+    app.post(
+      `/${type.type}/_search`,
+      { schema: { hide: true }, config: { access: audit(type.restSearch) } },
+      async (request, reply) =>
+        search(
+          request,
+          reply,
+          searchQueryOf({ ...(request.query as object), ...((request.body as object | undefined) ?? {}) }),
+        ),
+    )
+  }
+}
+
+function queryString(query: SearchQuery): string {
+  const pairs = Object.entries(query).flatMap(([name, values]) =>
+    values.map((value): [string, string] => [name, value]),
+  )
+  return pairs.length > 0 ? `?${new URLSearchParams(pairs).toString()}` : ''
+}
+
+/** A searchset Bundle; an empty entry list is left out, as FHIR forbids empty arrays. */
+function searchset(parts: Pick<Bundle, 'total' | 'link' | 'entry'>): Bundle {
+  const { entry, ...rest } = parts
+  return {
+    resourceType: 'Bundle',
+    type: 'searchset',
+    ...rest,
+    ...(entry && entry.length > 0 ? { entry } : {}),
+  }
+}
+
+export default fhirRoutes

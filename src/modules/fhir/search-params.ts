@@ -1,0 +1,110 @@
+import { AppError } from '../../errors.js'
+
+/** The query of a FHIR search: every parameter with all its values (repeats and commas kept apart). */
+export type SearchQuery = Record<string, string[]>
+
+const invalid = (details: string) =>
+  new AppError('VAL_001', details, { status: 400, message: 'Invalid search parameter' })
+
+/** Fastify's parsed query (a string or an array per name) as a SearchQuery. */
+export function searchQueryOf(raw: Record<string, unknown>): SearchQuery {
+  const query: SearchQuery = {}
+  for (const [name, value] of Object.entries(raw)) {
+    const values = (Array.isArray(value) ? value : [value]).map(String)
+    query[name] = values
+  }
+  return query
+}
+
+/** The values of a parameter, one list per occurrence (an occurrence's commas mean OR). */
+export const occurrences = (query: SearchQuery, name: string): string[][] =>
+  (query[name] ?? []).map((value) => value.split(',').filter((part) => part !== ''))
+
+const COMPARATORS = ['eq', 'ne', 'gt', 'lt', 'ge', 'le'] as const
+export type Comparator = (typeof COMPARATORS)[number]
+
+/** A date search value: its comparator and the instant range its precision covers. */
+export interface DateRange {
+  comparator: Comparator
+  /** The first instant of the value (inclusive) and the first after it (exclusive), ISO. */
+  start: string
+  end: string
+  /** The same range as calendar dates, for date columns. */
+  startDate: string
+  endDate: string
+}
+
+const DATE_VALUE =
+  /^(eq|ne|gt|lt|ge|le)?(\d{4})(?:-(\d{2})(?:-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?)?)?$/
+
+/** `ge2020-01`, `2020-01-01T10:00:00Z`, … as the range of instants the value stands for. */
+export function parseDate(text: string): DateRange {
+  const match = DATE_VALUE.exec(text)
+  if (!match)
+    throw invalid(`${text} is not a FHIR date search value ([prefix]YYYY[-MM[-DD[Thh:mm[:ss][Z]]]])`)
+  const [, prefix, year, month, day, hour, minute, second, zone] = match
+  const comparator = (prefix ?? 'eq') as Comparator
+  let start: Date
+  let end: Date
+  if (hour !== undefined) {
+    const iso = `${year}-${month}-${day}T${hour}:${minute}:${second ?? '00'}${zone ?? 'Z'}`
+    start = new Date(iso)
+    end = new Date(start.getTime() + (second === undefined ? 60_000 : 1000))
+  } else {
+    const y = Number(year)
+    const m = month === undefined ? 0 : Number(month) - 1
+    const d = day === undefined ? 1 : Number(day)
+    start = new Date(Date.UTC(y, m, d))
+    end =
+      day !== undefined
+        ? new Date(Date.UTC(y, m, d + 1))
+        : month !== undefined
+          ? new Date(Date.UTC(y, m + 1, 1))
+          : new Date(Date.UTC(y + 1, 0, 1))
+  }
+  if (Number.isNaN(start.getTime()) || (day !== undefined && start.getUTCDate() !== Number(day))) {
+    throw invalid(`${text} is not a real date`)
+  }
+  return {
+    comparator,
+    start: start.toISOString(),
+    end: end.toISOString(),
+    startDate: start.toISOString().slice(0, 10),
+    endDate: end.toISOString().slice(0, 10),
+  }
+}
+
+/** A token search value: `system|code`, `|code` (no system), `code` (any system) or `system|`. */
+export interface Token {
+  system: string | undefined
+  code: string | undefined
+}
+
+export function parseToken(text: string): Token {
+  const bar = text.indexOf('|')
+  if (bar < 0) return { system: undefined, code: text }
+  return { system: text.slice(0, bar), code: text.slice(bar + 1) || undefined }
+}
+
+export const PAGE_SIZE_DEFAULT = 20
+export const PAGE_SIZE_MAX = 100
+
+/** `_count`: how many matches a page holds (0: only the total). */
+export function pageSize(query: SearchQuery): number {
+  const [value] = query._count ?? []
+  if (value === undefined) return PAGE_SIZE_DEFAULT
+  const count = Number(value)
+  if (!Number.isInteger(count) || count < 0) throw invalid('_count must be a whole number of at least 0')
+  return Math.min(count, PAGE_SIZE_MAX)
+}
+
+/** `_cursor`: the id after which the page starts (the service's own keyset link). */
+export function cursorAfter(query: SearchQuery): number {
+  const [value] = query._cursor ?? []
+  if (value === undefined) return 0
+  const after = Number(Buffer.from(value, 'base64url').toString('utf8'))
+  if (!Number.isInteger(after) || after < 0) throw invalid('_cursor is not a link this server made')
+  return after
+}
+
+export const cursorFor = (lastId: number) => Buffer.from(String(lastId)).toString('base64url')
