@@ -45,4 +45,9 @@ export interface FhirResourceType<R extends Resource = Resource> {
   ): Promise<SearchPage<R & { id: string }>>
   /** How many records match, for `_summary=count`. */
   count(db: Kysely<Database>, scope: ReadScope, query: SearchQuery): Promise<number>
+  /**
+   * The references `_include=<Type>:<name>` follows, by name (e.g. `patient`, `practitioner`):
+   * for one resource, the references it holds (`Patient/12`).
+   */
+  includes?: Record<string, (resource: R) => string[]>
 }

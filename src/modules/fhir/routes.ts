@@ -7,8 +7,9 @@ import { AppError, forbidden } from '../../errors.js'
 import { toAppError } from '../../plugins/error-handler.js'
 import { capabilityStatement, smartConfiguration } from './capability.js'
 import { ignoredParameters, operationOutcome } from './operation-outcome.js'
-import { type PatientMapping, patientResource } from './patient.js'
+import type { PatientMapping } from './patient.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
+import { resourceTypes } from './resource-types.js'
 import { scopeGrant } from './scopes.js'
 import { cursorAfter, cursorFor, pageSize, type SearchQuery, searchQueryOf } from './search-params.js'
 
@@ -51,7 +52,7 @@ const isStrict = (request: FastifyRequest) =>
  */
 const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
   const base = `${options.publicUrl}/fhir/R4`
-  const types: FhirResourceType[] = [patientResource(options) as unknown as FhirResourceType]
+  const types = resourceTypes(options)
 
   app.addContentTypeParser(FHIR_JSON, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
   await app.register(formbody)

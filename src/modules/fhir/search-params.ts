@@ -108,3 +108,14 @@ export function cursorAfter(query: SearchQuery): number {
 }
 
 export const cursorFor = (lastId: number) => Buffer.from(String(lastId)).toString('base64url')
+
+/**
+ * The id a reference search value names for `type`: `123`, `Patient/123` or an absolute URL ending
+ * in `Patient/123`. Undefined when it names another type or no numeric id (it matches nothing).
+ */
+export function referenceId(value: string, type: string): number | undefined {
+  const match = new RegExp(`^(?:.*/)?(?:${type}/)?([1-9][0-9]{0,9})$`).exec(value)
+  if (!match || (value.includes('/') && !value.includes(`${type}/`))) return undefined
+  const id = Number(match[1])
+  return id <= 2_147_483_647 ? id : undefined
+}
