@@ -4,7 +4,7 @@ const FormField = (description: string) => Type.Optional(Type.String({ maxLength
 
 /**
  * The token endpoint's form (application/x-www-form-urlencoded). Parameters this issuer does not use
- * (e.g. `scope`) are accepted and ignored, as OAuth requires.
+ * are accepted and ignored, as OAuth requires.
  */
 export const TokenRequest = Type.Object(
   {
@@ -14,6 +14,9 @@ export const TokenRequest = Type.Object(
     username: FormField('password grant: the account e-mail'),
     password: FormField('password grant'),
     refresh_token: FormField('refresh_token grant'),
+    scope: FormField(
+      'client_credentials grant: SMART Backend Services scopes (`system/Patient.rs`, `system/*.read`, …) that narrow the token on the FHIR interface; `openid profile email` are always granted',
+    ),
   },
   {
     examples: [

@@ -238,6 +238,36 @@ describe('POST /realms/{realm}/protocol/openid-connect/token', () => {
     expect(publicClient.json().error).toBe('unauthorized_client')
   })
 
+  it('client_credentials grants SMART Backend Services scopes, which then narrow the FHIR interface', async () => {
+    const integration = await createClient(app.db, {
+      organizationId: org.id,
+      clientId: `fhir-sync-${org.id}`,
+      name: 'FHIR sync',
+      roles: ['PROVIDER'],
+    })
+    const granted = await token(
+      { grant_type: 'client_credentials', scope: 'openid system/Observation.rs' },
+      basic(integration.clientId, integration.secret),
+    )
+    expect(granted.statusCode).toBe(200)
+    expect(granted.json().scope).toBe('openid profile email system/Observation.rs')
+    expect(decodeJwt(granted.json().access_token).scope).toBe('openid profile email system/Observation.rs')
+    const patients = await app.inject({
+      url: '/fhir/R4/Patient',
+      headers: bearer(granted.json().access_token),
+    })
+    expect(patients.statusCode).toBe(403)
+
+    for (const scope of ['patient/Patient.read', 'system/Patient.write-ish', 'admin']) {
+      const refused = await token(
+        { grant_type: 'client_credentials', scope },
+        basic(integration.clientId, integration.secret),
+      )
+      expect(refused.statusCode, scope).toBe(400)
+      expect(refused.json().error).toBe('invalid_scope')
+    }
+  })
+
   it('answers a temporary password with invalid_grant and no tokens', async () => {
     const temporary = await org.user('NURSE')
     await app.db

@@ -1,23 +1,5 @@
+import { parseSmartScope } from '../../access/smart-scopes.js'
 import type { Principal } from '../../identity/principal.js'
-
-/** A SMART on FHIR scope: `patient|user|system` / `Type|*` . v1 `read|write|*` or v2 `cruds`. */
-const SMART_SCOPE = /^(patient|user|system)\/([A-Za-z]+|\*)\.(read|write|\*|c?r?u?d?s?)$/
-
-interface SmartScope {
-  level: 'patient' | 'user' | 'system'
-  type: string
-  read: boolean
-  search: boolean
-}
-
-function parse(scope: string): SmartScope | undefined {
-  const match = SMART_SCOPE.exec(scope)
-  if (!match) return undefined
-  const [, level, type, access] = match as unknown as [string, SmartScope['level'], string, string]
-  // v1: read (or *) covers reading and searching; v2 names them apart (r, s).
-  const v1 = access === 'read' || access === '*'
-  return { level, type, read: v1 || access.includes('r'), search: v1 || access.includes('s') }
-}
 
 /** What the token's scopes let it do with one resource type. */
 export type ScopeGrant = { allowed: false; reason: string } | { allowed: true; patient: string | undefined }
@@ -28,7 +10,7 @@ export type ScopeGrant = { allowed: false; reason: string } | { allowed: true; p
  * of its launch patient.
  */
 export function scopeGrant(principal: Principal, type: string, interaction: 'read' | 'search'): ScopeGrant {
-  const smart = principal.scopes.map(parse).filter((scope) => scope !== undefined)
+  const smart = principal.scopes.map(parseSmartScope).filter((scope) => scope !== undefined)
   if (smart.length === 0) return { allowed: true, patient: undefined }
   const granting = smart.filter((scope) => (scope.type === '*' || scope.type === type) && scope[interaction])
   if (granting.length === 0) {

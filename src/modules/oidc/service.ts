@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Kysely } from 'kysely'
 import type { Database } from '../../../db/database.js'
 import type { TokenRequest, TokenSet } from '../../../schemas/oidc.js'
+import { parseSmartScope } from '../../access/smart-scopes.js'
 import { AppError } from '../../errors.js'
 import { findTokenSubject } from '../../identity/account-queries.js'
 import { checkPassword } from '../../identity/login.js'
@@ -107,12 +108,30 @@ async function refreshTokenGrant(
   }
 }
 
+const BASE_SCOPES = ['openid', 'profile', 'email']
+
+/**
+ * The SMART Backend Services scopes a client_credentials request asks for (`system/…`). They only
+ * ever narrow what the service account's roles allow, so any well-formed one is granted; anything
+ * else is invalid_scope.
+ */
+function systemScopes(requested: string | undefined): string[] {
+  const scopes = (requested ?? '').split(' ').filter((scope) => scope !== '' && !BASE_SCOPES.includes(scope))
+  const unknown = scopes.filter((scope) => parseSmartScope(scope)?.level !== 'system')
+  if (unknown.length > 0) {
+    throw new OAuthError(400, 'invalid_scope', `Scopes this client cannot be granted: ${unknown.join(' ')}`)
+  }
+  return scopes
+}
+
 /** A service account's token: no session and no refresh token, as Keycloak does by default. */
 async function clientCredentialsGrant(
   db: Kysely<Database>,
   issuer: TokenIssuer,
   client: Client,
+  request: TokenRequest,
 ): Promise<TokenSet> {
+  const scopes = systemScopes(request.scope)
   if (client.serviceUserId === undefined) {
     throw new OAuthError(400, 'unauthorized_client', 'Only confidential clients may use client_credentials')
   }
@@ -120,13 +139,16 @@ async function clientCredentialsGrant(
   if (!subject) throw new OAuthError(401, 'invalid_client', 'The client is disabled')
   const sessionState = randomUUID()
   return {
-    access_token: issuer.issueAccessToken(subject, sessionState, { requestedBy: client.clientId }),
+    access_token: issuer.issueAccessToken(subject, sessionState, {
+      requestedBy: client.clientId,
+      smart: { scopes },
+    }),
     expires_in: ACCESS_TOKEN_TTL_SECONDS,
     refresh_expires_in: 0,
     token_type: 'Bearer',
     'not-before-policy': 0,
     session_state: sessionState,
-    scope: 'openid profile email',
+    scope: [...BASE_SCOPES, ...scopes].join(' '),
   }
 }
 
@@ -144,7 +166,7 @@ export async function grantTokens(
     case 'refresh_token':
       return refreshTokenGrant(db, issuer, client, request)
     case 'client_credentials':
-      return clientCredentialsGrant(db, issuer, client)
+      return clientCredentialsGrant(db, issuer, client, request)
     default:
       throw new OAuthError(400, 'unsupported_grant_type', `Unsupported grant_type ${request.grant_type}`)
   }
