@@ -51,6 +51,9 @@ export function capabilityStatement(
           versioning: 'versioned',
           readHistory: false,
           conditionalRead: 'not-match',
+          ...(type.includes
+            ? { searchInclude: Object.keys(type.includes).map((name) => `${type.type}:${name}`) }
+            : {}),
           searchParam: type.searchParameters.map(({ name, type: kind, documentation }) => ({
             name,
             type: kind,

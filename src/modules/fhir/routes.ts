@@ -23,7 +23,7 @@ export interface FhirOptions extends PatientMapping {
 export const FHIR_JSON = 'application/fhir+json'
 
 // Parameters every search takes besides the type's own.
-const COMMON_PARAMETERS = new Set(['_count', '_cursor', '_summary', '_format'])
+const COMMON_PARAMETERS = new Set(['_count', '_cursor', '_summary', '_format', '_include'])
 
 const notFound = (details: string) => new AppError('RES_001', details)
 
@@ -94,6 +94,26 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
     return { actor: principal, patient } satisfies ReadScope
   }
 
+  /**
+   * The resources the matches reference, for `_include=<Type>:<name>`, each read with the caller's
+   * own rights: one the caller may not read is left out, as is one that is gone.
+   */
+  async function included(request: FastifyRequest, references: Set<string>): Promise<BundleEntry[]> {
+    const entries: BundleEntry[] = []
+    for (const reference of references) {
+      const [typeName, id] = reference.split('/') as [string, string]
+      const target = types.find((candidate) => candidate.type === typeName)
+      if (!target) continue
+      try {
+        const resource = await target.read(app.db, await readScope(request, target, 'read'), Number(id))
+        entries.push({ fullUrl: `${base}/${reference}`, resource, search: { mode: 'include' } })
+      } catch (error) {
+        if (!(error instanceof AppError)) throw error
+      }
+    }
+    return entries
+  }
+
   app.get('/metadata', { schema: { hide: true } }, async (_request, reply) =>
     send(reply, 200, capabilityStatement(base, types, options.tokenEndpoint)),
   )
@@ -154,7 +174,23 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
       if (ignored.length > 0 && isStrict(request)) {
         throw new AppError('VAL_001', `Unknown search parameters: ${ignored.join(', ')}`, { status: 400 })
       }
-      const kept = Object.fromEntries(Object.entries(query).filter(([name]) => known.has(name)))
+      const includes = (query._include ?? []).map((value) => ({ value, follow: followed(type, value) }))
+      const unsupported = includes
+        .filter((include) => !include.follow)
+        .map((include) => `_include=${include.value}`)
+      ignored.push(...unsupported)
+      if (unsupported.length > 0 && isStrict(request)) {
+        throw new AppError('VAL_001', `Unsupported: ${unsupported.join(', ')}`, { status: 400 })
+      }
+      const kept = Object.fromEntries(
+        Object.entries(query)
+          .filter(([name]) => known.has(name))
+          .map(([name, values]): [string, string[]] => [
+            name,
+            name === '_include' ? values.filter((value) => followed(type, value)) : values,
+          ])
+          .filter(([, values]) => values.length > 0),
+      )
       const outcome: BundleEntry[] =
         ignored.length > 0
           ? [
@@ -172,6 +208,12 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
       }
       const page = await type.search(app.db, scope, query, { after: cursorAfter(query), size })
       request.auditedIds = page.resources.map((resource) => Number(resource.id))
+      const references = new Set(
+        includes.flatMap(({ follow }) =>
+          follow ? page.resources.flatMap((resource) => follow(resource)) : [],
+        ),
+      )
+      const includedEntries = await included(request, references)
       const last = page.resources.at(-1)
       const next =
         page.more && last
@@ -188,6 +230,7 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
               resource,
               search: { mode: 'match' as const },
             })),
+            ...includedEntries,
             ...outcome,
           ],
         }),
@@ -211,6 +254,12 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
         ),
     )
   }
+}
+
+/** The reference follower of `_include=<Type>:<name>` on `type`, if it has one. */
+function followed(type: FhirResourceType, value: string) {
+  const [source, name] = value.split(':')
+  return source === type.type && name ? type.includes?.[name] : undefined
 }
 
 function queryString(query: SearchQuery): string {
