@@ -145,6 +145,13 @@ function scenarios(service: string, token: string, seeded: Seeded) {
       idRange: ids,
       headers: auth,
     },
+    'GET /fhir/R4/Patient/{id}': {
+      url: service,
+      method: 'GET',
+      path: '/fhir/R4/Patient/{id}',
+      idRange: ids,
+      headers: auth,
+    },
     'GET /api/patients (sorted page)': {
       url: service,
       method: 'GET',
@@ -356,6 +363,7 @@ async function main(): Promise<void> {
     byId: await pairedRatios(ceilingPlans.B, plans['GET /api/patients/{id}']),
     byIdCoalesced: await pairedRatios(ceilingPlans.Bc, plans['GET /api/patients/{id}']),
     create: await pairedRatios(ceilingPlans.C, plans['POST /api/patients']),
+    fhirRead: await pairedRatios(plans['GET /api/patients/{id}'], plans['GET /fhir/R4/Patient/{id}']),
   }
   const peak = peakMemoryMb(service.child.pid as number)
   const upload = await uploadMemoryGrowthMb(
@@ -397,7 +405,7 @@ interface Report {
   coldStarts: { pglite: number; postgres: number }
   twoInstances: Measure
   upload: { growthMb: number; statusCode: number }
-  paired: { byId: PairedRatios; byIdCoalesced: PairedRatios; create: PairedRatios }
+  paired: { byId: PairedRatios; byIdCoalesced: PairedRatios; create: PairedRatios; fhirRead: PairedRatios }
   seedSeconds: number
 }
 
@@ -417,6 +425,7 @@ async function report(run: Report): Promise<void> {
   const byId = run.results['GET /api/patients/{id}'] as Measure
   const targets = [
     `- GET /api/patients/{id}, median of ${ROUNDS} rounds each driving ceiling B then the service: ${describeRatios(run.paired.byId.rps)} × ceiling B's requests/s (target ≥ 0.80); p99 ${describeRatios(run.paired.byId.p99)} × ceiling B's (target ≤ 2)`,
+    `- GET /fhir/R4/Patient/{id} against GET /api/patients/{id} of the same patients, paired round by round: ${describeRatios(run.paired.fhirRead.rps)} × the REST read's requests/s (target ≥ 0.80)`,
     `- GET /api/patients/{id} against ceiling B′, which coalesces its lookups as the service does, so that the ratio shows what authentication, the organization check, envelope, audit, metrics and logging cost (no target of its own): ${describeRatios(run.paired.byIdCoalesced.rps)} × ceiling B′'s requests/s; p99 ${describeRatios(run.paired.byIdCoalesced.p99)} × ceiling B′'s`,
     `- POST /api/patients, median of ${ROUNDS} rounds each driving ceiling C then the service: ${describeRatios(run.paired.create.rps)} × ceiling C's requests/s (target ≥ 0.5)`,
     `- Two instances on one database, ${CONNECTIONS} connections split between them, GET /api/patients/{id}: ${round(run.twoInstances.rps)} req/s, ${round(run.twoInstances.rps / byId.rps, 2)} × one instance (p99 ${run.twoInstances.p99} ms, non-2xx ${run.twoInstances.non2xx})`,
