@@ -18,8 +18,8 @@ import clinicalRoutes from './modules/clinical/routes.js'
 import documentRoutes from './modules/documents/routes.js'
 import { failingAsUnavailable, localStore } from './modules/documents/store.js'
 import encounterRoutes from './modules/encounters/routes.js'
-import fhirRoutes from './modules/fhir/routes.js'
 import eventRoutes from './modules/events/routes.js'
+import fhirRoutes from './modules/fhir/routes.js'
 import messageRoutes from './modules/messages/routes.js'
 import oidcRoutes from './modules/oidc/routes.js'
 import patientRoutes from './modules/patients/routes.js'
@@ -209,9 +209,10 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
     prefix: '/api/billing',
     settings: { currency: config.DEFAULT_CURRENCY, taxRateBasisPoints: config.TAX_RATE_BASIS_POINTS },
   })
+  const store = await documentStore(config)
   await app.register(documentRoutes, {
     prefix: '/api',
-    store: await documentStore(config),
+    store,
     maxUploadBytes: config.MAX_UPLOAD_BYTES,
     retentionDays: config.DOCUMENT_RETENTION_DAYS,
   })
@@ -235,6 +236,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
     mrnSystem: config.FHIR_MRN_SYSTEM,
     tokenEndpoint: `${config.tokenIssuer}/protocol/openid-connect/token`,
     bodyLimit: config.BODY_LIMIT_BYTES,
+    documentStore: store,
   })
   await app.register(oidcRoutes, {
     prefix: `/realms/${config.OIDC_REALM}`,

@@ -33,6 +33,7 @@ const KINDS_OF_TYPE: Record<string, RecordKind[]> = {
   MedicationStatement: ['medications'],
   MedicationRequest: ['medications'],
   DocumentReference: ['document'],
+  Binary: ['document'],
 }
 
 /** The record a reference search parameter names, by parameter name. */
@@ -79,7 +80,11 @@ describe('FHIR organization isolation', () => {
   })
 
   it('finds nothing of another organization by _id or by reference, and nothing of it unfiltered', async () => {
-    for (const resource of resourcesOf()) {
+    const searchable = resourcesOf().filter((resource) =>
+      resource.interaction?.some((interaction) => interaction.code === 'search-type'),
+    )
+    expect(searchable.length).toBeGreaterThan(5)
+    for (const resource of searchable) {
       const searches = [
         ...(KINDS_OF_TYPE[resource.type] ?? []).map((kind) => `_id=${theirs.ids[kind]}`),
         ...(resource.searchParam ?? [])

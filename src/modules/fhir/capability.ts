@@ -1,4 +1,4 @@
-import type { CapabilityStatement } from '@medplum/fhirtypes'
+import type { CapabilityStatement, CapabilityStatementRestResource } from '@medplum/fhirtypes'
 import type { FhirResourceType } from './resource-type.js'
 
 const SMART_SCOPE_LEVELS = ['patient', 'user', 'system'] as const
@@ -45,21 +45,33 @@ export function capabilityStatement(
           description:
             'Bearer tokens of the service (RS256). Roles decide what may be read, as in the REST API; SMART scopes (v1 and v2 syntax) narrow it, and patient/ scopes keep a token to its launch patient.',
         },
-        resource: types.map((type) => ({
-          type: type.type,
-          interaction: [{ code: 'read' }, { code: 'vread' }, { code: 'search-type' }],
-          versioning: 'versioned',
-          readHistory: false,
-          conditionalRead: 'not-match',
-          ...(type.includes
-            ? { searchInclude: Object.keys(type.includes).map((name) => `${type.type}:${name}`) }
-            : {}),
-          searchParam: type.searchParameters.map(({ name, type: kind, documentation }) => ({
-            name,
-            type: kind,
-            documentation,
-          })),
-        })),
+        resource: [
+          ...types.map(
+            (type): CapabilityStatementRestResource => ({
+              type: type.type,
+              interaction: [{ code: 'read' }, { code: 'vread' }, { code: 'search-type' }],
+              versioning: 'versioned',
+              readHistory: false,
+              conditionalRead: 'not-match',
+              ...(type.includes
+                ? { searchInclude: Object.keys(type.includes).map((name) => `${type.type}:${name}`) }
+                : {}),
+              searchParam: type.searchParameters.map(({ name, type: kind, documentation }) => ({
+                name,
+                type: kind,
+                documentation,
+              })),
+            }),
+          ),
+          {
+            type: 'Binary',
+            documentation:
+              'The bytes of a DocumentReference (its attachment URL), in their stored content type; as a Binary resource with Accept: application/fhir+json (up to 5 MiB)',
+            interaction: [{ code: 'read' }, { code: 'vread' }],
+            versioning: 'versioned',
+            readHistory: false,
+          } satisfies CapabilityStatementRestResource,
+        ],
       },
     ],
   }

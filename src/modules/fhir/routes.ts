@@ -5,6 +5,7 @@ import { hasAnyRole, type Role } from '../../access/roles.js'
 import { ROUTE_ACCESS, type RouteAccess } from '../../access/route-access.js'
 import { AppError, forbidden } from '../../errors.js'
 import { toAppError } from '../../plugins/error-handler.js'
+import binaryRoutes, { type DocumentBytes } from './binary-routes.js'
 import { capabilityStatement, smartConfiguration } from './capability.js'
 import { ignoredParameters, operationOutcome } from './operation-outcome.js'
 import type { PatientMapping } from './patient.js'
@@ -18,6 +19,8 @@ export interface FhirOptions extends PatientMapping {
   publicUrl: string
   tokenEndpoint: string
   bodyLimit: number
+  /** Where document bytes are read from, for Binary. */
+  documentStore: DocumentBytes
 }
 
 export const FHIR_JSON = 'application/fhir+json'
@@ -52,7 +55,7 @@ const isStrict = (request: FastifyRequest) =>
  */
 const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
   const base = `${options.publicUrl}/fhir/R4`
-  const types = resourceTypes(options)
+  const types = resourceTypes({ ...options, base })
 
   app.addContentTypeParser(FHIR_JSON, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
   await app.register(formbody)
@@ -78,6 +81,7 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
       operationOutcome(404, `No FHIR interaction ${request.method} ${request.url.split('?')[0]}`),
     ),
   )
+  await app.register(binaryRoutes, { store: options.documentStore })
 
   /** The caller, allowed by role and by SMART scope to do `interaction` on `type`. */
   async function readScope(request: FastifyRequest, type: FhirResourceType, interaction: 'read' | 'search') {

@@ -1,0 +1,167 @@
+import type { CodeableConcept, Reference, Resource } from '@medplum/fhirtypes'
+import { type Kysely, sql } from 'kysely'
+import type { Database } from '../../../db/database.js'
+import type { ClinicalKindName, ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
+import { missingRecord } from '../../access/organization-scope.js'
+import { forbidden } from '../../errors.js'
+import type { FhirResourceType, ReadScope, SearchParameterDefinition } from './resource-type.js'
+import { dateCondition, tokenValues } from './search-conditions.js'
+import { occurrences, referenceId, type SearchQuery } from './search-params.js'
+
+// Clinical records as FHIR resources: what Condition, AllergyIntolerance and MedicationStatement share.
+
+/**
+ * The organization's records of one kind, of its live patients (a deleted patient's records are
+ * missing, as in the REST API), kept to the launch patient's for a `patient/` scope.
+ */
+export const clinicalRowsOf = (db: Kysely<Database>, scope: ReadScope, kind: ClinicalKindName) => {
+  let query = db
+    .selectFrom('clinical_records')
+    .selectAll()
+    .where('organization_id', '=', scope.actor.organizationId)
+    .where('kind', '=', kind)
+    .where('patient_id', 'in', (eb) =>
+      eb
+        .selectFrom('patients')
+        .select('id')
+        .where('organization_id', '=', scope.actor.organizationId)
+        .where('deleted_at', 'is', null),
+    )
+  if (scope.patient !== undefined) query = query.where('patient_id', '=', scope.patient)
+  return query
+}
+
+export type ClinicalQuery = ReturnType<typeof clinicalRowsOf>
+
+/** Whether the record was withdrawn (its status then says ENTERED_IN_ERROR, the old one is gone). */
+export const withdrawn = (row: ClinicalRecordRow) =>
+  row.entered_in_error_at !== null || row.status === 'ENTERED_IN_ERROR'
+
+/** The service's coded values a token search names: `code` or `system|code` of the one system. */
+export function ourCodes(values: string[], system: string, ours: Record<string, string>): string[] {
+  return tokenValues(values, system)
+    .map((code) => ours[code])
+    .filter((code) => code !== undefined)
+}
+
+/** The fhir code → our value table of an our value → fhir code table. */
+export const inverse = (table: Record<string, string>): Record<string, string> =>
+  Object.fromEntries(Object.entries(table).map(([ours, code]) => [code, ours]))
+
+export const coded = (system: string, code: string | undefined): CodeableConcept | undefined =>
+  code === undefined ? undefined : { coding: [{ system, code }] }
+
+export const nothing = sql<boolean>`false`
+
+/** Where the record was recorded (an encounter of the same patient), if it says. */
+export const encounterOf = (row: ClinicalRecordRow): Reference | undefined =>
+  row.encounter_id === null ? undefined : { reference: `Encounter/${row.encounter_id}` }
+
+export const metaOf = (row: ClinicalRecordRow) => ({
+  versionId: String(row.version),
+  lastUpdated: row.updated_at.toISOString(),
+})
+
+/** The search parameters every clinical type takes: `_id`, `_lastUpdated`, `patient`. */
+const COMMON_PARAMETERS: SearchParameterDefinition[] = [
+  { name: '_id', type: 'token', documentation: 'Logical id' },
+  {
+    name: '_lastUpdated',
+    type: 'date',
+    documentation: 'When the record last changed (prefixes eq, ne, gt, lt, ge, le)',
+  },
+  { name: 'patient', type: 'reference', documentation: 'The patient: `12`, `Patient/12` or its full URL' },
+]
+
+function commonFiltered(query: ClinicalQuery, search: SearchQuery): ClinicalQuery {
+  let result = query
+  for (const ids of occurrences(search, '_id')) {
+    const numbers = ids.map(Number).filter(Number.isSafeInteger)
+    result = numbers.length > 0 ? result.where('id', 'in', numbers) : result.where(nothing)
+  }
+  for (const values of occurrences(search, 'patient')) {
+    const ids = values.map((value) => referenceId(value, 'Patient')).filter((id) => id !== undefined)
+    result = ids.length > 0 ? result.where('patient_id', 'in', ids) : result.where(nothing)
+  }
+  for (const values of occurrences(search, '_lastUpdated')) {
+    result = result.where((eb) =>
+      eb.or(values.map((value) => dateCondition(eb, 'updated_at', value, 'instant'))),
+    )
+  }
+  return result
+}
+
+/** The organization of a record of the kind, whatever the caller's: only to tell 403 from 404. */
+async function ownerOf(db: Kysely<Database>, kind: ClinicalKindName, id: number) {
+  const row = await db
+    .selectFrom('clinical_records')
+    .select('organization_id')
+    .where('id', '=', id)
+    .where('kind', '=', kind)
+    .where('patient_id', 'in', (eb) => eb.selectFrom('patients').select('id').where('deleted_at', 'is', null))
+    .executeTakeFirst()
+  return row?.organization_id
+}
+
+export interface ClinicalTypeDefinition<R extends Resource> {
+  type: R['resourceType']
+  kind: ClinicalKindName
+  /** The REST path segment under /api/patients/:patientId/ (its routes' roles and audit apply). */
+  path: string
+  /** The type's own search parameters, beyond `_id`, `_lastUpdated` and `patient`. */
+  searchParameters: SearchParameterDefinition[]
+  toFhir(row: ClinicalRecordRow): R & { id: string }
+  filtered(query: ClinicalQuery, search: SearchQuery): ClinicalQuery
+  /** The patient reference the resource holds (subject or patient). */
+  patientOf(resource: R): Reference | undefined
+}
+
+/**
+ * A FHIR type over one kind of clinical record. Records are never deleted (a withdrawn one stays,
+ * with an entered-in-error status), so there is no 410; searches return withdrawn records too,
+ * as the REST sync pages do, so that a copy learns of the withdrawal.
+ */
+export function clinicalResourceType<R extends Resource>(
+  definition: ClinicalTypeDefinition<R>,
+): FhirResourceType<R> {
+  const { type, kind, path, toFhir } = definition
+  const matching = (db: Kysely<Database>, scope: ReadScope, query: SearchQuery) =>
+    definition.filtered(commonFiltered(clinicalRowsOf(db, scope, kind), query), query)
+  return {
+    type,
+    restRead: `GET /api/patients/:patientId/${path}/:id`,
+    restSearch: `GET /api/patients/:patientId/${path}`,
+    searchParameters: [...COMMON_PARAMETERS, ...definition.searchParameters],
+    includes: {
+      patient: (resource) => {
+        const reference = definition.patientOf(resource)?.reference
+        return reference ? [reference] : []
+      },
+    },
+    async read(db, scope, id) {
+      const row = await clinicalRowsOf(db, { actor: scope.actor, patient: undefined }, kind)
+        .where('id', '=', id)
+        .executeTakeFirst()
+      if (!row) missingRecord(type, id, await ownerOf(db, kind, id), scope.actor)
+      if (scope.patient !== undefined && row.patient_id !== scope.patient) {
+        throw forbidden('The token is limited to another patient’s records')
+      }
+      return toFhir(row)
+    },
+    async search(db, scope, query, { after, size }) {
+      const rows = await matching(db, scope, query)
+        .where('id', '>', after)
+        .orderBy('id')
+        .limit(size + 1)
+        .execute()
+      return { resources: rows.slice(0, size).map(toFhir), more: rows.length > size }
+    },
+    async count(db, scope, query) {
+      const row = await matching(db, scope, query)
+        .clearSelect()
+        .select(sql<number>`count(*)::int`.as('count'))
+        .executeTakeFirstOrThrow()
+      return Number(row.count)
+    },
+  }
+}

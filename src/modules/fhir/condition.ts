@@ -1,0 +1,119 @@
+import type { Condition } from '@medplum/fhirtypes'
+import type { ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
+import type { ConditionData } from '../../../schemas/clinical.js'
+import {
+  type ClinicalQuery,
+  clinicalResourceType,
+  coded,
+  encounterOf,
+  inverse,
+  metaOf,
+  nothing,
+  ourCodes,
+  withdrawn,
+} from './clinical-record.js'
+import type { FhirResourceType } from './resource-type.js'
+import { present, tokenValues } from './search-conditions.js'
+import { occurrences, type SearchQuery } from './search-params.js'
+
+const ICD10_CM = 'http://hl7.org/fhir/sid/icd-10-cm'
+const CLINICAL_SYSTEM = 'http://terminology.hl7.org/CodeSystem/condition-clinical'
+const VERIFICATION_SYSTEM = 'http://terminology.hl7.org/CodeSystem/condition-ver-status'
+const CATEGORY_SYSTEM = 'http://terminology.hl7.org/CodeSystem/condition-category'
+const SNOMED = 'http://snomed.info/sct'
+
+const CLINICAL_STATUS: Record<string, string> = {
+  ACTIVE: 'active',
+  RECURRENCE: 'recurrence',
+  RELAPSE: 'relapse',
+  INACTIVE: 'inactive',
+  REMISSION: 'remission',
+  RESOLVED: 'resolved',
+}
+const CLINICAL_STATUS_OF_CODE = inverse(CLINICAL_STATUS)
+const VERIFICATION_STATUS: Record<string, string> = {
+  UNCONFIRMED: 'unconfirmed',
+  PROVISIONAL: 'provisional',
+  DIFFERENTIAL: 'differential',
+  CONFIRMED: 'confirmed',
+  REFUTED: 'refuted',
+}
+// con-4: only an inactive, remitted or resolved condition may carry an abatement.
+const ABATED = new Set(['inactive', 'remission', 'resolved'])
+// The condition-severity value set's SNOMED CT codes.
+const SEVERITY: Record<string, { code: string; display: string }> = {
+  MILD: { code: '255604002', display: 'Mild' },
+  MODERATE: { code: '6736007', display: 'Moderate' },
+  SEVERE: { code: '24484000', display: 'Severe' },
+}
+const PROBLEM_LIST = 'problem-list-item'
+
+/**
+ * A condition record as FHIR R4 Condition: a problem-list item coded in ICD-10-CM. A withdrawn
+ * record has verificationStatus entered-in-error and no clinicalStatus (con-5; its old one is not
+ * kept). The abatement date is sent only with an abated clinical status (con-4).
+ */
+export function toFhirCondition(row: ClinicalRecordRow): Condition & { id: string } {
+  const data = row.data as ConditionData
+  const removed = withdrawn(row)
+  const clinical = removed ? undefined : CLINICAL_STATUS[data.clinicalStatus]
+  const severity = data.severity ? SEVERITY[data.severity] : undefined
+  return present({
+    resourceType: 'Condition' as const,
+    id: String(row.id),
+    meta: metaOf(row),
+    clinicalStatus: coded(CLINICAL_SYSTEM, clinical),
+    verificationStatus: coded(
+      VERIFICATION_SYSTEM,
+      removed ? 'entered-in-error' : VERIFICATION_STATUS[data.verificationStatus],
+    ),
+    category: [{ coding: [{ system: CATEGORY_SYSTEM, code: PROBLEM_LIST, display: 'Problem List Item' }] }],
+    severity: severity ? { coding: [{ system: SNOMED, ...severity }], text: severity.display } : undefined,
+    code: { coding: [{ system: ICD10_CM, code: data.icd10Code }], text: data.description },
+    subject: { reference: `Patient/${row.patient_id}` },
+    encounter: encounterOf(row),
+    onsetDateTime: data.onsetDate ?? undefined,
+    abatementDateTime:
+      clinical !== undefined && ABATED.has(clinical) ? (data.abatementDate ?? undefined) : undefined,
+    recordedDate: row.recorded_at.toISOString(),
+    note: data.note ? [{ text: data.note }] : undefined,
+  }) as Condition & { id: string }
+}
+
+function conditionsFiltered(query: ClinicalQuery, search: SearchQuery): ClinicalQuery {
+  let result = query
+  for (const values of occurrences(search, 'clinical-status')) {
+    const statuses = ourCodes(values, CLINICAL_SYSTEM, CLINICAL_STATUS_OF_CODE)
+    result = statuses.length > 0 ? result.where('status', 'in', statuses) : result.where(nothing)
+  }
+  for (const values of occurrences(search, 'category')) {
+    // Every condition here is a problem-list item.
+    if (!tokenValues(values, CATEGORY_SYSTEM).includes(PROBLEM_LIST)) result = result.where(nothing)
+  }
+  for (const values of occurrences(search, 'code')) {
+    const codes = tokenValues(values, ICD10_CM)
+    result = codes.length > 0 ? result.where('code', 'in', codes) : result.where(nothing)
+  }
+  return result
+}
+
+/** Condition: the patients' problem lists. */
+export function conditionResource(): FhirResourceType<Condition> {
+  return clinicalResourceType<Condition>({
+    type: 'Condition',
+    kind: 'CONDITION',
+    path: 'conditions',
+    searchParameters: [
+      {
+        name: 'clinical-status',
+        type: 'token',
+        documentation: `active | recurrence | relapse | inactive | remission | resolved (${CLINICAL_SYSTEM})`,
+      },
+      { name: 'category', type: 'token', documentation: `problem-list-item (${CATEGORY_SYSTEM})` },
+      { name: 'code', type: 'token', documentation: `ICD-10-CM code, system ${ICD10_CM}` },
+    ],
+    toFhir: toFhirCondition,
+    filtered: conditionsFiltered,
+    patientOf: (resource) => resource.subject,
+  })
+}

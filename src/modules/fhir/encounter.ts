@@ -1,0 +1,203 @@
+import type { Coding, Encounter } from '@medplum/fhirtypes'
+import { type Kysely, sql } from 'kysely'
+import type { Database } from '../../../db/database.js'
+import type { EncounterRow } from '../../../db/tables/encounters.js'
+import type { EncounterStatus } from '../../../schemas/encounters.js'
+import { missingRecord, ownerOrganization } from '../../access/organization-scope.js'
+import { AppError } from '../../errors.js'
+import { VISIT_TYPE_SYSTEM, visitType } from './appointment.js'
+import type { FhirResourceType, ReadScope } from './resource-type.js'
+import { dateCondition, present, tokenValues } from './search-conditions.js'
+import { occurrences, referenceId, type SearchQuery } from './search-params.js'
+
+export const ENCOUNTER_STATUS_SYSTEM = 'http://hl7.org/fhir/encounter-status'
+const ACT_CODE_SYSTEM = 'http://terminology.hl7.org/CodeSystem/v3-ActCode'
+
+/**
+ * Our note lifecycle in FHIR's encounter status codes: a DRAFT note is a visit still being
+ * documented (in-progress); a signed note, amended or not, closes the visit (finished).
+ */
+const STATUSES: Record<EncounterStatus, NonNullable<Encounter['status']>> = {
+  DRAFT: 'in-progress',
+  SIGNED: 'finished',
+  AMENDED: 'finished',
+}
+const STATUSES_OF_CODE: Record<string, EncounterStatus[]> = {
+  'in-progress': ['DRAFT'],
+  finished: ['SIGNED', 'AMENDED'],
+}
+
+const VIRTUAL: Coding = { system: ACT_CODE_SYSTEM, code: 'VR', display: 'virtual' }
+const AMBULATORY: Coding = { system: ACT_CODE_SYSTEM, code: 'AMB', display: 'ambulatory' }
+
+/** The v3 ActCode class of a visit type: telehealth visits are virtual, all others ambulatory (office). */
+const classOf = (encounterType: string) => (encounterType === 'TELEHEALTH' ? VIRTUAL : AMBULATORY)
+
+const PRIMARY_PERFORMER: Coding = {
+  system: 'http://terminology.hl7.org/CodeSystem/v3-ParticipationType',
+  code: 'PPRF',
+  display: 'primary performer',
+}
+
+/**
+ * An encounter row as FHIR R4 Encounter. The note's clinical text (SOAP, diagnoses) stays out:
+ * Encounter has no place for it (that is Composition's and Condition's); the chief complaint is the
+ * reason for the visit.
+ */
+export function toFhirEncounter(row: EncounterRow): Encounter & { id: string } {
+  return present({
+    resourceType: 'Encounter' as const,
+    id: String(row.id),
+    meta: { versionId: String(row.version), lastUpdated: row.updated_at.toISOString() },
+    status: STATUSES[row.status as EncounterStatus] ?? 'in-progress',
+    class: classOf(row.encounter_type),
+    type: [visitType(row.encounter_type)],
+    subject: { reference: `Patient/${row.patient_id}` },
+    participant: [
+      {
+        type: [{ coding: [PRIMARY_PERFORMER] }],
+        individual: { reference: `Practitioner/${row.provider_id}` },
+      },
+    ],
+    appointment: row.appointment_id ? [{ reference: `Appointment/${row.appointment_id}` }] : undefined,
+    // The visit's day only: the service records no times for it.
+    period: { start: row.encounter_date },
+    reasonCode: row.chief_complaint ? [{ text: row.chief_complaint }] : undefined,
+  }) as Encounter & { id: string }
+}
+
+type EncounterQuery = ReturnType<typeof encountersOf>
+
+const encountersOf = (db: Kysely<Database>, scope: ReadScope) => {
+  let query = db
+    .selectFrom('encounters')
+    .selectAll()
+    .where('organization_id', '=', scope.actor.organizationId)
+  if (scope.patient !== undefined) query = query.where('patient_id', '=', scope.patient)
+  return query
+}
+
+const none = sql<boolean>`false`
+
+const referencedIds = (values: string[], type: string) =>
+  values.map((value) => referenceId(value, type)).filter((id) => id !== undefined)
+
+function filtered(query: EncounterQuery, search: SearchQuery): EncounterQuery {
+  let result = query
+  for (const ids of occurrences(search, '_id')) {
+    result = result.where('id', 'in', ids.map(Number).filter(Number.isSafeInteger))
+  }
+  for (const values of occurrences(search, 'patient')) {
+    const ids = referencedIds(values, 'Patient')
+    result = ids.length > 0 ? result.where('patient_id', 'in', ids) : result.where(none)
+  }
+  for (const values of occurrences(search, 'practitioner')) {
+    const ids = referencedIds(values, 'Practitioner')
+    result = ids.length > 0 ? result.where('provider_id', 'in', ids) : result.where(none)
+  }
+  for (const values of occurrences(search, 'status')) {
+    const ours = tokenValues(values, ENCOUNTER_STATUS_SYSTEM).flatMap((code) => STATUSES_OF_CODE[code] ?? [])
+    result = ours.length > 0 ? result.where('status', 'in', ours) : result.where(none)
+  }
+  for (const values of occurrences(search, 'class')) {
+    const codes = tokenValues(values, ACT_CODE_SYSTEM)
+    const virtual = codes.includes('VR')
+    const ambulatory = codes.includes('AMB')
+    if (virtual && ambulatory) continue
+    result = virtual
+      ? result.where('encounter_type', '=', 'TELEHEALTH')
+      : ambulatory
+        ? result.where('encounter_type', '<>', 'TELEHEALTH')
+        : result.where(none)
+  }
+  for (const values of occurrences(search, 'type')) {
+    const types = tokenValues(values, VISIT_TYPE_SYSTEM)
+    result = types.length > 0 ? result.where('encounter_type', 'in', types) : result.where(none)
+  }
+  for (const values of occurrences(search, 'date')) {
+    result = result.where((eb) =>
+      eb.or(values.map((value) => dateCondition(eb, 'encounter_date', value, 'date'))),
+    )
+  }
+  for (const values of occurrences(search, '_lastUpdated')) {
+    result = result.where((eb) =>
+      eb.or(values.map((value) => dateCondition(eb, 'updated_at', value, 'instant'))),
+    )
+  }
+  return result
+}
+
+/** Encounter: the organization's visit notes, every status (none is ever removed). */
+export function encounterResource(): FhirResourceType<Encounter> {
+  return {
+    type: 'Encounter',
+    restRead: 'GET /api/encounters/:id',
+    restSearch: 'GET /api/encounters',
+    searchParameters: [
+      { name: '_id', type: 'token', documentation: 'Logical id' },
+      {
+        name: '_lastUpdated',
+        type: 'date',
+        documentation: 'When the record last changed (prefixes eq, ne, gt, lt, ge, le)',
+      },
+      { name: 'patient', type: 'reference', documentation: 'The patient (Patient/{id} or {id})' },
+      {
+        name: 'practitioner',
+        type: 'reference',
+        documentation: 'The provider (Practitioner/{id} or {id})',
+      },
+      { name: 'date', type: 'date', documentation: 'The day of the visit (prefixes eq, ne, gt, lt, ge, le)' },
+      {
+        name: 'status',
+        type: 'token',
+        documentation: 'in-progress (DRAFT) | finished (SIGNED, AMENDED)',
+      },
+      {
+        name: 'class',
+        type: 'token',
+        documentation: `${ACT_CODE_SYSTEM}: VR (telehealth) | AMB (every other visit type)`,
+      },
+      {
+        name: 'type',
+        type: 'token',
+        documentation: `Visit type, system ${VISIT_TYPE_SYSTEM}: OFFICE_VISIT | NEW_PATIENT | FOLLOW_UP | TELEHEALTH | ANNUAL_PHYSICAL | CONSULTATION | PROCEDURE`,
+      },
+    ],
+    includes: {
+      patient: (encounter) => (encounter.subject?.reference ? [encounter.subject.reference] : []),
+      practitioner: (encounter) =>
+        (encounter.participant ?? [])
+          .map((participant) => participant.individual?.reference)
+          .filter((reference): reference is string => reference?.startsWith('Practitioner/') === true),
+    },
+    async read(db, scope, id) {
+      const row =
+        (await db
+          .selectFrom('encounters')
+          .selectAll()
+          .where('organization_id', '=', scope.actor.organizationId)
+          .where('id', '=', id)
+          .executeTakeFirst()) ??
+        missingRecord('Encounter', id, await ownerOrganization(db, 'encounters', id), scope.actor)
+      if (scope.patient !== undefined && row.patient_id !== scope.patient) {
+        throw new AppError('AUTH_003', 'The token is limited to another patient’s records')
+      }
+      return toFhirEncounter(row)
+    },
+    async search(db, scope, query, { after, size }) {
+      const rows = await filtered(encountersOf(db, scope), query)
+        .where('id', '>', after)
+        .orderBy('id')
+        .limit(size + 1)
+        .execute()
+      return { resources: rows.slice(0, size).map(toFhirEncounter), more: rows.length > size }
+    },
+    async count(db, scope, query) {
+      const row = await filtered(encountersOf(db, scope), query)
+        .clearSelect()
+        .select(sql<number>`count(*)::int`.as('count'))
+        .executeTakeFirstOrThrow()
+      return Number(row.count)
+    },
+  }
+}

@@ -1,0 +1,305 @@
+import type { CodeableConcept, Observation, ObservationReferenceRange, Quantity } from '@medplum/fhirtypes'
+import { type Expression, type ExpressionBuilder, type Kysely, type SqlBool, sql } from 'kysely'
+import type { Database } from '../../../db/database.js'
+import type { ClinicalKindName, ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
+import type { LabResultData } from '../../../schemas/clinical.js'
+import { missingRecord } from '../../access/organization-scope.js'
+import { AppError } from '../../errors.js'
+import type { FhirResourceType, ReadScope } from './resource-type.js'
+import { present, tokenValues } from './search-conditions.js'
+import { occurrences, parseDate, referenceId, type SearchQuery } from './search-params.js'
+import {
+  categoryOf,
+  LOINC,
+  MEASUREMENT_FIELDS,
+  OBSERVATION_CATEGORY,
+  toFhirVitalSigns,
+  UCUM,
+  VITALS_PANEL_CODE,
+} from './vital-signs-mapping.js'
+
+const INTERPRETATION = 'http://terminology.hl7.org/CodeSystem/v3-ObservationInterpretation'
+
+const LAB_STATUS: Record<string, Observation['status']> = {
+  PRELIMINARY: 'preliminary',
+  FINAL: 'final',
+  CORRECTED: 'corrected',
+  ENTERED_IN_ERROR: 'entered-in-error',
+}
+/** Observation.status search values as the stored statuses of both kinds. */
+const STORED_STATUS: Record<string, string> = {
+  preliminary: 'PRELIMINARY',
+  final: 'FINAL',
+  amended: 'AMENDED',
+  corrected: 'CORRECTED',
+  'entered-in-error': 'ENTERED_IN_ERROR',
+}
+
+const KINDS: ClinicalKindName[] = ['VITAL_SIGNS', 'LAB_RESULT']
+const KIND_OF_CATEGORY: Record<string, ClinicalKindName> = {
+  'vital-signs': 'VITAL_SIGNS',
+  laboratory: 'LAB_RESULT',
+}
+
+/**
+ * Units are free text in the REST API. Only one written in UCUM's syntax (no spaces, UCUM's
+ * characters, balanced brackets) is sent with the UCUM system and code; any other is sent as
+ * display text alone, since a wrong UCUM code is worse than none to a system that computes with it.
+ */
+function ucumLike(unit: string): boolean {
+  if (!/^[A-Za-z0-9%./*^'[\]{}()_+-]{1,30}$/.test(unit)) return false
+  let depth = 0
+  for (const char of unit) {
+    depth += '[{('.includes(char) ? 1 : ')}]'.includes(char) ? -1 : 0
+    if (depth < 0) return false
+  }
+  return depth === 0
+}
+
+const quantityOf = (value: number, unit: string | null): Quantity =>
+  unit === null ? { value } : ucumLike(unit) ? { value, unit, system: UCUM, code: unit } : { value, unit }
+
+function interpretationOf(data: LabResultData): CodeableConcept[] | undefined {
+  const coded = (code: string, display: string) => [{ coding: [{ system: INTERPRETATION, code, display }] }]
+  switch (data.interpretation) {
+    case 'NORMAL':
+      return coded('N', 'Normal')
+    case 'LOW':
+      return coded('L', 'Low')
+    case 'HIGH':
+      return coded('H', 'High')
+    case 'CRITICAL': {
+      // The direction of a critical result is known only from a numeric value against its range.
+      const { low, high } = data.referenceRange ?? {}
+      if (typeof data.value === 'number' && high != null && data.value > high)
+        return coded('HH', 'Critical high')
+      if (typeof data.value === 'number' && low != null && data.value < low)
+        return coded('LL', 'Critical low')
+      return coded('AA', 'Critical abnormal')
+    }
+    default:
+      return undefined
+  }
+}
+
+/** A lab result as a laboratory Observation: LOINC code, value, range, interpretation. */
+export function toFhirLabResult(row: ClinicalRecordRow): Observation & { id: string } {
+  const data = row.data as LabResultData
+  const range = data.referenceRange
+  const referenceRange = range
+    ? present<ObservationReferenceRange>({
+        low: range.low === null ? undefined : quantityOf(range.low, data.unit),
+        high: range.high === null ? undefined : quantityOf(range.high, data.unit),
+        text: range.text ?? undefined,
+      })
+    : undefined
+  return present({
+    resourceType: 'Observation' as const,
+    id: String(row.id),
+    meta: { versionId: String(row.version), lastUpdated: row.updated_at.toISOString() },
+    status: row.entered_in_error_at ? 'entered-in-error' : (LAB_STATUS[data.status] ?? 'unknown'),
+    category: categoryOf('laboratory'),
+    code: { coding: [{ system: LOINC, code: data.testCode }], text: data.testName },
+    subject: { reference: `Patient/${row.patient_id}` },
+    encounter: row.encounter_id === null ? undefined : { reference: `Encounter/${row.encounter_id}` },
+    // The clinically relevant time of a lab result is when the specimen was taken.
+    effectiveDateTime: data.specimenCollectedAt ?? data.resultedAt,
+    issued: data.resultedAt,
+    valueQuantity: typeof data.value === 'number' ? quantityOf(data.value, data.unit) : undefined,
+    valueString: typeof data.value === 'string' ? data.value : undefined,
+    interpretation: interpretationOf(data),
+    referenceRange: referenceRange ? [referenceRange] : undefined,
+  }) as Observation & { id: string }
+}
+
+const toFhirObservation = (row: ClinicalRecordRow) =>
+  row.kind === 'VITAL_SIGNS' ? toFhirVitalSigns(row) : toFhirLabResult(row)
+
+/** Vital signs and lab results of the organization's live patients (and the launch patient only). */
+const observationsOf = (db: Kysely<Database>, scope: ReadScope) => {
+  let query = db
+    .selectFrom('clinical_records as r')
+    .innerJoin('patients as p', (join) =>
+      join.onRef('p.id', '=', 'r.patient_id').onRef('p.organization_id', '=', 'r.organization_id'),
+    )
+    .selectAll('r')
+    .where('r.organization_id', '=', scope.actor.organizationId)
+    .where('p.deleted_at', 'is', null)
+    .where('r.kind', 'in', KINDS)
+  if (scope.patient !== undefined) query = query.where('r.patient_id', '=', scope.patient)
+  return query
+}
+type ObservationQuery = ReturnType<typeof observationsOf>
+type Eb = ExpressionBuilder<Database & { r: Database['clinical_records'] }, 'r'>
+
+/** Observation.effective: the specimen's collection for lab results, else the clinical time. */
+const effective = sql<Date>`coalesce((r.data->>'specimenCollectedAt')::timestamptz, r.effective_at)`
+
+function instantCondition(eb: Eb, column: Expression<Date>, value: string): Expression<SqlBool> {
+  const { comparator, start, end } = parseDate(value)
+  const at = (instant: string) => sql<Date>`${instant}::timestamptz`
+  switch (comparator) {
+    case 'gt':
+      return eb(column, '>=', at(end))
+    case 'ge':
+      return eb(column, '>=', at(start))
+    case 'lt':
+      return eb(column, '<', at(start))
+    case 'le':
+      return eb(column, '<', at(end))
+    case 'ne':
+      return eb.or([eb(column, '<', at(start)), eb(column, '>=', at(end))])
+    default:
+      return eb.and([eb(column, '>=', at(start)), eb(column, '<', at(end))])
+  }
+}
+
+/**
+ * `code`: the Observation's own code (a lab result's LOINC code, 85353-1 for a vital-signs panel).
+ * With `_contained=true` (or `both`), also the code of a panel's contained measurement, answering
+ * with the panel (FHIR's `_containedType=container`, the only type served).
+ */
+function codeCondition(eb: Eb, codes: string[], contained: string): Expression<SqlBool> {
+  if (codes.length === 0) return sql<boolean>`false`
+  const own = [
+    eb.and([eb('r.kind', '=', 'LAB_RESULT'), eb('r.code', 'in', codes)]),
+    ...(codes.includes(VITALS_PANEL_CODE) ? [eb('r.kind', '=', 'VITAL_SIGNS')] : []),
+  ]
+  const fields = [...new Set(codes.flatMap((code) => MEASUREMENT_FIELDS[code] ?? []))]
+  const members = fields.map((field) =>
+    eb.and([eb('r.kind', '=', 'VITAL_SIGNS'), sql<boolean>`(r.data->>${field}) is not null`]),
+  )
+  const conditions = contained === 'true' ? members : contained === 'both' ? [...own, ...members] : own
+  return conditions.length > 0 ? eb.or(conditions) : sql<boolean>`false`
+}
+
+function filtered(query: ObservationQuery, search: SearchQuery): ObservationQuery {
+  let result = query
+  const contained = search._contained?.[0] ?? 'false'
+  if (!['true', 'false', 'both'].includes(contained)) {
+    throw new AppError('VAL_001', '_contained must be true, false or both', { status: 400 })
+  }
+  for (const ids of occurrences(search, '_id')) {
+    const numeric = ids.map(Number).filter(Number.isSafeInteger)
+    result = numeric.length > 0 ? result.where('r.id', 'in', numeric) : result.where(sql<boolean>`false`)
+  }
+  for (const name of ['patient', 'subject']) {
+    for (const values of occurrences(search, name)) {
+      const ids = values.map((value) => referenceId(value, 'Patient')).filter((id) => id !== undefined)
+      result = ids.length > 0 ? result.where('r.patient_id', 'in', ids) : result.where(sql<boolean>`false`)
+    }
+  }
+  for (const values of occurrences(search, 'category')) {
+    const kinds = tokenValues(values, OBSERVATION_CATEGORY)
+      .map((code) => KIND_OF_CATEGORY[code])
+      .filter((kind) => kind !== undefined)
+    result = kinds.length > 0 ? result.where('r.kind', 'in', kinds) : result.where(sql<boolean>`false`)
+  }
+  for (const values of occurrences(search, 'code')) {
+    const codes = tokenValues(values, LOINC)
+    result = result.where((eb) => codeCondition(eb, codes, contained))
+  }
+  for (const values of occurrences(search, 'status')) {
+    const statuses = values.map((code) => STORED_STATUS[code]).filter((status) => status !== undefined)
+    result =
+      statuses.length > 0 ? result.where('r.status', 'in', statuses) : result.where(sql<boolean>`false`)
+  }
+  for (const values of occurrences(search, 'date')) {
+    result = result.where((eb) => eb.or(values.map((value) => instantCondition(eb, effective, value))))
+  }
+  for (const values of occurrences(search, '_lastUpdated')) {
+    result = result.where((eb) =>
+      eb.or(values.map((value) => instantCondition(eb, eb.ref('r.updated_at'), value))),
+    )
+  }
+  return result
+}
+
+/** Observation: vital signs (as vital signs panels) and lab results. */
+export function observationResource(): FhirResourceType<Observation> {
+  return {
+    type: 'Observation',
+    // Lab results share the vital signs routes' roles (PROVIDER, NURSE read both); their FHIR reads
+    // are audited under the vital-signs resource type.
+    restRead: 'GET /api/patients/:patientId/vitals/:id',
+    restSearch: 'GET /api/patients/:patientId/vitals',
+    searchParameters: [
+      { name: '_id', type: 'token', documentation: 'Logical id' },
+      {
+        name: '_lastUpdated',
+        type: 'date',
+        documentation: 'When the record last changed (prefixes eq, ne, gt, lt, ge, le)',
+      },
+      { name: 'patient', type: 'reference', documentation: 'The patient (Patient/<id>)' },
+      { name: 'subject', type: 'reference', documentation: 'The patient (Patient/<id>)' },
+      {
+        name: 'category',
+        type: 'token',
+        documentation: `vital-signs | laboratory (system ${OBSERVATION_CATEGORY})`,
+      },
+      {
+        name: 'code',
+        type: 'token',
+        documentation: `LOINC (${LOINC}): a lab test, or ${VITALS_PANEL_CODE} for vital signs panels; with _contained=true or both, also a measurement in a panel (8867-4, 85354-9, …)`,
+      },
+      {
+        name: 'date',
+        type: 'date',
+        documentation:
+          'Observation.effective: measured, or the specimen collected (else resulted) (prefixes eq, ne, gt, lt, ge, le)',
+      },
+      {
+        name: 'status',
+        type: 'token',
+        documentation: 'preliminary | final | amended | corrected | entered-in-error',
+      },
+      {
+        name: '_contained',
+        type: 'token',
+        documentation: 'false (default) | true | both: whether code also matches contained measurements',
+      },
+    ],
+    async read(db, scope, id) {
+      const row = await observationsOf(db, { ...scope, patient: undefined })
+        .where('r.id', '=', id)
+        .executeTakeFirst()
+      if (!row) missingRecord('Observation', id, await ownerOf(db, id), scope.actor)
+      if (scope.patient !== undefined && row.patient_id !== scope.patient) {
+        throw new AppError('AUTH_003', 'The token is limited to another patient’s records')
+      }
+      return toFhirObservation(row)
+    },
+    async search(db, scope, query, { after, size }) {
+      const rows = await filtered(observationsOf(db, scope), query)
+        .where('r.id', '>', after)
+        .orderBy('r.id')
+        .limit(size + 1)
+        .execute()
+      return { resources: rows.slice(0, size).map(toFhirObservation), more: rows.length > size }
+    },
+    async count(db, scope, query) {
+      const row = await filtered(observationsOf(db, scope), query)
+        .clearSelect()
+        .select(sql<number>`count(*)::int`.as('count'))
+        .executeTakeFirstOrThrow()
+      return Number(row.count)
+    },
+    includes: {
+      patient: (observation) => (observation.subject?.reference ? [observation.subject.reference] : []),
+    },
+  }
+}
+
+/**
+ * The organization of a vital-signs or lab record, whatever the caller's: only to tell another
+ * organization's (403) from none (404). Other kinds of clinical record are no Observation (404).
+ */
+async function ownerOf(db: Kysely<Database>, id: number): Promise<number | undefined> {
+  const row = await db
+    .selectFrom('clinical_records')
+    .select('organization_id')
+    .where('id', '=', id)
+    .where('kind', 'in', KINDS)
+    .executeTakeFirst()
+  return row?.organization_id
+}

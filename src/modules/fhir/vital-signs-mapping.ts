@@ -1,0 +1,204 @@
+import type { CodeableConcept, Coding, Observation, ObservationComponent, Quantity } from '@medplum/fhirtypes'
+import type { ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
+import type { VitalSignsData } from '../../../schemas/clinical.js'
+
+export const LOINC = 'http://loinc.org'
+export const UCUM = 'http://unitsofmeasure.org'
+export const OBSERVATION_CATEGORY = 'http://terminology.hl7.org/CodeSystem/observation-category'
+const PROFILE = 'http://hl7.org/fhir/StructureDefinition'
+const DATA_ABSENT = 'http://terminology.hl7.org/CodeSystem/data-absent-reason'
+
+export const VITALS_PANEL_CODE = '85353-1'
+
+export const categoryOf = (code: 'vital-signs' | 'laboratory'): CodeableConcept[] => [
+  {
+    coding: [
+      { system: OBSERVATION_CATEGORY, code, display: code === 'laboratory' ? 'Laboratory' : 'Vital Signs' },
+    ],
+  },
+]
+
+const loinc = (code: string, display: string): Coding => ({ system: LOINC, code, display })
+
+/** FINAL, AMENDED (any correction of vital signs) and ENTERED_IN_ERROR as Observation.status. */
+const VITAL_STATUS: Record<string, Observation['status']> = {
+  FINAL: 'final',
+  AMENDED: 'amended',
+  ENTERED_IN_ERROR: 'entered-in-error',
+}
+
+type Measured = keyof Omit<VitalSignsData, 'status'>
+
+/** One measurement a vital-signs record holds, as the FHIR vital-signs profile for it. */
+interface Measurement {
+  field: Measured
+  /** The contained Observation's local id (`#heart-rate`). */
+  id: string
+  profile: string
+  codes: Coding[]
+  unit: { code: string; display: string }
+}
+
+const MEASUREMENTS: Measurement[] = [
+  {
+    field: 'heartRate',
+    id: 'heart-rate',
+    profile: 'heartrate',
+    codes: [loinc('8867-4', 'Heart rate')],
+    unit: { code: '/min', display: 'beats/minute' },
+  },
+  {
+    field: 'respiratoryRate',
+    id: 'respiratory-rate',
+    profile: 'resprate',
+    codes: [loinc('9279-1', 'Respiratory rate')],
+    unit: { code: '/min', display: 'breaths/minute' },
+  },
+  {
+    field: 'temperatureCelsius',
+    id: 'body-temperature',
+    profile: 'bodytemp',
+    codes: [loinc('8310-5', 'Body temperature')],
+    unit: { code: 'Cel', display: '°C' },
+  },
+  {
+    // SpO2 is measured by pulse oximetry: 59408-5 says so, 2708-6 is the code the R4 profile fixes.
+    field: 'spo2',
+    id: 'oxygen-saturation',
+    profile: 'oxygensat',
+    codes: [
+      loinc('2708-6', 'Oxygen saturation in Arterial blood'),
+      loinc('59408-5', 'Oxygen saturation in Arterial blood by Pulse oximetry'),
+    ],
+    unit: { code: '%', display: '%' },
+  },
+  {
+    field: 'heightCm',
+    id: 'body-height',
+    profile: 'bodyheight',
+    codes: [loinc('8302-2', 'Body height')],
+    unit: { code: 'cm', display: 'cm' },
+  },
+  {
+    field: 'weightKg',
+    id: 'body-weight',
+    profile: 'bodyweight',
+    codes: [loinc('29463-7', 'Body weight')],
+    unit: { code: 'kg', display: 'kg' },
+  },
+  {
+    field: 'bmi',
+    id: 'bmi',
+    profile: 'bmi',
+    codes: [loinc('39156-5', 'Body mass index (BMI) [Ratio]')],
+    unit: { code: 'kg/m2', display: 'kg/m2' },
+  },
+  {
+    // No R4 profile of its own: the generic vital-signs one (its code binding is extensible).
+    field: 'painScore',
+    id: 'pain-severity',
+    profile: 'vitalsigns',
+    codes: [loinc('72514-3', 'Pain severity - 0-10 verbal numeric rating [Score] - Reported')],
+    unit: { code: '{score}', display: 'score' },
+  },
+]
+
+const BLOOD_PRESSURE = loinc('85354-9', 'Blood pressure panel with all children optional')
+const SYSTOLIC = loinc('8480-6', 'Systolic blood pressure')
+const DIASTOLIC = loinc('8462-4', 'Diastolic blood pressure')
+const MM_HG = { code: 'mm[Hg]', display: 'mmHg' }
+
+/**
+ * The stored fields a LOINC code of a contained measurement stands for (the blood pressure panel
+ * and its two parts all name the blood pressure member).
+ */
+export const MEASUREMENT_FIELDS: Record<string, Measured[]> = {
+  ...Object.fromEntries(
+    MEASUREMENTS.flatMap(({ field, codes }) => codes.map((coding) => [coding.code as string, [field]])),
+  ),
+  [BLOOD_PRESSURE.code as string]: ['systolic', 'diastolic'],
+  [SYSTOLIC.code as string]: ['systolic'],
+  [DIASTOLIC.code as string]: ['diastolic'],
+}
+
+const quantity = (value: number, unit: { code: string; display: string }): Quantity => ({
+  value,
+  unit: unit.display,
+  system: UCUM,
+  code: unit.code,
+})
+
+function bloodPressureComponent(coding: Coding, value: number | null): ObservationComponent {
+  return value === null
+    ? // The R4 blood pressure profile needs both parts; one not taken is said to be absent.
+      {
+        code: { coding: [coding], text: coding.display },
+        dataAbsentReason: { coding: [{ system: DATA_ABSENT, code: 'unknown', display: 'Unknown' }] },
+      }
+    : { code: { coding: [coding], text: coding.display }, valueQuantity: quantity(value, MM_HG) }
+}
+
+/**
+ * A vital-signs record as the R4 vital signs panel (85353-1, profile vitalspanel): one resource with
+ * the record's id, version and status, whose `hasMember` points at one contained Observation per
+ * measurement, each following its R4 vital-signs profile (heart rate, blood pressure, …). The
+ * measurements have no ids of their own in this service, so they cannot be separate resources that
+ * read back; contained resources are FHIR's way for parts without an identity of their own.
+ */
+export function toFhirVitalSigns(row: ClinicalRecordRow): Observation & { id: string } {
+  const data = row.data as VitalSignsData
+  const status = row.entered_in_error_at ? 'entered-in-error' : (VITAL_STATUS[data.status] ?? 'final')
+  const shared = {
+    status,
+    category: categoryOf('vital-signs'),
+    subject: { reference: `Patient/${row.patient_id}` },
+    ...(row.encounter_id === null ? {} : { encounter: { reference: `Encounter/${row.encounter_id}` } }),
+    effectiveDateTime: row.effective_at.toISOString(),
+  }
+  const member = (id: string, profile: string, codes: Coding[], rest: Partial<Observation>): Observation => ({
+    resourceType: 'Observation',
+    id,
+    meta: { profile: [`${PROFILE}/${profile}`] },
+    ...shared,
+    code: { coding: codes, text: codes[0]?.display },
+    ...rest,
+  })
+  const members: Observation[] = []
+  if (data.systolic !== null || data.diastolic !== null) {
+    members.push(
+      member('blood-pressure', 'bp', [BLOOD_PRESSURE], {
+        component: [
+          bloodPressureComponent(SYSTOLIC, data.systolic),
+          bloodPressureComponent(DIASTOLIC, data.diastolic),
+        ],
+      }),
+    )
+  }
+  for (const { field, id, profile, codes, unit } of MEASUREMENTS) {
+    const value = data[field]
+    if (value !== null && value !== undefined) {
+      members.push(member(id, profile, codes, { valueQuantity: quantity(value, unit) }))
+    }
+  }
+  return {
+    resourceType: 'Observation',
+    id: String(row.id),
+    meta: {
+      versionId: String(row.version),
+      lastUpdated: row.updated_at.toISOString(),
+      profile: [`${PROFILE}/vitalspanel`],
+    },
+    contained: members,
+    ...shared,
+    code: {
+      coding: [
+        loinc(
+          VITALS_PANEL_CODE,
+          'Vital signs, weight, height, head circumference, oxygen saturation and BMI panel',
+        ),
+      ],
+      text: 'Vital signs',
+    },
+    hasMember: members.map((observation) => ({ reference: `#${observation.id}` })),
+  }
+}
