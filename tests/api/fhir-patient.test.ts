@@ -5,16 +5,8 @@ import { Client } from 'fhir-kit-client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
 import { buildTestApp } from '../helpers/app.js'
-import {
-  bearer,
-  createPatient,
-  newOrganization,
-  patientBody,
-  type TestOrganization,
-  type TestUser,
-  tokenFor,
-} from '../helpers/factories.js'
-import { fhirErrors } from '../helpers/fhir-validator.js'
+import { bearer, createPatient, newOrganization, patientBody, type TestUser } from '../helpers/factories.js'
+import { expectFhir, fhirGet, matchIds, smartToken } from '../helpers/fhir.js'
 
 let app: App
 let baseUrl: string
@@ -43,32 +35,13 @@ afterAll(async () => {
 })
 
 const get = (user: TestUser | string, path: string, headers: Record<string, string> = {}) =>
-  app.inject({
-    url: `/fhir/R4${path}`,
-    headers: { ...bearer(typeof user === 'string' ? user : user.token), ...headers },
-  })
-
-function expectFhir(response: { statusCode: number; headers: Record<string, unknown>; json(): unknown }) {
-  expect(String(response.headers['content-type'])).toMatch(/^application\/fhir\+json/)
-  const resource = response.json() as Patient | Bundle | OperationOutcome
-  expect(fhirErrors(resource)).toEqual([])
-  return resource
-}
+  fhirGet(app, user, path, headers)
 
 async function practice() {
   const org = await newOrganization(app)
   const nurse = await org.user('NURSE')
   const admin = await org.user('ADMIN')
   return { org, nurse, admin }
-}
-
-function smartToken(org: TestOrganization, user: TestUser, scopes: string[], patient?: number) {
-  return tokenFor(
-    app,
-    { subject: user.subject, email: user.email, roles: user.roles, groupPath: org.groupPath },
-    undefined,
-    { scopes, patient: patient === undefined ? undefined : String(patient) },
-  )
 }
 
 describe('GET /fhir/R4/metadata', () => {
@@ -226,7 +199,7 @@ describe('GET /fhir/R4/Patient (search)', () => {
     return { org, nurse, admin, ids }
   }
 
-  const idsOf = (bundle: Bundle) =>
+  const _idsOf = (bundle: Bundle) =>
     (bundle.entry ?? [])
       .filter((entry) => entry.search?.mode === 'match')
       .map((entry) => Number(entry.resource?.id))
@@ -254,7 +227,7 @@ describe('GET /fhir/R4/Patient (search)', () => {
       expect(response.statusCode, query).toBe(200)
       const bundle = expectFhir(response) as Bundle
       expect(bundle.type).toBe('searchset')
-      expect(idsOf(bundle), query).toEqual(expected)
+      expect(matchIds(bundle), query).toEqual(expected)
     }
   })
 
@@ -265,7 +238,7 @@ describe('GET /fhir/R4/Patient (search)', () => {
     for (let page = 0; url && page < 10; page++) {
       const response = await app.inject({ url, headers: bearer(nurse.token) })
       const bundle = expectFhir(response) as Bundle
-      seen.push(...idsOf(bundle))
+      seen.push(...matchIds(bundle))
       const next = bundle.link?.find((link) => link.relation === 'next')?.url
       url = next ? next.slice(next.indexOf('/fhir/R4')) : undefined
     }
@@ -278,7 +251,7 @@ describe('GET /fhir/R4/Patient (search)', () => {
   it('ignores an unknown parameter and says so, or refuses it with Prefer: handling=strict', async () => {
     const { nurse, ids } = await people()
     const lenient = expectFhir(await get(nurse, '/Patient?family=turing&shoeSize=42')) as Bundle
-    expect(idsOf(lenient)).toEqual([ids.alan])
+    expect(matchIds(lenient)).toEqual([ids.alan])
     const outcome = lenient.entry?.find((entry) => entry.search?.mode === 'outcome')
       ?.resource as OperationOutcome
     expect(outcome.issue?.[0]?.diagnostics).toContain('shoeSize')
@@ -299,14 +272,14 @@ describe('GET /fhir/R4/Patient (search)', () => {
       payload: 'family=hopper',
     })
     expect(response.statusCode).toBe(200)
-    expect(idsOf(expectFhir(response) as Bundle)).toEqual([ids.grace])
+    expect(matchIds(expectFhir(response) as Bundle)).toEqual([ids.grace])
   })
 
   it('never returns another organization’s patients', async () => {
     const mine = await people()
     await people()
     const bundle = expectFhir(await get(mine.nurse, '/Patient?_count=100')) as Bundle
-    expect(idsOf(bundle).sort()).toEqual(Object.values(mine.ids).sort())
+    expect(matchIds(bundle).sort()).toEqual(Object.values(mine.ids).sort())
   })
 
   it('refuses a role the REST list refuses (FRONT_DESK may read a patient, not search)', async () => {
@@ -325,7 +298,7 @@ describe('SMART scopes', () => {
     const mine = await createPatient(app, nurse)
     const other = await createPatient(app, nurse)
     for (const scope of ['patient/Patient.read', 'patient/*.rs', 'patient/Patient.r patient/Patient.s']) {
-      const token = smartToken(org, nurse, scope.split(' '), mine)
+      const token = smartToken(app, org, nurse, scope.split(' '), mine)
       expect((await get(token, `/Patient/${mine}`)).statusCode, scope).toBe(200)
       expect((await get(token, `/Patient/${other}`)).statusCode, scope).toBe(403)
       const bundle = expectFhir(await get(token, '/Patient')) as Bundle
@@ -336,14 +309,14 @@ describe('SMART scopes', () => {
   it('refuses what the scopes do not grant, and needs a launch patient for patient/ scopes', async () => {
     const { org, nurse } = await practice()
     const id = await createPatient(app, nurse)
-    const observationsOnly = smartToken(org, nurse, ['user/Observation.read'])
+    const observationsOnly = smartToken(app, org, nurse, ['user/Observation.read'])
     expect((await get(observationsOnly, `/Patient/${id}`)).statusCode).toBe(403)
-    const readNotSearch = smartToken(org, nurse, ['user/Patient.r'])
+    const readNotSearch = smartToken(app, org, nurse, ['user/Patient.r'])
     expect((await get(readNotSearch, `/Patient/${id}`)).statusCode).toBe(200)
     expect((await get(readNotSearch, '/Patient')).statusCode).toBe(403)
-    const noLaunch = smartToken(org, nurse, ['patient/Patient.read'])
+    const noLaunch = smartToken(app, org, nurse, ['patient/Patient.read'])
     expect((await get(noLaunch, `/Patient/${id}`)).statusCode).toBe(403)
-    const system = smartToken(org, nurse, ['system/*.read'])
+    const system = smartToken(app, org, nurse, ['system/*.read'])
     expect((await get(system, `/Patient/${id}`)).statusCode).toBe(200)
   })
 
@@ -351,7 +324,7 @@ describe('SMART scopes', () => {
     const { org, nurse } = await practice()
     const billing = await org.user('BILLING')
     const id = await createPatient(app, nurse)
-    const token = smartToken(org, billing, ['system/*.read'])
+    const token = smartToken(app, org, billing, ['system/*.read'])
     expect((await get(token, '/Patient')).statusCode).toBe(403)
     expect((await get(billing, `/Patient/${id}`)).statusCode).toBe(200)
   })

@@ -3,15 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
 import { VISIT_TYPE_SYSTEM } from '../../src/modules/fhir/appointment.js'
 import { buildTestApp } from '../helpers/app.js'
-import {
-  bearer,
-  createPatient,
-  daysFromToday,
-  type TestOrganization,
-  type TestUser,
-  tokenFor,
-} from '../helpers/factories.js'
-import { fhirErrors } from '../helpers/fhir-validator.js'
+import { bearer, createPatient, daysFromToday, type TestUser } from '../helpers/factories.js'
+import { expectFhir, fhirGet, matchIds, smartToken } from '../helpers/fhir.js'
 import { booked, createProvider, newPractice, type Practice } from '../helpers/scheduling.js'
 
 let app: App
@@ -24,31 +17,7 @@ afterAll(async () => {
 })
 
 const get = (user: TestUser | string, path: string, headers: Record<string, string> = {}) =>
-  app.inject({
-    url: `/fhir/R4${path}`,
-    headers: { ...bearer(typeof user === 'string' ? user : user.token), ...headers },
-  })
-
-function expectFhir(response: { statusCode: number; headers: Record<string, unknown>; json(): unknown }) {
-  expect(String(response.headers['content-type'])).toMatch(/^application\/fhir\+json/)
-  const resource = response.json() as Practitioner | Appointment | Encounter | Bundle | OperationOutcome
-  expect(fhirErrors(resource)).toEqual([])
-  return resource
-}
-
-const idsOf = (bundle: Bundle) =>
-  (bundle.entry ?? [])
-    .filter((entry) => entry.search?.mode === 'match')
-    .map((entry) => Number(entry.resource?.id))
-
-function smartToken(org: TestOrganization, user: TestUser, scopes: string[], patient?: number) {
-  return tokenFor(
-    app,
-    { subject: user.subject, email: user.email, roles: user.roles, groupPath: org.groupPath },
-    undefined,
-    { scopes, patient: patient === undefined ? undefined : String(patient) },
-  )
-}
+  fhirGet(app, user, path, headers)
 
 interface Clinic extends Practice {
   doctor: TestUser
@@ -75,7 +44,7 @@ async function allPages(user: TestUser | string, path: string): Promise<number[]
     expect(response.statusCode).toBe(200)
     const bundle = expectFhir(response) as Bundle
     expect(bundle.entry?.filter((entry) => entry.search?.mode === 'match').length ?? 0).toBeLessThanOrEqual(2)
-    seen.push(...idsOf(bundle))
+    seen.push(...matchIds(bundle))
     const next = bundle.link?.find((link) => link.relation === 'next')?.url
     url = next ? next.slice(next.indexOf('/fhir/R4')) : undefined
   }
@@ -88,7 +57,7 @@ async function expectSearches(user: TestUser | string, type: string, cases: [str
     expect(response.statusCode, query).toBe(200)
     const bundle = expectFhir(response) as Bundle
     expect(bundle.type).toBe('searchset')
-    expect(idsOf(bundle), query).toEqual(expected)
+    expect(matchIds(bundle), query).toEqual(expected)
   }
 }
 
@@ -212,11 +181,11 @@ describe('GET /fhir/R4/Practitioner', () => {
   it('lets a patient/ token read and search the organization’s practitioners (not in a patient compartment)', async () => {
     const { org, nurse, provider, patient } = await newPractice(app)
     const other = await newPractice(app)
-    const token = smartToken(org, nurse, ['patient/Practitioner.rs'], patient.id)
+    const token = smartToken(app, org, nurse, ['patient/Practitioner.rs'], patient.id)
     expect((await get(token, `/Practitioner/${provider.id}`)).statusCode).toBe(200)
     expect((await get(token, `/Practitioner/${other.provider.id}`)).statusCode).toBe(403)
-    expect(idsOf(expectFhir(await get(token, '/Practitioner')) as Bundle)).toEqual([provider.id])
-    const appointmentsOnly = smartToken(org, nurse, ['patient/Appointment.rs'], patient.id)
+    expect(matchIds(expectFhir(await get(token, '/Practitioner')) as Bundle)).toEqual([provider.id])
+    const appointmentsOnly = smartToken(app, org, nurse, ['patient/Appointment.rs'], patient.id)
     expect((await get(appointmentsOnly, `/Practitioner/${provider.id}`)).statusCode).toBe(403)
   })
 })
@@ -384,13 +353,13 @@ describe('GET /fhir/R4/Appointment', () => {
     const mine = await booked(app, clinic, DAY, '10:00:00')
     const theirs = await booked(app, clinic, DAY, '11:00:00', { patientId: otherPatient })
     for (const scopes of [['patient/Appointment.read'], ['patient/*.rs']]) {
-      const token = smartToken(clinic.org, clinic.nurse, scopes, clinic.patient.id)
+      const token = smartToken(app, clinic.org, clinic.nurse, scopes, clinic.patient.id)
       expect((await get(token, `/Appointment/${mine.id}`)).statusCode, scopes[0]).toBe(200)
       expect((await get(token, `/Appointment/${theirs.id}`)).statusCode, scopes[0]).toBe(403)
-      expect(idsOf(expectFhir(await get(token, '/Appointment')) as Bundle), scopes[0]).toEqual([mine.id])
-      expect(idsOf(expectFhir(await get(token, `/Appointment?patient=${otherPatient}`)) as Bundle)).toEqual(
-        [],
-      )
+      expect(matchIds(expectFhir(await get(token, '/Appointment')) as Bundle), scopes[0]).toEqual([mine.id])
+      expect(
+        matchIds(expectFhir(await get(token, `/Appointment?patient=${otherPatient}`)) as Bundle),
+      ).toEqual([])
       const counted = expectFhir(await get(token, '/Appointment?_summary=count')) as Bundle
       expect(counted.total).toBe(1)
     }
@@ -560,11 +529,11 @@ describe('GET /fhir/R4/Encounter', () => {
     const otherPatient = await createPatient(app, clinic.nurse)
     const mine = await encounterOf(clinic, note('2024-03-15'))
     const theirs = await encounterOf(clinic, { ...note('2024-03-15'), patientId: otherPatient })
-    const token = smartToken(clinic.org, clinic.nurse, ['patient/Encounter.rs'], clinic.patient.id)
+    const token = smartToken(app, clinic.org, clinic.nurse, ['patient/Encounter.rs'], clinic.patient.id)
     expect((await get(token, `/Encounter/${mine.id}`)).statusCode).toBe(200)
     expect((await get(token, `/Encounter/${theirs.id}`)).statusCode).toBe(403)
-    expect(idsOf(expectFhir(await get(token, '/Encounter')) as Bundle)).toEqual([mine.id])
-    expect(idsOf(expectFhir(await get(token, `/Encounter?patient=${otherPatient}`)) as Bundle)).toEqual([])
+    expect(matchIds(expectFhir(await get(token, '/Encounter')) as Bundle)).toEqual([mine.id])
+    expect(matchIds(expectFhir(await get(token, `/Encounter?patient=${otherPatient}`)) as Bundle)).toEqual([])
     expect((expectFhir(await get(token, '/Encounter?_summary=count')) as Bundle).total).toBe(1)
   })
 })

@@ -14,7 +14,7 @@ import {
   withdrawn,
 } from './clinical-record.js'
 import type { FhirResourceType } from './resource-type.js'
-import { present } from './search-conditions.js'
+import { present, whereOneOf } from './search-conditions.js'
 import { occurrences, type SearchQuery } from './search-params.js'
 
 const CLINICAL_SYSTEM = 'http://terminology.hl7.org/CodeSystem/allergyintolerance-clinical'
@@ -91,7 +91,7 @@ function allergiesFiltered(query: ClinicalQuery, search: SearchQuery): ClinicalQ
   let result = query
   for (const values of occurrences(search, 'clinical-status')) {
     const statuses = ourCodes(values, CLINICAL_SYSTEM, CLINICAL_STATUS_OF_CODE)
-    result = statuses.length > 0 ? result.where('status', 'in', statuses) : result.where(nothing)
+    result = whereOneOf(result, 'status', statuses)
   }
   for (const values of occurrences(search, 'category')) {
     const categories = ourCodes(values, CATEGORY_SYSTEM, CATEGORY_OF_CODE)

@@ -6,8 +6,15 @@ import type { AppointmentStatus } from '../../../schemas/appointments.js'
 import { AppError } from '../../errors.js'
 import { requireAppointment } from '../appointments/service.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
-import { dateCondition, present, tokenValues } from './search-conditions.js'
-import { occurrences, referenceId, type SearchQuery } from './search-params.js'
+import {
+  dateCondition,
+  present,
+  tokenValues,
+  whereCommon,
+  whereOneOf,
+  whereReferences,
+} from './search-conditions.js'
+import { occurrences, type SearchQuery } from './search-params.js'
 
 /**
  * The service's own code system for its visit types (OFFICE_VISIT, TELEHEALTH, …), which no
@@ -109,39 +116,19 @@ const appointmentsOf = (db: Kysely<Database>, scope: ReadScope) => {
   return query
 }
 
-const none = sql<boolean>`false`
-
-/** The ids reference values name for `type` (those that name none match nothing). */
-const referencedIds = (values: string[], type: string) =>
-  values.map((value) => referenceId(value, type)).filter((id) => id !== undefined)
-
 function filtered(query: AppointmentQuery, search: SearchQuery): AppointmentQuery {
-  let result = query
-  for (const ids of occurrences(search, '_id')) {
-    result = result.where('id', 'in', ids.map(Number).filter(Number.isSafeInteger))
-  }
-  for (const values of occurrences(search, 'patient')) {
-    const ids = referencedIds(values, 'Patient')
-    result = ids.length > 0 ? result.where('patient_id', 'in', ids) : result.where(none)
-  }
-  for (const values of occurrences(search, 'practitioner')) {
-    const ids = referencedIds(values, 'Practitioner')
-    result = ids.length > 0 ? result.where('provider_id', 'in', ids) : result.where(none)
-  }
+  let result = whereCommon(query, search, { id: 'id', updatedAt: 'updated_at' })
+  result = whereReferences(result, search, 'patient', 'Patient', 'patient_id')
+  result = whereReferences(result, search, 'practitioner', 'Practitioner', 'provider_id')
   for (const values of occurrences(search, 'status')) {
     const ours = tokenValues(values, APPOINTMENT_STATUS_SYSTEM).flatMap(
       (code) => STATUSES_OF_CODE[code] ?? [],
     )
-    result = ours.length > 0 ? result.where('status', 'in', ours) : result.where(none)
+    result = whereOneOf(result, 'status', ours)
   }
   for (const values of occurrences(search, 'date')) {
     result = result.where((eb) =>
       eb.or(values.map((value) => dateCondition(eb, 'starts_at', value, 'instant'))),
-    )
-  }
-  for (const values of occurrences(search, '_lastUpdated')) {
-    result = result.where((eb) =>
-      eb.or(values.map((value) => dateCondition(eb, 'updated_at', value, 'instant'))),
     )
   }
   return result
@@ -154,12 +141,6 @@ export function appointmentResource(): FhirResourceType<Appointment> {
     restRead: 'GET /api/appointments/:id',
     restSearch: 'GET /api/appointments',
     searchParameters: [
-      { name: '_id', type: 'token', documentation: 'Logical id' },
-      {
-        name: '_lastUpdated',
-        type: 'date',
-        documentation: 'When the record last changed (prefixes eq, ne, gt, lt, ge, le)',
-      },
       { name: 'patient', type: 'reference', documentation: 'The patient (Patient/{id} or {id})' },
       {
         name: 'practitioner',

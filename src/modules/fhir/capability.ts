@@ -1,5 +1,6 @@
 import type { CapabilityStatement, CapabilityStatementRestResource } from '@medplum/fhirtypes'
 import type { FhirResourceType } from './resource-type.js'
+import { COMMON_SEARCH_PARAMETERS } from './search-conditions.js'
 
 const SMART_SCOPE_LEVELS = ['patient', 'user', 'system'] as const
 
@@ -56,11 +57,13 @@ export function capabilityStatement(
               ...(type.includes
                 ? { searchInclude: Object.keys(type.includes).map((name) => `${type.type}:${name}`) }
                 : {}),
-              searchParam: type.searchParameters.map(({ name, type: kind, documentation }) => ({
-                name,
-                type: kind,
-                documentation,
-              })),
+              searchParam: [...COMMON_SEARCH_PARAMETERS, ...type.searchParameters].map(
+                ({ name, type: kind, documentation }) => ({
+                  name,
+                  type: kind,
+                  documentation,
+                }),
+              ),
             }),
           ),
           {

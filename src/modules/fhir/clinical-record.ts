@@ -5,8 +5,8 @@ import type { ClinicalKindName, ClinicalRecordRow } from '../../../db/tables/cli
 import { missingRecord } from '../../access/organization-scope.js'
 import { forbidden } from '../../errors.js'
 import type { FhirResourceType, ReadScope, SearchParameterDefinition } from './resource-type.js'
-import { dateCondition, tokenValues } from './search-conditions.js'
-import { occurrences, referenceId, type SearchQuery } from './search-params.js'
+import { tokenValues, whereCommon, whereReferences } from './search-conditions.js'
+import type { SearchQuery } from './search-params.js'
 
 // Clinical records as FHIR resources: what Condition, AllergyIntolerance and MedicationStatement share.
 
@@ -62,32 +62,14 @@ export const metaOf = (row: ClinicalRecordRow) => ({
   lastUpdated: row.updated_at.toISOString(),
 })
 
-/** The search parameters every clinical type takes: `_id`, `_lastUpdated`, `patient`. */
-const COMMON_PARAMETERS: SearchParameterDefinition[] = [
-  { name: '_id', type: 'token', documentation: 'Logical id' },
-  {
-    name: '_lastUpdated',
-    type: 'date',
-    documentation: 'When the record last changed (prefixes eq, ne, gt, lt, ge, le)',
-  },
+/** The search parameter every clinical type takes besides `_id` and `_lastUpdated`: `patient`. */
+const PATIENT_PARAMETER: SearchParameterDefinition[] = [
   { name: 'patient', type: 'reference', documentation: 'The patient: `12`, `Patient/12` or its full URL' },
 ]
 
 function commonFiltered(query: ClinicalQuery, search: SearchQuery): ClinicalQuery {
-  let result = query
-  for (const ids of occurrences(search, '_id')) {
-    const numbers = ids.map(Number).filter(Number.isSafeInteger)
-    result = numbers.length > 0 ? result.where('id', 'in', numbers) : result.where(nothing)
-  }
-  for (const values of occurrences(search, 'patient')) {
-    const ids = values.map((value) => referenceId(value, 'Patient')).filter((id) => id !== undefined)
-    result = ids.length > 0 ? result.where('patient_id', 'in', ids) : result.where(nothing)
-  }
-  for (const values of occurrences(search, '_lastUpdated')) {
-    result = result.where((eb) =>
-      eb.or(values.map((value) => dateCondition(eb, 'updated_at', value, 'instant'))),
-    )
-  }
+  let result = whereCommon(query, search, { id: 'id', updatedAt: 'updated_at' })
+  result = whereReferences(result, search, 'patient', 'Patient', 'patient_id')
   return result
 }
 
@@ -131,7 +113,7 @@ export function clinicalResourceType<R extends Resource>(
     type,
     restRead: `GET /api/patients/:patientId/${path}/:id`,
     restSearch: `GET /api/patients/:patientId/${path}`,
-    searchParameters: [...COMMON_PARAMETERS, ...definition.searchParameters],
+    searchParameters: [...PATIENT_PARAMETER, ...definition.searchParameters],
     includes: {
       patient: (resource) => {
         const reference = definition.patientOf(resource)?.reference

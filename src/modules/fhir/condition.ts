@@ -13,7 +13,7 @@ import {
   withdrawn,
 } from './clinical-record.js'
 import type { FhirResourceType } from './resource-type.js'
-import { present, tokenValues } from './search-conditions.js'
+import { present, tokenValues, whereOneOf } from './search-conditions.js'
 import { occurrences, type SearchQuery } from './search-params.js'
 
 const ICD10_CM = 'http://hl7.org/fhir/sid/icd-10-cm'
@@ -84,7 +84,7 @@ function conditionsFiltered(query: ClinicalQuery, search: SearchQuery): Clinical
   let result = query
   for (const values of occurrences(search, 'clinical-status')) {
     const statuses = ourCodes(values, CLINICAL_SYSTEM, CLINICAL_STATUS_OF_CODE)
-    result = statuses.length > 0 ? result.where('status', 'in', statuses) : result.where(nothing)
+    result = whereOneOf(result, 'status', statuses)
   }
   for (const values of occurrences(search, 'category')) {
     // Every condition here is a problem-list item.
@@ -92,7 +92,7 @@ function conditionsFiltered(query: ClinicalQuery, search: SearchQuery): Clinical
   }
   for (const values of occurrences(search, 'code')) {
     const codes = tokenValues(values, ICD10_CM)
-    result = codes.length > 0 ? result.where('code', 'in', codes) : result.where(nothing)
+    result = whereOneOf(result, 'code', codes)
   }
   return result
 }

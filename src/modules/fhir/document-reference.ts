@@ -5,8 +5,15 @@ import type { DocumentRow } from '../../../db/tables/documents.js'
 import { missingRecord, ownerOrganization } from '../../access/organization-scope.js'
 import { AppError } from '../../errors.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
-import { dateCondition, present, tokenValues } from './search-conditions.js'
-import { occurrences, referenceId, type SearchQuery } from './search-params.js'
+import {
+  dateCondition,
+  present,
+  tokenValues,
+  whereCommon,
+  whereOneOf,
+  whereReferences,
+} from './search-conditions.js'
+import { occurrences, type SearchQuery } from './search-params.js'
 
 /** Our document categories as a code system of our own: no standard one says the same. */
 export const DOCUMENT_CATEGORY_SYSTEM = 'urn:ehr-service:document-category'
@@ -132,33 +139,18 @@ export async function readableDocument(
 }
 
 function filtered(query: DocumentQuery, search: SearchQuery): DocumentQuery {
-  let result = query
-  for (const ids of occurrences(search, '_id')) {
-    result = result.where('documents.id', 'in', ids.map(Number).filter(Number.isSafeInteger))
-  }
-  for (const values of occurrences(search, 'patient')) {
-    const patients = values.map((value) => referenceId(value, 'Patient')).filter((id) => id !== undefined)
-    result =
-      patients.length > 0
-        ? result.where('documents.patient_id', 'in', patients)
-        : result.where(sql<boolean>`false`)
-  }
+  let result = whereCommon(query, search, { id: 'documents.id', updatedAt: 'documents.updated_at' })
+  result = whereReferences(result, search, 'patient', 'Patient', 'documents.patient_id')
   // `type` and `category` carry the same code (our category), so they search the same column.
   for (const name of ['category', 'type']) {
     for (const values of occurrences(search, name)) {
       const codes = tokenValues(values, DOCUMENT_CATEGORY_SYSTEM)
-      result =
-        codes.length > 0 ? result.where('documents.category', 'in', codes) : result.where(sql<boolean>`false`)
+      result = whereOneOf(result, 'documents.category', codes)
     }
   }
   for (const values of occurrences(search, 'date')) {
     result = result.where((eb) =>
       eb.or(values.map((value) => dateCondition(eb, 'documents.created_at', value, 'instant'))),
-    )
-  }
-  for (const values of occurrences(search, '_lastUpdated')) {
-    result = result.where((eb) =>
-      eb.or(values.map((value) => dateCondition(eb, 'documents.updated_at', value, 'instant'))),
     )
   }
   return result
@@ -176,12 +168,6 @@ export function documentReferenceResource(
     restRead: 'GET /api/patients/:patientId/documents',
     restSearch: 'GET /api/patients/:patientId/documents',
     searchParameters: [
-      { name: '_id', type: 'token', documentation: 'Logical id' },
-      {
-        name: '_lastUpdated',
-        type: 'date',
-        documentation: 'When the record last changed (prefixes eq, ne, gt, lt, ge, le)',
-      },
       { name: 'patient', type: 'reference', documentation: 'The patient (Patient/<id>)' },
       {
         name: 'category',

@@ -7,8 +7,15 @@ import { missingRecord, ownerOrganization } from '../../access/organization-scop
 import { AppError } from '../../errors.js'
 import { VISIT_TYPE_SYSTEM, visitType } from './appointment.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
-import { dateCondition, present, tokenValues } from './search-conditions.js'
-import { occurrences, referenceId, type SearchQuery } from './search-params.js'
+import {
+  dateCondition,
+  present,
+  tokenValues,
+  whereCommon,
+  whereOneOf,
+  whereReferences,
+} from './search-conditions.js'
+import { occurrences, type SearchQuery } from './search-params.js'
 
 export const ENCOUNTER_STATUS_SYSTEM = 'http://hl7.org/fhir/encounter-status'
 const ACT_CODE_SYSTEM = 'http://terminology.hl7.org/CodeSystem/v3-ActCode'
@@ -79,25 +86,13 @@ const encountersOf = (db: Kysely<Database>, scope: ReadScope) => {
 
 const none = sql<boolean>`false`
 
-const referencedIds = (values: string[], type: string) =>
-  values.map((value) => referenceId(value, type)).filter((id) => id !== undefined)
-
 function filtered(query: EncounterQuery, search: SearchQuery): EncounterQuery {
-  let result = query
-  for (const ids of occurrences(search, '_id')) {
-    result = result.where('id', 'in', ids.map(Number).filter(Number.isSafeInteger))
-  }
-  for (const values of occurrences(search, 'patient')) {
-    const ids = referencedIds(values, 'Patient')
-    result = ids.length > 0 ? result.where('patient_id', 'in', ids) : result.where(none)
-  }
-  for (const values of occurrences(search, 'practitioner')) {
-    const ids = referencedIds(values, 'Practitioner')
-    result = ids.length > 0 ? result.where('provider_id', 'in', ids) : result.where(none)
-  }
+  let result = whereCommon(query, search, { id: 'id', updatedAt: 'updated_at' })
+  result = whereReferences(result, search, 'patient', 'Patient', 'patient_id')
+  result = whereReferences(result, search, 'practitioner', 'Practitioner', 'provider_id')
   for (const values of occurrences(search, 'status')) {
     const ours = tokenValues(values, ENCOUNTER_STATUS_SYSTEM).flatMap((code) => STATUSES_OF_CODE[code] ?? [])
-    result = ours.length > 0 ? result.where('status', 'in', ours) : result.where(none)
+    result = whereOneOf(result, 'status', ours)
   }
   for (const values of occurrences(search, 'class')) {
     const codes = tokenValues(values, ACT_CODE_SYSTEM)
@@ -112,16 +107,11 @@ function filtered(query: EncounterQuery, search: SearchQuery): EncounterQuery {
   }
   for (const values of occurrences(search, 'type')) {
     const types = tokenValues(values, VISIT_TYPE_SYSTEM)
-    result = types.length > 0 ? result.where('encounter_type', 'in', types) : result.where(none)
+    result = whereOneOf(result, 'encounter_type', types)
   }
   for (const values of occurrences(search, 'date')) {
     result = result.where((eb) =>
       eb.or(values.map((value) => dateCondition(eb, 'encounter_date', value, 'date'))),
-    )
-  }
-  for (const values of occurrences(search, '_lastUpdated')) {
-    result = result.where((eb) =>
-      eb.or(values.map((value) => dateCondition(eb, 'updated_at', value, 'instant'))),
     )
   }
   return result
@@ -134,12 +124,6 @@ export function encounterResource(): FhirResourceType<Encounter> {
     restRead: 'GET /api/encounters/:id',
     restSearch: 'GET /api/encounters',
     searchParameters: [
-      { name: '_id', type: 'token', documentation: 'Logical id' },
-      {
-        name: '_lastUpdated',
-        type: 'date',
-        documentation: 'When the record last changed (prefixes eq, ne, gt, lt, ge, le)',
-      },
       { name: 'patient', type: 'reference', documentation: 'The patient (Patient/{id} or {id})' },
       {
         name: 'practitioner',

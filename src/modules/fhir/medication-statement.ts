@@ -7,12 +7,11 @@ import {
   encounterOf,
   inverse,
   metaOf,
-  nothing,
   ourCodes,
   withdrawn,
 } from './clinical-record.js'
 import type { FhirResourceType } from './resource-type.js'
-import { present } from './search-conditions.js'
+import { present, whereOneOf } from './search-conditions.js'
 import { occurrences, type SearchQuery } from './search-params.js'
 
 export const RXNORM = 'http://www.nlm.nih.gov/research/umls/rxnorm'
@@ -97,7 +96,7 @@ function medicationsFiltered(query: ClinicalQuery, search: SearchQuery): Clinica
   let result = query
   for (const values of occurrences(search, 'status')) {
     const statuses = ourCodes(values, STATUS_SYSTEM, STATUS_OF_CODE)
-    result = statuses.length > 0 ? result.where('status', 'in', statuses) : result.where(nothing)
+    result = whereOneOf(result, 'status', statuses)
   }
   return result
 }

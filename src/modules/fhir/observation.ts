@@ -6,8 +6,8 @@ import type { LabResultData } from '../../../schemas/clinical.js'
 import { missingRecord } from '../../access/organization-scope.js'
 import { AppError } from '../../errors.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
-import { present, tokenValues } from './search-conditions.js'
-import { occurrences, parseDate, referenceId, type SearchQuery } from './search-params.js'
+import { present, tokenValues, whereCommon, whereOneOf, whereReferences } from './search-conditions.js'
+import { occurrences, parseDate, type SearchQuery } from './search-params.js'
 import {
   categoryOf,
   LOINC,
@@ -174,26 +174,18 @@ function codeCondition(eb: Eb, codes: string[], contained: string): Expression<S
 }
 
 function filtered(query: ObservationQuery, search: SearchQuery): ObservationQuery {
-  let result = query
+  let result = whereCommon(query, search, { id: 'r.id', updatedAt: 'r.updated_at' })
   const contained = search._contained?.[0] ?? 'false'
   if (!['true', 'false', 'both'].includes(contained)) {
     throw new AppError('VAL_001', '_contained must be true, false or both', { status: 400 })
   }
-  for (const ids of occurrences(search, '_id')) {
-    const numeric = ids.map(Number).filter(Number.isSafeInteger)
-    result = numeric.length > 0 ? result.where('r.id', 'in', numeric) : result.where(sql<boolean>`false`)
-  }
-  for (const name of ['patient', 'subject']) {
-    for (const values of occurrences(search, name)) {
-      const ids = values.map((value) => referenceId(value, 'Patient')).filter((id) => id !== undefined)
-      result = ids.length > 0 ? result.where('r.patient_id', 'in', ids) : result.where(sql<boolean>`false`)
-    }
-  }
+  for (const name of ['patient', 'subject'])
+    result = whereReferences(result, search, name, 'Patient', 'r.patient_id')
   for (const values of occurrences(search, 'category')) {
     const kinds = tokenValues(values, OBSERVATION_CATEGORY)
       .map((code) => KIND_OF_CATEGORY[code])
       .filter((kind) => kind !== undefined)
-    result = kinds.length > 0 ? result.where('r.kind', 'in', kinds) : result.where(sql<boolean>`false`)
+    result = whereOneOf(result, 'r.kind', kinds)
   }
   for (const values of occurrences(search, 'code')) {
     const codes = tokenValues(values, LOINC)
@@ -201,16 +193,10 @@ function filtered(query: ObservationQuery, search: SearchQuery): ObservationQuer
   }
   for (const values of occurrences(search, 'status')) {
     const statuses = values.map((code) => STORED_STATUS[code]).filter((status) => status !== undefined)
-    result =
-      statuses.length > 0 ? result.where('r.status', 'in', statuses) : result.where(sql<boolean>`false`)
+    result = whereOneOf(result, 'r.status', statuses)
   }
   for (const values of occurrences(search, 'date')) {
     result = result.where((eb) => eb.or(values.map((value) => instantCondition(eb, effective, value))))
-  }
-  for (const values of occurrences(search, '_lastUpdated')) {
-    result = result.where((eb) =>
-      eb.or(values.map((value) => instantCondition(eb, eb.ref('r.updated_at'), value))),
-    )
   }
   return result
 }
@@ -224,12 +210,6 @@ export function observationResource(): FhirResourceType<Observation> {
     restRead: 'GET /api/patients/:patientId/vitals/:id',
     restSearch: 'GET /api/patients/:patientId/vitals',
     searchParameters: [
-      { name: '_id', type: 'token', documentation: 'Logical id' },
-      {
-        name: '_lastUpdated',
-        type: 'date',
-        documentation: 'When the record last changed (prefixes eq, ne, gt, lt, ge, le)',
-      },
       { name: 'patient', type: 'reference', documentation: 'The patient (Patient/<id>)' },
       { name: 'subject', type: 'reference', documentation: 'The patient (Patient/<id>)' },
       {

@@ -5,7 +5,14 @@ import type { PatientRow } from '../../../db/tables/patients.js'
 import { AppError } from '../../errors.js'
 import { requirePatient } from '../patients/service.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
-import { dateCondition, present, stringCondition, tokenValues } from './search-conditions.js'
+import {
+  dateCondition,
+  present,
+  stringCondition,
+  tokenValues,
+  whereCommon,
+  whereOneOf,
+} from './search-conditions.js'
 import { occurrences, type SearchQuery } from './search-params.js'
 
 /** The identifier system of MRNs; a practice sets its own with FHIR_MRN_SYSTEM. */
@@ -97,17 +104,14 @@ const nameWord = (
 ) => eb.fn<string | null>('lower', [eb.ref(column)])
 
 function filtered(query: PatientQuery, search: SearchQuery, { mrnSystem }: PatientMapping): PatientQuery {
-  let result = query
-  for (const ids of occurrences(search, '_id')) {
-    result = result.where('id', 'in', ids.map(Number).filter(Number.isSafeInteger))
-  }
+  let result = whereCommon(query, search, { id: 'id', updatedAt: 'updated_at' })
   for (const values of occurrences(search, 'identifier')) {
     const mrns = tokenValues(values, mrnSystem)
-    result = mrns.length > 0 ? result.where('mrn', 'in', mrns) : result.where(sql<boolean>`false`)
+    result = whereOneOf(result, 'mrn', mrns)
   }
   for (const values of occurrences(search, 'gender')) {
     const genders = values.map((code) => GENDER_OF_CODE[code]).filter((gender) => gender !== undefined)
-    result = genders.length > 0 ? result.where('gender', 'in', genders) : result.where(sql<boolean>`false`)
+    result = whereOneOf(result, 'gender', genders)
   }
   for (const values of occurrences(search, 'family')) {
     result = result.where((eb) =>
@@ -140,11 +144,6 @@ function filtered(query: PatientQuery, search: SearchQuery, { mrnSystem }: Patie
       eb.or(values.map((value) => dateCondition(eb, 'date_of_birth', value, 'date'))),
     )
   }
-  for (const values of occurrences(search, '_lastUpdated')) {
-    result = result.where((eb) =>
-      eb.or(values.map((value) => dateCondition(eb, 'updated_at', value, 'instant'))),
-    )
-  }
   return result
 }
 
@@ -155,12 +154,6 @@ export function patientResource(mapping: PatientMapping): FhirResourceType<Patie
     restRead: 'GET /api/patients/:id',
     restSearch: 'GET /api/patients',
     searchParameters: [
-      { name: '_id', type: 'token', documentation: 'Logical id' },
-      {
-        name: '_lastUpdated',
-        type: 'date',
-        documentation: 'When the record last changed (prefixes eq, ne, gt, lt, ge, le)',
-      },
       { name: 'identifier', type: 'token', documentation: `MRN, system ${mapping.mrnSystem}` },
       { name: 'name', type: 'string', documentation: 'Starts a given or family name (case-insensitive)' },
       { name: 'family', type: 'string', documentation: 'Starts the family name' },

@@ -4,7 +4,7 @@ import type { Database } from '../../../db/database.js'
 import type { ProviderRow } from '../../../db/tables/providers.js'
 import { requireProvider } from '../providers/service.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
-import { dateCondition, present, stringCondition, tokenValues } from './search-conditions.js'
+import { present, stringCondition, tokenValues, whereCommon, whereOneOf } from './search-conditions.js'
 import { occurrences, type SearchQuery } from './search-params.js'
 
 /** The identifier system of US National Provider Identifiers. */
@@ -53,13 +53,10 @@ const lowered = (eb: ExpressionBuilder<Database, 'providers'>, column: 'first_na
   eb.fn<string | null>('lower', [eb.ref(column)])
 
 function filtered(query: ProviderQuery, search: SearchQuery): ProviderQuery {
-  let result = query
-  for (const ids of occurrences(search, '_id')) {
-    result = result.where('id', 'in', ids.map(Number).filter(Number.isSafeInteger))
-  }
+  let result = whereCommon(query, search, { id: 'id', updatedAt: 'updated_at' })
   for (const values of occurrences(search, 'identifier')) {
     const npis = tokenValues(values, NPI_SYSTEM)
-    result = npis.length > 0 ? result.where('npi', 'in', npis) : result.where(sql<boolean>`false`)
+    result = whereOneOf(result, 'npi', npis)
   }
   for (const values of occurrences(search, 'name')) {
     result = result.where((eb) =>
@@ -72,11 +69,6 @@ function filtered(query: ProviderQuery, search: SearchQuery): ProviderQuery {
       ),
     )
   }
-  for (const values of occurrences(search, '_lastUpdated')) {
-    result = result.where((eb) =>
-      eb.or(values.map((value) => dateCondition(eb, 'updated_at', value, 'instant'))),
-    )
-  }
   return result
 }
 
@@ -87,12 +79,6 @@ export function practitionerResource(): FhirResourceType<Practitioner> {
     restRead: 'GET /api/providers/:id',
     restSearch: 'GET /api/providers',
     searchParameters: [
-      { name: '_id', type: 'token', documentation: 'Logical id' },
-      {
-        name: '_lastUpdated',
-        type: 'date',
-        documentation: 'When the record last changed (prefixes eq, ne, gt, lt, ge, le)',
-      },
       { name: 'identifier', type: 'token', documentation: `NPI, system ${NPI_SYSTEM}` },
       { name: 'name', type: 'string', documentation: 'Starts the given or family name (case-insensitive)' },
     ],

@@ -33,6 +33,7 @@ export interface FhirResourceType<R extends Resource = Resource> {
   /** `METHOD /api/...` of the REST read and list of the same records (their roles and audit). */
   restRead: string
   restSearch: string
+  /** Its own search parameters; every type also takes `_id` and `_lastUpdated` (COMMON_SEARCH_PARAMETERS). */
   searchParameters: SearchParameterDefinition[]
   /** The record (403 for another organization's, 404 when there is none, 410 when removed). */
   read(db: Kysely<Database>, scope: ReadScope, id: number): Promise<R & { id: string }>

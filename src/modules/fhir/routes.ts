@@ -12,6 +12,7 @@ import type { PatientMapping } from './patient.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
 import { resourceTypes } from './resource-types.js'
 import { scopeGrant } from './scopes.js'
+import { COMMON_SEARCH_PARAMETERS } from './search-conditions.js'
 import { cursorAfter, cursorFor, pageSize, type SearchQuery, searchQueryOf } from './search-params.js'
 
 export interface FhirOptions extends PatientMapping {
@@ -25,7 +26,7 @@ export interface FhirOptions extends PatientMapping {
 
 export const FHIR_JSON = 'application/fhir+json'
 
-// Parameters every search takes besides the type's own.
+// Result parameters every search takes, besides the search parameters (COMMON_SEARCH_PARAMETERS and the type's own).
 const COMMON_PARAMETERS = new Set(['_count', '_cursor', '_summary', '_format', '_include'])
 
 const notFound = (details: string) => new AppError('RES_001', details)
@@ -172,6 +173,7 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
       const scope = await readScope(request, type, 'search')
       const known = new Set([
         ...COMMON_PARAMETERS,
+        ...COMMON_SEARCH_PARAMETERS.map((parameter) => parameter.name),
         ...type.searchParameters.map((parameter) => parameter.name),
       ])
       const ignored = Object.keys(query).filter((name) => !known.has(name))

@@ -1,5 +1,12 @@
-import { type Expression, type ExpressionBuilder, type SqlBool, sql } from 'kysely'
-import { parseDate, parseToken } from './search-params.js'
+import { type Expression, type ExpressionBuilder, type SelectQueryBuilder, type SqlBool, sql } from 'kysely'
+import {
+  occurrences,
+  parseDate,
+  parseToken,
+  recordIds,
+  referencedIds,
+  type SearchQuery,
+} from './search-params.js'
 
 /**
  * The object without its undefined members, or undefined when none is left: FHIR forbids empty
@@ -59,4 +66,61 @@ export function tokenValues(values: string[], system: string): string[] {
     .map(parseToken)
     .filter((token) => token.code !== undefined && (token.system === undefined || token.system === system))
     .map((token) => token.code as string)
+}
+
+/**
+ * Records whose `column` is one of `values`. No values (search values that name nothing, such as a
+ * reference to another type) match nothing, rather than making an empty `in ()`.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: any table set
+export function whereOneOf<Q extends SelectQueryBuilder<any, any, any>>(
+  query: Q,
+  column: string,
+  values: readonly (string | number)[],
+): Q {
+  return (
+    values.length > 0 ? query.where(sql.ref(column), 'in', values) : query.where(sql<boolean>`false`)
+  ) as Q
+}
+
+/** The search parameters every type takes, declared once for the CapabilityStatement. */
+export const COMMON_SEARCH_PARAMETERS = [
+  { name: '_id', type: 'token', documentation: 'Logical id' },
+  {
+    name: '_lastUpdated',
+    type: 'date',
+    documentation: 'When the record last changed (prefixes eq, ne, gt, lt, ge, le)',
+  },
+] as const
+
+/** `_id` and `_lastUpdated`, on the query's id and change-time columns. */
+// biome-ignore lint/suspicious/noExplicitAny: any table set
+export function whereCommon<Q extends SelectQueryBuilder<any, any, any>>(
+  query: Q,
+  search: SearchQuery,
+  columns: { id: string; updatedAt: string },
+): Q {
+  let result = query
+  for (const ids of occurrences(search, '_id')) result = whereOneOf(result, columns.id, recordIds(ids))
+  for (const values of occurrences(search, '_lastUpdated')) {
+    result = result.where((eb) =>
+      eb.or(values.map((value) => dateCondition(eb, columns.updatedAt, value, 'instant'))),
+    ) as Q
+  }
+  return result
+}
+
+/** A reference search parameter (`patient=Patient/12`): records whose `column` holds a named id. */
+// biome-ignore lint/suspicious/noExplicitAny: any table set
+export function whereReferences<Q extends SelectQueryBuilder<any, any, any>>(
+  query: Q,
+  search: SearchQuery,
+  name: string,
+  target: string,
+  column: string,
+): Q {
+  let result = query
+  for (const values of occurrences(search, name))
+    result = whereOneOf(result, column, referencedIds(values, target))
+  return result
 }

@@ -119,3 +119,14 @@ export function referenceId(value: string, type: string): number | undefined {
   const id = Number(match[1])
   return id <= 2_147_483_647 ? id : undefined
 }
+
+/** The ids reference values name for `type` (a value naming another type or no id is left out). */
+export const referencedIds = (values: string[], type: string): number[] =>
+  values.map((value) => referenceId(value, type)).filter((id) => id !== undefined)
+
+/** The numeric record ids among `_id` values (others name no record here). */
+export const recordIds = (values: string[]): number[] =>
+  values
+    .filter((value) => /^[1-9][0-9]{0,9}$/.test(value))
+    .map(Number)
+    .filter((id) => id <= 2_147_483_647)
