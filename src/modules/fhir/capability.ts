@@ -26,7 +26,6 @@ export function capabilityStatement(
       {
         mode: 'server',
         security: {
-          cors: true,
           service: [
             {
               coding: [
