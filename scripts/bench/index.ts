@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { loadavg, tmpdir } from 'node:os'
@@ -473,7 +474,25 @@ async function report(run: Report): Promise<void> {
   }
 }
 
-main().catch((error: unknown) => {
-  process.stderr.write(`${(error as Error).stack}\n`)
-  process.exit(1)
-})
+/**
+ * The benchmarks with sections of their own (sync paging on a million patients, the change feed)
+ * run after this one, with their defaults, on the same PostgreSQL server.
+ */
+async function runOtherBenchmarks(): Promise<void> {
+  for (const command of ['bench:sync', 'bench:change-feed']) {
+    const code = await new Promise<number | null>((resolve) =>
+      spawn('npm', ['run', '-s', command], {
+        stdio: 'inherit',
+        env: { ...process.env, BENCH_DATABASE_URL: adminUrl, DATABASE_URL: adminUrl },
+      }).on('exit', resolve),
+    )
+    if (code !== 0) process.exitCode = 1
+  }
+}
+
+main()
+  .then(runOtherBenchmarks)
+  .catch((error: unknown) => {
+    process.stderr.write(`${(error as Error).stack}\n`)
+    process.exit(1)
+  })
