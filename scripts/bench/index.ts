@@ -475,11 +475,11 @@ async function report(run: Report): Promise<void> {
 }
 
 /**
- * The benchmarks with sections of their own (sync paging on a million patients, the change feed)
- * run after this one, with their defaults, on the same PostgreSQL server.
+ * The benchmarks with sections of their own (sync paging on a million patients, the change feed,
+ * the FHIR Observation search) run after this one, with their defaults, on the same server.
  */
 async function runOtherBenchmarks(): Promise<void> {
-  for (const command of ['bench:sync', 'bench:change-feed']) {
+  for (const command of ['bench:sync', 'bench:change-feed', 'bench:fhir']) {
     const code = await new Promise<number | null>((resolve) =>
       spawn('npm', ['run', '-s', command], {
         stdio: 'inherit',
