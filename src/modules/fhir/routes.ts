@@ -212,7 +212,8 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
         const total = await type.count(app.db, scope, query)
         return send(reply, 200, searchset({ total, link: [{ relation: 'self', url: self }], entry: outcome }))
       }
-      const page = await type.search(app.db, scope, query, { after: cursorAfter(query), size })
+      const after = cursorAfter(query)
+      const page = await type.search(app.db, scope, query, { after, size })
       request.auditedIds = page.resources.map((resource) => Number(resource.id))
       const references = new Set(
         includes.flatMap(({ follow }) =>
@@ -229,6 +230,8 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
         reply,
         200,
         searchset({
+          // Known without counting when the first page holds every match; otherwise _summary=count.
+          ...(after === 0 && !page.more ? { total: page.resources.length } : {}),
           link: [{ relation: 'self', url: self }, ...(next ? [{ relation: 'next', url: next }] : [])],
           entry: [
             ...page.resources.map((resource) => ({
