@@ -1,14 +1,10 @@
-import { randomUUID } from 'node:crypto'
-import { cpus, tmpdir } from 'node:os'
+import { cpus } from 'node:os'
 import { parseArgs } from 'node:util'
 import { sql } from 'kysely'
 import { Agent, request } from 'undici'
-import { openPglite, openPostgres } from '../../db/connect.js'
 import { EVENT_NAMES } from '../../schemas/events.js'
-import { buildApp } from '../../src/app.js'
-import { loadConfig } from '../../src/config.js'
 import { readFeedRows } from '../../src/modules/events/queries.js'
-import { createOrganization } from '../../src/modules/users/service.js'
+import { benchApp, benchCaller } from '../lib/bench-app.js'
 import { writeBenchmarkSection } from '../lib/benchmarks-file.js'
 
 // Measures how fast a client reads the change feed (GET /api/events) over HTTP: N events of one
@@ -35,57 +31,12 @@ function checkTime(what: string): void {
   if (Date.now() > deadline) throw new Error(`out of time (--seconds ${values.seconds}) while ${what}`)
 }
 
-/** A fresh database for the run on the server of `serverUrl`, and how to drop it afterwards. */
-async function runDatabase(serverUrl: string): Promise<{ url: string; drop: () => Promise<void> }> {
-  const name = 'ehr_bench_change_feed'
-  const admin = openPostgres({ url: serverUrl, poolMax: 1 })
-  await sql`drop database if exists ${sql.id(name)} with (force)`.execute(admin.db)
-  await sql`create database ${sql.id(name)}`.execute(admin.db)
-  const url = new URL(serverUrl)
-  url.pathname = `/${name}`
-  return {
-    url: url.toString(),
-    drop: async () => {
-      await sql`drop database if exists ${sql.id(name)} with (force)`.execute(admin.db)
-      await admin.close()
-    },
-  }
-}
-
 async function main(): Promise<void> {
-  const run = databaseUrl ? await runDatabase(databaseUrl) : undefined
-  const config = loadConfig({
-    LOG_LEVEL: 'silent',
-    DATA_DIR: tmpdir(),
-    ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64'),
-    OUTBOX_WORKER: 'false',
-    RATE_LIMIT_AUTHENTICATED: '1000000',
-    ...(run ? { DATABASE_URL: run.url } : {}),
-  })
-  const database = run ? openPostgres({ url: run.url, poolMax: 10 }) : await openPglite({})
-  const app = await buildApp(config, { database })
+  const { app, kind, close } = await benchApp(databaseUrl, 'ehr_bench_change_feed')
   const base = await app.listen({ host: '127.0.0.1', port: 0 })
   const client = new Agent({ connections: 1 })
   try {
-    const groupPath = `/bench/${randomUUID()}`
-    const organization = await createOrganization(app.db, { name: 'Benchmark', groupPath })
-    const subject = randomUUID()
-    const identity = { subject, email: `${subject}@bench.test`, firstName: 'Bench', lastName: 'Admin' }
-    await app.db
-      .insertInto('users')
-      .values({
-        organization_id: organization.id,
-        subject,
-        email: identity.email,
-        first_name: identity.firstName,
-        last_name: identity.lastName,
-        roles: ['ADMIN'],
-      })
-      .execute()
-    const token = app.tokenIssuer?.issueAccessToken(
-      { ...identity, roles: ['ADMIN'], groupPath },
-      randomUUID(),
-    )
+    const { organization, headers } = await benchCaller(app, ['ADMIN'])
 
     // Seed: patient.created bodies as the outbox writes them, one transaction per batch.
     const seedStarted = performance.now()
@@ -116,7 +67,7 @@ async function main(): Promise<void> {
       const query = new URLSearchParams({ limit: String(LIMIT), ...(position ? { after: position } : {}) })
       const response = await request(`${base}/api/events?${query}`, {
         dispatcher: client,
-        headers: { authorization: `Bearer ${token}` },
+        headers,
       })
       const text = await response.body.text()
       if (response.statusCode !== 200) throw new Error(`GET /api/events: ${response.statusCode} ${text}`)
@@ -150,7 +101,6 @@ async function main(): Promise<void> {
     const ceilingRate = N / ((performance.now() - ceilingStarted) / 1000)
     const rate = read / readSeconds
 
-    const kind = databaseUrl ? 'PostgreSQL' : 'PGlite (embedded, in memory)'
     const heading = `Change feed: ${kind}`
     const lines = [
       `## ${heading}`,
@@ -168,8 +118,7 @@ async function main(): Promise<void> {
     await writeBenchmarkSection(heading, lines.join('\n'))
   } finally {
     await client.close()
-    await app.close()
-    await run?.drop()
+    await close()
   }
 }
 

@@ -1,11 +1,6 @@
-import { randomBytes, randomUUID } from 'node:crypto'
-import { tmpdir } from 'node:os'
 import { parseArgs } from 'node:util'
 import { sql } from 'kysely'
-import { openPglite, openPostgres } from '../../db/connect.js'
-import { buildApp } from '../../src/app.js'
-import { loadConfig } from '../../src/config.js'
-import { createOrganization } from '../../src/modules/users/service.js'
+import { benchApp, benchCaller } from '../lib/bench-app.js'
 import { writeBenchmarkSection } from '../lib/benchmarks-file.js'
 
 // The FHIR Observation search of one patient with many vital-signs records, against the REST list
@@ -24,56 +19,10 @@ const SAMPLES = Number(values.samples)
 const serverUrl = process.env.DATABASE_URL
 const median = (list: number[]) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)] as number
 
-async function runDatabase(url: string) {
-  const name = 'ehr_bench_fhir'
-  const admin = openPostgres({ url, poolMax: 1 })
-  await sql`drop database if exists ${sql.id(name)} with (force)`.execute(admin.db)
-  await sql`create database ${sql.id(name)}`.execute(admin.db)
-  const own = new URL(url)
-  own.pathname = `/${name}`
-  return {
-    url: own.toString(),
-    drop: async () => {
-      await sql`drop database if exists ${sql.id(name)} with (force)`.execute(admin.db)
-      await admin.close()
-    },
-  }
-}
-
 async function main(): Promise<void> {
-  const run = serverUrl ? await runDatabase(serverUrl) : undefined
-  const config = loadConfig({
-    LOG_LEVEL: 'silent',
-    DATA_DIR: tmpdir(),
-    ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-    OUTBOX_WORKER: 'false',
-    RATE_LIMIT_AUTHENTICATED: '1000000000',
-    ...(run ? { DATABASE_URL: run.url } : {}),
-  })
-  const app = await buildApp(config, {
-    database: run ? openPostgres({ url: run.url, poolMax: 10 }) : await openPglite({}),
-  })
+  const { app, kind, close } = await benchApp(serverUrl, 'ehr_bench_fhir')
   try {
-    const groupPath = `/bench/${randomUUID()}`
-    const organization = await createOrganization(app.db, { name: 'Benchmark', groupPath })
-    const subject = randomUUID()
-    const identity = { subject, email: `${subject}@bench.test`, firstName: 'Bench', lastName: 'Nurse' }
-    await app.db
-      .insertInto('users')
-      .values({
-        organization_id: organization.id,
-        subject,
-        email: identity.email,
-        first_name: identity.firstName,
-        last_name: identity.lastName,
-        roles: ['NURSE'],
-      })
-      .execute()
-    const token = app.tokenIssuer?.issueAccessToken(
-      { ...identity, roles: ['NURSE'], groupPath },
-      randomUUID(),
-    )
-    const headers = { authorization: `Bearer ${token}` }
+    const { headers } = await benchCaller(app, ['NURSE'])
     const created = await app.inject({
       method: 'POST',
       url: '/api/patients',
@@ -115,7 +64,6 @@ async function main(): Promise<void> {
       samples.fhir.push(await timed(fhir))
     }
     const [restP50, fhirP50] = [median(samples.rest), median(samples.fhir)]
-    const kind = run ? 'PostgreSQL' : 'PGlite (embedded, in memory)'
     const heading = `FHIR Observation search: ${kind}`
     const section = [
       `## ${heading}`,
@@ -132,8 +80,7 @@ async function main(): Promise<void> {
     process.stdout.write(`${section}\n`)
     await writeBenchmarkSection(heading, section)
   } finally {
-    await app.close()
-    await run?.drop()
+    await close()
   }
 }
 
