@@ -1,5 +1,5 @@
 import type { Appointment, CodeableConcept, Coding } from '@medplum/fhirtypes'
-import { type Kysely, sql } from 'kysely'
+import type { Kysely } from 'kysely'
 import type { Database } from '../../../db/database.js'
 import type { AppointmentRow } from '../../../db/tables/appointments.js'
 import type { AppointmentStatus } from '../../../schemas/appointments.js'
@@ -7,7 +7,9 @@ import { AppError } from '../../errors.js'
 import { requireAppointment } from '../appointments/service.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
 import {
+  countMatches,
   dateCondition,
+  keysetPage,
   present,
   tokenValues,
   whereCommon,
@@ -170,21 +172,9 @@ export function appointmentResource(): FhirResourceType<Appointment> {
       }
       return toFhirAppointment(row)
     },
-    async search(db, scope, query, { after, size }) {
-      const rows = await filtered(appointmentsOf(db, scope), query)
-        .where('id', '>', after)
-        .orderBy('id')
-        .limit(size + 1)
-        .execute()
-      return { resources: rows.slice(0, size).map(toFhirAppointment), more: rows.length > size }
-    },
-    async count(db, scope, query) {
-      const row = await filtered(appointmentsOf(db, scope), query)
-        .clearSelect()
-        .select(sql<number>`count(*)::int`.as('count'))
-        .executeTakeFirstOrThrow()
-      return Number(row.count)
-    },
+    search: (db, scope, query, page) =>
+      keysetPage(filtered(appointmentsOf(db, scope), query), 'id', page, toFhirAppointment),
+    count: (db, scope, query) => countMatches(filtered(appointmentsOf(db, scope), query)),
   }
 }
 

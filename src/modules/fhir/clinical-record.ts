@@ -5,7 +5,7 @@ import type { ClinicalKindName, ClinicalRecordRow } from '../../../db/tables/cli
 import { missingRecord } from '../../access/organization-scope.js'
 import { forbidden } from '../../errors.js'
 import type { FhirResourceType, ReadScope, SearchParameterDefinition } from './resource-type.js'
-import { tokenValues, whereCommon, whereReferences } from './search-conditions.js'
+import { countMatches, keysetPage, tokenValues, whereCommon, whereReferences } from './search-conditions.js'
 import type { SearchQuery } from './search-params.js'
 
 // Clinical records as FHIR resources: what Condition, AllergyIntolerance and MedicationStatement share.
@@ -130,20 +130,7 @@ export function clinicalResourceType<R extends Resource>(
       }
       return toFhir(row)
     },
-    async search(db, scope, query, { after, size }) {
-      const rows = await matching(db, scope, query)
-        .where('id', '>', after)
-        .orderBy('id')
-        .limit(size + 1)
-        .execute()
-      return { resources: rows.slice(0, size).map(toFhir), more: rows.length > size }
-    },
-    async count(db, scope, query) {
-      const row = await matching(db, scope, query)
-        .clearSelect()
-        .select(sql<number>`count(*)::int`.as('count'))
-        .executeTakeFirstOrThrow()
-      return Number(row.count)
-    },
+    search: (db, scope, query, page) => keysetPage(matching(db, scope, query), 'id', page, toFhir),
+    count: (db, scope, query) => countMatches(matching(db, scope, query)),
   }
 }

@@ -1,12 +1,14 @@
 import type { CodeableConcept, DocumentReference } from '@medplum/fhirtypes'
-import { type Kysely, sql } from 'kysely'
+import type { Kysely } from 'kysely'
 import type { Database } from '../../../db/database.js'
 import type { DocumentRow } from '../../../db/tables/documents.js'
 import { missingRecord, ownerOrganization } from '../../access/organization-scope.js'
 import { AppError } from '../../errors.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
 import {
+  countMatches,
   dateCondition,
+  keysetPage,
   present,
   tokenValues,
   whereCommon,
@@ -184,24 +186,11 @@ export function documentReferenceResource(
     async read(db, scope, id) {
       return toFhirDocumentReference(await readableDocument(db, scope, id), mapping.base)
     },
-    async search(db, scope, query, { after, size }) {
-      const rows = await filtered(documentsOf(db, scope), query)
-        .where('documents.id', '>', after)
-        .orderBy('documents.id')
-        .limit(size + 1)
-        .execute()
-      return {
-        resources: rows.slice(0, size).map((row) => toFhirDocumentReference(row, mapping.base)),
-        more: rows.length > size,
-      }
-    },
-    async count(db, scope, query) {
-      const row = await filtered(documentsOf(db, scope), query)
-        .clearSelect()
-        .select(sql<number>`count(*)::int`.as('count'))
-        .executeTakeFirstOrThrow()
-      return Number(row.count)
-    },
+    search: (db, scope, query, page) =>
+      keysetPage(filtered(documentsOf(db, scope), query), 'documents.id', page, (row) =>
+        toFhirDocumentReference(row, mapping.base),
+      ),
+    count: (db, scope, query) => countMatches(filtered(documentsOf(db, scope), query)),
     includes: {
       patient: (resource) => (resource.subject?.reference ? [resource.subject.reference] : []),
     },

@@ -8,7 +8,9 @@ import { AppError } from '../../errors.js'
 import { VISIT_TYPE_SYSTEM, visitType } from './appointment.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
 import {
+  countMatches,
   dateCondition,
+  keysetPage,
   present,
   tokenValues,
   whereCommon,
@@ -168,20 +170,8 @@ export function encounterResource(): FhirResourceType<Encounter> {
       }
       return toFhirEncounter(row)
     },
-    async search(db, scope, query, { after, size }) {
-      const rows = await filtered(encountersOf(db, scope), query)
-        .where('id', '>', after)
-        .orderBy('id')
-        .limit(size + 1)
-        .execute()
-      return { resources: rows.slice(0, size).map(toFhirEncounter), more: rows.length > size }
-    },
-    async count(db, scope, query) {
-      const row = await filtered(encountersOf(db, scope), query)
-        .clearSelect()
-        .select(sql<number>`count(*)::int`.as('count'))
-        .executeTakeFirstOrThrow()
-      return Number(row.count)
-    },
+    search: (db, scope, query, page) =>
+      keysetPage(filtered(encountersOf(db, scope), query), 'id', page, toFhirEncounter),
+    count: (db, scope, query) => countMatches(filtered(encountersOf(db, scope), query)),
   }
 }

@@ -6,7 +6,15 @@ import type { LabResultData } from '../../../schemas/clinical.js'
 import { missingRecord } from '../../access/organization-scope.js'
 import { AppError } from '../../errors.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
-import { present, tokenValues, whereCommon, whereOneOf, whereReferences } from './search-conditions.js'
+import {
+  countMatches,
+  keysetPage,
+  present,
+  tokenValues,
+  whereCommon,
+  whereOneOf,
+  whereReferences,
+} from './search-conditions.js'
 import { occurrences, parseDate, type SearchQuery } from './search-params.js'
 import {
   categoryOf,
@@ -249,21 +257,9 @@ export function observationResource(): FhirResourceType<Observation> {
       }
       return toFhirObservation(row)
     },
-    async search(db, scope, query, { after, size }) {
-      const rows = await filtered(observationsOf(db, scope), query)
-        .where('r.id', '>', after)
-        .orderBy('r.id')
-        .limit(size + 1)
-        .execute()
-      return { resources: rows.slice(0, size).map(toFhirObservation), more: rows.length > size }
-    },
-    async count(db, scope, query) {
-      const row = await filtered(observationsOf(db, scope), query)
-        .clearSelect()
-        .select(sql<number>`count(*)::int`.as('count'))
-        .executeTakeFirstOrThrow()
-      return Number(row.count)
-    },
+    search: (db, scope, query, page) =>
+      keysetPage(filtered(observationsOf(db, scope), query), 'r.id', page, toFhirObservation),
+    count: (db, scope, query) => countMatches(filtered(observationsOf(db, scope), query)),
     includes: {
       patient: (observation) => (observation.subject?.reference ? [observation.subject.reference] : []),
     },

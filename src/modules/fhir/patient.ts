@@ -1,12 +1,14 @@
 import type { ContactPoint, Patient } from '@medplum/fhirtypes'
-import { type ExpressionBuilder, type Kysely, sql } from 'kysely'
+import type { ExpressionBuilder, Kysely } from 'kysely'
 import type { Database } from '../../../db/database.js'
 import type { PatientRow } from '../../../db/tables/patients.js'
 import { AppError } from '../../errors.js'
 import { requirePatient } from '../patients/service.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
 import {
+  countMatches,
   dateCondition,
+  keysetPage,
   present,
   stringCondition,
   tokenValues,
@@ -174,24 +176,11 @@ export function patientResource(mapping: PatientMapping): FhirResourceType<Patie
         throw error
       }
     },
-    async search(db, scope, query, { after, size }) {
-      const rows = await filtered(patientsOf(db, scope), query, mapping)
-        .where('id', '>', after)
-        .orderBy('id')
-        .limit(size + 1)
-        .execute()
-      return {
-        resources: rows.slice(0, size).map((row) => toFhirPatient(row, mapping)),
-        more: rows.length > size,
-      }
-    },
-    async count(db, scope, query) {
-      const row = await filtered(patientsOf(db, scope), query, mapping)
-        .clearSelect()
-        .select(sql<number>`count(*)::int`.as('count'))
-        .executeTakeFirstOrThrow()
-      return Number(row.count)
-    },
+    search: (db, scope, query, page) =>
+      keysetPage(filtered(patientsOf(db, scope), query, mapping), 'id', page, (row) =>
+        toFhirPatient(row, mapping),
+      ),
+    count: (db, scope, query) => countMatches(filtered(patientsOf(db, scope), query, mapping)),
   }
 }
 

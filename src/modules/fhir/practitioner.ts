@@ -1,10 +1,18 @@
 import type { ContactPoint, Practitioner } from '@medplum/fhirtypes'
-import { type ExpressionBuilder, type Kysely, sql } from 'kysely'
+import type { ExpressionBuilder, Kysely } from 'kysely'
 import type { Database } from '../../../db/database.js'
 import type { ProviderRow } from '../../../db/tables/providers.js'
 import { requireProvider } from '../providers/service.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
-import { present, stringCondition, tokenValues, whereCommon, whereOneOf } from './search-conditions.js'
+import {
+  countMatches,
+  keysetPage,
+  present,
+  stringCondition,
+  tokenValues,
+  whereCommon,
+  whereOneOf,
+} from './search-conditions.js'
 import { occurrences, type SearchQuery } from './search-params.js'
 
 /** The identifier system of US National Provider Identifiers. */
@@ -85,20 +93,8 @@ export function practitionerResource(): FhirResourceType<Practitioner> {
     async read(db, scope, id) {
       return toFhirPractitioner(await requireProvider(db, scope.actor, id))
     },
-    async search(db, scope, query, { after, size }) {
-      const rows = await filtered(providersOf(db, scope), query)
-        .where('id', '>', after)
-        .orderBy('id')
-        .limit(size + 1)
-        .execute()
-      return { resources: rows.slice(0, size).map(toFhirPractitioner), more: rows.length > size }
-    },
-    async count(db, scope, query) {
-      const row = await filtered(providersOf(db, scope), query)
-        .clearSelect()
-        .select(sql<number>`count(*)::int`.as('count'))
-        .executeTakeFirstOrThrow()
-      return Number(row.count)
-    },
+    search: (db, scope, query, page) =>
+      keysetPage(filtered(providersOf(db, scope), query), 'id', page, toFhirPractitioner),
+    count: (db, scope, query) => countMatches(filtered(providersOf(db, scope), query)),
   }
 }

@@ -124,3 +124,29 @@ export function whereReferences<Q extends SelectQueryBuilder<any, any, any>>(
     result = whereOneOf(result, column, referencedIds(values, target))
   return result
 }
+
+/** One page of matches after the id `after`, in id order: keyset paging, no deep offsets. */
+export async function keysetPage<O, R>(
+  // biome-ignore lint/suspicious/noExplicitAny: any table set
+  query: SelectQueryBuilder<any, any, O>,
+  idColumn: string,
+  { after, size }: { after: number; size: number },
+  map: (row: O) => R,
+): Promise<{ resources: R[]; more: boolean }> {
+  const rows = await query
+    .where(sql.ref(idColumn), '>', after)
+    .orderBy(sql.ref(idColumn))
+    .limit(size + 1)
+    .execute()
+  return { resources: rows.slice(0, size).map(map), more: rows.length > size }
+}
+
+/** How many records the query matches, for `_summary=count`. */
+// biome-ignore lint/suspicious/noExplicitAny: any table set
+export async function countMatches(query: SelectQueryBuilder<any, any, unknown>): Promise<number> {
+  const row = await query
+    .clearSelect()
+    .select(sql<number>`count(*)::int`.as('count'))
+    .executeTakeFirstOrThrow()
+  return Number(row.count)
+}
