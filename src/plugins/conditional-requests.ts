@@ -13,6 +13,10 @@ declare module 'fastify' {
 
 export const MERGE_PATCH = 'application/merge-patch+json'
 
+/** The description of a PATCH operation: how to send a merge patch, then what is particular to it. */
+export const mergePatchDescription = (particulars: string) =>
+  `Send \`Content-Type: application/merge-patch+json\` (RFC 7396; \`application/json\` is read the same). Only the members sent change; ${particulars}`
+
 /** The weak ETag of a record version, as every single-record response carries it. */
 export const etagOf = (version: number) => `W/"${version}"`
 

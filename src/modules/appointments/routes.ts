@@ -15,7 +15,7 @@ import { ok } from '../../http/envelope.js'
 import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse } from '../../http/responses.js'
-import { MERGE_PATCH } from '../../plugins/conditional-requests.js'
+import { MERGE_PATCH, mergePatchDescription } from '../../plugins/conditional-requests.js'
 import { availableSlots } from './schedule.js'
 import {
   cancelAppointment,
@@ -156,8 +156,9 @@ const appointmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         operationId: 'patchAppointment',
         summary: 'Change some fields of an appointment (JSON Merge Patch)',
-        description:
-          'Send `Content-Type: application/merge-patch+json` (RFC 7396; `application/json` is read the same). Only the members sent change; `null` removes `reason` or `notes`. The merged appointment is checked like a PUT (422; rescheduling and status rules alike). With `If-Match`, only if the appointment is still at that version (412 otherwise). Emits appointment.updated.',
+        description: mergePatchDescription(
+          '`null` removes `reason` or `notes`. The merged appointment is checked like a PUT (422; rescheduling and status rules alike). With `If-Match`, only if the appointment is still at that version (412 otherwise). Emits appointment.updated.',
+        ),
         consumes: [MERGE_PATCH],
         params: IdParams,
         headers: IfMatchHeaders,

@@ -14,7 +14,7 @@ import { ok } from '../../http/envelope.js'
 import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse } from '../../http/responses.js'
-import { MERGE_PATCH } from '../../plugins/conditional-requests.js'
+import { MERGE_PATCH, mergePatchDescription } from '../../plugins/conditional-requests.js'
 import type { ClinicalKind } from './kind.js'
 import { allergies } from './kinds/allergies.js'
 import { conditions } from './kinds/conditions.js'
@@ -176,8 +176,9 @@ function registerKind<I extends TObject, D extends TObject>(app: App, kind: Clin
         tags,
         operationId: `patch${suffix}`,
         summary: `Correct some fields of a ${name} (JSON Merge Patch)`,
-        description:
-          'Send `Content-Type: application/merge-patch+json` (RFC 7396; `application/json` is read the same). Only the members sent change; `null` removes an optional one. The merged record is checked like a full correction (422) and is one: its version goes up. With `If-Match`, only if the record is still at that version (412 otherwise).',
+        description: mergePatchDescription(
+          '`null` removes an optional one. The merged record is checked like a full correction (422) and is one: its version goes up. With `If-Match`, only if the record is still at that version (412 otherwise).',
+        ),
         consumes: [MERGE_PATCH],
         params: RecordParams,
         headers: IfMatchHeaders,

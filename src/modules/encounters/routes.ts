@@ -13,7 +13,7 @@ import { ok } from '../../http/envelope.js'
 import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse } from '../../http/responses.js'
-import { MERGE_PATCH } from '../../plugins/conditional-requests.js'
+import { MERGE_PATCH, mergePatchDescription } from '../../plugins/conditional-requests.js'
 import {
   addAddendum,
   createEncounter,
@@ -144,8 +144,9 @@ const encounterRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         operationId: 'patchEncounter',
         summary: 'Change some fields of a draft encounter’s note (JSON Merge Patch)',
-        description:
-          'Send `Content-Type: application/merge-patch+json` (RFC 7396; `application/json` is read the same). Only the members sent change; `null` removes an optional one; nested objects of the note merge. The merged note is checked like a full replacement (422). With `If-Match`, only if the encounter is still at that version (412 otherwise).',
+        description: mergePatchDescription(
+          '`null` removes an optional one; nested objects of the note merge. The merged note is checked like a full replacement (422). With `If-Match`, only if the encounter is still at that version (412 otherwise).',
+        ),
         consumes: [MERGE_PATCH],
         params: IdParams,
         headers: IfMatchHeaders,

@@ -11,6 +11,7 @@ import {
   dateCondition,
   keysetPage,
   present,
+  referenceParameter,
   tokenValues,
   whereCommon,
   whereOneOf,
@@ -143,12 +144,8 @@ export function appointmentResource(): FhirResourceType<Appointment> {
     restRead: 'GET /api/appointments/:id',
     restSearch: 'GET /api/appointments',
     searchParameters: [
-      { name: 'patient', type: 'reference', documentation: 'The patient (Patient/{id} or {id})' },
-      {
-        name: 'practitioner',
-        type: 'reference',
-        documentation: 'The provider (Practitioner/{id} or {id})',
-      },
+      referenceParameter('patient', 'Patient'),
+      referenceParameter('practitioner', 'Practitioner'),
       {
         name: 'date',
         type: 'date',

@@ -5,7 +5,14 @@ import type { ClinicalKindName, ClinicalRecordRow } from '../../../db/tables/cli
 import { missingRecord } from '../../access/organization-scope.js'
 import { forbidden } from '../../errors.js'
 import type { FhirResourceType, ReadScope, SearchParameterDefinition } from './resource-type.js'
-import { countMatches, keysetPage, tokenValues, whereCommon, whereReferences } from './search-conditions.js'
+import {
+  countMatches,
+  keysetPage,
+  referenceParameter,
+  tokenValues,
+  whereCommon,
+  whereReferences,
+} from './search-conditions.js'
 import type { SearchQuery } from './search-params.js'
 
 // Clinical records as FHIR resources: what Condition, AllergyIntolerance and MedicationStatement share.
@@ -63,9 +70,7 @@ export const metaOf = (row: ClinicalRecordRow) => ({
 })
 
 /** The search parameter every clinical type takes besides `_id` and `_lastUpdated`: `patient`. */
-const PATIENT_PARAMETER: SearchParameterDefinition[] = [
-  { name: 'patient', type: 'reference', documentation: 'The patient: `12`, `Patient/12` or its full URL' },
-]
+const PATIENT_PARAMETER: SearchParameterDefinition[] = [referenceParameter('patient', 'Patient')]
 
 function commonFiltered(query: ClinicalQuery, search: SearchQuery): ClinicalQuery {
   let result = whereCommon(query, search, { id: 'id', updatedAt: 'updated_at' })

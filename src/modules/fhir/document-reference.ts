@@ -10,6 +10,7 @@ import {
   dateCondition,
   keysetPage,
   present,
+  referenceParameter,
   tokenValues,
   whereCommon,
   whereOneOf,
@@ -170,7 +171,7 @@ export function documentReferenceResource(
     restRead: 'GET /api/patients/:patientId/documents',
     restSearch: 'GET /api/patients/:patientId/documents',
     searchParameters: [
-      { name: 'patient', type: 'reference', documentation: 'The patient (Patient/<id>)' },
+      referenceParameter('patient', 'Patient'),
       {
         name: 'category',
         type: 'token',

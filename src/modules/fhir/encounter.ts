@@ -12,6 +12,7 @@ import {
   dateCondition,
   keysetPage,
   present,
+  referenceParameter,
   tokenValues,
   whereCommon,
   whereOneOf,
@@ -126,12 +127,8 @@ export function encounterResource(): FhirResourceType<Encounter> {
     restRead: 'GET /api/encounters/:id',
     restSearch: 'GET /api/encounters',
     searchParameters: [
-      { name: 'patient', type: 'reference', documentation: 'The patient (Patient/{id} or {id})' },
-      {
-        name: 'practitioner',
-        type: 'reference',
-        documentation: 'The provider (Practitioner/{id} or {id})',
-      },
+      referenceParameter('patient', 'Patient'),
+      referenceParameter('practitioner', 'Practitioner'),
       { name: 'date', type: 'date', documentation: 'The day of the visit (prefixes eq, ne, gt, lt, ge, le)' },
       {
         name: 'status',

@@ -10,6 +10,7 @@ import {
   countMatches,
   keysetPage,
   present,
+  referenceParameter,
   tokenValues,
   whereCommon,
   whereOneOf,
@@ -218,8 +219,8 @@ export function observationResource(): FhirResourceType<Observation> {
     restRead: 'GET /api/patients/:patientId/vitals/:id',
     restSearch: 'GET /api/patients/:patientId/vitals',
     searchParameters: [
-      { name: 'patient', type: 'reference', documentation: 'The patient (Patient/<id>)' },
-      { name: 'subject', type: 'reference', documentation: 'The patient (Patient/<id>)' },
+      referenceParameter('patient', 'Patient'),
+      referenceParameter('subject', 'Patient'),
       {
         name: 'category',
         type: 'token',

@@ -93,6 +93,14 @@ export const COMMON_SEARCH_PARAMETERS = [
   },
 ] as const
 
+/** A reference search parameter to a patient or a practitioner, as types declare it. */
+export const referenceParameter = (name: string, target: 'Patient' | 'Practitioner') =>
+  ({
+    name,
+    type: 'reference',
+    documentation: `The ${target === 'Patient' ? 'patient' : 'provider'}: \`12\`, \`${target}/12\` or its full URL`,
+  }) as const
+
 /** `_id` and `_lastUpdated`, on the query's id and change-time columns. */
 // biome-ignore lint/suspicious/noExplicitAny: any table set
 export function whereCommon<Q extends SelectQueryBuilder<any, any, any>>(

@@ -15,7 +15,7 @@ import { ok } from '../../http/envelope.js'
 import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse } from '../../http/responses.js'
-import { MERGE_PATCH } from '../../plugins/conditional-requests.js'
+import { MERGE_PATCH, mergePatchDescription } from '../../plugins/conditional-requests.js'
 import {
   createPatient,
   deletePatient,
@@ -152,8 +152,9 @@ const patientRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         operationId: 'patchPatient',
         summary: 'Change some fields of a patient (JSON Merge Patch)',
-        description:
-          'Send `Content-Type: application/merge-patch+json` (RFC 7396; `application/json` is read the same). Only the members sent change; `null` removes an optional one. The merged patient is checked like a full replacement (422). With `If-Match`, only if the patient is still at that version (412 otherwise). Emits patient.updated.',
+        description: mergePatchDescription(
+          '`null` removes an optional one. The merged patient is checked like a full replacement (422). With `If-Match`, only if the patient is still at that version (412 otherwise). Emits patient.updated.',
+        ),
         consumes: [MERGE_PATCH],
         params: IdParams,
         headers: IfMatchHeaders,

@@ -12,7 +12,7 @@ import { ok } from '../../http/envelope.js'
 import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse } from '../../http/responses.js'
-import { MERGE_PATCH } from '../../plugins/conditional-requests.js'
+import { MERGE_PATCH, mergePatchDescription } from '../../plugins/conditional-requests.js'
 import { notFound, otherOrganization, tags } from './responses.js'
 import {
   createProvider,
@@ -126,8 +126,9 @@ const providerRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         operationId: 'patchProvider',
         summary: 'Change some fields of a provider (JSON Merge Patch)',
-        description:
-          'Send `Content-Type: application/merge-patch+json` (RFC 7396; `application/json` is read the same). Only the members sent change; `null` removes an optional one. The merged provider is checked like a full replacement (422). With `If-Match`, only if the provider is still at that version (412 otherwise).',
+        description: mergePatchDescription(
+          '`null` removes an optional one. The merged provider is checked like a full replacement (422). With `If-Match`, only if the provider is still at that version (412 otherwise).',
+        ),
         consumes: [MERGE_PATCH],
         params: IdParams,
         headers: IfMatchHeaders,

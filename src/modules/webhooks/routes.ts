@@ -16,7 +16,7 @@ import { ok } from '../../http/envelope.js'
 import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse } from '../../http/responses.js'
-import { MERGE_PATCH } from '../../plugins/conditional-requests.js'
+import { MERGE_PATCH, mergePatchDescription } from '../../plugins/conditional-requests.js'
 import {
   createWebhook,
   deleteWebhook,
@@ -143,8 +143,9 @@ const webhookRoutes: FastifyPluginAsyncTypebox<{ settings: WebhookSettings }> = 
         tags,
         operationId: 'patchWebhook',
         summary: 'Change some fields of a webhook (JSON Merge Patch)',
-        description:
-          'Send `Content-Type: application/merge-patch+json` (RFC 7396; `application/json` is read the same). Only the members sent change; `events` is replaced whole. The merged webhook is checked like a full replacement (422). With `If-Match`, only if the webhook is still at that version (412 otherwise).',
+        description: mergePatchDescription(
+          '`events` is replaced whole. The merged webhook is checked like a full replacement (422). With `If-Match`, only if the webhook is still at that version (412 otherwise).',
+        ),
         consumes: [MERGE_PATCH],
         params: IdParams,
         headers: IfMatchHeaders,
