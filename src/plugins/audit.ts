@@ -1,6 +1,9 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { RouteAccess } from '../access/route-access.js'
+
+type AuditRule = NonNullable<RouteAccess['audit']>
+
 import { AuditLog } from '../audit/audit-log.js'
 
 declare module 'fastify' {
@@ -10,6 +13,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** Ids of the records a handler returned or changed, for the audit record. */
     auditedIds: number[] | null
+    /** Records of other kinds the handler also returned (a FHIR `_include`), each under its route's rule. */
+    auditedAlso: { rule: AuditRule; ids: number[] }[] | null
   }
   interface FastifyContextConfig {
     access?: RouteAccess
@@ -58,22 +63,26 @@ const audit: FastifyPluginAsync<{ flushIntervalMs: number }> = async (app, { flu
   })
   app.decorate('auditLog', auditLog)
   app.decorateRequest('auditedIds', null)
+  app.decorateRequest('auditedAlso', null)
 
   app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
     const rule = request.routeOptions.config.access?.audit
     if (rule) {
-      auditLog.record({
-        occurred_at: new Date(),
-        organization_id: request.principal?.organizationId ?? null,
-        user_id: request.principal?.userId ?? null,
-        action: rule.action,
-        resource_type: rule.resourceType,
-        resource_ids: resourceIdsOf(request),
-        patient_id: patientIdOf(request),
-        outcome: outcomeOf(reply.statusCode),
-        status_code: reply.statusCode,
-        request_id: request.id,
-      })
+      const entry = (what: AuditRule, ids: number[], patientId: number | null) =>
+        auditLog.record({
+          occurred_at: new Date(),
+          organization_id: request.principal?.organizationId ?? null,
+          user_id: request.principal?.userId ?? null,
+          action: what.action,
+          resource_type: what.resourceType,
+          resource_ids: ids,
+          patient_id: patientId,
+          outcome: outcomeOf(reply.statusCode),
+          status_code: reply.statusCode,
+          request_id: request.id,
+        })
+      entry(rule, resourceIdsOf(request), patientIdOf(request))
+      for (const also of request.auditedAlso ?? []) entry(also.rule, also.ids, null)
     }
     done()
   })

@@ -39,6 +39,34 @@ describe('GET /fhir/R4/[type]?_include=', () => {
     expect(bundle.link?.[0]?.url).toContain('_include=Appointment%3Apatient')
   })
 
+  it('audits included records as REST reads of their types are: patients, not practitioners', async () => {
+    const practice = await newPractice(app)
+    await booked(app, practice, daysFromToday(5), '10:00:00')
+    const response = await app.inject({
+      url: `/fhir/R4/Appointment?patient=${practice.patient.id}&_include=Appointment:patient&_include=Appointment:practitioner`,
+      headers: bearer(practice.nurse.token),
+    })
+    expect(response.statusCode).toBe(200)
+    await app.auditLog.flush()
+    const rows = await app.db
+      .selectFrom('audit_log')
+      .select(['action', 'resource_type', 'resource_ids', 'request_id'])
+      .where('organization_id', '=', practice.org.id)
+      .where('action', 'in', ['READ', 'LIST'])
+      .execute()
+    const requestId = String(response.headers['x-request-id'])
+    const ofRequest = rows
+      .filter((row) => row.request_id === requestId)
+      .map(({ action, resource_type, resource_ids }) => ({ action, resource_type, resource_ids }))
+    expect(ofRequest).toHaveLength(2)
+    expect(ofRequest).toContainEqual({
+      action: 'READ',
+      resource_type: 'patient',
+      resource_ids: [practice.patient.id],
+    })
+    expect(ofRequest.find((row) => row.resource_type === 'appointment')?.action).toBe('LIST')
+  })
+
   it('leaves out what the caller may not read: a token scoped to appointments gets no patients', async () => {
     const practice = await newPractice(app)
     await booked(app, practice, daysFromToday(3), '11:00:00')

@@ -12,12 +12,16 @@ import {
   keysetPage,
   present,
   referenceParameter,
+  type SearchColumns,
+  sortParameters,
   tokenValues,
   whereCommon,
   whereOneOf,
   whereReferences,
 } from './search-conditions.js'
 import { occurrences, type SearchQuery } from './search-params.js'
+
+const COLUMNS: SearchColumns = { id: 'id', updatedAt: 'updated_at', sortDates: { date: 'starts_at' } }
 
 /**
  * The service's own code system for its visit types (OFFICE_VISIT, TELEHEALTH, …), which no
@@ -120,7 +124,7 @@ const appointmentsOf = (db: Kysely<Database>, scope: ReadScope) => {
 }
 
 function filtered(query: AppointmentQuery, search: SearchQuery): AppointmentQuery {
-  let result = whereCommon(query, search, { id: 'id', updatedAt: 'updated_at' })
+  let result = whereCommon(query, search, COLUMNS)
   result = whereReferences(result, search, 'patient', 'Patient', 'patient_id')
   result = whereReferences(result, search, 'practitioner', 'Practitioner', 'provider_id')
   for (const values of occurrences(search, 'status')) {
@@ -143,6 +147,7 @@ export function appointmentResource(): FhirResourceType<Appointment> {
     type: 'Appointment',
     restRead: 'GET /api/appointments/:id',
     restSearch: 'GET /api/appointments',
+    sortParameters: sortParameters(COLUMNS),
     searchParameters: [
       referenceParameter('patient', 'Patient'),
       referenceParameter('practitioner', 'Practitioner'),
@@ -170,7 +175,7 @@ export function appointmentResource(): FhirResourceType<Appointment> {
       return toFhirAppointment(row)
     },
     search: (db, scope, query, page) =>
-      keysetPage(filtered(appointmentsOf(db, scope), query), 'id', page, toFhirAppointment),
+      keysetPage(filtered(appointmentsOf(db, scope), query), COLUMNS, page, toFhirAppointment),
     count: (db, scope, query) => countMatches(filtered(appointmentsOf(db, scope), query)),
   }
 }

@@ -1,6 +1,7 @@
 import type { CapabilityStatement, CapabilityStatementRestResource } from '@medplum/fhirtypes'
 import type { FhirResourceType } from './resource-type.js'
 import { COMMON_SEARCH_PARAMETERS } from './search-conditions.js'
+import { PAGE_SIZE_MAX } from './search-params.js'
 
 const SMART_SCOPE_LEVELS = ['patient', 'user', 'system'] as const
 
@@ -49,6 +50,7 @@ export function capabilityStatement(
           ...types.map(
             (type): CapabilityStatementRestResource => ({
               type: type.type,
+              documentation: `_sort by one of ${type.sortParameters.join(', ')} (a leading - for descending); _count up to ${PAGE_SIZE_MAX}`,
               interaction: [{ code: 'read' }, { code: 'vread' }, { code: 'search-type' }],
               versioning: 'versioned',
               readHistory: false,

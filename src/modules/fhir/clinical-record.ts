@@ -9,11 +9,15 @@ import {
   countMatches,
   keysetPage,
   referenceParameter,
+  type SearchColumns,
+  sortParameters,
   tokenValues,
   whereCommon,
   whereReferences,
 } from './search-conditions.js'
 import type { SearchQuery } from './search-params.js'
+
+const COLUMNS: SearchColumns = { id: 'id', updatedAt: 'updated_at' }
 
 // Clinical records as FHIR resources: what Condition, AllergyIntolerance and MedicationStatement share.
 
@@ -73,7 +77,7 @@ export const metaOf = (row: ClinicalRecordRow) => ({
 const PATIENT_PARAMETER: SearchParameterDefinition[] = [referenceParameter('patient', 'Patient')]
 
 function commonFiltered(query: ClinicalQuery, search: SearchQuery): ClinicalQuery {
-  let result = whereCommon(query, search, { id: 'id', updatedAt: 'updated_at' })
+  let result = whereCommon(query, search, COLUMNS)
   result = whereReferences(result, search, 'patient', 'Patient', 'patient_id')
   return result
 }
@@ -118,6 +122,7 @@ export function clinicalResourceType<R extends Resource>(
     type,
     restRead: `GET /api/patients/:patientId/${path}/:id`,
     restSearch: `GET /api/patients/:patientId/${path}`,
+    sortParameters: sortParameters(COLUMNS),
     searchParameters: [...PATIENT_PARAMETER, ...definition.searchParameters],
     includes: {
       patient: (resource) => {
@@ -135,7 +140,7 @@ export function clinicalResourceType<R extends Resource>(
       }
       return toFhir(row)
     },
-    search: (db, scope, query, page) => keysetPage(matching(db, scope, query), 'id', page, toFhir),
+    search: (db, scope, query, page) => keysetPage(matching(db, scope, query), COLUMNS, page, toFhir),
     count: (db, scope, query) => countMatches(matching(db, scope, query)),
   }
 }

@@ -11,12 +11,20 @@ import {
   keysetPage,
   present,
   referenceParameter,
+  type SearchColumns,
+  sortParameters,
   tokenValues,
   whereCommon,
   whereOneOf,
   whereReferences,
 } from './search-conditions.js'
 import { occurrences, type SearchQuery } from './search-params.js'
+
+const COLUMNS: SearchColumns = {
+  id: 'documents.id',
+  updatedAt: 'documents.updated_at',
+  sortDates: { date: 'documents.created_at' },
+}
 
 /** Our document categories as a code system of our own: no standard one says the same. */
 export const DOCUMENT_CATEGORY_SYSTEM = 'urn:ehr-service:document-category'
@@ -142,7 +150,7 @@ export async function readableDocument(
 }
 
 function filtered(query: DocumentQuery, search: SearchQuery): DocumentQuery {
-  let result = whereCommon(query, search, { id: 'documents.id', updatedAt: 'documents.updated_at' })
+  let result = whereCommon(query, search, COLUMNS)
   result = whereReferences(result, search, 'patient', 'Patient', 'documents.patient_id')
   // `type` and `category` carry the same code (our category), so they search the same column.
   for (const name of ['category', 'type']) {
@@ -170,6 +178,7 @@ export function documentReferenceResource(
     // The REST API reads a document's metadata only through the patient's list.
     restRead: 'GET /api/patients/:patientId/documents',
     restSearch: 'GET /api/patients/:patientId/documents',
+    sortParameters: sortParameters(COLUMNS),
     searchParameters: [
       referenceParameter('patient', 'Patient'),
       {
@@ -188,7 +197,7 @@ export function documentReferenceResource(
       return toFhirDocumentReference(await readableDocument(db, scope, id), mapping.base)
     },
     search: (db, scope, query, page) =>
-      keysetPage(filtered(documentsOf(db, scope), query), 'documents.id', page, (row) =>
+      keysetPage(filtered(documentsOf(db, scope), query), COLUMNS, page, (row) =>
         toFhirDocumentReference(row, mapping.base),
       ),
     count: (db, scope, query) => countMatches(filtered(documentsOf(db, scope), query)),

@@ -13,12 +13,16 @@ import {
   keysetPage,
   present,
   referenceParameter,
+  type SearchColumns,
+  sortParameters,
   tokenValues,
   whereCommon,
   whereOneOf,
   whereReferences,
 } from './search-conditions.js'
 import { occurrences, type SearchQuery } from './search-params.js'
+
+const COLUMNS: SearchColumns = { id: 'id', updatedAt: 'updated_at', sortDates: { date: 'encounter_date' } }
 
 export const ENCOUNTER_STATUS_SYSTEM = 'http://hl7.org/fhir/encounter-status'
 const ACT_CODE_SYSTEM = 'http://terminology.hl7.org/CodeSystem/v3-ActCode'
@@ -90,7 +94,7 @@ const encountersOf = (db: Kysely<Database>, scope: ReadScope) => {
 const none = sql<boolean>`false`
 
 function filtered(query: EncounterQuery, search: SearchQuery): EncounterQuery {
-  let result = whereCommon(query, search, { id: 'id', updatedAt: 'updated_at' })
+  let result = whereCommon(query, search, COLUMNS)
   result = whereReferences(result, search, 'patient', 'Patient', 'patient_id')
   result = whereReferences(result, search, 'practitioner', 'Practitioner', 'provider_id')
   for (const values of occurrences(search, 'status')) {
@@ -126,6 +130,7 @@ export function encounterResource(): FhirResourceType<Encounter> {
     type: 'Encounter',
     restRead: 'GET /api/encounters/:id',
     restSearch: 'GET /api/encounters',
+    sortParameters: sortParameters(COLUMNS),
     searchParameters: [
       referenceParameter('patient', 'Patient'),
       referenceParameter('practitioner', 'Practitioner'),
@@ -168,7 +173,7 @@ export function encounterResource(): FhirResourceType<Encounter> {
       return toFhirEncounter(row)
     },
     search: (db, scope, query, page) =>
-      keysetPage(filtered(encountersOf(db, scope), query), 'id', page, toFhirEncounter),
+      keysetPage(filtered(encountersOf(db, scope), query), COLUMNS, page, toFhirEncounter),
     count: (db, scope, query) => countMatches(filtered(encountersOf(db, scope), query)),
   }
 }

@@ -11,6 +11,8 @@ import {
   keysetPage,
   present,
   referenceParameter,
+  type SearchColumns,
+  sortParameters,
   tokenValues,
   whereCommon,
   whereOneOf,
@@ -144,6 +146,8 @@ type Eb = ExpressionBuilder<Database & { r: Database['clinical_records'] }, 'r'>
 /** Observation.effective: the specimen's collection for lab results, else the clinical time. */
 const effective = sql<Date>`coalesce((r.data->>'specimenCollectedAt')::timestamptz, r.effective_at)`
 
+const COLUMNS: SearchColumns = { id: 'r.id', updatedAt: 'r.updated_at', sortDates: { date: effective } }
+
 function instantCondition(eb: Eb, column: Expression<Date>, value: string): Expression<SqlBool> {
   const { comparator, start, end } = parseDate(value)
   const at = (instant: string) => sql<Date>`${instant}::timestamptz`
@@ -183,7 +187,7 @@ function codeCondition(eb: Eb, codes: string[], contained: string): Expression<S
 }
 
 function filtered(query: ObservationQuery, search: SearchQuery): ObservationQuery {
-  let result = whereCommon(query, search, { id: 'r.id', updatedAt: 'r.updated_at' })
+  let result = whereCommon(query, search, COLUMNS)
   const contained = search._contained?.[0] ?? 'false'
   if (!['true', 'false', 'both'].includes(contained)) {
     throw new AppError('VAL_001', '_contained must be true, false or both', { status: 400 })
@@ -218,6 +222,7 @@ export function observationResource(): FhirResourceType<Observation> {
     // are audited under the vital-signs resource type.
     restRead: 'GET /api/patients/:patientId/vitals/:id',
     restSearch: 'GET /api/patients/:patientId/vitals',
+    sortParameters: sortParameters(COLUMNS),
     searchParameters: [
       referenceParameter('patient', 'Patient'),
       referenceParameter('subject', 'Patient'),
@@ -259,7 +264,7 @@ export function observationResource(): FhirResourceType<Observation> {
       return toFhirObservation(row)
     },
     search: (db, scope, query, page) =>
-      keysetPage(filtered(observationsOf(db, scope), query), 'r.id', page, toFhirObservation),
+      keysetPage(filtered(observationsOf(db, scope), query), COLUMNS, page, toFhirObservation),
     count: (db, scope, query) => countMatches(filtered(observationsOf(db, scope), query)),
     includes: {
       patient: (observation) => (observation.subject?.reference ? [observation.subject.reference] : []),

@@ -10,12 +10,20 @@ import {
   dateCondition,
   keysetPage,
   present,
+  type SearchColumns,
+  sortParameters,
   stringCondition,
   tokenValues,
   whereCommon,
   whereOneOf,
 } from './search-conditions.js'
 import { occurrences, type SearchQuery } from './search-params.js'
+
+const COLUMNS: SearchColumns = {
+  id: 'id',
+  updatedAt: 'updated_at',
+  sortDates: { birthdate: 'date_of_birth' },
+}
 
 /** The identifier system of MRNs; a practice sets its own with FHIR_MRN_SYSTEM. */
 export interface PatientMapping {
@@ -106,7 +114,7 @@ const nameWord = (
 ) => eb.fn<string | null>('lower', [eb.ref(column)])
 
 function filtered(query: PatientQuery, search: SearchQuery, { mrnSystem }: PatientMapping): PatientQuery {
-  let result = whereCommon(query, search, { id: 'id', updatedAt: 'updated_at' })
+  let result = whereCommon(query, search, COLUMNS)
   for (const values of occurrences(search, 'identifier')) {
     const mrns = tokenValues(values, mrnSystem)
     result = whereOneOf(result, 'mrn', mrns)
@@ -155,6 +163,7 @@ export function patientResource(mapping: PatientMapping): FhirResourceType<Patie
     type: 'Patient',
     restRead: 'GET /api/patients/:id',
     restSearch: 'GET /api/patients',
+    sortParameters: sortParameters(COLUMNS),
     searchParameters: [
       { name: 'identifier', type: 'token', documentation: `MRN, system ${mapping.mrnSystem}` },
       { name: 'name', type: 'string', documentation: 'Starts a given or family name (case-insensitive)' },
@@ -177,7 +186,7 @@ export function patientResource(mapping: PatientMapping): FhirResourceType<Patie
       }
     },
     search: (db, scope, query, page) =>
-      keysetPage(filtered(patientsOf(db, scope), query, mapping), 'id', page, (row) =>
+      keysetPage(filtered(patientsOf(db, scope), query, mapping), COLUMNS, page, (row) =>
         toFhirPatient(row, mapping),
       ),
     count: (db, scope, query) => countMatches(filtered(patientsOf(db, scope), query, mapping)),

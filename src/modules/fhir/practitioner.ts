@@ -8,12 +8,16 @@ import {
   countMatches,
   keysetPage,
   present,
+  type SearchColumns,
+  sortParameters,
   stringCondition,
   tokenValues,
   whereCommon,
   whereOneOf,
 } from './search-conditions.js'
 import { occurrences, type SearchQuery } from './search-params.js'
+
+const COLUMNS: SearchColumns = { id: 'id', updatedAt: 'updated_at' }
 
 /** The identifier system of US National Provider Identifiers. */
 export const NPI_SYSTEM = 'http://hl7.org/fhir/sid/us-npi'
@@ -61,7 +65,7 @@ const lowered = (eb: ExpressionBuilder<Database, 'providers'>, column: 'first_na
   eb.fn<string | null>('lower', [eb.ref(column)])
 
 function filtered(query: ProviderQuery, search: SearchQuery): ProviderQuery {
-  let result = whereCommon(query, search, { id: 'id', updatedAt: 'updated_at' })
+  let result = whereCommon(query, search, COLUMNS)
   for (const values of occurrences(search, 'identifier')) {
     const npis = tokenValues(values, NPI_SYSTEM)
     result = whereOneOf(result, 'npi', npis)
@@ -86,6 +90,7 @@ export function practitionerResource(): FhirResourceType<Practitioner> {
     type: 'Practitioner',
     restRead: 'GET /api/providers/:id',
     restSearch: 'GET /api/providers',
+    sortParameters: sortParameters(COLUMNS),
     searchParameters: [
       { name: 'identifier', type: 'token', documentation: `NPI, system ${NPI_SYSTEM}` },
       { name: 'name', type: 'string', documentation: 'Starts the given or family name (case-insensitive)' },
@@ -94,7 +99,7 @@ export function practitionerResource(): FhirResourceType<Practitioner> {
       return toFhirPractitioner(await requireProvider(db, scope.actor, id))
     },
     search: (db, scope, query, page) =>
-      keysetPage(filtered(providersOf(db, scope), query), 'id', page, toFhirPractitioner),
+      keysetPage(filtered(providersOf(db, scope), query), COLUMNS, page, toFhirPractitioner),
     count: (db, scope, query) => countMatches(filtered(providersOf(db, scope), query)),
   }
 }

@@ -2,7 +2,7 @@ import type { Resource } from '@medplum/fhirtypes'
 import type { Kysely } from 'kysely'
 import type { Database } from '../../../db/database.js'
 import type { Actor } from '../../access/organization-scope.js'
-import type { SearchQuery } from './search-params.js'
+import type { PageRequest, SearchPage, SearchQuery } from './search-params.js'
 
 /** A search parameter as the CapabilityStatement declares it. */
 export interface SearchParameterDefinition {
@@ -18,12 +18,6 @@ export interface ReadScope {
   patient: number | undefined
 }
 
-/** One page of matches, in id order, and whether more follow. */
-export interface SearchPage<R> {
-  resources: R[]
-  more: boolean
-}
-
 /**
  * One FHIR resource type over the service's tables: the mapping from rows, the search parameters
  * and their conditions, and the REST routes whose roles and audit rules it follows.
@@ -35,14 +29,16 @@ export interface FhirResourceType<R extends Resource = Resource> {
   restSearch: string
   /** Its own search parameters; every type also takes `_id` and `_lastUpdated` (COMMON_SEARCH_PARAMETERS). */
   searchParameters: SearchParameterDefinition[]
+  /** The parameters `_sort` may name. */
+  sortParameters: string[]
   /** The record (403 for another organization's, 404 when there is none, 410 when removed). */
   read(db: Kysely<Database>, scope: ReadScope, id: number): Promise<R & { id: string }>
-  /** Matches after `after` (by id), at most `size`; unknown parameters are the caller's business. */
+  /** One page of matches in the requested order; unknown parameters are the caller's business. */
   search(
     db: Kysely<Database>,
     scope: ReadScope,
     query: SearchQuery,
-    page: { after: number; size: number },
+    page: PageRequest,
   ): Promise<SearchPage<R & { id: string }>>
   /** How many records match, for `_summary=count`. */
   count(db: Kysely<Database>, scope: ReadScope, query: SearchQuery): Promise<number>

@@ -13,7 +13,14 @@ import type { FhirResourceType, ReadScope } from './resource-type.js'
 import { resourceTypes } from './resource-types.js'
 import { scopeGrant } from './scopes.js'
 import { COMMON_SEARCH_PARAMETERS } from './search-conditions.js'
-import { cursorAfter, cursorFor, pageSize, type SearchQuery, searchQueryOf } from './search-params.js'
+import {
+  cursorAfter,
+  cursorFor,
+  pageSize,
+  type SearchQuery,
+  searchOrder,
+  searchQueryOf,
+} from './search-params.js'
 
 export interface FhirOptions extends PatientMapping {
   /** The service's public address; FHIR links are absolute. */
@@ -27,7 +34,7 @@ export interface FhirOptions extends PatientMapping {
 export const FHIR_JSON = 'application/fhir+json'
 
 // Result parameters every search takes, besides the search parameters (COMMON_SEARCH_PARAMETERS and the type's own).
-const COMMON_PARAMETERS = new Set(['_count', '_cursor', '_summary', '_format', '_include'])
+const COMMON_PARAMETERS = new Set(['_count', '_cursor', '_summary', '_format', '_include', '_sort'])
 
 const notFound = (details: string) => new AppError('RES_001', details)
 
@@ -38,12 +45,15 @@ function recordId(text: string, type: string): number {
   return id
 }
 
-/** The roles of the REST route whose records a FHIR interaction reads. */
-function rolesOf(route: string): readonly Role[] {
-  const allow = ROUTE_ACCESS[route]?.allow
-  if (!Array.isArray(allow)) throw new Error(`${route} has no role list in the access table`)
-  return allow
+/** The access rule (roles and audit) of the REST route whose records a FHIR interaction reads. */
+function accessOf(route: string): RouteAccess & { allow: readonly Role[] } {
+  const access = ROUTE_ACCESS[route]
+  if (!access || !Array.isArray(access.allow))
+    throw new Error(`${route} has no role list in the access table`)
+  return access as RouteAccess & { allow: readonly Role[] }
 }
+
+const rolesOf = (route: string) => accessOf(route).allow
 
 /** `Prefer: handling=strict` makes an unknown search parameter an error; lenient ignores it. */
 const isStrict = (request: FastifyRequest) =>
@@ -101,10 +111,12 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
 
   /**
    * The resources the matches reference, for `_include=<Type>:<name>`, each read with the caller's
-   * own rights: one the caller may not read is left out, as is one that is gone.
+   * own rights: one the caller may not read is left out, as is one that is gone. They are audited
+   * as the REST reads of their types are (patients are, practitioners are not).
    */
   async function included(request: FastifyRequest, references: Set<string>): Promise<BundleEntry[]> {
     const entries: BundleEntry[] = []
+    const readIds = new Map<FhirResourceType, number[]>()
     for (const reference of references) {
       const [typeName, id] = reference.split('/') as [string, string]
       const target = types.find((candidate) => candidate.type === typeName)
@@ -112,10 +124,15 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
       try {
         const resource = await target.read(app.db, await readScope(request, target, 'read'), Number(id))
         entries.push({ fullUrl: `${base}/${reference}`, resource, search: { mode: 'include' } })
+        readIds.set(target, [...(readIds.get(target) ?? []), Number(id)])
       } catch (error) {
         if (!(error instanceof AppError)) throw error
       }
     }
+    request.auditedAlso = [...readIds].flatMap(([target, ids]) => {
+      const rule = accessOf(target.restRead).audit
+      return rule ? [{ rule, ids }] : []
+    })
     return entries
   }
 
@@ -127,8 +144,6 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
   )
 
   for (const type of types) {
-    const audit = (route: string): RouteAccess => ROUTE_ACCESS[route] as RouteAccess
-
     const readOne = async (request: FastifyRequest<{ Params: { id: string } }>) => {
       const scope = await readScope(request, type, 'read')
       const id = recordId(request.params.id, type.type)
@@ -151,13 +166,13 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
 
     app.get<{ Params: { id: string } }>(
       `/${type.type}/:id`,
-      { schema: { hide: true }, config: { access: audit(type.restRead) } },
+      { schema: { hide: true }, config: { access: accessOf(type.restRead) } },
       async (request, reply) => sendRecord(request, reply, await readOne(request)),
     )
 
     app.get<{ Params: { id: string; vid: string } }>(
       `/${type.type}/:id/_history/:vid`,
-      { schema: { hide: true }, config: { access: audit(type.restRead) } },
+      { schema: { hide: true }, config: { access: accessOf(type.restRead) } },
       async (request, reply) => {
         const resource = await readOne(request)
         if (resource.meta?.versionId !== request.params.vid) {
@@ -181,19 +196,27 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
         throw new AppError('VAL_001', `Unknown search parameters: ${ignored.join(', ')}`, { status: 400 })
       }
       const includes = (query._include ?? []).map((value) => ({ value, follow: followed(type, value) }))
-      const unsupported = includes
-        .filter((include) => !include.follow)
-        .map((include) => `_include=${include.value}`)
+      const order = searchOrder(query, type.sortParameters)
+      const unsupported = [
+        ...includes.filter((include) => !include.follow).map((include) => `_include=${include.value}`),
+        ...(order
+          ? []
+          : [`_sort=${(query._sort ?? []).join(',')} (sorts by one of ${type.sortParameters.join(', ')})`]),
+      ]
       ignored.push(...unsupported)
       if (unsupported.length > 0 && isStrict(request)) {
-        throw new AppError('VAL_001', `Unsupported: ${unsupported.join(', ')}`, { status: 400 })
+        throw new AppError('VAL_001', `Unsupported: ${unsupported.join('; ')}`, { status: 400 })
       }
       const kept = Object.fromEntries(
         Object.entries(query)
           .filter(([name]) => known.has(name))
           .map(([name, values]): [string, string[]] => [
             name,
-            name === '_include' ? values.filter((value) => followed(type, value)) : values,
+            name === '_include'
+              ? values.filter((value) => followed(type, value))
+              : name === '_sort' && !order
+                ? []
+                : values,
           ])
           .filter(([, values]) => values.length > 0),
       )
@@ -212,8 +235,9 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
         const total = await type.count(app.db, scope, query)
         return send(reply, 200, searchset({ total, link: [{ relation: 'self', url: self }], entry: outcome }))
       }
-      const after = cursorAfter(query)
-      const page = await type.search(app.db, scope, query, { after, size })
+      const byId = { name: '_id', descending: false }
+      const after = cursorAfter(query, order ?? byId)
+      const page = await type.search(app.db, scope, query, { after, size, order: order ?? byId })
       request.auditedIds = page.resources.map((resource) => Number(resource.id))
       const references = new Set(
         includes.flatMap(({ follow }) =>
@@ -221,17 +245,15 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
         ),
       )
       const includedEntries = await included(request, references)
-      const last = page.resources.at(-1)
-      const next =
-        page.more && last
-          ? `${base}/${type.type}${queryString({ ...kept, _cursor: [cursorFor(Number(last.id))] })}`
-          : undefined
+      const next = page.next
+        ? `${base}/${type.type}${queryString({ ...kept, _cursor: [cursorFor(page.next, order ?? byId)] })}`
+        : undefined
       return send(
         reply,
         200,
         searchset({
           // Known without counting when the first page holds every match; otherwise _summary=count.
-          ...(after === 0 && !page.more ? { total: page.resources.length } : {}),
+          ...(after === undefined && !page.next ? { total: page.resources.length } : {}),
           link: [{ relation: 'self', url: self }, ...(next ? [{ relation: 'next', url: next }] : [])],
           entry: [
             ...page.resources.map((resource) => ({
@@ -248,13 +270,13 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
 
     app.get(
       `/${type.type}`,
-      { schema: { hide: true }, config: { access: audit(type.restSearch) } },
+      { schema: { hide: true }, config: { access: accessOf(type.restSearch) } },
       async (request, reply) =>
         search(request, reply, searchQueryOf(request.query as Record<string, unknown>)),
     )
     app.post(
       `/${type.type}/_search`,
-      { schema: { hide: true }, config: { access: audit(type.restSearch) } },
+      { schema: { hide: true }, config: { access: accessOf(type.restSearch) } },
       async (request, reply) =>
         search(
           request,

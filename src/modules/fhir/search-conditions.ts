@@ -1,10 +1,19 @@
-import { type Expression, type ExpressionBuilder, type SelectQueryBuilder, type SqlBool, sql } from 'kysely'
+import {
+  type Expression,
+  type ExpressionBuilder,
+  type RawBuilder,
+  type SelectQueryBuilder,
+  type SqlBool,
+  sql,
+} from 'kysely'
 import {
   occurrences,
+  type PageRequest,
   parseDate,
   parseToken,
   recordIds,
   referencedIds,
+  type SearchPage,
   type SearchQuery,
 } from './search-params.js'
 
@@ -101,12 +110,27 @@ export const referenceParameter = (name: string, target: 'Patient' | 'Practition
     documentation: `The ${target === 'Patient' ? 'patient' : 'provider'}: \`12\`, \`${target}/12\` or its full URL`,
   }) as const
 
+/** The columns a type's searches filter `_id` and `_lastUpdated` on, page by, and sort by. */
+export interface SearchColumns {
+  id: string
+  updatedAt: string
+  /** The type's date-like search parameters `_sort` may name (besides `_lastUpdated`), as SQL. */
+  sortDates?: Record<string, string | RawBuilder<unknown>>
+}
+
+/** The parameters `_sort` takes on a type: `_id`, `_lastUpdated` and its date-like ones. */
+export const sortParameters = (columns: SearchColumns): string[] => [
+  '_id',
+  '_lastUpdated',
+  ...Object.keys(columns.sortDates ?? {}),
+]
+
 /** `_id` and `_lastUpdated`, on the query's id and change-time columns. */
 // biome-ignore lint/suspicious/noExplicitAny: any table set
 export function whereCommon<Q extends SelectQueryBuilder<any, any, any>>(
   query: Q,
   search: SearchQuery,
-  columns: { id: string; updatedAt: string },
+  columns: SearchColumns,
 ): Q {
   let result = query
   for (const ids of occurrences(search, '_id')) result = whereOneOf(result, columns.id, recordIds(ids))
@@ -133,20 +157,58 @@ export function whereReferences<Q extends SelectQueryBuilder<any, any, any>>(
   return result
 }
 
-/** One page of matches after the id `after`, in id order: keyset paging, no deep offsets. */
-export async function keysetPage<O, R>(
+/**
+ * The value a `_sort` parameter orders by: its instant in microseconds (date columns count from the
+ * start of their day), a whole number that a cursor carries exactly. A record without one sorts
+ * after every record with one (before them when descending).
+ */
+function sortKey(columns: SearchColumns, name: string): RawBuilder<unknown> | undefined {
+  if (name === '_id') return undefined
+  const column = name === '_lastUpdated' ? columns.updatedAt : columns.sortDates?.[name]
+  if (column === undefined) throw new Error(`${name} is not a sort parameter of this type`)
+  const value = typeof column === 'string' ? sql.ref(column) : column
+  return sql`(extract(epoch from coalesce((${value})::timestamptz, '9999-12-31T23:59:59Z'::timestamptz)) * 1000000)::bigint`
+}
+
+/**
+ * One page of matches after the position `after`, in the requested order with ties in id order:
+ * keyset paging, no deep offsets. The position of the page's last match is where the next starts.
+ */
+export async function keysetPage<O, R extends { id: string }>(
   // biome-ignore lint/suspicious/noExplicitAny: any table set
   query: SelectQueryBuilder<any, any, O>,
-  idColumn: string,
-  { after, size }: { after: number; size: number },
+  columns: SearchColumns,
+  { after, size, order }: PageRequest,
   map: (row: O) => R,
-): Promise<{ resources: R[]; more: boolean }> {
-  const rows = await query
-    .where(sql.ref(idColumn), '>', after)
-    .orderBy(sql.ref(idColumn))
+): Promise<SearchPage<R>> {
+  const id = sql.ref(columns.id)
+  const key = sortKey(columns, order.name)
+  const direction = order.descending ? 'desc' : 'asc'
+  const beyond = sql.raw(order.descending ? '<' : '>')
+  // biome-ignore lint/suspicious/noExplicitAny: the sort key is one more selected column
+  let paged: SelectQueryBuilder<any, any, any> = query
+  if (key) paged = paged.select(sql<string>`(${key})::text`.as('sort_key')).orderBy(key, direction)
+  if (after) {
+    paged = paged.where(
+      key
+        ? sql<boolean>`(${key}, ${id}) ${beyond} (${after.key}::bigint, ${after.id})`
+        : sql<boolean>`${id} ${beyond} ${after.id}`,
+    )
+  }
+  const rows = (await paged
+    .orderBy(id, direction)
     .limit(size + 1)
-    .execute()
-  return { resources: rows.slice(0, size).map(map), more: rows.length > size }
+    .execute()) as (O & { sort_key?: string })[]
+  const resources = rows.slice(0, size).map(map)
+  const last = rows[size - 1]
+  const lastResource = resources.at(-1)
+  return {
+    resources,
+    next:
+      rows.length > size && last && lastResource
+        ? { id: Number(lastResource.id), ...(key ? { key: last.sort_key } : {}) }
+        : undefined,
+  }
 }
 
 /** How many records the query matches, for `_summary=count`. */

@@ -3,6 +3,30 @@ import { AppError } from '../../errors.js'
 /** The query of a FHIR search: every parameter with all its values (repeats and commas kept apart). */
 export type SearchQuery = Record<string, string[]>
 
+/** The order of a search (`_sort`): a sort parameter's name (`_id` by default) and its direction. */
+export interface SearchOrder {
+  name: string
+  descending: boolean
+}
+
+/** Where a page starts: after this match, in the search's order (`key`: its sort value). */
+export interface PagePosition {
+  id: number
+  key?: string
+}
+
+export interface PageRequest {
+  after: PagePosition | undefined
+  size: number
+  order: SearchOrder
+}
+
+/** One page of matches and, when more follow, where the next page starts. */
+export interface SearchPage<R> {
+  resources: R[]
+  next: PagePosition | undefined
+}
+
 const invalid = (details: string) =>
   new AppError('VAL_001', details, { status: 400, message: 'Invalid search parameter' })
 
@@ -98,16 +122,44 @@ export function pageSize(query: SearchQuery): number {
   return Math.min(count, PAGE_SIZE_MAX)
 }
 
-/** `_cursor`: the id after which the page starts (the service's own keyset link). */
-export function cursorAfter(query: SearchQuery): number {
-  const [value] = query._cursor ?? []
-  if (value === undefined) return 0
-  const after = Number(Buffer.from(value, 'base64url').toString('utf8'))
-  if (!Number.isInteger(after) || after < 0) throw invalid('_cursor is not a link this server made')
-  return after
+/** `_sort`: one of the type's sort parameters, `-` first for descending; by id when absent. */
+export function searchOrder(query: SearchQuery, sortable: readonly string[]): SearchOrder | undefined {
+  const [value] = query._sort ?? []
+  if (value === undefined) return { name: '_id', descending: false }
+  const descending = value.startsWith('-')
+  const name = descending ? value.slice(1) : value
+  return query._sort?.length === 1 && sortable.includes(name) ? { name, descending } : undefined
 }
 
-export const cursorFor = (lastId: number) => Buffer.from(String(lastId)).toString('base64url')
+const orderText = (order: SearchOrder) => `${order.descending ? '-' : ''}${order.name}`
+
+/** `_cursor`: where the page starts (the service's own keyset link, made for the same order). */
+export function cursorAfter(query: SearchQuery, order: SearchOrder): PagePosition | undefined {
+  const [value] = query._cursor ?? []
+  if (value === undefined) return undefined
+  let parts: unknown
+  try {
+    parts = JSON.parse(Buffer.from(value, 'base64url').toString('utf8'))
+  } catch {
+    parts = undefined
+  }
+  const [sort, id, key] = Array.isArray(parts) ? parts : []
+  const keyed = order.name !== '_id'
+  if (
+    sort !== orderText(order) ||
+    !Number.isSafeInteger(id) ||
+    id < 0 ||
+    (keyed ? !(typeof key === 'string' && /^-?[0-9]{1,18}$/.test(key)) : key !== undefined)
+  ) {
+    throw invalid('_cursor is not a link this server made for this search')
+  }
+  return keyed ? { id, key } : { id }
+}
+
+export const cursorFor = (position: PagePosition, order: SearchOrder) =>
+  Buffer.from(
+    JSON.stringify([orderText(order), position.id, ...(position.key === undefined ? [] : [position.key])]),
+  ).toString('base64url')
 
 /**
  * The id a reference search value names for `type`: `123`, `Patient/123` or an absolute URL ending
