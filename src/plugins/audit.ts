@@ -13,6 +13,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** Ids of the records a handler returned or changed, for the audit record. */
     auditedIds: number[] | null
+    /** The rule the handler's records fall under when not the route's (a FHIR Observation that is a lab result). */
+    auditedAs: AuditRule | null
     /** Records of other kinds the handler also returned (a FHIR `_include`), each under its route's rule. */
     auditedAlso: { rule: AuditRule; ids: number[] }[] | null
   }
@@ -63,11 +65,12 @@ const audit: FastifyPluginAsync<{ flushIntervalMs: number }> = async (app, { flu
   })
   app.decorate('auditLog', auditLog)
   app.decorateRequest('auditedIds', null)
+  app.decorateRequest('auditedAs', null)
   app.decorateRequest('auditedAlso', null)
 
   app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
-    const rule = request.routeOptions.config.access?.audit
-    if (rule) {
+    const routeRule = request.routeOptions.config.access?.audit
+    if (routeRule) {
       const entry = (what: AuditRule, ids: number[], patientId: number | null) =>
         auditLog.record({
           occurred_at: new Date(),
@@ -81,7 +84,7 @@ const audit: FastifyPluginAsync<{ flushIntervalMs: number }> = async (app, { flu
           status_code: reply.statusCode,
           request_id: request.id,
         })
-      entry(rule, resourceIdsOf(request), patientIdOf(request))
+      entry(request.auditedAs ?? routeRule, resourceIdsOf(request), patientIdOf(request))
       for (const also of request.auditedAlso ?? []) entry(also.rule, also.ids, null)
     }
     done()

@@ -542,6 +542,28 @@ describe('GET /fhir/R4/Observation (search)', () => {
     expect(matchIds(bundle)).toEqual(Object.values(mine.ids))
   })
 
+  it('audits vital signs and lab results each as their own REST reads and lists are audited', async () => {
+    const { org, nurse, ada, ids } = await records()
+    const audited = async (url: string) => {
+      const response = await get(nurse, url)
+      expect(response.statusCode).toBe(200)
+      await app.auditLog.flush()
+      const rows = await app.db
+        .selectFrom('audit_log')
+        .select(['action', 'resource_type', 'resource_ids'])
+        .where('organization_id', '=', org.id)
+        .where('request_id', '=', String(response.headers['x-request-id']))
+        .execute()
+      return rows.map((row) => `${row.action} ${row.resource_type} ${row.resource_ids.join(',')}`).sort()
+    }
+    expect(await audited(`/Observation/${ids.adaGlucose}`)).toEqual([`READ lab-result ${ids.adaGlucose}`])
+    expect(await audited(`/Observation/${ids.adaVitals}`)).toEqual([`READ vital-signs ${ids.adaVitals}`])
+    expect(await audited(`/Observation?patient=${ada}`)).toEqual([
+      `LIST lab-result ${ids.adaGlucose}`,
+      `LIST vital-signs ${ids.adaVitals}`,
+    ])
+  })
+
   it('keeps a patient/ token to its launch patient', async () => {
     const { org, nurse, ada, alan, ids } = await records()
     for (const scope of ['patient/Observation.rs', 'patient/*.read']) {

@@ -214,14 +214,25 @@ function filtered(query: ObservationQuery, search: SearchQuery): ObservationQuer
   return result
 }
 
+const LAB_ROUTES = {
+  read: 'GET /api/patients/:patientId/lab-results/:id',
+  search: 'GET /api/patients/:patientId/lab-results',
+}
+
 /** Observation: vital signs (as vital signs panels) and lab results. */
 export function observationResource(): FhirResourceType<Observation> {
   return {
     type: 'Observation',
-    // Lab results share the vital signs routes' roles (PROVIDER, NURSE read both); their FHIR reads
-    // are audited under the vital-signs resource type.
+    // Lab results share the vital signs routes' roles (PROVIDER, NURSE read both) and are audited
+    // under their own routes' rules.
     restRead: 'GET /api/patients/:patientId/vitals/:id',
     restSearch: 'GET /api/patients/:patientId/vitals',
+    restRoutesOf: (observation) =>
+      observation.category?.some((category) =>
+        category.coding?.some((coding) => coding.code === 'laboratory'),
+      )
+        ? LAB_ROUTES
+        : undefined,
     sortParameters: sortParameters(COLUMNS),
     searchParameters: [
       referenceParameter('patient', 'Patient'),

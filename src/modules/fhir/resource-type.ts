@@ -27,6 +27,8 @@ export interface FhirResourceType<R extends Resource = Resource> {
   /** `METHOD /api/...` of the REST read and list of the same records (their roles and audit). */
   restRead: string
   restSearch: string
+  /** For a resource whose records have REST routes of their own (lab results among Observations): those, for its audit. */
+  restRoutesOf?(resource: R): { read: string; search: string } | undefined
   /** Its own search parameters; every type also takes `_id` and `_lastUpdated` (COMMON_SEARCH_PARAMETERS). */
   searchParameters: SearchParameterDefinition[]
   /** The parameters `_sort` may name. */

@@ -55,6 +55,41 @@ function accessOf(route: string): RouteAccess & { allow: readonly Role[] } {
 
 const rolesOf = (route: string) => accessOf(route).allow
 
+/**
+ * Audits `resources` as the REST reads or lists of the same records would be: under the rule of
+ * the type's REST route, or of their own records' routes when the type names them (lab results
+ * among Observations). `included` ones are audited besides the request's own; records whose REST
+ * route is not audited (practitioners) are not.
+ */
+function auditAs(
+  request: FastifyRequest,
+  type: FhirResourceType,
+  resources: Resource[],
+  interaction: 'read' | 'search',
+  included = false,
+) {
+  const own = interaction === 'read' ? type.restRead : type.restSearch
+  const byRoute = new Map<string, number[]>()
+  for (const resource of resources) {
+    const route = type.restRoutesOf?.(resource)?.[interaction] ?? own
+    byRoute.set(route, [...(byRoute.get(route) ?? []), Number(resource.id)])
+  }
+  if (!included && interaction === 'read') {
+    // One record: audited under its own route's rule.
+    const [route, ids] = [...byRoute][0] ?? [own, []]
+    request.auditedAs = accessOf(route).audit ?? null
+    request.auditedIds = ids
+    return
+  }
+  if (!included) request.auditedIds = byRoute.get(own) ?? []
+  for (const [route, ids] of byRoute) {
+    const rule = accessOf(route).audit
+    if ((included || route !== own) && rule) {
+      request.auditedAlso = [...(request.auditedAlso ?? []), { rule, ids }]
+    }
+  }
+}
+
 /** `Prefer: handling=strict` makes an unknown search parameter an error; lenient ignores it. */
 const isStrict = (request: FastifyRequest) =>
   /handling\s*=\s*strict/i.test(String(request.headers.prefer ?? ''))
@@ -116,7 +151,7 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
    */
   async function included(request: FastifyRequest, references: Set<string>): Promise<BundleEntry[]> {
     const entries: BundleEntry[] = []
-    const readIds = new Map<FhirResourceType, number[]>()
+    const readResources = new Map<FhirResourceType, Resource[]>()
     for (const reference of references) {
       const [typeName, id] = reference.split('/') as [string, string]
       const target = types.find((candidate) => candidate.type === typeName)
@@ -124,15 +159,12 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
       try {
         const resource = await target.read(app.db, await readScope(request, target, 'read'), Number(id))
         entries.push({ fullUrl: `${base}/${reference}`, resource, search: { mode: 'include' } })
-        readIds.set(target, [...(readIds.get(target) ?? []), Number(id)])
+        readResources.set(target, [...(readResources.get(target) ?? []), resource])
       } catch (error) {
         if (!(error instanceof AppError)) throw error
       }
     }
-    request.auditedAlso = [...readIds].flatMap(([target, ids]) => {
-      const rule = accessOf(target.restRead).audit
-      return rule ? [{ rule, ids }] : []
-    })
+    for (const [target, resources] of readResources) auditAs(request, target, resources, 'read', true)
     return entries
   }
 
@@ -148,7 +180,9 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
       const scope = await readScope(request, type, 'read')
       const id = recordId(request.params.id, type.type)
       request.auditedIds = [id]
-      return type.read(app.db, scope, id)
+      const resource = await type.read(app.db, scope, id)
+      auditAs(request, type, [resource], 'read')
+      return resource
     }
 
     const sendRecord = (request: FastifyRequest, reply: FastifyReply, resource: Resource) => {
@@ -238,7 +272,7 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
       const byId = { name: '_id', descending: false }
       const after = cursorAfter(query, order ?? byId)
       const page = await type.search(app.db, scope, query, { after, size, order: order ?? byId })
-      request.auditedIds = page.resources.map((resource) => Number(resource.id))
+      auditAs(request, type, page.resources, 'search')
       const references = new Set(
         includes.flatMap(({ follow }) =>
           follow ? page.resources.flatMap((resource) => follow(resource)) : [],
