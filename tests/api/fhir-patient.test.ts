@@ -5,8 +5,17 @@ import { Client } from 'fhir-kit-client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
 import { buildTestApp } from '../helpers/app.js'
-import { bearer, createPatient, newOrganization, patientBody, type TestUser } from '../helpers/factories.js'
+import {
+  bearer,
+  createPatient,
+  daysFromToday,
+  newOrganization,
+  patientBody,
+  type TestUser,
+} from '../helpers/factories.js'
 import { expectFhir, fhirGet, matchIds, smartToken } from '../helpers/fhir.js'
+import { fhirErrors } from '../helpers/fhir-validator.js'
+import { booked, newPractice } from '../helpers/scheduling.js'
 
 let app: App
 let baseUrl: string
@@ -168,6 +177,32 @@ describe('GET /fhir/R4/Patient/{id}', () => {
       const response = await get(token, path)
       expect(response.statusCode, path).toBe(status)
       expect((expectFhir(response) as OperationOutcome).issue?.[0]?.code, path).toBe(code)
+    }
+  })
+
+  it('serves JSON for _format=json and JSON-accepting clients, and 406 for any other format', async () => {
+    const { nurse } = await practice()
+    const id = await createPatient(app, nurse)
+    const served: [string, Record<string, string>][] = [
+      ['?_format=json', {}],
+      ['?_format=application/fhir%2Bjson', {}],
+      ['', { accept: 'application/fhir+json' }],
+      ['', { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' }],
+    ]
+    for (const [query, headers] of served) {
+      const response = await get(nurse, `/Patient/${id}${query}`, headers)
+      expect(response.statusCode, `${query} ${JSON.stringify(headers)}`).toBe(200)
+      expect((expectFhir(response) as Patient).id).toBe(String(id))
+    }
+    const refused: [string, Record<string, string>][] = [
+      ['?_format=xml', {}],
+      ['?_format=application/fhir%2Bxml', {}],
+      ['', { accept: 'application/fhir+xml' }],
+    ]
+    for (const [query, headers] of refused) {
+      const response = await get(nurse, `/Patient/${id}${query}`, headers)
+      expect(response.statusCode, `${query} ${JSON.stringify(headers)}`).toBe(406)
+      expect((expectFhir(response) as OperationOutcome).issue?.[0]?.code).toBe('not-supported')
     }
   })
 
@@ -358,6 +393,24 @@ describe('a real FHIR client (fhir-kit-client)', () => {
       bundle = (await next) as unknown as Bundle
     }
     expect(found).toEqual(ids.map(String))
+
+    const etag = Client.httpFor(patient as never).response?.headers.get('etag')
+    expect(etag).toBe('W/"1"')
+    const unchanged = await client
+      .read({
+        resourceType: 'Patient',
+        id: String(ids[0]),
+        options: { headers: { 'If-None-Match': String(etag) } },
+      })
+      .catch((error: unknown) => error)
+    expect((unchanged as { response: { status: number } }).response.status).toBe(304)
+    const changed = (await client.read({
+      resourceType: 'Patient',
+      id: String(ids[0]),
+      options: { headers: { 'If-None-Match': 'W/"0"' } },
+    })) as Patient
+    expect(changed.meta?.versionId).toBe('1')
+
     const failure = await client
       .read({ resourceType: 'Patient', id: '2000000000' })
       .catch((error: unknown) => error)
@@ -365,5 +418,36 @@ describe('a real FHIR client (fhir-kit-client)', () => {
     expect((failure as { response: { data: OperationOutcome } }).response.data.resourceType).toBe(
       'OperationOutcome',
     )
+  })
+
+  it('searches with _include and gets unicode names back intact and valid', async () => {
+    const practice = await newPractice(app)
+    const named = await createPatient(
+      app,
+      practice.nurse,
+      patientBody({
+        identification: {
+          firstName: 'Zoë Ångström',
+          lastName: 'Łukasiewicz-Nguyễn 李',
+          dateOfBirth: '1990-02-28',
+          gender: 'Other',
+        },
+      }),
+    )
+    await booked(app, { ...practice, patient: { id: named } }, daysFromToday(2), '09:00:00')
+    const client = new Client({ baseUrl, bearerToken: practice.nurse.token })
+    const bundle = (await client.search({
+      resourceType: 'Appointment',
+      searchParams: { patient: `Patient/${named}`, _include: 'Appointment:patient' },
+    })) as unknown as Bundle
+    expect(fhirErrors(bundle)).toEqual([])
+    const included = bundle.entry?.find((entry) => entry.search?.mode === 'include')?.resource as Patient
+    expect(included.id).toBe(String(named))
+    expect(included.name?.[0]).toMatchObject({ family: 'Łukasiewicz-Nguyễn 李', given: ['Zoë Ångström'] })
+    const found = (await client.search({
+      resourceType: 'Patient',
+      searchParams: { family: 'łukasiewicz', given: 'ZOË' },
+    })) as unknown as Bundle
+    expect(matchIds(found)).toEqual([named])
   })
 })

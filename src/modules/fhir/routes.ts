@@ -90,6 +90,25 @@ function auditAs(
   }
 }
 
+const JSON_FORMATS = ['json', 'application/json', FHIR_JSON, 'application/json+fhir']
+const ANY_JSON = [...JSON_FORMATS.slice(1), '*/*', 'application/*']
+
+/**
+ * The format asked for when it is not JSON: a `_format` other than JSON, or an Accept header none
+ * of whose media ranges JSON satisfies (`application/fhir+xml` alone). No Accept means any.
+ */
+function unservedFormat(request: FastifyRequest): string | undefined {
+  const format = (request.query as Record<string, unknown>)._format
+  const asked = (Array.isArray(format) ? format : format === undefined ? [] : [format]).map(String)
+  const mediaType = (value: string) => (value.split(';')[0] ?? '').trim().toLowerCase()
+  const wrong = asked.find((value) => !JSON_FORMATS.includes(mediaType(value)))
+  if (wrong !== undefined) return `_format=${wrong}`
+  const accept = request.headers.accept
+  if (accept === undefined || accept.trim() === '' || asked.length > 0) return undefined
+  const ranges = accept.split(',').map(mediaType)
+  return ranges.some((range) => ANY_JSON.includes(range)) ? undefined : `Accept: ${accept}`
+}
+
 /** `Prefer: handling=strict` makes an unknown search parameter an error; lenient ignores it. */
 const isStrict = (request: FastifyRequest) =>
   /handling\s*=\s*strict/i.test(String(request.headers.prefer ?? ''))
@@ -127,6 +146,16 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
       operationOutcome(404, `No FHIR interaction ${request.method} ${request.url.split('?')[0]}`),
     ),
   )
+  app.addHook('onRequest', async (request, reply) => {
+    const refused = request.url.startsWith('/fhir/R4/Binary/') ? undefined : unservedFormat(request)
+    if (refused) {
+      return send(
+        reply,
+        406,
+        operationOutcome(406, `${refused} is not served; only FHIR JSON (${FHIR_JSON}) is`),
+      )
+    }
+  })
   await app.register(binaryRoutes, { store: options.documentStore })
 
   /** The caller, allowed by role and by SMART scope to do `interaction` on `type`. */
