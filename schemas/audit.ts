@@ -36,6 +36,8 @@ export const AUDIT_RESOURCES = [
   'telehealth-room',
   'audit-event',
   'change-feed',
+  'user',
+  'client',
 ] as const
 export type AuditResource = (typeof AUDIT_RESOURCES)[number]
 

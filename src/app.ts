@@ -12,8 +12,10 @@ import { loadEncryptionKey } from './lib/secret-box.js'
 import providerScheduleViewRoutes from './modules/appointments/provider-schedule-routes.js'
 import appointmentRoutes from './modules/appointments/routes.js'
 import auditRoutes from './modules/audit/routes.js'
+import { sendPasswordResetLink } from './modules/auth/passwords.js'
 import authRoutes from './modules/auth/routes.js'
 import billingRoutes from './modules/billing/routes.js'
+import clientRoutes from './modules/clients/routes.js'
 import clinicalRoutes from './modules/clinical/routes.js'
 import documentRoutes from './modules/documents/routes.js'
 import { failingAsUnavailable, localStore } from './modules/documents/store.js'
@@ -26,6 +28,7 @@ import patientRoutes from './modules/patients/routes.js'
 import providerRoutes from './modules/providers/routes.js'
 import providerScheduleRoutes from './modules/providers/schedule-routes.js'
 import telehealthRoutes from './modules/telehealth/routes.js'
+import userRoutes from './modules/users/routes.js'
 import webhookDeliveryRoutes from './modules/webhooks/delivery-routes.js'
 import webhookRoutes from './modules/webhooks/routes.js'
 import { type HostResolver, systemResolver } from './outbox/targets.js'
@@ -194,12 +197,26 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   }
   await app.register(outbox, { config, targets: webhookTargets })
 
+  const mailer = config.SMTP_URL ? smtpMailer(config.SMTP_URL, config.MAIL_FROM) : logMailer(app.log)
   await app.register(authRoutes, {
     prefix: '/api/auth',
     loginStyle: config.LOGIN_RESPONSE_STYLE,
     external: !config.embeddedIssuer,
-    mailer: config.SMTP_URL ? smtpMailer(config.SMTP_URL, config.MAIL_FROM) : logMailer(app.log),
+    mailer,
     passwordResetUrl: config.PASSWORD_RESET_URL,
+  })
+  await app.register(userRoutes, {
+    prefix: '/api/users',
+    external: !config.embeddedIssuer,
+    resetMail: (email: string) =>
+      sendPasswordResetLink(app.db, mailer, { email, resetUrl: config.PASSWORD_RESET_URL }),
+  })
+  await app.register(clientRoutes, {
+    prefix: '/api/clients',
+    settings: {
+      external: !config.embeddedIssuer,
+      secretOverlapSeconds: config.CLIENT_SECRET_OVERLAP_SECONDS,
+    },
   })
   await app.register(patientRoutes, { prefix: '/api/patients' })
   await app.register(clinicalRoutes, { prefix: '/api/patients' })

@@ -108,6 +108,13 @@ export const ConfigSchema = Type.Object({
     description:
       'Shape of the login and refresh answers: `envelope` (`data.token`, `data.refreshToken`, …) or `flat` (`access_token`, `refresh_token`, …)',
   }),
+  CLIENT_SECRET_OVERLAP_SECONDS: Type.Integer({
+    minimum: 0,
+    maximum: 30 * 86_400,
+    default: 86_400,
+    description:
+      'After a confidential client’s secret is rotated (`POST /api/clients/{id}/rotate-secret`) the previous secret keeps working this long, so the integration can switch without a refused token request; `0` ends it at once',
+  }),
   ADMIN_EMAIL: Type.String({
     pattern: '^[^@\\s]+@[^@\\s]+\\.[^@\\s]+$',
     default: 'admin@example.com',

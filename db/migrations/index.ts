@@ -16,6 +16,7 @@ import * as searchPendingList from './0014_search_pending_list.js'
 import * as patientNameWords from './0015_patient_name_words.js'
 import * as recordVersions from './0016_record_versions.js'
 import * as syncTimes from './0017_sync_times.js'
+import * as clientSecretRotation from './0018_client_secret_rotation.js'
 
 /** Every migration, in order. Listed rather than scanned so tsx and compiled JS behave alike. */
 export const migrations: Record<string, Migration> = {
@@ -36,4 +37,5 @@ export const migrations: Record<string, Migration> = {
   '0015_patient_name_words': patientNameWords,
   '0016_record_versions': recordVersions,
   '0017_sync_times': syncTimes,
+  '0018_client_secret_rotation': clientSecretRotation,
 }

@@ -158,6 +158,37 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   // Events name patients by id: reading the feed is recorded like reading a list of them.
   'GET /api/events': { allow: ['ADMIN'], audit: { resourceType: 'change-feed', action: 'LIST' } },
 
+  // Accounts and integrations decide who reaches patient data: only administrators manage them, and
+  // every call is audited like a call touching that data.
+  'GET /api/users': { allow: ['ADMIN'], audit: { resourceType: 'user', action: 'LIST' } },
+  'GET /api/users/:id': { allow: ['ADMIN'], audit: { resourceType: 'user', action: 'READ' } },
+  'POST /api/users': { allow: ['ADMIN'], audit: { resourceType: 'user', action: 'CREATE' } },
+  'PUT /api/users/:id': { allow: ['ADMIN'], audit: { resourceType: 'user', action: 'UPDATE' } },
+  'PATCH /api/users/:id': { allow: ['ADMIN'], audit: { resourceType: 'user', action: 'UPDATE' } },
+  'POST /api/users/:id/deactivate': { allow: ['ADMIN'], audit: { resourceType: 'user', action: 'UPDATE' } },
+  'POST /api/users/:id/reactivate': { allow: ['ADMIN'], audit: { resourceType: 'user', action: 'UPDATE' } },
+  'POST /api/users/:id/reset-password': {
+    allow: ['ADMIN'],
+    audit: { resourceType: 'user', action: 'UPDATE' },
+  },
+  'GET /api/clients': { allow: ['ADMIN'], audit: { resourceType: 'client', action: 'LIST' } },
+  'GET /api/clients/:id': { allow: ['ADMIN'], audit: { resourceType: 'client', action: 'READ' } },
+  'POST /api/clients': { allow: ['ADMIN'], audit: { resourceType: 'client', action: 'CREATE' } },
+  'PUT /api/clients/:id': { allow: ['ADMIN'], audit: { resourceType: 'client', action: 'UPDATE' } },
+  'PATCH /api/clients/:id': { allow: ['ADMIN'], audit: { resourceType: 'client', action: 'UPDATE' } },
+  'POST /api/clients/:id/rotate-secret': {
+    allow: ['ADMIN'],
+    audit: { resourceType: 'client', action: 'UPDATE' },
+  },
+  'POST /api/clients/:id/deactivate': {
+    allow: ['ADMIN'],
+    audit: { resourceType: 'client', action: 'UPDATE' },
+  },
+  'POST /api/clients/:id/reactivate': {
+    allow: ['ADMIN'],
+    audit: { resourceType: 'client', action: 'UPDATE' },
+  },
+
   // Reading the audit trail is itself audited: who looked at which accesses.
   'GET /api/audit-events': { allow: ['ADMIN'], audit: { resourceType: 'audit-event', action: 'LIST' } },
 

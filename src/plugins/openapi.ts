@@ -115,6 +115,14 @@ const openapi: FastifyPluginAsync = async (app) => {
       },
       tags: [
         { name: 'Authentication', description: 'Sign-in, sessions, passwords and the current user' },
+        {
+          name: 'Users',
+          description: 'The organization’s people: accounts, roles, deactivation (ADMIN)',
+        },
+        {
+          name: 'Clients',
+          description: 'Integration clients (client credentials): secrets, rotation, roles (ADMIN)',
+        },
         { name: 'Patients', description: 'Patient demographics and registration' },
         {
           name: 'Clinical records',

@@ -85,6 +85,10 @@ const VALID_BODIES: Record<string, () => unknown> = {
   'PUT /api/encounters/{id}': () => ({ encounterDate: daysFromToday(0), encounterType: 'FOLLOW_UP' }),
   'PATCH /api/encounters/{id}': () => ({ chiefComplaint: 'Written by someone else' }),
   'POST /api/encounters/{id}/addendum': () => ({ text: 'Written by someone else' }),
+  'PUT /api/users/{id}': () => ({ firstName: 'Taken', lastName: 'Over', roles: ['ADMIN'] }),
+  'PATCH /api/users/{id}': () => ({ roles: ['ADMIN'] }),
+  'PUT /api/clients/{id}': () => ({ name: 'Taken over', roles: ['ADMIN'] }),
+  'PATCH /api/clients/{id}': () => ({ roles: ['ADMIN'] }),
 }
 
 /** Query strings an operation cannot do without (its required parameters that have no default). */
@@ -119,6 +123,8 @@ const READS: Record<RecordKind, { path: string; reader: keyof Records['makers'] 
   },
   appointment: { path: '/api/appointments/{id}', reader: 'nurse' },
   encounter: { path: '/api/encounters/{id}', reader: 'nurse' },
+  user: { path: '/api/users/{id}', reader: 'admin' },
+  client: { path: '/api/clients/{id}', reader: 'admin' },
 }
 
 /** Which of an organization's records (or users) an id field of a request body names. */

@@ -52,6 +52,8 @@ export const RECORD_KINDS = [
   'exception',
   'appointment',
   'encounter',
+  'user',
+  'client',
 ] as const
 export type RecordKind = (typeof RECORD_KINDS)[number]
 
@@ -70,6 +72,8 @@ const KIND_OF_SEGMENT: Record<string, RecordKind> = {
   providers: 'provider',
   appointments: 'appointment',
   encounters: 'encounter',
+  users: 'user',
+  clients: 'client',
 }
 const KIND_OF_PARAMETER: Record<string, RecordKind> = {
   patientId: 'patient',
@@ -219,6 +223,17 @@ export async function newRecords(app: App): Promise<Records> {
     payload: upload.payload,
   })
   expect(uploaded.statusCode, uploaded.body).toBe(201)
+  // An account of its own (not one of the makers, whose tokens other requests use), named with the
+  // marker, and a confidential client.
+  const account = await org.user('FRONT_DESK')
+  const named = await app.inject({
+    method: 'PATCH',
+    url: `/api/users/${account.id}`,
+    headers: bearer(admin.token),
+    payload: { lastName: marker },
+  })
+  expect(named.statusCode, `PATCH /api/users/${account.id}: ${named.body}`).toBe(200)
+  const client = await call(admin, 'POST', '/api/clients', { name: `Sync ${marker}`, roles: ['BILLING'] })
   // Creating the patient above produced a delivery for the webhook (it subscribes to every event).
   const delivery = await app.db
     .selectFrom('webhook_deliveries')
@@ -247,6 +262,8 @@ export async function newRecords(app: App): Promise<Records> {
       exception: exception.id,
       appointment: appointment.id,
       encounter: encounter.id,
+      user: account.id,
+      client: client.id,
     },
     userFor(allow) {
       if (allow === 'public' || allow === 'authenticated') return userWith('ADMIN')

@@ -1,7 +1,10 @@
-import type { Insertable } from 'kysely'
-import type { Db, Trx } from '../../../db/database.js'
+import { type Insertable, type Kysely, sql } from 'kysely'
+import type { Database, Db, Trx } from '../../../db/database.js'
 import type { ClientsTable } from '../../../db/tables/clients.js'
 import type { UsersTable } from '../../../db/tables/users.js'
+import type { CLIENT_SORT_FIELDS } from '../../../schemas/clients.js'
+import type { PageQuery } from '../../../schemas/common.js'
+import { fetchPage, type SortOrder } from '../../lib/paging.js'
 
 /** The service-account user a confidential client acts as; returns its id. */
 export async function insertServiceAccount(trx: Trx, user: Insertable<UsersTable>): Promise<number> {
@@ -9,19 +12,27 @@ export async function insertServiceAccount(trx: Trx, user: Insertable<UsersTable
   return row.id
 }
 
-export async function insertClient(trx: Trx, client: Insertable<ClientsTable>): Promise<void> {
-  await trx.insertInto('clients').values(client).execute()
+export async function insertClient(trx: Trx, client: Insertable<ClientsTable>): Promise<number> {
+  const row = await trx.insertInto('clients').values(client).returning('id').executeTakeFirstOrThrow()
+  return row.id
 }
 
 /**
- * A client's secret hash and service account, by client id across organizations by design: the
- * client proves who it is (and so which organization it acts for) with this.
+ * A client's secret hashes and service account, by client id across organizations by design: the
+ * client proves who it is (and so which organization it acts for) with this. The previous secret's
+ * hash comes only while its overlap lasts, by the database's clock.
  */
 export function findClientCredentials(db: Db, clientId: string) {
   return db
     .selectFrom('clients')
     .innerJoin('users', 'users.id', 'clients.user_id')
-    .select(['clients.secret_hash', 'clients.user_id', 'users.active'])
+    .select([
+      'clients.secret_hash',
+      'clients.user_id',
+      'users.active',
+      sql<string | null>`case when clients.previous_secret_expires_at > now()
+        then clients.previous_secret_hash end`.as('previous_secret_hash'),
+    ])
     .where('clients.client_id', '=', clientId)
     .executeTakeFirst()
 }
@@ -30,4 +41,148 @@ export function findClientCredentials(db: Db, clientId: string) {
 export async function clientIdTaken(db: Db, clientId: string): Promise<boolean> {
   const row = await db.selectFrom('clients').select('id').where('client_id', '=', clientId).executeTakeFirst()
   return row !== undefined
+}
+
+export type ClientSortField = (typeof CLIENT_SORT_FIELDS)[number]
+
+export const CLIENT_SORT_COLUMNS: Record<ClientSortField, string> = {
+  name: 'lower(users.first_name)',
+  clientId: 'clients.client_id',
+  createdAt: 'clients.created_at',
+  updatedAt: 'clients.updated_at',
+}
+
+/** What the clients API reads of a client: never a secret hash. */
+export interface ClientRecord {
+  id: number
+  client_id: string
+  user_id: number
+  name: string
+  roles: string[]
+  active: boolean
+  previous_secret_expires_at: Date | null
+  created_at: Date
+  updated_at: Date
+}
+
+/** The organization's confidential clients, each with its service account (name, roles, active). */
+const scoped = (db: Db, organizationId: number) =>
+  db
+    .selectFrom('clients')
+    .innerJoin('users', 'users.id', 'clients.user_id')
+    .select([
+      'clients.id',
+      'clients.client_id',
+      'clients.user_id',
+      'users.first_name as name',
+      'users.roles',
+      'users.active',
+      'clients.previous_secret_expires_at',
+      'clients.created_at',
+      'clients.updated_at',
+    ])
+    .where('users.organization_id', '=', organizationId)
+    .where('users.kind', '=', 'SERVICE')
+
+export function findClient(db: Db, organizationId: number, id: number): Promise<ClientRecord | undefined> {
+  return scoped(db, organizationId).where('clients.id', '=', id).executeTakeFirst()
+}
+
+/** The client and its service account, both rows locked until the transaction ends. */
+export function lockClient(trx: Trx, organizationId: number, id: number): Promise<ClientRecord | undefined> {
+  return scoped(trx, organizationId).where('clients.id', '=', id).forUpdate().executeTakeFirst()
+}
+
+/**
+ * The organization of a client, whatever the caller's: only to tell "not yours" (403) from "does
+ * not exist" (404). Returns nothing of the client.
+ */
+export async function clientOwnerOrganization(db: Db, id: number): Promise<number | undefined> {
+  const row = await db
+    .selectFrom('clients')
+    .innerJoin('users', 'users.id', 'clients.user_id')
+    .select('users.organization_id')
+    .where('clients.id', '=', id)
+    .executeTakeFirst()
+  return row?.organization_id
+}
+
+/** The current secret's hash of a client the caller has locked in its organization (for a rotation). */
+export async function secretHashOf(trx: Trx, id: number): Promise<string> {
+  const row = await trx
+    .selectFrom('clients')
+    .select('secret_hash')
+    .where('id', '=', id)
+    .executeTakeFirstOrThrow()
+  return row.secret_hash
+}
+
+/** Changes what the client's service account holds: its name (first name), roles, active flag. */
+export async function updateServiceAccount(
+  trx: Trx,
+  organizationId: number,
+  client: ClientRecord,
+  changes: { first_name?: string; roles?: string[]; active?: boolean },
+): Promise<ClientRecord> {
+  await trx
+    .updateTable('users')
+    .set({ ...changes, updated_at: sql<Date>`now()` })
+    .where('organization_id', '=', organizationId)
+    .where('kind', '=', 'SERVICE')
+    .where('id', '=', client.user_id)
+    .execute()
+  return touchClient(trx, organizationId, client.id, {})
+}
+
+/** Changes the client row (its secrets), and its change time in any case. */
+export async function touchClient(
+  trx: Trx,
+  organizationId: number,
+  id: number,
+  changes: {
+    secret_hash?: string
+    previous_secret_hash?: string | null
+    /** Seconds from the database's now, or null for none. */
+    previous_secret_seconds?: number | null
+  },
+): Promise<ClientRecord> {
+  const { previous_secret_seconds: seconds, ...columns } = changes
+  await trx
+    .updateTable('clients')
+    .set({
+      ...columns,
+      ...(seconds === undefined
+        ? {}
+        : {
+            previous_secret_expires_at:
+              seconds === null ? null : sql<Date>`now() + make_interval(secs => ${seconds})`,
+          }),
+      updated_at: sql<Date>`now()`,
+    })
+    .where('id', '=', id)
+    .execute()
+  const row = await scoped(trx, organizationId).where('clients.id', '=', id).executeTakeFirst()
+  if (!row) throw new Error(`client ${id} vanished inside its transaction`)
+  return row
+}
+
+export interface ClientFilters {
+  active?: boolean
+}
+
+export function listClients(
+  db: Kysely<Database>,
+  organizationId: number,
+  filters: ClientFilters,
+  sort: SortOrder,
+  paging: PageQuery,
+) {
+  let query = scoped(db, organizationId)
+  if (filters.active !== undefined) query = query.where('users.active', '=', filters.active)
+  // The id tie-breaker is qualified here: the join has two ids. Raw SQL is safe, as in
+  // orderByExpression: the column comes from CLIENT_SORT_COLUMNS, never from the request.
+  const ordered = query
+    .orderBy(sql.raw(`${sort.column} ${sort.direction}`))
+    .orderBy('clients.id', sort.direction)
+  return fetchPage(db, ordered, paging)
 }

@@ -1,11 +1,38 @@
-import { randomUUID } from 'node:crypto'
+import { randomBytes, randomUUID } from 'node:crypto'
 import type { Kysely } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import type { Database, Db, Trx } from '../../../db/database.js'
+import type { PageOf } from '../../../schemas/common.js'
+import {
+  type CreatedUser,
+  type CreateUserBody,
+  type PatchUserBody,
+  UpdateUserBody,
+  type User,
+  type UserListQuery,
+} from '../../../schemas/users.js'
+import { type Actor, missingRecord } from '../../access/organization-scope.js'
 import { isRole, type Role } from '../../access/roles.js'
-import { AppError } from '../../errors.js'
+import { AppError, conflict } from '../../errors.js'
 import { checkPasswordPolicy } from '../../identity/password-policy.js'
+import { revokeUserSessions } from '../../identity/sessions.js'
+import { applyMergePatch, projectOnto } from '../../lib/merge-patch.js'
+import { sortOrder, toPage } from '../../lib/paging.js'
 import { hashPassword } from '../../lib/passwords.js'
-import { insertOrganization, insertUser } from './queries.js'
+import { toUser } from './mapper.js'
+import {
+  type AccountRow,
+  accountOwnerOrganization,
+  countOtherActiveAdmins,
+  emailTaken,
+  findAccount,
+  insertOrganization,
+  insertUser,
+  listAccounts,
+  lockAccount,
+  lockAdministration,
+  USER_SORT_COLUMNS,
+  updateAccount,
+} from './queries.js'
 
 const GROUP_PATH = /^(\/[A-Za-z0-9_.-]+)+$/
 const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/
@@ -57,4 +84,205 @@ export async function createUser(db: Kysely<Database>, user: NewUser) {
     roles: checkRoles(user.roles),
     password_change_required: user.temporaryPassword ?? false,
   })
+}
+
+/** What the users API needs besides the database. */
+export interface AccountSettings {
+  /** With an external identity provider the provider owns the accounts: names, roles and passwords. */
+  external: boolean
+  /** Mails the address a password-reset link (the reset flow of /api/auth), after the response. */
+  sendResetMail: (email: string) => void
+}
+
+// As long as the operator script's generated passwords: 24 base64url characters.
+const TEMPORARY_PASSWORD_BYTES = 18
+// An invited person's password until they choose one through the mailed link: never shown to anyone.
+const UNUSABLE_PASSWORD_BYTES = 32
+
+const managedByProvider = (what: string) =>
+  conflict(
+    `${what}: accounts belong to the external identity provider (OIDC_ISSUER_URL); make the change there`,
+  )
+
+const duplicateEmail = () => new AppError('RES_002', 'An account with this e-mail address already exists')
+
+const isDuplicateEmail = (error: unknown) => {
+  const { code, constraint } = (error ?? {}) as { code?: string; constraint?: string }
+  return code === '23505' && (constraint === undefined || constraint === 'users_email_key')
+}
+
+/** The organization rule for accounts: another organization's is 403, a missing one 404. */
+async function missingAccount(db: Db, actor: Actor, id: number): Promise<never> {
+  return missingRecord('User', id, await accountOwnerOrganization(db, id), actor)
+}
+
+async function requireAccount(db: Db, actor: Actor, id: number): Promise<AccountRow> {
+  return (await findAccount(db, actor.organizationId, id)) ?? missingAccount(db, actor, id)
+}
+
+/** The account locked for a change, after the organization's administration lock (always in this order). */
+async function lockForChange(trx: Trx, actor: Actor, id: number): Promise<AccountRow> {
+  await lockAdministration(trx, actor.organizationId)
+  return (await lockAccount(trx, actor.organizationId, id)) ?? missingAccount(trx, actor, id)
+}
+
+/**
+ * An organization always keeps an active ADMIN, and no administrator takes the role away from
+ * themselves (another one must): refused with 409 when `change` would break either rule.
+ */
+async function guardAdministrators(
+  trx: Trx,
+  actor: Actor,
+  account: AccountRow,
+  change: { roles?: readonly string[]; active?: boolean },
+): Promise<void> {
+  const isAdmin = account.active && account.roles.includes('ADMIN')
+  const staysAdmin = (change.active ?? account.active) && (change.roles ?? account.roles).includes('ADMIN')
+  if (!isAdmin || staysAdmin) return
+  if (account.id === actor.userId && change.roles) {
+    throw conflict('You cannot remove your own ADMIN role; another administrator can')
+  }
+  if ((await countOtherActiveAdmins(trx, actor.organizationId, account.id)) === 0) {
+    throw conflict(
+      `User ${account.id} is the last active ADMIN of the organization; give another account the ADMIN role first`,
+    )
+  }
+}
+
+const DEFAULT_SORT = { field: 'lastName', direction: 'asc' } as const
+
+export async function listUsers(
+  db: Kysely<Database>,
+  actor: Actor,
+  query: UserListQuery,
+): Promise<PageOf<User>> {
+  const { page, size, sort, ...filters } = query
+  const paging = { page, size }
+  const { rows, total } = await listAccounts(
+    db,
+    actor.organizationId,
+    filters,
+    sortOrder(sort, USER_SORT_COLUMNS, DEFAULT_SORT),
+    paging,
+  )
+  return toPage(rows.map(toUser), total, paging)
+}
+
+export async function getUser(db: Kysely<Database>, actor: Actor, id: number): Promise<User> {
+  return toUser(await requireAccount(db, actor, id))
+}
+
+/**
+ * A person's account in the caller's organization. Either they are mailed a link to choose their
+ * password (until then their password is a random one nobody knows), or a temporary password is
+ * generated and returned here, once; either way they cannot sign in before choosing their own.
+ */
+export async function inviteUser(
+  db: Kysely<Database>,
+  actor: Actor,
+  body: CreateUserBody,
+  settings: AccountSettings,
+): Promise<CreatedUser> {
+  if (settings.external) throw managedByProvider('Accounts cannot be created here')
+  if (await emailTaken(db, body.email)) throw duplicateEmail()
+  const temporaryPassword =
+    body.invite === 'temporaryPassword' ? randomBytes(TEMPORARY_PASSWORD_BYTES).toString('base64url') : null
+  let row: Awaited<ReturnType<typeof createUser>>
+  try {
+    row = await createUser(db, {
+      organizationId: actor.organizationId,
+      email: body.email,
+      firstName: body.firstName,
+      lastName: body.lastName,
+      roles: body.roles,
+      password: temporaryPassword ?? randomBytes(UNUSABLE_PASSWORD_BYTES).toString('base64url'),
+      temporaryPassword: true,
+    })
+  } catch (error) {
+    // Another request took the address between the check and the insert.
+    throw isDuplicateEmail(error) ? duplicateEmail() : error
+  }
+  if (body.invite === 'email') settings.sendResetMail(row.email)
+  return { ...toUser({ ...row, has_password: true }), temporaryPassword }
+}
+
+export async function updateUser(
+  db: Kysely<Database>,
+  actor: Actor,
+  id: number,
+  body: UpdateUserBody,
+  settings: AccountSettings,
+): Promise<User> {
+  return db.transaction().execute(async (trx) => {
+    const account = await lockForChange(trx, actor, id)
+    if (settings.external) throw managedByProvider('Names and roles cannot be changed here')
+    const roles: Role[] = body.roles
+    await guardAdministrators(trx, actor, account, { roles })
+    const updated = await updateAccount(trx, actor.organizationId, id, {
+      first_name: body.firstName,
+      last_name: body.lastName,
+      roles,
+    })
+    return toUser(updated)
+  })
+}
+
+/** A JSON Merge Patch of the account: the merged account is checked like a full replacement. */
+export async function patchUser(
+  db: Kysely<Database>,
+  actor: Actor,
+  id: number,
+  patch: PatchUserBody,
+  validate: (merged: unknown) => UpdateUserBody,
+  settings: AccountSettings,
+): Promise<User> {
+  const current = await getUser(db, actor, id)
+  const body = validate(applyMergePatch(projectOnto(UpdateUserBody, current), patch))
+  return updateUser(db, actor, id, body, settings)
+}
+
+/**
+ * Deactivates the account and ends all its sessions at once: it can no longer sign in or refresh,
+ * and its access tokens stop working within the account cache's interval (30 seconds).
+ */
+export async function deactivateUser(db: Kysely<Database>, actor: Actor, id: number): Promise<User> {
+  return db.transaction().execute(async (trx) => {
+    const account = await lockForChange(trx, actor, id)
+    if (account.id === actor.userId) {
+      throw conflict('You cannot deactivate your own account; another administrator can')
+    }
+    await guardAdministrators(trx, actor, account, { active: false })
+    const updated = account.active
+      ? await updateAccount(trx, actor.organizationId, id, { active: false })
+      : account
+    await revokeUserSessions(trx, id, 'DEACTIVATED')
+    return toUser(updated)
+  })
+}
+
+export async function reactivateUser(db: Kysely<Database>, actor: Actor, id: number): Promise<User> {
+  return db.transaction().execute(async (trx) => {
+    const account = await lockForChange(trx, actor, id)
+    const updated = account.active
+      ? account
+      : await updateAccount(trx, actor.organizationId, id, { active: true })
+    return toUser(updated)
+  })
+}
+
+/** Mails the account a password-reset link, as if they had asked for one themselves. */
+export async function sendPasswordReset(
+  db: Kysely<Database>,
+  actor: Actor,
+  id: number,
+  settings: AccountSettings,
+): Promise<User> {
+  const account = await requireAccount(db, actor, id)
+  if (settings.external) throw managedByProvider('Passwords cannot be reset here')
+  if (!account.active) throw conflict('The account is deactivated; reactivate it first')
+  if (!account.has_password) {
+    throw conflict('The account signs in only through an external identity provider: it has no password here')
+  }
+  settings.sendResetMail(account.email)
+  return toUser(account)
 }

@@ -1,0 +1,234 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { IdParams } from '../../../schemas/common.js'
+import {
+  CreatedUserEnvelope,
+  CreateUserBody,
+  PatchUserBody,
+  UpdateUserBody,
+  UserEnvelope,
+  UserListQuery,
+  UserPageEnvelope,
+} from '../../../schemas/users.js'
+import { ok } from '../../http/envelope.js'
+import { validMergedBody } from '../../http/merge-patch.js'
+import { principalOf } from '../../http/principal.js'
+import { errorResponse } from '../../http/responses.js'
+import { MERGE_PATCH, mergePatchDescription } from '../../plugins/conditional-requests.js'
+import {
+  type AccountSettings,
+  deactivateUser,
+  getUser,
+  inviteUser,
+  listUsers,
+  patchUser,
+  reactivateUser,
+  sendPasswordReset,
+  updateUser,
+} from './service.js'
+
+const tags = ['Users']
+const notFound = errorResponse(404, 'No such account of a person (RES_001)')
+const otherOrganization = errorResponse(
+  403,
+  'Missing role, or the account belongs to another organization (AUTH_003)',
+)
+const externalNote =
+  'With an external identity provider (OIDC_ISSUER_URL) the accounts are the provider’s: this answers 409 RES_002.'
+const roleConflict = errorResponse(
+  409,
+  'The change would remove the last active ADMIN of the organization or the caller’s own ADMIN role, or accounts belong to an external identity provider (RES_002)',
+)
+
+interface UserRoutesOptions {
+  external: boolean
+  /** Mails a password-reset link to the address (the reset flow of /api/auth). */
+  resetMail: (email: string) => Promise<void>
+}
+
+/** Accounts of the people of the caller's organization (service accounts are managed as clients). */
+const userRoutes: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (app, { external, resetMail }) => {
+  const settings: AccountSettings = {
+    external,
+    // After the response, as for a reset the user asks for: a slow mail server holds no request.
+    sendResetMail: (email) => app.background.run('password reset mail', () => resetMail(email)),
+  }
+
+  app.get(
+    '',
+    {
+      schema: {
+        tags,
+        operationId: 'listUsers',
+        summary: 'List the accounts of the caller’s organization',
+        description:
+          'People only: the service accounts of confidential clients are listed at /api/clients. Default sort lastName,asc.',
+        querystring: UserListQuery,
+        response: { 200: UserPageEnvelope },
+      },
+    },
+    async (request) => {
+      const page = await listUsers(app.db, principalOf(request), request.query)
+      request.auditedIds = page.content.map((user) => user.id)
+      return ok('Users retrieved', page)
+    },
+  )
+
+  app.get(
+    '/:id',
+    {
+      schema: {
+        tags,
+        operationId: 'getUser',
+        summary: 'One account',
+        params: IdParams,
+        response: { 200: UserEnvelope, 403: otherOrganization, 404: notFound },
+      },
+    },
+    async (request) => ok('User retrieved', await getUser(app.db, principalOf(request), request.params.id)),
+  )
+
+  app.post(
+    '',
+    {
+      schema: {
+        tags,
+        operationId: 'createUser',
+        summary: 'Add an account',
+        description: `The person is mailed a link to choose their password, or gets a temporary password from this response (shown once) that must be changed before the first sign-in. ${externalNote}`,
+        body: CreateUserBody,
+        response: {
+          201: CreatedUserEnvelope,
+          409: errorResponse(
+            409,
+            'An account with this e-mail address already exists, or accounts belong to an external identity provider (RES_002)',
+          ),
+        },
+      },
+    },
+    async (request, reply) => {
+      const user = await inviteUser(app.db, principalOf(request), request.body, settings)
+      request.auditedIds = [user.id]
+      return reply.code(201).send(ok('User created', user))
+    },
+  )
+
+  app.put(
+    '/:id',
+    {
+      schema: {
+        tags,
+        operationId: 'updateUser',
+        summary: 'Replace the names and roles of an account',
+        description: `The organization keeps at least one active ADMIN, and an administrator cannot remove their own ADMIN role (409). ${externalNote}`,
+        params: IdParams,
+        body: UpdateUserBody,
+        response: { 200: UserEnvelope, 403: otherOrganization, 404: notFound, 409: roleConflict },
+      },
+    },
+    async (request) =>
+      ok(
+        'User updated',
+        await updateUser(app.db, principalOf(request), request.params.id, request.body, settings),
+      ),
+  )
+
+  app.patch(
+    '/:id',
+    {
+      schema: {
+        tags,
+        operationId: 'patchUser',
+        summary: 'Change the names or roles of an account (JSON Merge Patch)',
+        description: mergePatchDescription(
+          `\`roles\` replaces the whole list. The merged account is checked like a full replacement (422), and by the same rules as PUT (409). ${externalNote}`,
+        ),
+        consumes: [MERGE_PATCH],
+        params: IdParams,
+        body: PatchUserBody,
+        response: { 200: UserEnvelope, 403: otherOrganization, 404: notFound, 409: roleConflict },
+      },
+    },
+    async (request) => {
+      const validate = (merged: unknown) => validMergedBody(request, UpdateUserBody, merged)
+      const user = await patchUser(
+        app.db,
+        principalOf(request),
+        request.params.id,
+        request.body,
+        validate,
+        settings,
+      )
+      return ok('User updated', user)
+    },
+  )
+
+  app.post(
+    '/:id/deactivate',
+    {
+      schema: {
+        tags,
+        operationId: 'deactivateUser',
+        summary: 'Deactivate an account',
+        description:
+          'Every session of the account ends at once: it can no longer sign in or refresh, and its access tokens stop working within 30 seconds (accounts are cached that long). Refused (409) for the caller’s own account and for the last active ADMIN. Works with an external identity provider too: within 30 seconds the account is refused here, whatever the provider says.',
+        params: IdParams,
+        response: {
+          200: UserEnvelope,
+          403: otherOrganization,
+          404: notFound,
+          409: errorResponse(
+            409,
+            'The account is the caller’s own or the last active ADMIN of the organization (RES_002)',
+          ),
+        },
+      },
+    },
+    async (request) =>
+      ok('User deactivated', await deactivateUser(app.db, principalOf(request), request.params.id)),
+  )
+
+  app.post(
+    '/:id/reactivate',
+    {
+      schema: {
+        tags,
+        operationId: 'reactivateUser',
+        summary: 'Reactivate an account',
+        description: 'The account can sign in again (its sessions ended at deactivation stay ended).',
+        params: IdParams,
+        response: { 200: UserEnvelope, 403: otherOrganization, 404: notFound },
+      },
+    },
+    async (request) =>
+      ok('User reactivated', await reactivateUser(app.db, principalOf(request), request.params.id)),
+  )
+
+  app.post(
+    '/:id/reset-password',
+    {
+      schema: {
+        tags,
+        operationId: 'sendUserPasswordReset',
+        summary: 'Mail the account a password-reset link',
+        description: `The same mail as POST /api/auth/forgot-password, sent after the response: a single-use link valid 30 minutes. The current password keeps working until the link is used. ${externalNote}`,
+        params: IdParams,
+        response: {
+          200: UserEnvelope,
+          403: otherOrganization,
+          404: notFound,
+          409: errorResponse(
+            409,
+            'The account is deactivated or has no password here, or accounts belong to an external identity provider (RES_002)',
+          ),
+        },
+      },
+    },
+    async (request) =>
+      ok(
+        'Password reset mail sent',
+        await sendPasswordReset(app.db, principalOf(request), request.params.id, settings),
+      ),
+  )
+}
+
+export default userRoutes
