@@ -67,6 +67,8 @@ export interface PostgresOptions {
   poolMax: number
   /** How many distinct statements to prepare per connection; 0 prepares none (for a pooler in transaction mode). */
   preparedStatements?: number
+  /** The server-side limit of one statement (default 30 s). */
+  statementTimeoutMs?: number
   onPoolError?: (error: Error) => void
 }
 
@@ -74,6 +76,7 @@ export function openPostgres({
   url,
   poolMax,
   preparedStatements = DEFAULT_PREPARED_STATEMENTS,
+  statementTimeoutMs = 30_000,
   onPoolError,
 }: PostgresOptions): DatabaseHandle {
   const pool = new pg.Pool({
@@ -81,7 +84,7 @@ export function openPostgres({
     max: poolMax,
     connectionTimeoutMillis: 5000,
     idleTimeoutMillis: 30_000,
-    statement_timeout: 30_000,
+    statement_timeout: statementTimeoutMs,
     types: {
       getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
         if (oid === INT8_OID) return Number

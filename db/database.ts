@@ -1,6 +1,7 @@
 import type { Kysely, Transaction } from 'kysely'
 import type { AppointmentsTable } from './tables/appointments.js'
 import type { AuditLogTable } from './tables/audit-log.js'
+import type { BulkExportFilesTable, BulkExportsTable } from './tables/bulk-exports.js'
 import type { InvoicesTable, OrganizationCountersTable, PaymentsTable } from './tables/billing.js'
 import type { ClientsTable } from './tables/clients.js'
 import type { ClinicalRecordsTable } from './tables/clinical-records.js'
@@ -58,6 +59,8 @@ export interface Database {
   webhooks: WebhooksTable
   webhook_deliveries: WebhookDeliveriesTable
   webhook_delivery_attempts: WebhookDeliveryAttemptsTable
+  bulk_exports: BulkExportsTable
+  bulk_export_files: BulkExportFilesTable
 }
 
 /** A handle that queries can run on: the database, or a transaction on it. */

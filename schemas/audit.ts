@@ -38,6 +38,7 @@ export const AUDIT_RESOURCES = [
   'change-feed',
   'user',
   'client',
+  'bulk-export',
 ] as const
 export type AuditResource = (typeof AUDIT_RESOURCES)[number]
 

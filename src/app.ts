@@ -21,6 +21,8 @@ import documentRoutes from './modules/documents/routes.js'
 import { failingAsUnavailable, localStore } from './modules/documents/store.js'
 import encounterRoutes from './modules/encounters/routes.js'
 import eventRoutes from './modules/events/routes.js'
+import bulkExportWorker from './modules/fhir/export/plugin.js'
+import { resourceTypes } from './modules/fhir/resource-types.js'
 import fhirRoutes from './modules/fhir/routes.js'
 import messageRoutes from './modules/messages/routes.js'
 import oidcRoutes from './modules/oidc/routes.js'
@@ -247,13 +249,44 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   await app.register(appointmentRoutes, { prefix: '/api/appointments' })
   await app.register(encounterRoutes, { prefix: '/api/encounters' })
   await app.register(auditRoutes, { prefix: '/api/audit-events' })
+  const fhirBase = `${config.PUBLIC_URL}/fhir/R4`
+  const fhirTypes = resourceTypes({ mrnSystem: config.FHIR_MRN_SYSTEM, base: fhirBase })
+  const exportDatabase = config.DATABASE_URL
+    ? openPostgres({
+        url: config.DATABASE_URL,
+        poolMax: config.BULK_EXPORT_POOL_MAX,
+        preparedStatements: 0,
+        statementTimeoutMs: config.BULK_EXPORT_STATEMENT_TIMEOUT_MS,
+        onPoolError: (error) => app.log.error({ err: { message: error.message } }, 'export pool error'),
+      })
+    : undefined
+  await app.register(bulkExportWorker, {
+    run: config.BULK_EXPORT_WORKER,
+    db: exportDatabase?.db ?? handle.db,
+    close: exportDatabase?.close,
+    store,
+    types: fhirTypes,
+    embedded: handle.kind === 'pglite',
+    settings: {
+      fileMaxBytes: config.BULK_EXPORT_FILE_MAX_BYTES,
+      retentionHours: config.BULK_EXPORT_RETENTION_HOURS,
+      leaseSeconds: config.BULK_EXPORT_LEASE_SECONDS,
+      perOrganization: config.BULK_EXPORT_CONCURRENCY_PER_ORGANIZATION,
+      pollIntervalMs: config.OUTBOX_POLL_INTERVAL_MS,
+    },
+  })
   await app.register(fhirRoutes, {
     prefix: '/fhir/R4',
-    publicUrl: config.PUBLIC_URL,
-    mrnSystem: config.FHIR_MRN_SYSTEM,
+    base: fhirBase,
+    types: fhirTypes,
     tokenEndpoint: `${config.tokenIssuer}/protocol/openid-connect/token`,
     bodyLimit: config.BODY_LIMIT_BYTES,
     documentStore: store,
+    bulkExport: {
+      worker: app.bulkExports,
+      store,
+      retentionHours: config.BULK_EXPORT_RETENTION_HOURS,
+    },
   })
   await app.register(oidcRoutes, {
     prefix: `/realms/${config.OIDC_REALM}`,

@@ -17,6 +17,7 @@ import * as patientNameWords from './0015_patient_name_words.js'
 import * as recordVersions from './0016_record_versions.js'
 import * as syncTimes from './0017_sync_times.js'
 import * as clientSecretRotation from './0018_client_secret_rotation.js'
+import * as bulkExports from './0019_bulk_exports.js'
 
 /** Every migration, in order. Listed rather than scanned so tsx and compiled JS behave alike. */
 export const migrations: Record<string, Migration> = {
@@ -38,4 +39,5 @@ export const migrations: Record<string, Migration> = {
   '0016_record_versions': recordVersions,
   '0017_sync_times': syncTimes,
   '0018_client_secret_rotation': clientSecretRotation,
+  '0019_bulk_exports': bulkExports,
 }

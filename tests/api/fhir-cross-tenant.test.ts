@@ -34,6 +34,8 @@ const KINDS_OF_TYPE: Record<string, RecordKind[]> = {
   MedicationRequest: ['medications'],
   DocumentReference: ['document'],
   Binary: ['document'],
+  // Groups are all-patients and provider-[id]; a bare number names none.
+  Group: ['provider'],
 }
 
 /** The record a reference search parameter names, by parameter name. */
@@ -77,6 +79,20 @@ describe('FHIR organization isolation', () => {
         expect(fhirErrors(outcome)).toEqual([])
       }
     }
+  })
+
+  it('shows no Group of another organization, nor exports it', async () => {
+    const group = `provider-${theirs.ids.provider}`
+    const read = await app.inject({ url: `/fhir/R4/Group/${group}`, headers: bearer(reader.token) })
+    expect(read.statusCode).toBe(404)
+    const search = await app.inject({ url: `/fhir/R4/Group?_id=${group}`, headers: bearer(reader.token) })
+    expect((search.json() as Bundle).entry).toBeUndefined()
+    const exported = await app.inject({
+      url: `/fhir/R4/Group/${group}/$export`,
+      headers: { ...bearer(reader.token), prefer: 'respond-async' },
+    })
+    expect(exported.statusCode).toBe(404)
+    expect(exported.body).not.toContain(theirs.marker)
   })
 
   it('finds nothing of another organization by _id or by reference, and nothing of it unfiltered', async () => {

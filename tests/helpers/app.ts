@@ -48,6 +48,8 @@ export const testEnvironment = (overrides: Record<string, string> = {}) => ({
   ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
   // Tests drive delivery with `app.outbox.drainOnce()`; the worker's own loop is tested on its own.
   OUTBOX_WORKER: 'false',
+  // Likewise exports: `app.bulkExports.drainOnce()`.
+  BULK_EXPORT_WORKER: 'false',
   ...overrides,
 })
 

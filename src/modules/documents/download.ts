@@ -1,30 +1,3 @@
-import type { ByteRange } from './store.js'
-
-/**
- * The single byte range of a Range header (`bytes=a-b`, `bytes=a-`, `bytes=-n`), `undefined` for
- * none or one this server ignores (several ranges: the whole file is sent), or 'unsatisfiable'.
- */
-export function parseRange(
-  header: string | undefined,
-  size: number,
-): ByteRange | 'unsatisfiable' | undefined {
-  const match = header?.match(/^bytes=(\d*)-(\d*)$/)
-  if (!match) return undefined
-  const [, from = '', to = ''] = match
-  if (from === '' && to === '') return undefined
-  let start: number
-  let end: number
-  if (from === '') {
-    start = Math.max(0, size - Number(to))
-    end = size - 1
-  } else {
-    start = Number(from)
-    end = to === '' ? size - 1 : Math.min(Number(to), size - 1)
-  }
-  if (start >= size || start > end) return 'unsatisfiable'
-  return { start, end }
-}
-
 /** `attachment` with an ASCII fallback name and the exact UTF-8 name (RFC 6266 / 8187). */
 export function contentDisposition(fileName: string): string {
   const ascii = fileName.replace(/[^\x20-\x7e]/g, '_').replace(/[\\"]/g, '_')

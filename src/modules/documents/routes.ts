@@ -14,8 +14,9 @@ import { AppError } from '../../errors.js'
 import { ok } from '../../http/envelope.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse } from '../../http/responses.js'
+import { parseRange } from '../../lib/byte-range.js'
 import { STREAMED_BODY } from '../../plugins/validation.js'
-import { contentDisposition, parseRange } from './download.js'
+import { contentDisposition } from './download.js'
 import {
   deleteDocument,
   findDocument,

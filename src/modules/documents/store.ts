@@ -5,15 +5,11 @@ import path from 'node:path'
 import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { AppError } from '../../errors.js'
+import type { ByteRange } from '../../lib/byte-range.js'
 
 export interface StoredObject {
   size: number
   sha256: string
-}
-
-export interface ByteRange {
-  start: number
-  end: number
 }
 
 /** Where document bytes live. Keys are random (never client file names). */

@@ -9,6 +9,7 @@ import type { FhirResourceType, ReadScope } from './resource-type.js'
 import {
   countMatches,
   dateCondition,
+  inCompartment,
   keysetPage,
   present,
   referenceParameter,
@@ -115,12 +116,11 @@ export function toFhirAppointment(row: AppointmentRow): Appointment & { id: stri
 type AppointmentQuery = ReturnType<typeof appointmentsOf>
 
 const appointmentsOf = (db: Kysely<Database>, scope: ReadScope) => {
-  let query = db
+  const query = db
     .selectFrom('appointments')
     .selectAll()
     .where('organization_id', '=', scope.actor.organizationId)
-  if (scope.patient !== undefined) query = query.where('patient_id', '=', scope.patient)
-  return query
+  return inCompartment(query, scope, 'patient_id')
 }
 
 function filtered(query: AppointmentQuery, search: SearchQuery): AppointmentQuery {

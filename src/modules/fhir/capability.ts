@@ -4,6 +4,7 @@ import { COMMON_SEARCH_PARAMETERS } from './search-conditions.js'
 import { PAGE_SIZE_MAX } from './search-params.js'
 
 const SMART_SCOPE_LEVELS = ['patient', 'user', 'system'] as const
+const BULK_DATA = 'http://hl7.org/fhir/uv/bulkdata'
 
 /**
  * What the server implements, built from the resource types it serves: the CapabilityStatement is
@@ -20,7 +21,11 @@ export function capabilityStatement(
     date: '2026-11-24',
     kind: 'instance',
     software: { name: 'EHR Service' },
-    implementation: { description: 'EHR Service FHIR R4 interface (read and search)', url: base },
+    instantiates: [`${BULK_DATA}/CapabilityStatement/bulk-data`],
+    implementation: {
+      description: 'EHR Service FHIR R4 interface (read, search and bulk export)',
+      url: base,
+    },
     fhirVersion: '4.0.1',
     format: ['json', 'application/fhir+json'],
     rest: [
@@ -55,6 +60,13 @@ export function capabilityStatement(
               versioning: 'versioned',
               readHistory: false,
               conditionalRead: 'not-match',
+              ...(type.type === 'Patient'
+                ? {
+                    operation: [
+                      { name: 'export', definition: `${BULK_DATA}/OperationDefinition/patient-export` },
+                    ],
+                  }
+                : {}),
               ...(type.includes
                 ? { searchInclude: Object.keys(type.includes).map((name) => `${type.type}:${name}`) }
                 : {}),
@@ -75,7 +87,16 @@ export function capabilityStatement(
             versioning: 'versioned',
             readHistory: false,
           } satisfies CapabilityStatementRestResource,
+          {
+            type: 'Group',
+            documentation:
+              'The populations a bulk export can name: all-patients, and provider-[id] (the patients with appointments with that practitioner)',
+            interaction: [{ code: 'read' }, { code: 'search-type' }],
+            searchParam: [{ name: '_id', type: 'token', documentation: 'Logical id' }],
+            operation: [{ name: 'export', definition: `${BULK_DATA}/OperationDefinition/group-export` }],
+          } satisfies CapabilityStatementRestResource,
         ],
+        operation: [{ name: 'export', definition: `${BULK_DATA}/OperationDefinition/export` }],
       },
     ],
   }

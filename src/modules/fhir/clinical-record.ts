@@ -7,6 +7,7 @@ import { forbidden } from '../../errors.js'
 import type { FhirResourceType, ReadScope, SearchParameterDefinition } from './resource-type.js'
 import {
   countMatches,
+  inCompartment,
   keysetPage,
   referenceParameter,
   type SearchColumns,
@@ -26,7 +27,7 @@ const COLUMNS: SearchColumns = { id: 'id', updatedAt: 'updated_at' }
  * missing, as in the REST API), kept to the launch patient's for a `patient/` scope.
  */
 export const clinicalRowsOf = (db: Kysely<Database>, scope: ReadScope, kind: ClinicalKindName) => {
-  let query = db
+  const query = db
     .selectFrom('clinical_records')
     .selectAll()
     .where('organization_id', '=', scope.actor.organizationId)
@@ -38,8 +39,7 @@ export const clinicalRowsOf = (db: Kysely<Database>, scope: ReadScope, kind: Cli
         .where('organization_id', '=', scope.actor.organizationId)
         .where('deleted_at', 'is', null),
     )
-  if (scope.patient !== undefined) query = query.where('patient_id', '=', scope.patient)
-  return query
+  return inCompartment(query, scope, 'patient_id')
 }
 
 export type ClinicalQuery = ReturnType<typeof clinicalRowsOf>

@@ -8,6 +8,7 @@ import type { FhirResourceType, ReadScope } from './resource-type.js'
 import {
   countMatches,
   dateCondition,
+  inCompartment,
   keysetPage,
   present,
   referenceParameter,
@@ -115,13 +116,12 @@ type DocumentQuery = ReturnType<typeof documentsOf>
  * patient's records are not shown, as with every other clinical type), and the launch patient's only.
  */
 const documentsOf = (db: Kysely<Database>, scope: ReadScope) => {
-  let query = documentsWithAuthor(db, scope.actor.organizationId)
+  const query = documentsWithAuthor(db, scope.actor.organizationId)
     .where('documents.status', '=', 'AVAILABLE')
     // Implied by AVAILABLE; stated so the planner can use the partial index, as the REST list does.
     .where('documents.deleted_at', 'is', null)
     .where('patients.deleted_at', 'is', null)
-  if (scope.patient !== undefined) query = query.where('documents.patient_id', '=', scope.patient)
-  return query
+  return inCompartment(query, scope, 'documents.patient_id')
 }
 
 /**

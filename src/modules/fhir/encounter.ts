@@ -10,6 +10,7 @@ import type { FhirResourceType, ReadScope } from './resource-type.js'
 import {
   countMatches,
   dateCondition,
+  inCompartment,
   keysetPage,
   present,
   referenceParameter,
@@ -83,12 +84,11 @@ export function toFhirEncounter(row: EncounterRow): Encounter & { id: string } {
 type EncounterQuery = ReturnType<typeof encountersOf>
 
 const encountersOf = (db: Kysely<Database>, scope: ReadScope) => {
-  let query = db
+  const query = db
     .selectFrom('encounters')
     .selectAll()
     .where('organization_id', '=', scope.actor.organizationId)
-  if (scope.patient !== undefined) query = query.where('patient_id', '=', scope.patient)
-  return query
+  return inCompartment(query, scope, 'patient_id')
 }
 
 const none = sql<boolean>`false`

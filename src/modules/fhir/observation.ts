@@ -8,6 +8,7 @@ import { AppError } from '../../errors.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
 import {
   countMatches,
+  inCompartment,
   keysetPage,
   present,
   referenceParameter,
@@ -128,7 +129,7 @@ const toFhirObservation = (row: ClinicalRecordRow) =>
 
 /** Vital signs and lab results of the organization's live patients (and the launch patient only). */
 const observationsOf = (db: Kysely<Database>, scope: ReadScope) => {
-  let query = db
+  const query = db
     .selectFrom('clinical_records as r')
     .innerJoin('patients as p', (join) =>
       join.onRef('p.id', '=', 'r.patient_id').onRef('p.organization_id', '=', 'r.organization_id'),
@@ -137,8 +138,7 @@ const observationsOf = (db: Kysely<Database>, scope: ReadScope) => {
     .where('r.organization_id', '=', scope.actor.organizationId)
     .where('p.deleted_at', 'is', null)
     .where('r.kind', 'in', KINDS)
-  if (scope.patient !== undefined) query = query.where('r.patient_id', '=', scope.patient)
-  return query
+  return inCompartment(query, scope, 'r.patient_id')
 }
 type ObservationQuery = ReturnType<typeof observationsOf>
 type Eb = ExpressionBuilder<Database & { r: Database['clinical_records'] }, 'r'>

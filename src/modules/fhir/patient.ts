@@ -8,6 +8,7 @@ import type { FhirResourceType, ReadScope } from './resource-type.js'
 import {
   countMatches,
   dateCondition,
+  inCompartment,
   keysetPage,
   present,
   type SearchColumns,
@@ -99,13 +100,12 @@ export function toFhirPatient(row: PatientRow, { mrnSystem }: PatientMapping): P
 type PatientQuery = ReturnType<typeof patientsOf>
 
 const patientsOf = (db: Kysely<Database>, scope: ReadScope) => {
-  let query = db
+  const query = db
     .selectFrom('patients')
     .selectAll()
     .where('organization_id', '=', scope.actor.organizationId)
     .where('deleted_at', 'is', null)
-  if (scope.patient !== undefined) query = query.where('id', '=', scope.patient)
-  return query
+  return inCompartment(query, scope, 'id')
 }
 
 const nameWord = (

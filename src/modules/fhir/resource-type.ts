@@ -16,6 +16,8 @@ export interface ReadScope {
   actor: Actor
   /** Only this patient's compartment (a `patient/` scope with a launch patient). */
   patient: number | undefined
+  /** Only the compartments of a provider's patients, those with appointments with them (a Group's export). */
+  providerPatients?: number
 }
 
 /**

@@ -1,17 +1,14 @@
 import formbody from '@fastify/formbody'
 import type { Bundle, BundleEntry, Resource } from '@medplum/fhirtypes'
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
-import { hasAnyRole, type Role } from '../../access/roles.js'
-import { ROUTE_ACCESS, type RouteAccess } from '../../access/route-access.js'
 import { AppError, forbidden } from '../../errors.js'
 import { toAppError } from '../../plugins/error-handler.js'
+import { accessOf, typeGrant } from './access.js'
 import binaryRoutes, { type DocumentBytes } from './binary-routes.js'
 import { capabilityStatement, smartConfiguration } from './capability.js'
+import exportRoutes, { type ExportRoutesOptions } from './export/routes.js'
 import { ignoredParameters, operationOutcome } from './operation-outcome.js'
-import type { PatientMapping } from './patient.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
-import { resourceTypes } from './resource-types.js'
-import { scopeGrant } from './scopes.js'
 import { COMMON_SEARCH_PARAMETERS } from './search-conditions.js'
 import {
   cursorAfter,
@@ -22,13 +19,16 @@ import {
   searchQueryOf,
 } from './search-params.js'
 
-export interface FhirOptions extends PatientMapping {
-  /** The service's public address; FHIR links are absolute. */
-  publicUrl: string
+export interface FhirOptions {
+  /** The FHIR base URL, absolute (links are absolute): the service's public address and /fhir/R4. */
+  base: string
+  /** The resource types served (resourceTypes()). */
+  types: readonly FhirResourceType[]
   tokenEndpoint: string
   bodyLimit: number
   /** Where document bytes are read from, for Binary. */
   documentStore: DocumentBytes
+  bulkExport: Omit<ExportRoutesOptions, 'base' | 'types'>
 }
 
 export const FHIR_JSON = 'application/fhir+json'
@@ -44,16 +44,6 @@ function recordId(text: string, type: string): number {
   if (!/^[1-9][0-9]{0,9}$/.test(text) || id > 2_147_483_647) throw notFound(`${type}/${text} not found`)
   return id
 }
-
-/** The access rule (roles and audit) of the REST route whose records a FHIR interaction reads. */
-function accessOf(route: string): RouteAccess & { allow: readonly Role[] } {
-  const access = ROUTE_ACCESS[route]
-  if (!access || !Array.isArray(access.allow))
-    throw new Error(`${route} has no role list in the access table`)
-  return access as RouteAccess & { allow: readonly Role[] }
-}
-
-const rolesOf = (route: string) => accessOf(route).allow
 
 /**
  * Audits `resources` as the REST reads or lists of the same records would be: under the rule of
@@ -119,8 +109,7 @@ const isStrict = (request: FastifyRequest) =>
  * what a token reads on top of its roles.
  */
 const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
-  const base = `${options.publicUrl}/fhir/R4`
-  const types = resourceTypes({ ...options, base })
+  const { base, types } = options
 
   app.addContentTypeParser(FHIR_JSON, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
   await app.register(formbody)
@@ -157,15 +146,12 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
     }
   })
   await app.register(binaryRoutes, { store: options.documentStore })
+  await app.register(exportRoutes, { ...options.bulkExport, base, types })
 
   /** The caller, allowed by role and by SMART scope to do `interaction` on `type`. */
   async function readScope(request: FastifyRequest, type: FhirResourceType, interaction: 'read' | 'search') {
     const principal = request.principal ?? (await app.authenticate(request))
-    const roles = rolesOf(interaction === 'read' ? type.restRead : type.restSearch)
-    if (!hasAnyRole(principal.authorities, roles)) {
-      throw forbidden(`Reading ${type.type} requires one of the roles: ${roles.join(', ')}`)
-    }
-    const grant = scopeGrant(principal, type.type, interaction)
+    const grant = typeGrant(principal, type, interaction)
     if (!grant.allowed) throw forbidden(grant.reason)
     const patient = grant.patient === undefined ? undefined : Number(grant.patient)
     if (patient !== undefined && !Number.isSafeInteger(patient))

@@ -6,6 +6,7 @@ import {
   type SqlBool,
   sql,
 } from 'kysely'
+import type { ReadScope } from './resource-type.js'
 import {
   occurrences,
   type PageRequest,
@@ -90,6 +91,25 @@ export function whereOneOf<Q extends SelectQueryBuilder<any, any, any>>(
   return (
     values.length > 0 ? query.where(sql.ref(column), 'in', values) : query.where(sql<boolean>`false`)
   ) as Q
+}
+
+/** Records of the scope's compartments only: its launch patient, or a provider's patients. */
+// biome-ignore lint/suspicious/noExplicitAny: any table set
+export function inCompartment<Q extends SelectQueryBuilder<any, any, any>>(
+  query: Q,
+  scope: ReadScope,
+  patientColumn: string,
+): Q {
+  let result = query
+  if (scope.patient !== undefined) result = result.where(sql.ref(patientColumn), '=', scope.patient) as Q
+  if (scope.providerPatients !== undefined) {
+    result = result.where(
+      sql.ref(patientColumn),
+      'in',
+      sql`(select patient_id from appointments where organization_id = ${scope.actor.organizationId} and provider_id = ${scope.providerPatients})`,
+    ) as Q
+  }
+  return result
 }
 
 /** The search parameters every type takes, declared once for the CapabilityStatement. */

@@ -59,21 +59,23 @@ export interface DateRange {
 }
 
 const DATE_VALUE =
-  /^(eq|ne|gt|lt|ge|le)?(\d{4})(?:-(\d{2})(?:-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?)?)?$/
+  /^(eq|ne|gt|lt|ge|le)?(\d{4})(?:-(\d{2})(?:-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?)?)?$/
 
 /** `ge2020-01`, `2020-01-01T10:00:00Z`, … as the range of instants the value stands for. */
 export function parseDate(text: string): DateRange {
   const match = DATE_VALUE.exec(text)
   if (!match)
     throw invalid(`${text} is not a FHIR date search value ([prefix]YYYY[-MM[-DD[Thh:mm[:ss][Z]]]])`)
-  const [, prefix, year, month, day, hour, minute, second, zone] = match
+  const [, prefix, year, month, day, hour, minute, second, fraction, zone] = match
   const comparator = (prefix ?? 'eq') as Comparator
   let start: Date
   let end: Date
   if (hour !== undefined) {
-    const iso = `${year}-${month}-${day}T${hour}:${minute}:${second ?? '00'}${zone ?? 'Z'}`
+    // Milliseconds are the finest precision kept: a value with a fraction stands for its millisecond.
+    const millis = fraction === undefined ? '' : fraction.slice(0, 4).padEnd(4, '0')
+    const iso = `${year}-${month}-${day}T${hour}:${minute}:${second ?? '00'}${millis}${zone ?? 'Z'}`
     start = new Date(iso)
-    end = new Date(start.getTime() + (second === undefined ? 60_000 : 1000))
+    end = new Date(start.getTime() + (second === undefined ? 60_000 : fraction === undefined ? 1000 : 1))
   } else {
     const y = Number(year)
     const m = month === undefined ? 0 : Number(month) - 1

@@ -1,0 +1,220 @@
+import { type Kysely, type Selectable, sql } from 'kysely'
+import type { Database, Db } from '../../../../db/database.js'
+import type { BulkExportPosition } from '../../../../db/tables/bulk-exports.js'
+
+export type ExportJob = NonNullable<Awaited<ReturnType<typeof claimExport>>>
+
+export interface NewExport {
+  id: string
+  organizationId: number
+  requestedBy: number
+  level: 'system' | 'patient' | 'group'
+  groupId: string | null
+  types: string[]
+  typeFilters: Record<string, string>
+  since: Date | null
+  requestUrl: string
+  issues: string[]
+  expiresAt: Date
+}
+
+export async function insertExport(db: Db, job: NewExport): Promise<void> {
+  await db
+    .insertInto('bulk_exports')
+    .values({
+      id: job.id,
+      organization_id: job.organizationId,
+      requested_by: job.requestedBy,
+      level: job.level,
+      group_id: job.groupId,
+      types: job.types,
+      type_filters: JSON.stringify(job.typeFilters),
+      since: job.since,
+      request_url: job.requestUrl,
+      issues: job.issues,
+      expires_at: job.expiresAt,
+    })
+    .execute()
+}
+
+/** An export of the caller's (organization and requester), unless it has expired. */
+export function findExport(db: Db, organizationId: number, requestedBy: number, id: string) {
+  return db
+    .selectFrom('bulk_exports')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('requested_by', '=', requestedBy)
+    .where('id', '=', id)
+    .where('expires_at', '>', sql<Date>`now()`)
+    .executeTakeFirst()
+}
+
+export function exportFiles(db: Db, exportId: string) {
+  return db
+    .selectFrom('bulk_export_files')
+    .selectAll()
+    .where('export_id', '=', exportId)
+    .orderBy('sequence')
+    .execute()
+}
+
+/** Removes an export and its file rows; returns the keys of its stored files. */
+export async function deleteExport(db: Kysely<Database>, id: string): Promise<string[]> {
+  return db.transaction().execute(async (trx) => {
+    const files = await trx
+      .selectFrom('bulk_export_files')
+      .select('storage_key')
+      .where('export_id', '=', id)
+      .execute()
+    await trx.deleteFrom('bulk_exports').where('id', '=', id).execute()
+    return files.map((file) => file.storage_key)
+  })
+}
+
+/**
+ * Claims the oldest export that is waiting, or running under a lapsed lease (its instance stopped),
+ * while its organization has fewer than `perOrganization` exports running under live leases.
+ */
+export async function claimExport(
+  db: Kysely<Database>,
+  owner: string,
+  leaseSeconds: number,
+  perOrganization: number,
+) {
+  const result = await sql<Selectable<Database['bulk_exports']>>`
+    update bulk_exports set status = 'in-progress', lease_owner = ${owner},
+      lease_until = now() + make_interval(secs => ${leaseSeconds})
+    where id = (
+      select j.id from bulk_exports j
+      where j.status in ('accepted', 'in-progress')
+        and (j.lease_until is null or j.lease_until < now())
+        and j.expires_at > now()
+        and (select count(*) from bulk_exports r
+             where r.organization_id = j.organization_id and r.status = 'in-progress'
+               and r.lease_until >= now()) < ${perOrganization}
+      order by j.created_at
+      limit 1
+      for update skip locked
+    )
+    returning *`.execute(db)
+  const [row] = result.rows
+  if (!row) return undefined
+  return {
+    ...row,
+    position: row.position as BulkExportPosition,
+    type_filters: row.type_filters as Record<string, string>,
+  }
+}
+
+/** Extends the lease of a running export; false when it is no longer this owner's (cancelled, taken). */
+export async function renewLease(db: Db, id: string, owner: string, leaseSeconds: number): Promise<boolean> {
+  const result = await db
+    .updateTable('bulk_exports')
+    .set({ lease_until: sql<Date>`now() + make_interval(secs => ${leaseSeconds})` })
+    .where('id', '=', id)
+    .where('lease_owner', '=', owner)
+    .where('status', '=', 'in-progress')
+    .executeTakeFirst()
+  return result.numUpdatedRows > 0n
+}
+
+export async function setTransactionTime(db: Db, id: string, owner: string, at: Date): Promise<boolean> {
+  const result = await db
+    .updateTable('bulk_exports')
+    .set({ transaction_time: at })
+    .where('id', '=', id)
+    .where('lease_owner', '=', owner)
+    .where('status', '=', 'in-progress')
+    .executeTakeFirst()
+  return result.numUpdatedRows > 0n
+}
+
+/**
+ * Records a finished file (if it holds any resource) and moves the export to `next`, together, and
+ * only while the export is still this owner's; false otherwise (the file is then not the export's).
+ */
+export async function recordFile(
+  db: Kysely<Database>,
+  job: { id: string; owner: string },
+  file: { sequence: number; type: string; key: string; count: number; size: number } | undefined,
+  next: BulkExportPosition,
+): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    const moved = await trx
+      .updateTable('bulk_exports')
+      .set({
+        position: JSON.stringify(next),
+        exported: sql<number>`exported + ${file?.type === 'OperationOutcome' ? 0 : (file?.count ?? 0)}`,
+      })
+      .where('id', '=', job.id)
+      .where('lease_owner', '=', job.owner)
+      .where('status', '=', 'in-progress')
+      .executeTakeFirst()
+    if (moved.numUpdatedRows === 0n) return false
+    if (file) {
+      await trx
+        .insertInto('bulk_export_files')
+        .values({
+          export_id: job.id,
+          sequence: file.sequence,
+          resource_type: file.type,
+          storage_key: file.key,
+          count: file.count,
+          size_bytes: file.size,
+        })
+        .execute()
+    }
+    return true
+  })
+}
+
+export async function finishExport(
+  db: Db,
+  job: { id: string; owner: string },
+  outcome: { status: 'completed' | 'failed'; error?: string; retentionHours: number },
+): Promise<void> {
+  await db
+    .updateTable('bulk_exports')
+    .set({
+      status: outcome.status,
+      error: outcome.error ?? null,
+      completed_at: sql<Date>`now()`,
+      expires_at: sql<Date>`now() + make_interval(secs => ${outcome.retentionHours * 3600})`,
+      lease_owner: null,
+      lease_until: null,
+    })
+    .where('id', '=', job.id)
+    .where('lease_owner', '=', job.owner)
+    .execute()
+}
+
+/** Gives back a job's lease at a file boundary, so that it resumes without waiting for the lease to lapse. */
+export async function releaseLease(db: Db, job: { id: string; owner: string }): Promise<void> {
+  await db
+    .updateTable('bulk_exports')
+    .set({ lease_owner: null, lease_until: null })
+    .where('id', '=', job.id)
+    .where('lease_owner', '=', job.owner)
+    .execute()
+}
+
+/** Gives back the leases an instance held (the embedded database has one instance: all of them). */
+export async function releaseLeases(db: Db): Promise<void> {
+  await db
+    .updateTable('bulk_exports')
+    .set({ lease_owner: null, lease_until: null })
+    .where('status', '=', 'in-progress')
+    .execute()
+}
+
+/** Up to `limit` expired exports: their ids. */
+export async function expiredExports(db: Db, limit: number): Promise<string[]> {
+  const rows = await db
+    .selectFrom('bulk_exports')
+    .select('id')
+    .where('expires_at', '<=', sql<Date>`now()`)
+    .orderBy('expires_at')
+    .limit(limit)
+    .execute()
+  return rows.map((row) => row.id)
+}

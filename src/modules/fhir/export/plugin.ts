@@ -1,0 +1,67 @@
+import { randomUUID } from 'node:crypto'
+import { hostname } from 'node:os'
+import type { FastifyPluginAsync } from 'fastify'
+import fp from 'fastify-plugin'
+import type { Kysely } from 'kysely'
+import type { Database } from '../../../../db/database.js'
+import type { FhirResourceType } from '../resource-type.js'
+import { type ExportFileStore, ExportWorker } from './worker.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The FHIR bulk export worker; running unless BULK_EXPORT_WORKER=false (`drainOnce` works either way). */
+    bulkExports: ExportWorker
+  }
+}
+
+export interface BulkExportWorkerOptions {
+  run: boolean
+  /** The exports' own database handle, and how to close it (undefined: it is the API's). */
+  db: Kysely<Database>
+  close: (() => Promise<void>) | undefined
+  store: ExportFileStore
+  types: readonly FhirResourceType[]
+  embedded: boolean
+  settings: {
+    fileMaxBytes: number
+    retentionHours: number
+    leaseSeconds: number
+    perOrganization: number
+    pollIntervalMs: number
+  }
+}
+
+// Two jobs at a time per instance: exports are long and the API comes first.
+const JOBS_PER_INSTANCE = 2
+const SNAPSHOT_WAIT_MS = 60_000
+
+/**
+ * Runs bulk export jobs in the background. Like the outbox worker: it stops claiming first at
+ * shutdown (preClose), and its connections close after the jobs under way have stopped at a file
+ * boundary (onClose, registered after the database plugin, so it runs before the pool closes).
+ */
+const bulkExportWorker: FastifyPluginAsync<BulkExportWorkerOptions> = async (app, options) => {
+  const worker = new ExportWorker({
+    db: options.db,
+    store: options.store,
+    types: options.types,
+    log: app.log,
+    instanceId: `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`,
+    ...options.settings,
+    concurrency: JOBS_PER_INSTANCE,
+    snapshotWaitMs: SNAPSHOT_WAIT_MS,
+    releaseLeasesAtStart: options.embedded,
+  })
+  app.decorate('bulkExports', worker)
+  if (options.run) app.addHook('onReady', () => worker.start())
+  let stopping: Promise<void> | undefined
+  app.addHook('preClose', async () => {
+    stopping = worker.stop()
+  })
+  app.addHook('onClose', async () => {
+    await (stopping ?? worker.stop())
+    await options.close?.()
+  })
+}
+
+export default fp(bulkExportWorker, { name: 'bulk-export-worker', dependencies: ['database'] })
