@@ -3,6 +3,7 @@ import type { AppointmentsTable } from './tables/appointments.js'
 import type { AuditLogTable } from './tables/audit-log.js'
 import type { InvoicesTable, OrganizationCountersTable, PaymentsTable } from './tables/billing.js'
 import type { BulkExportFilesTable, BulkExportsTable } from './tables/bulk-exports.js'
+import type { ClientAssertionJtisTable } from './tables/client-assertion-jtis.js'
 import type { ClientsTable } from './tables/clients.js'
 import type { ClinicalRecordsTable } from './tables/clinical-records.js'
 import type { DeletedRecordsTable } from './tables/deleted-records.js'
@@ -36,6 +37,7 @@ export interface Database {
   refresh_tokens: RefreshTokensTable
   password_reset_tokens: PasswordResetTokensTable
   clients: ClientsTable
+  client_assertion_jtis: ClientAssertionJtisTable
   signing_keys: SigningKeysTable
   patients: PatientsTable
   patient_counts: PatientCountsTable

@@ -11,6 +11,16 @@ export const TokenRequest = Type.Object(
     grant_type: Type.String({ description: 'password, client_credentials or refresh_token' }),
     client_id: FormField('The client; may instead come in HTTP Basic authentication'),
     client_secret: FormField('Secret of a confidential client'),
+    client_assertion_type: FormField(
+      'With client_assertion: `urn:ietf:params:oauth:client-assertion-type:jwt-bearer` (RFC 7523)',
+    ),
+    client_assertion: Type.Optional(
+      Type.String({
+        maxLength: 8192,
+        description:
+          'A confidential client with registered keys authenticates with a JWT signed by its private key instead of a secret (`private_key_jwt`, SMART Backend Services): RS384 or ES384; `iss` and `sub` its client id, `aud` this token endpoint’s URL, `exp` at most 5 minutes ahead, a `jti` never used before',
+      }),
+    ),
     username: FormField('password grant: the account e-mail'),
     password: FormField('password grant'),
     refresh_token: FormField('refresh_token grant'),
@@ -22,6 +32,12 @@ export const TokenRequest = Type.Object(
     examples: [
       { grant_type: 'password', client_id: 'ehr-api', username: 'admin@example.com', password: '<password>' },
       { grant_type: 'client_credentials', client_id: 'billing-sync', client_secret: '<secret>' },
+      {
+        grant_type: 'client_credentials',
+        scope: 'system/*.read',
+        client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+        client_assertion: '<JWT signed with the client’s private key>',
+      },
     ],
   },
 )
@@ -87,6 +103,7 @@ export const DiscoveryDocument = Type.Object({
   subject_types_supported: Type.Array(Type.String()),
   id_token_signing_alg_values_supported: Type.Array(Type.String()),
   token_endpoint_auth_methods_supported: Type.Array(Type.String()),
+  token_endpoint_auth_signing_alg_values_supported: Type.Array(Type.String()),
   scopes_supported: Type.Array(Type.String()),
   claims_supported: Type.Array(Type.String()),
 })

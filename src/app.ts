@@ -199,56 +199,8 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   }
   await app.register(outbox, { config, targets: webhookTargets })
 
-  const mailer = config.SMTP_URL ? smtpMailer(config.SMTP_URL, config.MAIL_FROM) : logMailer(app.log)
-  await app.register(authRoutes, {
-    prefix: '/api/auth',
-    loginStyle: config.LOGIN_RESPONSE_STYLE,
-    external: !config.embeddedIssuer,
-    mailer,
-    passwordResetUrl: config.PASSWORD_RESET_URL,
-  })
-  await app.register(userRoutes, {
-    prefix: '/api/users',
-    external: !config.embeddedIssuer,
-    resetMail: (email: string) =>
-      sendPasswordResetLink(app.db, mailer, { email, resetUrl: config.PASSWORD_RESET_URL }),
-  })
-  await app.register(clientRoutes, {
-    prefix: '/api/clients',
-    settings: {
-      external: !config.embeddedIssuer,
-      secretOverlapSeconds: config.CLIENT_SECRET_OVERLAP_SECONDS,
-    },
-  })
-  await app.register(patientRoutes, { prefix: '/api/patients' })
-  await app.register(clinicalRoutes, { prefix: '/api/patients' })
-  await app.register(messageRoutes, { prefix: '/api/messages' })
-  await app.register(telehealthRoutes, { prefix: '/api/telehealth', jitsi: jitsiSettings(config) })
-  await app.register(billingRoutes, {
-    prefix: '/api/billing',
-    settings: { currency: config.DEFAULT_CURRENCY, taxRateBasisPoints: config.TAX_RATE_BASIS_POINTS },
-  })
   const store = await documentStore(config)
-  await app.register(documentRoutes, {
-    prefix: '/api',
-    store,
-    maxUploadBytes: config.MAX_UPLOAD_BYTES,
-    retentionDays: config.DOCUMENT_RETENTION_DAYS,
-  })
-  const webhookSettings = {
-    targets: webhookTargets,
-    secretBox: app.secretBox,
-    secretOverlapSeconds: config.WEBHOOK_SECRET_OVERLAP_SECONDS,
-  }
-  await app.register(webhookRoutes, { prefix: '/api/webhooks', settings: webhookSettings })
-  await app.register(webhookDeliveryRoutes, { prefix: '/api/webhooks' })
-  await app.register(eventRoutes, { prefix: '/api/events' })
-  await app.register(providerRoutes, { prefix: '/api/providers' })
-  await app.register(providerScheduleRoutes, { prefix: '/api/providers' })
-  await app.register(providerScheduleViewRoutes, { prefix: '/api/providers' })
-  await app.register(appointmentRoutes, { prefix: '/api/appointments' })
-  await app.register(encounterRoutes, { prefix: '/api/encounters' })
-  await app.register(auditRoutes, { prefix: '/api/audit-events' })
+  // Before the routes: exports give way to the requests they serve.
   const fhirBase = `${config.PUBLIC_URL}/fhir/R4`
   const fhirTypes = resourceTypes({ mrnSystem: config.FHIR_MRN_SYSTEM, base: fhirBase })
   const exportDatabase = config.DATABASE_URL
@@ -275,6 +227,57 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
       pollIntervalMs: config.OUTBOX_POLL_INTERVAL_MS,
     },
   })
+  const mailer = config.SMTP_URL ? smtpMailer(config.SMTP_URL, config.MAIL_FROM) : logMailer(app.log)
+  await app.register(authRoutes, {
+    prefix: '/api/auth',
+    loginStyle: config.LOGIN_RESPONSE_STYLE,
+    external: !config.embeddedIssuer,
+    mailer,
+    passwordResetUrl: config.PASSWORD_RESET_URL,
+  })
+  await app.register(userRoutes, {
+    prefix: '/api/users',
+    external: !config.embeddedIssuer,
+    resetMail: (email: string) =>
+      sendPasswordResetLink(app.db, mailer, { email, resetUrl: config.PASSWORD_RESET_URL }),
+  })
+  await app.register(clientRoutes, {
+    prefix: '/api/clients',
+    settings: {
+      external: !config.embeddedIssuer,
+      secretOverlapSeconds: config.CLIENT_SECRET_OVERLAP_SECONDS,
+      // JWKS URLs of clients follow the webhook address policy (and its development allowances).
+      jwksUrls: webhookTargets,
+    },
+  })
+  await app.register(patientRoutes, { prefix: '/api/patients' })
+  await app.register(clinicalRoutes, { prefix: '/api/patients' })
+  await app.register(messageRoutes, { prefix: '/api/messages' })
+  await app.register(telehealthRoutes, { prefix: '/api/telehealth', jitsi: jitsiSettings(config) })
+  await app.register(billingRoutes, {
+    prefix: '/api/billing',
+    settings: { currency: config.DEFAULT_CURRENCY, taxRateBasisPoints: config.TAX_RATE_BASIS_POINTS },
+  })
+  await app.register(documentRoutes, {
+    prefix: '/api',
+    store,
+    maxUploadBytes: config.MAX_UPLOAD_BYTES,
+    retentionDays: config.DOCUMENT_RETENTION_DAYS,
+  })
+  const webhookSettings = {
+    targets: webhookTargets,
+    secretBox: app.secretBox,
+    secretOverlapSeconds: config.WEBHOOK_SECRET_OVERLAP_SECONDS,
+  }
+  await app.register(webhookRoutes, { prefix: '/api/webhooks', settings: webhookSettings })
+  await app.register(webhookDeliveryRoutes, { prefix: '/api/webhooks' })
+  await app.register(eventRoutes, { prefix: '/api/events' })
+  await app.register(providerRoutes, { prefix: '/api/providers' })
+  await app.register(providerScheduleRoutes, { prefix: '/api/providers' })
+  await app.register(providerScheduleViewRoutes, { prefix: '/api/providers' })
+  await app.register(appointmentRoutes, { prefix: '/api/appointments' })
+  await app.register(encounterRoutes, { prefix: '/api/encounters' })
+  await app.register(auditRoutes, { prefix: '/api/audit-events' })
   await app.register(fhirRoutes, {
     prefix: '/fhir/R4',
     base: fhirBase,
@@ -292,6 +295,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
     prefix: `/realms/${config.OIDC_REALM}`,
     issuerUrl: config.tokenIssuer,
     publicClientId: config.OIDC_CLIENT_ID,
+    jwksUrls: webhookTargets,
   })
 
   return app

@@ -18,6 +18,7 @@ import * as recordVersions from './0016_record_versions.js'
 import * as syncTimes from './0017_sync_times.js'
 import * as clientSecretRotation from './0018_client_secret_rotation.js'
 import * as bulkExports from './0019_bulk_exports.js'
+import * as clientAssertionKeys from './0020_client_assertion_keys.js'
 
 /** Every migration, in order. Listed rather than scanned so tsx and compiled JS behave alike. */
 export const migrations: Record<string, Migration> = {
@@ -40,4 +41,5 @@ export const migrations: Record<string, Migration> = {
   '0017_sync_times': syncTimes,
   '0018_client_secret_rotation': clientSecretRotation,
   '0019_bulk_exports': bulkExports,
+  '0020_client_assertion_keys': clientAssertionKeys,
 }

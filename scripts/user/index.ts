@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { readFile } from 'node:fs/promises'
 import { pathToFileURL } from 'node:url'
 import { type ParseArgsConfig, parseArgs } from 'node:util'
 import { type Kysely, sql } from 'kysely'
@@ -8,8 +9,9 @@ import { ROLES } from '../../src/access/roles.js'
 import { openConfiguredDatabase } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { AppError, fromDatabaseError, notFound } from '../../src/errors.js'
-import { createClient } from '../../src/modules/clients/service.js'
+import { createClient, createClientWithKeys, PUBLIC_HTTPS_ONLY } from '../../src/modules/clients/service.js'
 import { createOrganization, createUser } from '../../src/modules/users/service.js'
+import { systemResolver, type TargetPolicy } from '../../src/outbox/targets.js'
 import { runCommand } from '../lib/run-command.js'
 
 type Out = (line: string) => void
@@ -30,6 +32,14 @@ interface Options {
   subject?: string
   'client-id': string
   temporary?: boolean
+  'jwks-file'?: string
+  'jwks-url'?: string
+}
+
+/** What commands need besides the database and their options. */
+export interface CommandContext {
+  /** Where a client's JWKS URL may point; https and public hosts only unless the configuration allows more. */
+  jwksUrls: TargetPolicy
 }
 
 /** Options that take no value. */
@@ -38,7 +48,7 @@ const FLAGS: ReadonlySet<string> = new Set(['temporary'])
 interface Command {
   /** The options the command accepts, each marked required (true) or not. */
   options: Partial<Record<keyof Options, boolean>>
-  run(db: Kysely<Database>, options: Options, out: Out): Promise<void>
+  run(db: Kysely<Database>, options: Options, out: Out, context: CommandContext): Promise<void>
 }
 
 const USAGE = `Usage: npm run user -- <command> [options]
@@ -51,6 +61,7 @@ Commands:
   list --org <id or group path>
   deactivate --email <email>
   client create --org <id or group path> --client-id <id> --name <name> --roles <ROLE,ROLE>
+         [--jwks-file <path to a JWKS of public keys> | --jwks-url <https URL of one>]
   client list --org <id or group path>
   help
 
@@ -60,6 +71,8 @@ password is temporary: the user must change it (POST /api/auth/change-password) 
 --temporary makes a --password temporary in the same way.
 With --subject and no --password, the account signs in only through the external identity provider.
 Prefer the generated password: a --password value stays in the shell history.
+A client gets a secret, printed once, unless it is registered with public keys (--jwks-file or
+--jwks-url): then it signs its token requests with its private key (SMART Backend Services) instead.
 With the embedded database (no DATABASE_URL), stop the server first: PGlite cannot share its data directory.`
 
 // Long enough that base64url yields 24 characters, above the service's minimum password length.
@@ -144,18 +157,46 @@ async function userDeactivate(db: Kysely<Database>, options: Options, out: Out) 
   out(`Deactivated user ${user.id} ${user.email}`)
 }
 
-async function clientCreate(db: Kysely<Database>, options: Options, out: Out) {
+async function readJwksFile(file: string): Promise<unknown> {
+  let text: string
+  try {
+    text = await readFile(file, 'utf8')
+  } catch (error) {
+    throw new UsageError(`Cannot read --jwks-file ${file}: ${(error as Error).message}`)
+  }
+  try {
+    return JSON.parse(text)
+  } catch {
+    throw new UsageError(`--jwks-file ${file} is not JSON`)
+  }
+}
+
+async function clientCreate(db: Kysely<Database>, options: Options, out: Out, context: CommandContext) {
+  const { 'jwks-file': jwksFile, 'jwks-url': jwksUrl } = options
+  if (jwksFile !== undefined && jwksUrl !== undefined) {
+    throw new UsageError('Give --jwks-file or --jwks-url, not both')
+  }
+  const jwks = jwksFile === undefined ? undefined : await readJwksFile(jwksFile)
   const organization = await findOrganization(db, options.org)
-  const client = await createClient(db, {
+  const client = {
     organizationId: organization.id,
     clientId: options['client-id'],
     name: options.name,
     roles: options.roles.split(',').map((role) => role.trim()),
-  })
+  }
+  const created =
+    jwks === undefined && jwksUrl === undefined
+      ? await createClient(db, client)
+      : await createClientWithKeys(db, client, { jwks, jwksUrl }, context.jwksUrls)
   out(
-    `Created client ${client.clientId} in ${organization.group_path} (service account user ${client.userId})`,
+    `Created client ${created.clientId} in ${organization.group_path} (service account user ${created.userId})`,
   )
-  out(`Client secret (shown only now): ${client.secret}`)
+  if ('secret' in created) out(`Client secret (shown only now): ${created.secret}`)
+  else {
+    out(
+      `No client secret: the client signs its token requests with its private key (private_key_jwt), verified with ${jwksUrl ? `the keys at ${jwksUrl}` : `the public keys of ${jwksFile}`}`,
+    )
+  }
 }
 
 async function clientList(db: Kysely<Database>, options: Options, out: Out) {
@@ -193,7 +234,10 @@ const COMMANDS: Record<string, Command> = {
   },
   list: { options: { org: true }, run: userList },
   deactivate: { options: { email: true }, run: userDeactivate },
-  'client create': { options: { org: true, 'client-id': true, name: true, roles: true }, run: clientCreate },
+  'client create': {
+    options: { org: true, 'client-id': true, name: true, roles: true, 'jwks-file': false, 'jwks-url': false },
+    run: clientCreate,
+  },
   'client list': { options: { org: true }, run: clientList },
 }
 
@@ -245,7 +289,12 @@ function failureMessage(error: unknown, options: Options): string | undefined {
 }
 
 /** Runs one operator command; returns the process exit code (0 done, 1 refused, 2 bad usage). */
-export async function runUserCommand(db: Kysely<Database>, argv: string[], out: Out): Promise<number> {
+export async function runUserCommand(
+  db: Kysely<Database>,
+  argv: string[],
+  out: Out,
+  context: CommandContext = { jwksUrls: PUBLIC_HTTPS_ONLY },
+): Promise<number> {
   if (isHelp(argv)) {
     out(USAGE)
     return 0
@@ -253,7 +302,7 @@ export async function runUserCommand(db: Kysely<Database>, argv: string[], out: 
   let parsed: ReturnType<typeof parseCommand> | undefined
   try {
     parsed = parseCommand(argv)
-    await parsed.command.run(db, parsed.options, out)
+    await parsed.command.run(db, parsed.options, out, context)
     return 0
   } catch (error) {
     if (error instanceof UsageError) {
@@ -280,7 +329,13 @@ async function main(argv: string[]): Promise<number> {
   )
   try {
     if (config.MIGRATE_ON_START) await migrateToLatest(handle.db)
-    return await runUserCommand(handle.db, argv, out)
+    // JWKS URLs follow the webhook address policy, development allowances included.
+    const jwksUrls = {
+      allowHttp: config.WEBHOOK_ALLOW_HTTP,
+      allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+      resolve: systemResolver,
+    }
+    return await runUserCommand(handle.db, argv, out, { jwksUrls })
   } finally {
     await handle.close()
   }

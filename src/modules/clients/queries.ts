@@ -1,6 +1,6 @@
 import { type Insertable, type Kysely, sql } from 'kysely'
 import type { Database, Db, Trx } from '../../../db/database.js'
-import type { ClientsTable } from '../../../db/tables/clients.js'
+import type { ClientsTable, StoredJwks } from '../../../db/tables/clients.js'
 import type { UsersTable } from '../../../db/tables/users.js'
 import type { CLIENT_SORT_FIELDS } from '../../../schemas/clients.js'
 import type { PageQuery } from '../../../schemas/common.js'
@@ -27,14 +27,70 @@ export function findClientCredentials(db: Db, clientId: string) {
     .selectFrom('clients')
     .innerJoin('users', 'users.id', 'clients.user_id')
     .select([
-      'clients.secret_hash',
+      sql<string | null>`case when clients.secret_enabled then clients.secret_hash end`.as('secret_hash'),
       'clients.user_id',
       'users.active',
-      sql<string | null>`case when clients.previous_secret_expires_at > now()
+      sql<string | null>`case when clients.secret_enabled and clients.previous_secret_expires_at > now()
         then clients.previous_secret_hash end`.as('previous_secret_hash'),
     ])
     .where('clients.client_id', '=', clientId)
     .executeTakeFirst()
+}
+
+/**
+ * What verifies a client's assertions: its keys (stored or by URL) and service account, by client
+ * id across organizations by design, as for secrets.
+ */
+export function findClientKeys(db: Db, clientId: string) {
+  return db
+    .selectFrom('clients')
+    .innerJoin('users', 'users.id', 'clients.user_id')
+    .select(['clients.id', 'clients.user_id', 'clients.jwks', 'clients.jwks_url', 'users.active'])
+    .where('clients.client_id', '=', clientId)
+    .executeTakeFirst()
+}
+
+// Expired jtis removed with each new one: enough to keep pace with any rate of new assertions,
+// small enough that no token request does much cleaning.
+const JTI_PURGE_BATCH = 100
+
+/**
+ * Records an assertion's jti until `expiresAt`; false when the client used it before and that use
+ * has not expired (a replay). Concurrent uses of one jti: the primary key lets only one through.
+ */
+export async function recordAssertionJti(
+  db: Kysely<Database>,
+  id: number,
+  jti: string,
+  expiresAt: Date,
+): Promise<boolean> {
+  await db
+    .deleteFrom('client_assertion_jtis')
+    .where((eb) =>
+      eb(
+        eb.refTuple('client_id', 'jti'),
+        'in',
+        eb
+          .selectFrom('client_assertion_jtis')
+          .select(['client_id', 'jti'])
+          .where('expires_at', '<', sql<Date>`now()`)
+          .limit(JTI_PURGE_BATCH)
+          .$asTuple('client_id', 'jti'),
+      ),
+    )
+    .execute()
+  const recorded = await db
+    .insertInto('client_assertion_jtis')
+    .values({ client_id: id, jti, expires_at: expiresAt })
+    .onConflict((conflict) =>
+      conflict
+        .columns(['client_id', 'jti'])
+        .doUpdateSet({ expires_at: expiresAt })
+        .where('client_assertion_jtis.expires_at', '<', sql<Date>`now()`),
+    )
+    .returning('jti')
+    .executeTakeFirst()
+  return recorded !== undefined
 }
 
 /** Whether the client id is taken: client ids are unique across organizations. */
@@ -52,7 +108,7 @@ export const CLIENT_SORT_COLUMNS: Record<ClientSortField, string> = {
   updatedAt: 'clients.updated_at',
 }
 
-/** What the clients API reads of a client: never a secret hash. */
+/** What the clients API reads of a client: never a secret hash (only whether there is one). */
 export interface ClientRecord {
   id: number
   client_id: string
@@ -61,6 +117,9 @@ export interface ClientRecord {
   roles: string[]
   active: boolean
   previous_secret_expires_at: Date | null
+  has_secret: boolean
+  jwks: StoredJwks | null
+  jwks_url: string | null
   created_at: Date
   updated_at: Date
 }
@@ -78,6 +137,9 @@ const scoped = (db: Db, organizationId: number) =>
       'users.roles',
       'users.active',
       'clients.previous_secret_expires_at',
+      'clients.secret_enabled as has_secret',
+      'clients.jwks',
+      'clients.jwks_url',
       'clients.created_at',
       'clients.updated_at',
     ])
@@ -107,14 +169,17 @@ export async function clientOwnerOrganization(db: Db, id: number): Promise<numbe
   return row?.organization_id
 }
 
-/** The current secret's hash of a client the caller has locked in its organization (for a rotation). */
-export async function secretHashOf(trx: Trx, id: number): Promise<string> {
+/**
+ * The current secret's hash of a client the caller has locked in its organization (for a rotation);
+ * null while the client authenticates with its keys only.
+ */
+export async function secretHashOf(trx: Trx, id: number): Promise<string | null> {
   const row = await trx
     .selectFrom('clients')
-    .select('secret_hash')
+    .select(['secret_hash', 'secret_enabled'])
     .where('id', '=', id)
     .executeTakeFirstOrThrow()
-  return row.secret_hash
+  return row.secret_enabled ? row.secret_hash : null
 }
 
 /** Changes what the client's service account holds: its name (first name), roles, active flag. */
@@ -134,13 +199,16 @@ export async function updateServiceAccount(
   return touchClient(trx, organizationId, client.id, {})
 }
 
-/** Changes the client row (its secrets), and its change time in any case. */
+/** Changes the client row (its secrets and keys), and its change time in any case. */
 export async function touchClient(
   trx: Trx,
   organizationId: number,
   id: number,
   changes: {
     secret_hash?: string
+    secret_enabled?: boolean
+    jwks?: string | null
+    jwks_url?: string | null
     previous_secret_hash?: string | null
     /** Seconds from the database's now, or null for none. */
     previous_secret_seconds?: number | null

@@ -81,7 +81,7 @@ const clientRoutes: FastifyPluginAsyncTypebox<{ settings: ClientSettings }> = as
         operationId: 'createClient',
         summary: 'Register a confidential client',
         description:
-          'The client gets a generated `clientId` and a secret, shown only in this response (the service keeps a hash). It obtains tokens with the client_credentials grant at the realm’s token endpoint (`/realms/<realm>/protocol/openid-connect/token`).',
+          'The client gets a generated `clientId` and a secret, shown only in this response (the service keeps a hash). It obtains tokens with the client_credentials grant at the realm’s token endpoint (`/realms/<realm>/protocol/openid-connect/token`). Registered with public keys (`jwks`, or `jwksUrl`: https, public hosts only) it gets no secret and authenticates with a JWT signed by its private key instead (`private_key_jwt`, SMART Backend Services).',
         body: CreateClientBody,
         response: { 201: ClientWithSecretEnvelope, 409: externalProvider },
       },
@@ -99,15 +99,19 @@ const clientRoutes: FastifyPluginAsyncTypebox<{ settings: ClientSettings }> = as
       schema: {
         tags,
         operationId: 'updateClient',
-        summary: 'Replace the name and roles of a client',
-        description: 'Roles take effect in the client’s next access token.',
+        summary: 'Replace the name, roles and keys of a client',
+        description:
+          'Roles take effect in the client’s next access token. Without `jwks` or `jwksUrl` the client’s keys are removed (422 for a client without a secret).',
         params: IdParams,
         body: UpdateClientBody,
         response: { 200: ClientEnvelope, 403: otherOrganization, 404: notFound },
       },
     },
     async (request) =>
-      ok('Client updated', await updateClient(app.db, principalOf(request), request.params.id, request.body)),
+      ok(
+        'Client updated',
+        await updateClient(app.db, principalOf(request), request.params.id, request.body, settings),
+      ),
   )
 
   app.patch(
@@ -116,9 +120,9 @@ const clientRoutes: FastifyPluginAsyncTypebox<{ settings: ClientSettings }> = as
       schema: {
         tags,
         operationId: 'patchClient',
-        summary: 'Change the name or roles of a client (JSON Merge Patch)',
+        summary: 'Change the name, roles or keys of a client (JSON Merge Patch)',
         description: mergePatchDescription(
-          '`roles` replaces the whole list. The merged client is checked like a full replacement (422).',
+          '`roles` and `jwks` replace the whole value; `null` removes `jwks` or `jwksUrl`. The merged client is checked like a full replacement (422).',
         ),
         consumes: [MERGE_PATCH],
         params: IdParams,
@@ -134,6 +138,7 @@ const clientRoutes: FastifyPluginAsyncTypebox<{ settings: ClientSettings }> = as
         request.params.id,
         request.body,
         validate,
+        settings,
       )
       return ok('Client updated', client)
     },
@@ -147,7 +152,7 @@ const clientRoutes: FastifyPluginAsyncTypebox<{ settings: ClientSettings }> = as
         operationId: 'rotateClientSecret',
         summary: 'Replace the client secret',
         description:
-          'The new secret is in the response, once. The previous one keeps working until `previousSecretExpiresAt` (CLIENT_SECRET_OVERLAP_SECONDS after the rotation), so the integration can switch at its own pace; a second rotation within that time retires the oldest secret at once.',
+          'The new secret is in the response, once. The previous one keeps working until `previousSecretExpiresAt` (CLIENT_SECRET_OVERLAP_SECONDS after the rotation), so the integration can switch at its own pace; a second rotation within that time retires the oldest secret at once. A client registered with keys only gets its first secret this way.',
         params: IdParams,
         response: {
           200: ClientWithSecretEnvelope,

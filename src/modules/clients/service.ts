@@ -15,7 +15,11 @@ import { AppError, conflict } from '../../errors.js'
 import { applyMergePatch, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import { decoyHash, hashPassword, verifyPassword } from '../../lib/passwords.js'
+import { checkTarget, systemResolver, type TargetPolicy, TargetRefused } from '../../outbox/targets.js'
 import { checkRoles } from '../users/service.js'
+import { AssertionRefused, type KeySource, verifyAssertion } from './assertions.js'
+import { type JwksFetcher, KeySetUnavailable } from './jwks-fetcher.js'
+import { checkJwks } from './keys.js'
 import { toClient } from './mapper.js'
 import {
   CLIENT_SORT_COLUMNS,
@@ -24,16 +28,27 @@ import {
   clientOwnerOrganization,
   findClient,
   findClientCredentials,
+  findClientKeys,
   insertClient,
   insertServiceAccount,
   listClients as listClientRows,
   lockClient,
+  recordAssertionJti,
   secretHashOf,
   touchClient,
   updateServiceAccount,
 } from './queries.js'
 
+export { AssertionRefused, claimedClient, JWT_BEARER } from './assertions.js'
+export { createJwksFetcher, type JwksFetcher } from './jwks-fetcher.js'
+
 const CLIENT_ID = /^[a-z0-9][a-z0-9._-]{2,63}$/
+
+/** Public keys a client signs its assertions with: a key set, or the URL it publishes one at. */
+export interface KeyRegistration {
+  jwks?: unknown
+  jwksUrl?: string
+}
 
 export interface NewClient {
   organizationId: number
@@ -51,7 +66,42 @@ export interface ClientSettings {
   external: boolean
   /** How long a rotated secret keeps working beside the new one. */
   secretOverlapSeconds: number
+  /** Which JWKS URLs may be registered: the webhook address policy; https and public hosts only if unset. */
+  jwksUrls?: TargetPolicy
 }
+
+/** The address policy without the development allowances: https, and hosts on public addresses only. */
+export const PUBLIC_HTTPS_ONLY: TargetPolicy = {
+  allowHttp: false,
+  allowPrivateTargets: false,
+  resolve: systemResolver,
+}
+
+/** The key columns of a registration, checked: public keys only, or a URL the policy allows. */
+async function keyColumns(
+  registration: KeyRegistration,
+  policy: TargetPolicy,
+): Promise<{ jwks: string | null; jwks_url: string | null }> {
+  const { jwks, jwksUrl } = registration
+  if (jwks !== undefined && jwksUrl !== undefined) {
+    throw new AppError('VAL_001', 'Register jwks or jwksUrl, not both')
+  }
+  if (jwksUrl !== undefined) {
+    try {
+      await checkTarget(jwksUrl, policy)
+    } catch (error) {
+      if (error instanceof TargetRefused) throw new AppError('VAL_001', `jwksUrl: ${error.message}`)
+      throw error
+    }
+  }
+  return {
+    jwks: jwks === undefined ? null : JSON.stringify(checkJwks(jwks)),
+    jwks_url: jwksUrl ?? null,
+  }
+}
+
+const hasKeys = (columns: { jwks: string | null; jwks_url: string | null }) =>
+  columns.jwks !== null || columns.jwks_url !== null
 
 /** 32 random bytes: the secret, shown once, and its hash, the only thing stored. */
 async function newSecret(): Promise<{ secret: string; hash: string }> {
@@ -63,7 +113,7 @@ async function newSecret(): Promise<{ secret: string; hash: string }> {
 async function insertNewClient(
   trx: Trx,
   client: NewClient,
-  secretHash: string,
+  credentials: { secret_hash: string; secret_enabled: boolean; jwks: string | null; jwks_url: string | null },
 ): Promise<{ id: number; userId: number }> {
   const userId = await insertServiceAccount(trx, {
     organization_id: client.organizationId,
@@ -75,19 +125,16 @@ async function insertNewClient(
     roles: checkRoles(client.roles),
     kind: 'SERVICE',
   })
-  const id = await insertClient(trx, { client_id: client.clientId, secret_hash: secretHash, user_id: userId })
+  const id = await insertClient(trx, { client_id: client.clientId, ...credentials, user_id: userId })
   return { id, userId }
 }
 
-/**
- * A confidential client for a server-to-server integration. It acts as its own service-account
- * user (roles and organization like any user) and proves itself with a secret that is returned
- * once, here, and stored only as a hash.
- */
-export async function createClient(
+/** A client with the chosen id (command line): the id checked, then the row and its service account. */
+async function insertChosenClient(
   db: Kysely<Database>,
   client: NewClient,
-): Promise<{ clientId: string; secret: string; userId: number }> {
+  keys: { jwks: string | null; jwks_url: string | null },
+): Promise<{ secret: string; userId: number }> {
   if (!CLIENT_ID.test(client.clientId)) {
     throw new AppError(
       'VAL_001',
@@ -99,8 +146,39 @@ export async function createClient(
   if (await clientIdTaken(db, client.clientId)) {
     throw new AppError('RES_002', `A client with id ${client.clientId} already exists`)
   }
-  const { userId } = await db.transaction().execute((trx) => insertNewClient(trx, client, hash))
+  const credentials = { secret_hash: hash, secret_enabled: !hasKeys(keys), ...keys }
+  const { userId } = await db.transaction().execute((trx) => insertNewClient(trx, client, credentials))
+  return { secret, userId }
+}
+
+/**
+ * A confidential client for a server-to-server integration. It acts as its own service-account
+ * user (roles and organization like any user) and proves itself with a secret that is returned
+ * once, here, and stored only as a hash.
+ */
+export async function createClient(
+  db: Kysely<Database>,
+  client: NewClient,
+): Promise<{ clientId: string; secret: string; userId: number }> {
+  const { secret, userId } = await insertChosenClient(db, client, { jwks: null, jwks_url: null })
   return { clientId: client.clientId, secret, userId }
+}
+
+/**
+ * A confidential client that proves itself with assertions signed by its private key, verified
+ * with the public keys registered here (a key set, or the URL the client publishes one at). It
+ * has no working secret until one is rotated in.
+ */
+export async function createClientWithKeys(
+  db: Kysely<Database>,
+  client: NewClient,
+  registration: KeyRegistration,
+  jwksUrls: TargetPolicy = PUBLIC_HTTPS_ONLY,
+): Promise<{ clientId: string; userId: number }> {
+  const keys = await keyColumns(registration, jwksUrls)
+  if (!hasKeys(keys)) throw new AppError('VAL_002', 'jwks or jwksUrl is required')
+  const { userId } = await insertChosenClient(db, client, keys)
+  return { clientId: client.clientId, userId }
 }
 
 /**
@@ -117,6 +195,41 @@ export async function authenticateClient(
   let matches = await verifyPassword(secret, client?.secret_hash ?? (await decoyHash()))
   if (!matches) matches = await verifyPassword(secret, client?.previous_secret_hash ?? (await decoyHash()))
   return client?.active && matches ? { userId: client.user_id } : undefined
+}
+
+/**
+ * The service-account user of the client whose assertion this is (RFC 7523 `private_key_jwt`):
+ * signed with one of its registered keys, meant for this token endpoint (`audience`), unexpired
+ * and never seen before. Throws AssertionRefused otherwise, also for an unknown or deactivated
+ * client or one without keys.
+ */
+export async function authenticateClientAssertion(
+  db: Kysely<Database>,
+  fetcher: JwksFetcher,
+  clientId: string,
+  assertion: string,
+  audience: string,
+): Promise<{ userId: number }> {
+  const client = await findClientKeys(db, clientId)
+  if (!client?.active) throw new AssertionRefused()
+  const { jwks, jwks_url: url } = client
+  let keys: KeySource
+  if (jwks) keys = async (refresh) => (refresh ? undefined : jwks)
+  else if (url) {
+    keys = async (refresh) => {
+      try {
+        return await (refresh ? fetcher.refresh(url) : fetcher.get(url))
+      } catch (error) {
+        if (error instanceof KeySetUnavailable) throw new AssertionRefused(undefined, true)
+        throw error
+      }
+    }
+  } else throw new AssertionRefused()
+  const { jti, rememberUntil } = await verifyAssertion(assertion, keys, { clientId, audience })
+  if (!(await recordAssertionJti(db, client.id, jti, rememberUntil))) {
+    throw new AssertionRefused('The client assertion was used before (jti)')
+  }
+  return { userId: client.user_id }
 }
 
 const notHere = (what: string) =>
@@ -176,7 +289,10 @@ export async function getClient(db: Kysely<Database>, actor: Actor, id: number):
   return toClient(await requireClient(db, actor, id))
 }
 
-/** A new confidential client of the caller's organization; the response is the only place its secret appears. */
+/**
+ * A new confidential client of the caller's organization. Registered without keys it gets a secret,
+ * which the response is the only place of; with keys, none that works (rotate-secret makes one).
+ */
 export async function registerClient(
   db: Kysely<Database>,
   actor: Actor,
@@ -184,21 +300,42 @@ export async function registerClient(
   settings: ClientSettings,
 ): Promise<ClientWithSecret> {
   if (settings.external) throw notHere('Clients cannot be registered here')
+  const keys = await keyColumns(body, settings.jwksUrls ?? PUBLIC_HTTPS_ONLY)
   const { secret, hash } = await newSecret()
-  const client = { organizationId: actor.organizationId, clientId: generatedClientId(body.name), ...body }
-  const { id } = await db.transaction().execute((trx) => insertNewClient(trx, client, hash))
-  return { ...toClient(await requireClient(db, actor, id)), secret }
+  const enabled = !hasKeys(keys)
+  const client = {
+    organizationId: actor.organizationId,
+    clientId: generatedClientId(body.name),
+    name: body.name,
+    roles: body.roles,
+  }
+  const { id } = await db
+    .transaction()
+    .execute((trx) => insertNewClient(trx, client, { secret_hash: hash, secret_enabled: enabled, ...keys }))
+  const created = toClient(await requireClient(db, actor, id))
+  return enabled ? { ...created, secret } : created
 }
 
+/** Replaces name, roles and keys; a client without a secret must keep some keys. */
 export async function updateClient(
   db: Kysely<Database>,
   actor: Actor,
   id: number,
   body: UpdateClientBody,
+  settings: ClientSettings,
 ): Promise<Client> {
+  // Checked before the transaction: a URL's host is resolved, which takes a while.
+  const keys = await keyColumns(body, settings.jwksUrls ?? PUBLIC_HTTPS_ONLY)
   return db.transaction().execute(async (trx) => {
     const client = await lockClientFor(trx, actor, id)
-    const updated = await updateServiceAccount(trx, actor.organizationId, client, {
+    if (!client.has_secret && !hasKeys(keys)) {
+      throw new AppError(
+        'VAL_001',
+        'The client has no secret: it needs jwks or jwksUrl (rotate-secret gives it a secret)',
+      )
+    }
+    const rekeyed = await touchClient(trx, actor.organizationId, id, keys)
+    const updated = await updateServiceAccount(trx, actor.organizationId, rekeyed, {
       first_name: body.name,
       roles: checkRoles(body.roles),
     })
@@ -206,17 +343,25 @@ export async function updateClient(
   })
 }
 
-/** A JSON Merge Patch of the client: the merged client is checked like a full replacement. */
+/**
+ * A JSON Merge Patch of the client: the merged client is checked like a full replacement. The
+ * registered key set is merged as stored, though the API shows only its key ids.
+ */
 export async function patchClient(
   db: Kysely<Database>,
   actor: Actor,
   id: number,
   patch: PatchClientBody,
   validate: (merged: unknown) => UpdateClientBody,
+  settings: ClientSettings,
 ): Promise<Client> {
-  const current = await getClient(db, actor, id)
-  const body = validate(applyMergePatch(projectOnto(UpdateClientBody, current), patch))
-  return updateClient(db, actor, id, body)
+  const record = await requireClient(db, actor, id)
+  const current = {
+    ...(projectOnto(UpdateClientBody, toClient(record)) as object),
+    ...(record.jwks ? { jwks: record.jwks } : {}),
+  }
+  const body = validate(applyMergePatch(current, patch))
+  return updateClient(db, actor, id, body, settings)
 }
 
 /**
@@ -229,17 +374,19 @@ export async function rotateClientSecret(
   actor: Actor,
   id: number,
   settings: ClientSettings,
-): Promise<ClientWithSecret> {
+): Promise<ClientWithSecret & { secret: string }> {
   const { secret, hash } = await newSecret()
   return db.transaction().execute(async (trx) => {
     // Found first, so that another organization's client is 403 in either mode.
     await lockClientFor(trx, actor, id)
     if (settings.external) throw notHere('Client secrets cannot be rotated here')
-    const overlap = settings.secretOverlapSeconds > 0
+    // A client that had keys only has no previous secret to keep.
+    const previous = settings.secretOverlapSeconds > 0 ? await secretHashOf(trx, id) : null
     const updated = await touchClient(trx, actor.organizationId, id, {
       secret_hash: hash,
-      previous_secret_hash: overlap ? await secretHashOf(trx, id) : null,
-      previous_secret_seconds: overlap ? settings.secretOverlapSeconds : null,
+      secret_enabled: true,
+      previous_secret_hash: previous,
+      previous_secret_seconds: previous === null ? null : settings.secretOverlapSeconds,
     })
     return { ...toClient(updated), secret }
   })

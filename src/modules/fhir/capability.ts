@@ -107,7 +107,9 @@ export function smartConfiguration(types: readonly FhirResourceType[], tokenEndp
   return {
     token_endpoint: tokenEndpoint,
     grant_types_supported: ['client_credentials', 'password', 'refresh_token'],
-    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt'],
+    // SMART Backend Services: clients sign their assertions with RS384 or ES384.
+    token_endpoint_auth_signing_alg_values_supported: ['RS384', 'ES384'],
     scopes_supported: [
       'openid',
       'profile',
@@ -120,6 +122,7 @@ export function smartConfiguration(types: readonly FhirResourceType[], tokenEndp
     ],
     capabilities: [
       'client-confidential-symmetric',
+      'client-confidential-asymmetric',
       'permission-v1',
       'permission-v2',
       'context-standalone-patient',

@@ -2,6 +2,7 @@ import formbody from '@fastify/formbody'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import type { FastifyError } from 'fastify'
+import { ASSERTION_ALGORITHMS } from '../../../schemas/clients.js'
 import {
   DiscoveryDocument,
   JsonWebKeySet,
@@ -12,7 +13,9 @@ import {
 } from '../../../schemas/oidc.js'
 import { AppError, fromDatabaseError } from '../../errors.js'
 import { loadVerificationKeys, toJwk } from '../../identity/signing-keys.js'
-import { clientCredentials, grantTokens, logout, OAuthError } from './service.js'
+import type { TargetPolicy } from '../../outbox/targets.js'
+import { createJwksFetcher, PUBLIC_HTTPS_ONLY } from '../clients/service.js'
+import { type AssertionSettings, clientCredentials, grantTokens, logout, OAuthError } from './service.js'
 
 const tags = ['OpenID Connect']
 const oauthError = (description: string) => ({ ...OAuthErrorBody, description })
@@ -45,17 +48,27 @@ function toOAuthError(error: unknown): OAuthError {
   return new OAuthError(500, 'server_error', 'Unexpected error')
 }
 
+export interface OidcRouteOptions {
+  issuerUrl: string
+  publicClientId: string
+  /** Where clients' JWKS URLs may point: the webhook address policy; https and public hosts only if unset. */
+  jwksUrls?: TargetPolicy
+}
+
 /**
  * The embedded issuer at Keycloak's paths, so that a client written for a Keycloak realm works
- * unchanged: discovery, key set, token (password, client_credentials, refresh_token) and logout.
+ * unchanged: discovery, key set, token (password, client_credentials, refresh_token; client
+ * secrets or, for SMART Backend Services, signed client assertions) and logout.
  * Form-encoded bodies are accepted here only; errors use the OAuth format, not the API envelope.
  */
-const oidcRoutes: FastifyPluginAsyncTypebox<{ issuerUrl: string; publicClientId: string }> = async (
+const oidcRoutes: FastifyPluginAsyncTypebox<OidcRouteOptions> = async (
   app,
-  { issuerUrl, publicClientId },
+  { issuerUrl, publicClientId, jwksUrls = PUBLIC_HTTPS_ONLY },
 ) => {
   const issuer = app.tokenIssuer
   if (!issuer) return
+  const clientKeys = createJwksFetcher(jwksUrls)
+  app.addHook('onClose', clientKeys.close)
   // OAuth token requests are form-encoded only.
   app.removeContentTypeParser('application/json')
   await app.register(formbody)
@@ -89,7 +102,8 @@ const oidcRoutes: FastifyPluginAsyncTypebox<{ issuerUrl: string; publicClientId:
       response_types_supported: [],
       subject_types_supported: ['public'],
       id_token_signing_alg_values_supported: ['RS256'],
-      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt'],
+      token_endpoint_auth_signing_alg_values_supported: [...ASSERTION_ALGORITHMS],
       scopes_supported: ['openid', 'profile', 'email'],
       claims_supported: [
         'sub',
@@ -132,7 +146,7 @@ const oidcRoutes: FastifyPluginAsyncTypebox<{ issuerUrl: string; publicClientId:
         operationId: 'token',
         summary: 'Token endpoint (application/x-www-form-urlencoded)',
         description:
-          'Grants: password (client_id, username, password), client_credentials (a confidential client: client_id and client_secret, in the form or HTTP Basic), refresh_token (client_id, refresh_token). A refresh token works once; the answer carries its replacement.',
+          'Grants: password (client_id, username, password), client_credentials (a confidential client: client_id and client_secret, in the form or HTTP Basic; or, with registered keys, client_assertion_type and client_assertion, RFC 7523 as SMART Backend Services profiles it), refresh_token (client_id, refresh_token). A refresh token works once; the answer carries its replacement.',
         security: [],
         consumes: ['application/x-www-form-urlencoded'],
         body: TokenRequest,
@@ -140,7 +154,7 @@ const oidcRoutes: FastifyPluginAsyncTypebox<{ issuerUrl: string; publicClientId:
           200: TokenSet,
           400: oauthError('Bad request, bad or expired refresh token (invalid_grant), unsupported grant'),
           401: oauthError(
-            'Unknown client or wrong secret (invalid_client), or wrong user credentials (invalid_grant)',
+            'Unknown or deactivated client, wrong secret, or a client assertion that is invalid, expired or used before (invalid_client); wrong user credentials (invalid_grant)',
           ),
           ...formErrors,
         },
@@ -150,9 +164,17 @@ const oidcRoutes: FastifyPluginAsyncTypebox<{ issuerUrl: string; publicClientId:
       const credentials = clientCredentials(request.headers.authorization, {
         clientId: request.body.client_id,
         secret: request.body.client_secret,
+        assertionType: request.body.client_assertion_type,
+        assertion: request.body.client_assertion,
       })
+      const assertions: AssertionSettings = {
+        keys: clientKeys,
+        audience: endpoint('token'),
+        onKeysUnavailable: (clientId) =>
+          request.log.warn({ clientId }, 'the client’s JWKS URL gave no usable key set'),
+      }
       reply.header('cache-control', 'no-store')
-      return grantTokens(app.db, issuer, publicClientId, request.body, credentials)
+      return grantTokens(app.db, issuer, publicClientId, request.body, credentials, assertions)
     },
   )
 

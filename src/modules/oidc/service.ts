@@ -9,7 +9,14 @@ import { checkPassword } from '../../identity/login.js'
 import { endSession, refreshSession, type SessionTokens, startSession } from '../../identity/sessions.js'
 import type { TokenIssuer } from '../../identity/token-issuer.js'
 import { ACCESS_TOKEN_TTL_SECONDS } from '../../identity/token-lifetimes.js'
-import { authenticateClient } from '../clients/service.js'
+import {
+  AssertionRefused,
+  authenticateClient,
+  authenticateClientAssertion,
+  claimedClient,
+  JWT_BEARER,
+  type JwksFetcher,
+} from '../clients/service.js'
 
 /** An error in the OAuth 2.0 format (`error`, `error_description`), as a Keycloak realm answers. */
 export class OAuthError extends Error {
@@ -27,14 +34,28 @@ const invalidRequest = (description: string) => new OAuthError(400, 'invalid_req
 export interface ClientCredentials {
   clientId?: string
   secret?: string
+  /** RFC 7523 client authentication (private_key_jwt): the assertion's type and the JWT. */
+  assertionType?: string
+  assertion?: string
 }
 
-/** Client credentials from HTTP Basic authentication (client_secret_basic) or the form (client_secret_post). */
+const usesAssertion = (credentials: ClientCredentials) =>
+  credentials.assertion !== undefined || credentials.assertionType !== undefined
+
+// RFC 6749 §2.3: a client uses one authentication method per request.
+const oneMethod = () =>
+  invalidRequest('Authenticate the client one way: a secret or a client assertion, not both')
+
+/**
+ * Client credentials from HTTP Basic authentication (client_secret_basic), the form
+ * (client_secret_post) or a client assertion in the form (private_key_jwt).
+ */
 export function clientCredentials(
   authorization: string | undefined,
   form: ClientCredentials,
 ): ClientCredentials {
   if (!authorization?.startsWith('Basic ')) return form
+  if (usesAssertion(form)) throw oneMethod()
   const decoded = Buffer.from(authorization.slice(6), 'base64').toString('utf8')
   const separator = decoded.indexOf(':')
   if (separator < 0) throw new OAuthError(401, 'invalid_client', 'Malformed Basic authentication')
@@ -50,8 +71,53 @@ interface Client {
   serviceUserId?: number
 }
 
-/** The public client (this API's own client id) needs no secret; any other must be a confidential client. */
-async function identifyClient(db: Kysely<Database>, publicClientId: string, credentials: ClientCredentials) {
+/** How the token endpoint checks client assertions: whose keys, and the URL they must be meant for. */
+export interface AssertionSettings {
+  keys: JwksFetcher
+  /** The token endpoint's URL, as advertised: the assertion's `aud`. */
+  audience: string
+  /** A client's JWKS URL did not answer usably: for the operator, by client id only. */
+  onKeysUnavailable(clientId: string): void
+}
+
+/** A confidential client that signed an assertion with one of its registered keys (RFC 7523). */
+async function assertedClient(
+  db: Kysely<Database>,
+  credentials: ClientCredentials,
+  settings: AssertionSettings,
+): Promise<Client> {
+  const { assertionType, assertion, secret, clientId } = credentials
+  if (assertionType !== JWT_BEARER) throw invalidRequest(`client_assertion_type must be ${JWT_BEARER}`)
+  if (!assertion) throw invalidRequest('client_assertion is required with client_assertion_type')
+  if (secret !== undefined) throw oneMethod()
+  let claimed: string | undefined
+  try {
+    claimed = claimedClient(assertion)
+    // A client_id in the form, optional with an assertion, must name the same client.
+    if (clientId !== undefined && clientId !== claimed) throw new AssertionRefused()
+    const client = await authenticateClientAssertion(db, settings.keys, claimed, assertion, settings.audience)
+    return { clientId: claimed, serviceUserId: client.userId }
+  } catch (error) {
+    if (!(error instanceof AssertionRefused)) throw error
+    if (error.keysUnavailable && claimed) settings.onKeysUnavailable(claimed)
+    throw new OAuthError(401, 'invalid_client', error.message)
+  }
+}
+
+/**
+ * The public client (this API's own client id) needs no secret; any other must be a confidential
+ * client, with its secret or, where the endpoint takes them, a client assertion.
+ */
+async function identifyClient(
+  db: Kysely<Database>,
+  publicClientId: string,
+  credentials: ClientCredentials,
+  assertions?: AssertionSettings,
+): Promise<Client> {
+  if (usesAssertion(credentials)) {
+    if (!assertions) throw invalidRequest('A client assertion is not accepted here')
+    return assertedClient(db, credentials, assertions)
+  }
   const { clientId, secret } = credentials
   if (!clientId) throw new OAuthError(401, 'invalid_client', 'client_id is required')
   if (clientId === publicClientId) return { clientId } satisfies Client
@@ -158,8 +224,9 @@ export async function grantTokens(
   publicClientId: string,
   request: TokenRequest,
   credentials: ClientCredentials,
+  assertions: AssertionSettings,
 ): Promise<TokenSet> {
-  const client = await identifyClient(db, publicClientId, credentials)
+  const client = await identifyClient(db, publicClientId, credentials, assertions)
   switch (request.grant_type) {
     case 'password':
       return passwordGrant(db, issuer, client, request)
