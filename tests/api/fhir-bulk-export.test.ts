@@ -1,7 +1,19 @@
-import type { OperationOutcome, Resource } from '@medplum/fhirtypes'
+import type { OperationOutcome } from '@medplum/fhirtypes'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
 import { buildTestApp } from '../helpers/app.js'
+import {
+  ASYNC,
+  danglingReferences,
+  exported as exportedAs,
+  exportedResources,
+  fileLines,
+  idsOf,
+  kickOff as kickOffAs,
+  local,
+  type Manifest,
+  referencesOf,
+} from '../helpers/bulk-export.js'
 import { bearer, createPatient, newOrganization, type TestUser } from '../helpers/factories.js'
 import { smartToken } from '../helpers/fhir.js'
 import { fhirErrors } from '../helpers/fhir-validator.js'
@@ -17,76 +29,11 @@ afterAll(async () => {
   await app.close()
 })
 
-interface Manifest {
-  transactionTime: string
-  request: string
-  requiresAccessToken: boolean
-  output: { type: string; url: string; count: number }[]
-  error: { type: string; url: string; count: number }[]
-}
-
-const ASYNC = { prefer: 'respond-async', accept: 'application/fhir+json' }
-const local = (url: string) => url.slice(url.indexOf('/fhir/R4'))
-
-async function kickOff(user: TestUser | string, path: string, headers: Record<string, string> = ASYNC) {
-  const token = typeof user === 'string' ? user : user.token
-  return app.inject({ url: `/fhir/R4${path}`, headers: { ...bearer(token), ...headers } })
-}
-
-/** Starts an export, runs it to its end, and returns its manifest. */
-async function exported(
-  user: TestUser | string,
-  path: string,
-): Promise<{ status: string; manifest: Manifest }> {
-  const started = await kickOff(user, path)
-  expect(started.statusCode, started.body).toBe(202)
-  const status = local(String(started.headers['content-location']))
-  await app.bulkExports.drainOnce()
-  const token = typeof user === 'string' ? user : user.token
-  const done = await app.inject({ url: status, headers: bearer(token) })
-  expect(done.statusCode, done.body).toBe(200)
-  return { status, manifest: done.json() as Manifest }
-}
-
-async function lines(user: TestUser | string, url: string): Promise<Resource[]> {
-  const token = typeof user === 'string' ? user : user.token
-  const response = await app.inject({ url: local(url), headers: bearer(token) })
-  expect(response.statusCode).toBe(200)
-  expect(response.headers['content-type']).toMatch(/^application\/fhir\+ndjson/)
-  return response.body
-    .split('\n')
-    .filter((line) => line !== '')
-    .map((line) => JSON.parse(line) as Resource)
-}
-
-/** Every resource of the export, by type, after checking each validates against R4. */
-async function resourcesOf(user: TestUser | string, manifest: Manifest): Promise<Map<string, Resource[]>> {
-  const byType = new Map<string, Resource[]>()
-  for (const file of manifest.output) {
-    const resources = await lines(user, file.url)
-    expect(resources).toHaveLength(file.count)
-    for (const resource of resources) {
-      expect(resource.resourceType).toBe(file.type)
-      expect(fhirErrors(resource), `${resource.resourceType}/${resource.id}`).toEqual([])
-    }
-    byType.set(file.type, [...(byType.get(file.type) ?? []), ...resources])
-  }
-  return byType
-}
-
-/** The `Type/id` references a resource holds (contained ones, `#id`, excepted). */
-function referencesOf(value: unknown): string[] {
-  if (Array.isArray(value)) return value.flatMap(referencesOf)
-  if (value === null || typeof value !== 'object') return []
-  return Object.entries(value).flatMap(([key, member]) =>
-    key === 'reference' && typeof member === 'string' && !member.startsWith('#')
-      ? [member]
-      : referencesOf(member),
-  )
-}
-
-const idsOf = (byType: Map<string, Resource[]>, type: string) =>
-  (byType.get(type) ?? []).map((resource) => Number(resource.id)).sort((a, b) => a - b)
+const kickOff = (user: TestUser | string, path: string, headers?: Record<string, string>) =>
+  kickOffAs(app, user, path, headers)
+const exported = (user: TestUser | string, path: string) => exportedAs(app, user, path)
+const lines = (user: TestUser | string, url: string) => fileLines(app, user, url)
+const resourcesOf = (user: TestUser | string, manifest: Manifest) => exportedResources(app, user, manifest)
 
 describe('FHIR bulk export ($export)', () => {
   let records: Records
@@ -132,11 +79,10 @@ describe('FHIR bulk export ($export)', () => {
     expect(idsOf(byType, 'Observation')).toEqual(
       [records.ids.vitals, records.ids['lab-results']].sort((a, b) => a - b),
     )
-    const present = new Set([...byType.values()].flat().map((r) => `${r.resourceType}/${r.id}`))
     const references = [...byType.values()].flat().flatMap(referencesOf)
     expect(references).toContain(`Patient/${records.ids.patient}`)
     expect(references).toContain(`Practitioner/${records.ids.provider}`)
-    expect(references.filter((reference) => !present.has(reference))).toEqual([])
+    expect(danglingReferences(byType)).toEqual([])
   })
 
   it('keeps jobs and files to their requester: another user or organization gets 404', async () => {

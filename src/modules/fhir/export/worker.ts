@@ -46,9 +46,14 @@ export interface ExportWorkerOptions {
   /** How long to wait for transactions begun before an export's transactionTime. */
   snapshotWaitMs: number
   releaseLeasesAtStart: boolean
+  /** Whether the process is serving API requests now: the export then gives way to them. */
+  busy: () => boolean
 }
 
-const PAGE_SIZE = 500
+/** While the API is busy, an export takes at most this share of the process's time. */
+const SHARE_WHEN_BUSY = 0.2
+
+const PAGE_SIZE = 250
 const BY_ID = { name: '_id', descending: false }
 const ERROR_TYPE = 'OperationOutcome'
 
@@ -166,6 +171,15 @@ export class ExportWorker {
     }
   }
 
+  /**
+   * Between pages: the API's requests come first. While any is being served, the export waits long
+   * enough after each page to keep to its share of the time; otherwise it only lets queued I/O run.
+   */
+  private async pace(workMs: number): Promise<void> {
+    const wait = this.options.busy() ? (workMs * (1 - SHARE_WHEN_BUSY)) / SHARE_WHEN_BUSY : 0
+    await new Promise((resolve) => (wait > 0 ? setTimeout(resolve, wait) : setImmediate(resolve)))
+  }
+
   /** Whose records, and which of them: the export's level, the type's filter, the time window. */
   private scopeOf(job: ExportJob): ReadScope {
     const actor = { userId: job.requested_by, organizationId: job.organization_id }
@@ -200,33 +214,52 @@ export class ExportWorker {
     let last = position.after
     let typeDone = false
 
-    async function* lines(): AsyncGenerator<Buffer> {
+    const renewEveryMs = (leaseSeconds * 1000) / 3
+    let renewedAt = Date.now()
+
+    const pace = (workMs: number) => this.pace(workMs)
+
+    // One chunk per page of resources: lines are many and small, chunks keep the writes few.
+    async function* chunks(): AsyncGenerator<Buffer> {
       let bytes = 0
       for (;;) {
+        const pageStarted = performance.now()
         const page = await type.search(db, scope, query, {
           after: { id: last },
           size: PAGE_SIZE,
           order: BY_ID,
         })
+        const lines: string[] = []
+        let full = false
         for (const resource of page.resources) {
-          const line = Buffer.from(`${JSON.stringify(resource)}\n`)
-          if (count > 0 && bytes + line.length > fileMaxBytes) return
-          bytes += line.length
+          const line = `${JSON.stringify(resource)}\n`
+          const size = Buffer.byteLength(line)
+          if (count > 0 && bytes + size > fileMaxBytes) {
+            full = true
+            break
+          }
+          lines.push(line)
+          bytes += size
           count += 1
           last = Number(resource.id)
-          yield line
         }
+        if (lines.length > 0) yield Buffer.from(lines.join(''))
+        if (full) return
+        await pace(performance.now() - pageStarted)
         if (!page.next) {
           typeDone = true
           return
         }
-        if (!(await renewLease(db, job.id, owner, leaseSeconds))) return
+        if (Date.now() - renewedAt > renewEveryMs) {
+          if (!(await renewLease(db, job.id, owner, leaseSeconds))) return
+          renewedAt = Date.now()
+        }
       }
     }
 
     // A file left half-written by a crash has the same key; it is replaced.
     await store.remove(key)
-    const stored = await store.write(key, lines())
+    const stored = await store.write(key, chunks())
     const file =
       count > 0 ? { sequence: position.sequence, type: typeName, key, count, size: stored.size } : undefined
     if (!file) await store.remove(key)
