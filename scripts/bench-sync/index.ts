@@ -1,13 +1,6 @@
-import { randomBytes } from 'node:crypto'
-import { tmpdir } from 'node:os'
 import { parseArgs } from 'node:util'
-import { sql } from 'kysely'
-import { openPostgres } from '../../db/connect.js'
-import { migrateToLatest } from '../../db/migrator.js'
-import { buildApp } from '../../src/app.js'
-import { loadConfig } from '../../src/config.js'
-import { BENCH_PASSWORD, seed } from '../bench/seed.js'
 import { writeBenchmarkSection } from '../lib/benchmarks-file.js'
+import { seededBenchApp, seededDatabase } from '../lib/seeded-bench.js'
 
 // Sync paging on a large practice: the p50 of a sync page deep in the walk (page `--depth`) as a
 // ratio to the p50 of the first page, measured in the same run on the same database; the offset
@@ -30,49 +23,10 @@ const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.
 const median = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number
 
-async function prepareDatabase(): Promise<{ url: string; email: string }> {
-  const name = `ehr_bench_sync_${PATIENTS}`
-  const admin = openPostgres({ url: adminUrl, poolMax: 1 })
-  const exists = await sql<{
-    found: boolean
-  }>`select exists (select from pg_database where datname = ${name}) as found`.execute(admin.db)
-  const url = new URL(adminUrl)
-  url.pathname = `/${name}`
-  if (!exists.rows[0]?.found) {
-    await sql`create database ${sql.id(name)}`.execute(admin.db)
-    const handle = openPostgres({ url: url.toString(), poolMax: 2 })
-    await migrateToLatest(handle.db)
-    process.stdout.write(`Seeding ${PATIENTS} patients…\n`)
-    const started = Date.now()
-    await seed(handle.db, PATIENTS)
-    await sql`analyze`.execute(handle.db)
-    process.stdout.write(`  seeded in ${((Date.now() - started) / 1000).toFixed(1)} s\n`)
-    await handle.close()
-  }
-  await admin.close()
-  return { url: url.toString(), email: 'bench@example.test' }
-}
-
 async function main(): Promise<void> {
-  const { url, email } = await prepareDatabase()
-  const app = await buildApp(
-    loadConfig({
-      DATABASE_URL: url,
-      ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-      LOG_LEVEL: 'silent',
-      DATA_DIR: tmpdir(),
-      OUTBOX_WORKER: 'false',
-      ADMIN_PASSWORD: BENCH_PASSWORD,
-      RATE_LIMIT_AUTHENTICATED: '1000000000',
-    }),
-  )
+  const url = await seededDatabase(adminUrl, `ehr_bench_sync_${PATIENTS}`, PATIENTS)
+  const { app, headers } = await seededBenchApp(url)
   try {
-    const login = await app.inject({
-      method: 'POST',
-      url: '/api/auth/login',
-      payload: { username: email, password: BENCH_PASSWORD },
-    })
-    const headers = { authorization: `Bearer ${login.json().data.token}` }
     const timed = async (path: string) => {
       const started = process.hrtime.bigint()
       const response = await app.inject({ url: path, headers })

@@ -51,7 +51,7 @@ export interface ExportWorkerOptions {
 }
 
 /** While the API is busy, an export takes at most this share of the process's time. */
-const SHARE_WHEN_BUSY = 0.2
+const SHARE_WHEN_BUSY = 0.1
 
 const PAGE_SIZE = 250
 const BY_ID = { name: '_id', descending: false }
