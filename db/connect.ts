@@ -67,9 +67,63 @@ export interface PostgresOptions {
   poolMax: number
   /** How many distinct statements to prepare per connection; 0 prepares none (for a pooler in transaction mode). */
   preparedStatements?: number
-  /** The server-side limit of one statement (default 30 s). */
+  /**
+   * The longest one statement may run (the server cancels it) and the longest the client waits
+   * for a pooled connection (default 30 s; 0: no limit, for migrations). A connection that gives no
+   * answer for a little longer than that (a cut network, where the server's cancel never arrives)
+   * is given up and replaced.
+   */
   statementTimeoutMs?: number
   onPoolError?: (error: Error) => void
+}
+
+// The client waits this much longer than the server's own limit, so that a statement the server
+// cancels reports the server's error; only a silent connection reaches the client's limit.
+const CLIENT_GRACE_MS = 1000
+
+/** pg's error when a connection did not answer a query within `query_timeout`. */
+const isSilentConnection = (error: unknown) => (error as Error | undefined)?.message === 'Query read timeout'
+
+/**
+ * A connection that stopped answering is not handed out again: its next user would wait out the
+ * same silence. Once one has gone silent the others opened at the same time through the same
+ * network are suspect too, so the idle ones are closed as well; the pool opens fresh ones.
+ */
+function discardingSilentConnections(pool: pg.Pool): void {
+  // pg-pool has no public way to close idle clients early, nor pg to drop a socket at once (ending
+  // it politely would wait on the silent peer): both are reached through their internals here.
+  const internals = pool as unknown as {
+    _idle: { client: pg.PoolClient }[]
+    _remove(client: pg.PoolClient): void
+  }
+  const dropSocket = (client: pg.PoolClient) =>
+    (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy()
+  const connect = pool.connect.bind(pool)
+  pool.connect = (async () => {
+    const client = await connect()
+    let silent = false
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown
+    client.query = ((...args: unknown[]) => {
+      const result = query(...args)
+      if (result instanceof Promise) {
+        result.catch((error: unknown) => {
+          if (isSilentConnection(error)) silent = true
+        })
+      }
+      return result
+    }) as typeof client.query
+    const release = client.release
+    client.release = ((error?: Error | boolean) => {
+      if (!silent) return release(error)
+      dropSocket(client)
+      release(new Error('The connection stopped answering'))
+      for (const idle of [...internals._idle]) {
+        dropSocket(idle.client)
+        internals._remove(idle.client)
+      }
+    }) as typeof client.release
+    return client
+  }) as typeof pool.connect
 }
 
 export function openPostgres({
@@ -82,9 +136,13 @@ export function openPostgres({
   const pool = new pg.Pool({
     connectionString: url,
     max: poolMax,
-    connectionTimeoutMillis: 5000,
+    connectionTimeoutMillis: statementTimeoutMs || 30_000,
     idleTimeoutMillis: 30_000,
     statement_timeout: statementTimeoutMs,
+    ...(statementTimeoutMs > 0 ? { query_timeout: statementTimeoutMs + CLIENT_GRACE_MS } : {}),
+    // A dead peer is noticed by the operating system too, not only by a query waiting on it.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
     types: {
       getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
         if (oid === INT8_OID) return Number
@@ -105,6 +163,7 @@ export function openPostgres({
     }),
   )
   pool.on('error', () => {})
+  discardingSilentConnections(pool)
   // Failures to open a connection (refused, timed out) surface only here, before any query.
   const connect = pool.connect.bind(pool)
   pool.connect = (async () => {

@@ -140,9 +140,24 @@ export async function openConfiguredDatabase(config: Config, onPoolError: (error
         url: config.DATABASE_URL,
         poolMax: config.DATABASE_POOL_MAX,
         preparedStatements: config.DATABASE_PREPARED_STATEMENTS,
+        statementTimeoutMs: config.DATABASE_QUERY_TIMEOUT_MS,
         onPoolError,
       })
     : openPglite({ dataDir: path.join(config.DATA_DIR, 'pgdata') })
+}
+
+/**
+ * Brings the schema up to date. On PostgreSQL over a connection of its own with no statement
+ * limit: a migration may rewrite a large table, far past what a request may wait.
+ */
+async function migrate(config: Config, handle: DatabaseHandle) {
+  if (!config.DATABASE_URL || handle.kind !== 'postgres') return migrateToLatest(handle.db)
+  const unlimited = openPostgres({ url: config.DATABASE_URL, poolMax: 1, statementTimeoutMs: 0 })
+  try {
+    await migrateToLatest(unlimited.db)
+  } finally {
+    await unlimited.close()
+  }
 }
 
 /** Builds the whole service as a Fastify instance; `server.ts` only starts it. */
@@ -173,7 +188,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
     (await openConfiguredDatabase(config, (error) =>
       app.log.error({ err: { message: error.message } }, 'database pool error'),
     ))
-  if (config.MIGRATE_ON_START) await migrateToLatest(handle.db)
+  if (config.MIGRATE_ON_START) await migrate(config, handle)
 
   await app.register(validation)
   await app.register(requestContext)

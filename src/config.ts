@@ -42,6 +42,13 @@ export const ConfigSchema = Type.Object({
     default: 10,
     description: 'PostgreSQL pool size: most connections the service keeps open at once',
   }),
+  DATABASE_QUERY_TIMEOUT_MS: Type.Integer({
+    minimum: 100,
+    maximum: 600_000,
+    default: 5000,
+    description:
+      'The longest a request waits on PostgreSQL: for a pooled connection, and for one statement (the server cancels it, and the client gives up on a connection that stops answering, as over a cut network, and replaces it). The request then answers 503 SYS_002. Bulk exports and migrations have limits of their own',
+  }),
   DATABASE_PREPARED_STATEMENTS: Type.Integer({
     minimum: 0,
     maximum: 10_000,

@@ -130,6 +130,9 @@ const CONNECTION_FAILURE =
 export function fromDatabaseError(error: unknown): AppError | undefined {
   const { code, constraint, message = '' } = (error ?? {}) as PgLikeError
   if (!code) {
+    if (/^Query read timeout$/.test(message)) {
+      return new AppError('SYS_002', 'The database did not answer in time; try again later')
+    }
     return /connection terminated|timeout exceeded when trying to connect|Connection terminated/i.test(
       message,
     )
@@ -154,6 +157,8 @@ export function fromDatabaseError(error: unknown): AppError | undefined {
     })
   if (code.startsWith('22'))
     return new AppError('VAL_001', 'A value is out of range or malformed', { status: 400 })
+  // A statement past DATABASE_QUERY_TIMEOUT_MS, cancelled by the server.
+  if (code === '57014') return new AppError('SYS_002', 'The database did not answer in time; try again later')
   if (code === '40001' || code === '40P01') {
     return new AppError('SYS_002', 'The database was busy with a conflicting change; retry the request')
   }

@@ -18,6 +18,7 @@ export const METRIC = {
   outboxBacklog: 'ehr_outbox_backlog',
   outboxOldestPendingAge: 'ehr_outbox_oldest_pending_age_seconds',
   webhooksDeactivated: 'ehr_webhooks_deactivated',
+  outboxBacklogReadAge: 'ehr_outbox_backlog_read_age_seconds',
   authLogins: 'ehr_auth_logins_total',
   authTokenRejections: 'ehr_auth_token_rejections_total',
   authRefreshReuse: 'ehr_auth_refresh_token_reuse_total',

@@ -4,6 +4,11 @@ import type { Database } from '../../db/database.js'
 import { LATENCY_BUCKETS, METRIC } from '../lib/metrics.js'
 import { backlog } from './deliveries.js'
 
+type Backlog = Awaited<ReturnType<typeof backlog>>
+
+/** The longest a scrape waits on the database for the backlog figures. */
+const SCRAPE_WAIT_MS = 500
+
 export type AttemptOutcome = 'succeeded' | 'retrying' | 'failed'
 
 /** Delivery counters and latency of this instance; backlog gauges read the shared table. */
@@ -20,15 +25,29 @@ export function createOutboxMetrics(prometheus: typeof client, db: Kysely<Databa
     buckets: LATENCY_BUCKETS,
   })
 
-  // The gauges come from one query per scrape.
-  let reading: Promise<Awaited<ReturnType<typeof backlog>> | undefined> | undefined
-  const read = () => {
-    reading ??= backlog(db)
-      .catch(() => undefined)
-      .finally(() => {
-        reading = undefined
-      })
-    return reading
+  // The gauges come from one query per scrape, which a scrape waits on for at most SCRAPE_WAIT_MS
+  // from its start: a database that does not answer must not hang the metrics endpoint. Past that
+  // the gauges keep the last figures read, and the read-age gauge tells how old they are.
+  let reading: Promise<void> | undefined
+  let readingSince = 0
+  let last: Backlog | undefined
+  let lastReadAt: number | undefined
+  const read = async () => {
+    if (!reading) {
+      readingSince = Date.now()
+      reading = backlog(db)
+        .then((figures) => {
+          last = figures
+          lastReadAt = Date.now()
+        })
+        .catch(() => {})
+        .finally(() => {
+          reading = undefined
+        })
+    }
+    const waitMs = Math.max(0, readingSince + SCRAPE_WAIT_MS - Date.now())
+    await Promise.race([reading, new Promise((resolve) => setTimeout(resolve, waitMs).unref())])
+    return last
   }
   new prometheus.Gauge({
     name: METRIC.outboxBacklog,
@@ -53,6 +72,14 @@ export function createOutboxMetrics(prometheus: typeof client, db: Kysely<Databa
     async collect() {
       const current = await read()
       if (current) this.set(current.deactivated)
+    },
+  })
+  new prometheus.Gauge({
+    name: METRIC.outboxBacklogReadAge,
+    help: 'How old the figures of the backlog gauges are: about 0 when read for this scrape; more when the database did not answer in time and they are stale (+Inf before the first read)',
+    async collect() {
+      await read()
+      this.set(lastReadAt === undefined ? Number.POSITIVE_INFINITY : (Date.now() - lastReadAt) / 1000)
     },
   })
 

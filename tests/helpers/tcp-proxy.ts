@@ -1,18 +1,24 @@
 import { createServer, Socket as NetSocket, type Server, type Socket } from 'node:net'
 
-/** A loopback TCP proxy that can be cut and restored, to take a database away from a running app. */
+/**
+ * A loopback TCP proxy that can take a database away from a running app: cut (connections refused
+ * and dropped) or black-holed (connections accepted and kept, nothing forwarded either way, as over
+ * a network that silently loses packets).
+ */
 export async function startTcpProxy(targetHost: string, targetPort: number) {
   const sockets = new Set<Socket>()
+  const pairs = new Set<{ client: Socket; upstream: Socket }>()
   let server: Server | undefined
   let port = 0
+  let blackHoled = false
+
+  const swallow = (socket: Socket) => socket.on('data', () => {})
 
   const listen = async () => {
     if (server?.listening) return
     server = createServer((client) => {
+      sockets.add(client)
       const upstream = new NetSocket()
-      sockets.add(client).add(upstream)
-      upstream.connect(targetPort, targetHost)
-      client.pipe(upstream).pipe(client)
       const drop = () => {
         client.destroy()
         upstream.destroy()
@@ -21,6 +27,14 @@ export async function startTcpProxy(targetHost: string, targetPort: number) {
       }
       client.on('error', drop).on('close', drop)
       upstream.on('error', drop).on('close', drop)
+      if (blackHoled) {
+        swallow(client)
+        return
+      }
+      sockets.add(upstream)
+      upstream.connect(targetPort, targetHost)
+      client.pipe(upstream).pipe(client)
+      pairs.add({ client, upstream })
     })
     await new Promise<void>((resolve, reject) => {
       server?.once('error', reject)
@@ -38,8 +52,24 @@ export async function startTcpProxy(targetHost: string, targetPort: number) {
     async cut() {
       for (const socket of sockets) socket.destroy()
       sockets.clear()
+      pairs.clear()
       await new Promise<void>((resolve) => server?.close(() => resolve()))
     },
     restore: listen,
+    /** Keeps every connection open but forwards nothing more, on open connections and new ones. */
+    blackHole() {
+      blackHoled = true
+      for (const { client, upstream } of pairs) {
+        client.unpipe(upstream)
+        upstream.unpipe(client)
+        swallow(client)
+        swallow(upstream)
+      }
+      pairs.clear()
+    },
+    /** Forwards new connections again; those caught in the black hole stay silent, as after a partition. */
+    forward() {
+      blackHoled = false
+    },
   }
 }
