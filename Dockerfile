@@ -1,7 +1,11 @@
 # syntax=docker/dockerfile:1
 
-# Build: all dependencies, then compile TypeScript to dist/ and bundle the server (dist/server.mjs).
-FROM node:20-bookworm-slim AS build
+# The Node.js LTS the service ships on, pinned; CI runs the test suite on this same version too.
+ARG NODE_VERSION=24.9.0
+
+# Build: all dependencies, then compile TypeScript to dist/ and bundle the server (dist/server.mjs)
+# and the operator commands user, seed, migrate and keys (dist/cli.mjs).
+FROM node:${NODE_VERSION}-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # The npm workspace of the OpenAPI type generator, which the build runs first (npm run openapi:types).
@@ -13,16 +17,20 @@ COPY src ./src
 COPY db ./db
 COPY schemas ./schemas
 COPY scripts ./scripts
-RUN npm run build
+RUN npm run build && test -f dist/server.mjs && test -f dist/cli.mjs
 
 # Run: compiled JavaScript and production dependencies only, as the unprivileged `node` user.
-FROM node:20-bookworm-slim
+FROM node:${NODE_VERSION}-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production DATA_DIR=/data PORT=8080
 COPY package.json package-lock.json ./
 # npm ci needs every workspace of the lock file; the generator's packages are dev-only, so not installed.
 COPY scripts/openapi-types/package.json ./scripts/openapi-types/
 RUN npm ci --omit=dev && npm cache clean --force
+# dist/ holds both bundles: the server, and the operator commands, run with node alone (no tsx, no
+# sources), e.g. `docker run --rm -v ehr-data:/data ehr-service node dist/cli.mjs user help`, or
+# `npm run user:prod -- help` (docs/operations.md). On the embedded database, stop the service
+# container first; with DATABASE_URL, `docker exec` into a running one.
 COPY --from=build /app/dist ./dist
 # The embedded database lives in /data when DATABASE_URL is not set; mount a volume to keep it.
 RUN mkdir -p /data && chown node:node /data

@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox'
-import { Email, Envelope } from './common.js'
+import { Email, Envelope, ErrorEnvelope } from './common.js'
 
 export const LoginBody = Type.Object(
   {
@@ -39,16 +39,42 @@ export const FlatLoginResponse = Type.Object({
 })
 export type FlatLoginResponse = Static<typeof FlatLoginResponse>
 
-/** Answer to a correct password that is temporary: no tokens until the user chooses a new one. */
-export const PasswordChangeRequired = Type.Object(
+/**
+ * The 403 of a sign-in: the error envelope, plus `data` when the password is temporary. The spec's
+ * envelope puts `data` on successes only; a refused sign-in is an error (403 AUTH_004, in the error
+ * branch of every generated client), and this one `data` member is the machine-readable next step,
+ * which a client that ignores it loses nothing by: `error.code` says the same.
+ */
+export const SignInRefused = Type.Object(
   {
-    success: Type.Literal(false),
-    message: Type.String(),
-    data: Type.Object({ requiresPasswordChange: Type.Literal(true) }),
+    ...ErrorEnvelope.properties,
+    data: Type.Optional(
+      Type.Object(
+        { requiresPasswordChange: Type.Literal(true) },
+        {
+          description:
+            'With AUTH_004 only: the password is temporary. Call POST /api/auth/change-password with `username`, `currentPassword` and `newPassword` (no token needed), then sign in again',
+        },
+      ),
+    ),
   },
-  { description: 'The password is temporary: call POST /api/auth/change-password, then sign in again' },
+  {
+    description:
+      'AUTH_004: the password is correct but temporary, so no tokens; `data.requiresPasswordChange` is true. AUTH_003 (external identity provider only): the token’s groups match no organization; no `data`',
+    examples: [
+      {
+        success: false,
+        message: 'Password change required',
+        error: {
+          code: 'AUTH_004',
+          details: 'The password is temporary and must be changed before signing in',
+        },
+        data: { requiresPasswordChange: true },
+      },
+    ],
+  },
 )
-export type PasswordChangeRequired = Static<typeof PasswordChangeRequired>
+export type SignInRefused = Static<typeof SignInRefused>
 
 const RefreshTokenFields = {
   refresh_token: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),

@@ -6,7 +6,7 @@ import { migrateToLatest } from '../db/migrator.js'
 import type { Config } from './config.js'
 import { clientErrorHandler } from './http/client-errors.js'
 import { serializersOnFirstUse } from './lib/lazy-compile.js'
-import { logMailer, smtpMailer } from './lib/mailer.js'
+import { configuredMailer } from './lib/mailer.js'
 
 import { loadEncryptionKey } from './lib/secret-box.js'
 import providerScheduleViewRoutes from './modules/appointments/provider-schedule-routes.js'
@@ -43,6 +43,7 @@ import database from './plugins/database.js'
 import encryption from './plugins/encryption.js'
 import errorHandler, { frameworkErrorHandler } from './plugins/error-handler.js'
 import health from './plugins/health.js'
+import housekeeping from './plugins/housekeeping.js'
 import metrics from './plugins/metrics.js'
 import openapi from './plugins/openapi.js'
 import outbox from './plugins/outbox.js'
@@ -183,6 +184,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
     dataDir: config.DATA_DIR,
     sharedDatabase: config.DATABASE_URL !== undefined,
   })
+  const mailer = configuredMailer(config, app.log)
   const handle =
     overrides.database ??
     (await openConfiguredDatabase(config, (error) =>
@@ -199,6 +201,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   await app.register(metrics)
   await app.register(audit, { flushIntervalMs: config.AUDIT_FLUSH_INTERVAL_MS })
   await app.register(background)
+  await app.register(housekeeping, { config })
   await app.register(auth, { config })
   await app.register(rateLimits, { config })
   await app.register(routeConventions)
@@ -242,7 +245,6 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
       pollIntervalMs: config.OUTBOX_POLL_INTERVAL_MS,
     },
   })
-  const mailer = config.SMTP_URL ? smtpMailer(config.SMTP_URL, config.MAIL_FROM) : logMailer(app.log)
   await app.register(authRoutes, {
     prefix: '/api/auth',
     loginStyle: config.LOGIN_RESPONSE_STYLE,

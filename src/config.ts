@@ -105,6 +105,13 @@ export const ConfigSchema = Type.Object({
         "This service's client secret at the external provider (for forwarding login, refresh and logout)",
     }),
   ),
+  OIDC_JWKS_MAX_STALE_SECONDS: Type.Integer({
+    minimum: 0,
+    maximum: 86_400,
+    default: 3600,
+    description:
+      'With OIDC_ISSUER_URL: how long the provider’s signing keys last read keep verifying tokens while the provider cannot be read (a key it stops publishing stops verifying at the next successful read, within 5 minutes)',
+  }),
   OIDC_REALM: Type.String({
     pattern: '^[A-Za-z0-9_-]+$',
     default: 'ehr',
@@ -261,7 +268,7 @@ export const ConfigSchema = Type.Object({
     Type.String({
       pattern: '^smtps?://',
       description:
-        'Mail server for password reset mails, `smtp://user:pass@host:587` or `smtps://…:465`; query parameters are passed to nodemailer (e.g. `?requireTLS=true`). Unset = mails are written to the log (development only: the log then holds working reset links)',
+        'Mail server for password reset mails, `smtp://user:pass@host:587` or `smtps://…:465`; query parameters are passed to nodemailer (e.g. `?requireTLS=true`). Unset = no mail is sent (see `MAIL_TRANSPORT`); required with `DATABASE_URL` unless `MAIL_TRANSPORT=log`',
     }),
   ),
   MAIL_FROM: Type.String({
@@ -416,6 +423,44 @@ export const ConfigSchema = Type.Object({
     default: 86_400,
     description: 'After a secret rotation the previous secret also signs this long',
   }),
+  // Mail transport and housekeeping (retention of tokens, webhook deliveries and audit records).
+  MAIL_TRANSPORT: Type.Optional(
+    Type.Union([Type.Literal('smtp'), Type.Literal('log')], {
+      description:
+        'How password reset mails leave: `smtp` (through `SMTP_URL`, which it requires) or `log` (not sent: the log records that a mail was due, to a masked address; the reset link itself only at `debug` level, and never in production mode, i.e. with `DATABASE_URL` or `NODE_ENV=production`). Unset = `smtp` when `SMTP_URL` is set; otherwise `log` with the embedded database, while with `DATABASE_URL` the service refuses to start until `SMTP_URL` or `MAIL_TRANSPORT=log` is set',
+    }),
+  ),
+  NODE_ENV: Type.Optional(
+    Type.String({
+      description:
+        '`production` (the Docker image sets it) is production mode: no password reset link is ever written to the log, whatever `LOG_LEVEL` says',
+    }),
+  ),
+  WEBHOOK_DELIVERY_RETENTION_DAYS: Type.Integer({
+    minimum: 0,
+    maximum: 36_500,
+    default: 30,
+    description:
+      'Finished webhook deliveries (succeeded or failed) and their recorded attempts are purged this many days after their last change; `0` keeps them forever. Pending deliveries are never purged',
+  }),
+  AUDIT_RETENTION_DAYS: Type.Integer({
+    minimum: 0,
+    maximum: 36_500,
+    default: 2190,
+    description:
+      'Audit records older than this many days are purged: `0` (keep forever) or at least 365. The default, 2190 days (6 years), is the HIPAA retention period for required documentation; check the rules that apply to you before lowering it',
+  }),
+  HOUSEKEEPING_WORKER: Type.Boolean({
+    default: true,
+    description:
+      'Run the housekeeping job in this instance: it purges expired password reset and refresh tokens, and webhook deliveries and audit records past their retention, in batches; on PostgreSQL one instance at a time (an advisory lock). `false`: leave it to other instances',
+  }),
+  HOUSEKEEPING_INTERVAL_MINUTES: Type.Integer({
+    minimum: 1,
+    maximum: 1440,
+    default: 60,
+    description: 'How often the housekeeping job runs (the first run is a minute after start)',
+  }),
 })
 
 type RawConfig = Static<typeof ConfigSchema>
@@ -463,6 +508,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   if (raw.WEBHOOK_LEASE_SECONDS * 1000 <= raw.WEBHOOK_TIMEOUT_MS) {
     throw new ConfigError(
       'Invalid configuration:\n  WEBHOOK_LEASE_SECONDS: must be longer than WEBHOOK_TIMEOUT_MS (an attempt must end within its lease)',
+    )
+  }
+  // The audit trail is a regulatory record: a typo such as 30 must not purge all but a month of it.
+  if (raw.AUDIT_RETENTION_DAYS > 0 && raw.AUDIT_RETENTION_DAYS < 365) {
+    throw new ConfigError(
+      `Invalid configuration:\n  AUDIT_RETENTION_DAYS: must be 0 (keep forever) or at least 365 (got ${raw.AUDIT_RETENTION_DAYS})`,
     )
   }
   const publicUrl = (raw.PUBLIC_URL ?? `http://localhost:${raw.PORT}`).replace(/\/$/, '')

@@ -17,6 +17,14 @@ export const ERRORS = {
     statuses: [403],
     when: 'Role check failed, or the record belongs to another organization',
   },
+  // 403 rather than 200 with `success: false`: no client, generated or hand-written, can take an
+  // answer that carries no tokens for a sign-in that worked.
+  AUTH_004: {
+    status: 403,
+    message: 'Password change required',
+    statuses: [403],
+    when: 'Sign-in with a correct but temporary password (set by an administrator or generated for a new account): no tokens; `data.requiresPasswordChange` is `true`. Change it with POST /api/auth/change-password (username and current password, no token), then sign in again',
+  },
   VAL_001: {
     status: 422,
     message: 'Validation failed',

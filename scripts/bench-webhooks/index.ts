@@ -90,6 +90,8 @@ async function main(): Promise<void> {
     WEBHOOK_ALLOW_HTTP: 'true',
     WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
     RATE_LIMIT_AUTHENTICATED: String(10 * N + 100),
+    // No mail leaves a benchmark.
+    MAIL_TRANSPORT: 'log',
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
   })
   const database = databaseUrl ? openPostgres({ url: databaseUrl, poolMax: 10 }) : await openPglite({})

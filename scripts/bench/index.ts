@@ -88,7 +88,13 @@ async function startService(
       PUBLIC_URL: 'http://127.0.0.1',
       DATA_DIR: dataDir,
       ...(databaseUrl
-        ? { DATABASE_URL: databaseUrl, ENCRYPTION_KEY: encryptionKey, MIGRATE_ON_START: 'false' }
+        ? {
+            DATABASE_URL: databaseUrl,
+            ENCRYPTION_KEY: encryptionKey,
+            MIGRATE_ON_START: 'false',
+            // No mail leaves a benchmark.
+            MAIL_TRANSPORT: 'log',
+          }
         : {}),
       ADMIN_PASSWORD: BENCH_PASSWORD,
       MAX_UPLOAD_BYTES: String(UPLOAD_MB * 2 * 1024 * 1024),

@@ -26,6 +26,8 @@ export async function benchApp(serverUrl: string | undefined, name: string) {
     DATA_DIR: tmpdir(),
     ENCRYPTION_KEY: randomBytes(32).toString('base64'),
     OUTBOX_WORKER: 'false',
+    // No mail leaves a benchmark.
+    MAIL_TRANSPORT: 'log',
     // Raised for the run: a benchmark is one client sending far beyond a real user's allowance.
     RATE_LIMIT_AUTHENTICATED: '1000000000',
     ...(url ? { DATABASE_URL: url } : {}),

@@ -66,6 +66,8 @@ export async function seededBenchApp(url: string, settings: Record<string, strin
       LOG_LEVEL: 'silent',
       DATA_DIR: tmpdir(),
       OUTBOX_WORKER: 'false',
+      // No mail leaves a benchmark.
+      MAIL_TRANSPORT: 'log',
       ADMIN_PASSWORD: BENCH_PASSWORD,
       // Raised for the run: a benchmark is one client sending far beyond a real user's allowance.
       RATE_LIMIT_AUTHENTICATED: '1000000000',

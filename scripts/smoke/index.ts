@@ -8,8 +8,10 @@ Walks a practice's day against a running service with the client generated from 
 Environment instead of flags: SMOKE_BASE_URL (default http://127.0.0.1:8080), SMOKE_USERNAME and
 SMOKE_PASSWORD (default ADMIN_EMAIL and ADMIN_PASSWORD), SMOKE_RECIPIENT_USERNAME and
 SMOKE_RECIPIENT_PASSWORD, SMOKE_RECEIVER_HOST (default 127.0.0.1). The account needs the ADMIN and
-PROVIDER roles; the service must accept webhook targets on the receiver's address
-(WEBHOOK_ALLOW_HTTP=true and WEBHOOK_ALLOW_PRIVATE_TARGETS=true for loopback).`
+PROVIDER roles; the service must issue its own tokens (the walk creates a FRONT_DESK account with a
+temporary password, which registers the patient and books, and deactivates it at the end) and must
+accept webhook targets on the receiver's address (WEBHOOK_ALLOW_HTTP=true and
+WEBHOOK_ALLOW_PRIVATE_TARGETS=true for loopback).`
 
 async function main(): Promise<void> {
   const { values } = parseArgs({

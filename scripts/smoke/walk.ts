@@ -25,6 +25,8 @@ export interface WalkOptions {
 
 export interface WalkResult {
   steps: string[]
+  /** The FRONT_DESK account the administrator created, which registered the patient and booked. */
+  frontDeskUserId: number
   patientId: number
   appointmentId: number
   invoiceId: number
@@ -62,17 +64,43 @@ function randomNpi(): string {
 
 const isoDate = (date: Date) => date.toISOString().slice(0, 10)
 
-async function signIn(client: ApiClient, credentials: Credentials): Promise<string> {
-  const answer = ok('log in', await client.POST('/api/auth/login', { body: credentials }))
-  if (!answer.success) throw new Error(`log in: ${credentials.username} must change their password first`)
-  return answer.data.token
+async function signIn(client: ApiClient, credentials: Credentials, step = 'log in'): Promise<string> {
+  const { data } = ok(step, await client.POST('/api/auth/login', { body: credentials }))
+  // Services from before AUTH_004 answered a temporary password with 200 and no token.
+  if (!('token' in data)) throw new Error(`${step}: ${credentials.username} must change their password first`)
+  return data.token
+}
+
+/**
+ * The first sign-in of an account created with a temporary password: refused with 403 AUTH_004
+ * (no tokens), then the password is changed without a token, then the sign-in succeeds.
+ */
+async function firstSignIn(client: ApiClient, username: string, temporaryPassword: string): Promise<string> {
+  const step = 'front desk signs in'
+  const refused = await client.POST('/api/auth/login', { body: { username, password: temporaryPassword } })
+  const code = refused.error?.error.code
+  if (refused.response.status !== 403 || code !== 'AUTH_004') {
+    throw new Error(
+      `${step}: a temporary password must get 403 AUTH_004, got HTTP ${refused.response.status} ${code}`,
+    )
+  }
+  const password = `smoke ${randomBytes(12).toString('base64url')}`
+  ok(
+    step,
+    await client.POST('/api/auth/change-password', {
+      body: { username, currentPassword: temporaryPassword, newPassword: password },
+    }),
+  )
+  return signIn(client, { username, password }, step)
 }
 
 /**
  * A practice's day through the typed client: log in, create a provider with working hours and a
- * patient, book the first free slot tomorrow, record vital signs, upload and download a document,
- * invoice the visit and pay it, send and read a message, and receive the signed webhook calls of it
- * all. Throws at the first step that does not answer as the document says.
+ * front desk account (temporary password, changed at the first sign-in); the front desk registers
+ * a patient, finds them by search and books the first free slot tomorrow; then record vital signs,
+ * upload and download a document, invoice the visit and pay it, send and read a message, and
+ * receive the signed webhook calls of it all. Throws at the first step that does not answer as the
+ * document says.
  */
 export async function walkPracticeDay(options: WalkOptions): Promise<WalkResult> {
   const steps: string[] = []
@@ -114,21 +142,52 @@ export async function walkPracticeDay(options: WalkOptions): Promise<WalkResult>
     ).data
     step('create provider with hours', `#${provider.id}, every day 08:00–18:00 UTC`)
 
-    const patient = ok(
-      'create patient',
-      await api.POST('/api/patients', {
+    const deskEmail = `front.desk.${randomBytes(4).toString('hex')}@example.com`
+    const desk = ok(
+      'create front desk user',
+      await api.POST('/api/users', {
         body: {
-          identification: { firstName: 'Jane', lastName: 'Doe', dateOfBirth: '1984-07-12', gender: 'Female' },
-          contact: { email: `jane.doe.${randomBytes(4).toString('hex')}@example.com` },
+          email: deskEmail,
+          firstName: 'Frank',
+          lastName: 'Desk',
+          roles: ['FRONT_DESK'],
+          invite: 'temporaryPassword',
         },
       }),
     ).data
-    step('create patient', `#${patient.id} ${patient.mrn}`)
+    if (!desk.temporaryPassword) throw new Error('create front desk user: no temporary password')
+    step('create front desk user', `#${desk.id} ${desk.email} (${desk.roles.join(', ')})`)
+
+    let deskToken: string | undefined
+    const frontDesk = createApiClient(options.baseUrl, () => deskToken)
+    deskToken = await firstSignIn(frontDesk, desk.email, desk.temporaryPassword)
+    step('front desk signs in', 'temporary password refused (403 AUTH_004), changed, signed in')
+
+    const lastName = `Doe${randomBytes(3).toString('hex')}`
+    const patient = ok(
+      'create patient',
+      await frontDesk.POST('/api/patients', {
+        body: {
+          identification: { firstName: 'Jane', lastName, dateOfBirth: '1984-07-12', gender: 'Female' },
+          contact: { email: `jane.${lastName.toLowerCase()}@example.com` },
+        },
+      }),
+    ).data
+    step('create patient', `#${patient.id} ${patient.mrn}, by the front desk`)
+
+    const found = ok(
+      'find patient',
+      await frontDesk.GET('/api/patients/search', { params: { query: { q: `jane ${lastName}` } } }),
+    ).data
+    if (!found.content.some((candidate) => candidate.id === patient.id)) {
+      throw new Error(`find patient: #${patient.id} is not among ${found.totalElements ?? 0} matches`)
+    }
+    step('find patient', `#${patient.id} among ${found.content.length} match(es)`)
 
     const tomorrow = isoDate(new Date(Date.now() + 24 * 3600 * 1000))
     const slots = ok(
       'available slots',
-      await api.GET('/api/appointments/available-slots', {
+      await frontDesk.GET('/api/appointments/available-slots', {
         params: { query: { providerId: provider.id, date: tomorrow } },
       }),
     ).data
@@ -136,7 +195,7 @@ export async function walkPracticeDay(options: WalkOptions): Promise<WalkResult>
     if (!slot) throw new Error(`available slots: none free on ${tomorrow}`)
     const appointment = ok(
       'book appointment',
-      await api.POST('/api/appointments', {
+      await frontDesk.POST('/api/appointments', {
         body: {
           patientId: patient.id,
           providerId: provider.id,
@@ -146,7 +205,10 @@ export async function walkPracticeDay(options: WalkOptions): Promise<WalkResult>
         },
       }),
     ).data
-    step('book appointment', `#${appointment.id} on ${tomorrow} at ${slot.startTime} (${slots.length} slots)`)
+    step(
+      'book appointment',
+      `#${appointment.id} on ${tomorrow} at ${slot.startTime} (${slots.length} slots), by the front desk`,
+    )
 
     const vitals = ok(
       'record vitals',
@@ -250,7 +312,19 @@ export async function walkPracticeDay(options: WalkOptions): Promise<WalkResult>
       ...(await api.DELETE('/api/webhooks/{id}', { params: { path: { id: webhook.id } } })),
       data: true,
     })
-    return { steps, patientId: patient.id, appointmentId: appointment.id, invoiceId: invoice.id, events }
+    // The walk may run against a real deployment: leave no account behind that can sign in.
+    ok(
+      'deactivate front desk user',
+      await api.POST('/api/users/{id}/deactivate', { params: { path: { id: desk.id } } }),
+    )
+    return {
+      steps,
+      frontDeskUserId: desk.id,
+      patientId: patient.id,
+      appointmentId: appointment.id,
+      invoiceId: invoice.id,
+      events,
+    }
   } finally {
     await receiver.close()
   }

@@ -7,39 +7,129 @@ export interface RouteAccess {
   /** `public`: no token; `authenticated`: any valid token; otherwise at least one of the roles. */
   allow: 'public' | 'authenticated' | readonly Role[]
   /**
+   * Why these roles and no others: the minimum necessary for their work in a practice's day.
+   * Published in the operation's OpenAPI description and in docs/reference/roles.md.
+   */
+  why?: string
+  /**
    * Routes that touch patient data leave an audit record of who did what to which records; so do
    * webhook routes, since a webhook decides where events about patients are sent.
    */
   audit?: { resourceType: AuditResource; action: AuditAction }
 }
 
-const CLINICAL_READERS: readonly Role[] = ['PROVIDER', 'NURSE']
-const STAFF: readonly Role[] = ['ADMIN', 'PROVIDER', 'NURSE', 'FRONT_DESK', 'BILLING']
-const REGISTRARS: readonly Role[] = ['ADMIN', 'PROVIDER', 'NURSE', 'FRONT_DESK']
-const BILLERS: readonly Role[] = ['BILLING', 'ADMIN']
-const BILLING_READERS: readonly Role[] = ['BILLING', 'ADMIN', 'PROVIDER']
+/** Roles given a kind of route, and why (the minimum necessary): spread into a route's rule. */
+interface Audience {
+  allow: readonly Role[]
+  why: string
+}
+
+/**
+ * What each role needs for a practice's day, the reasoning the table below follows: a role gets a
+ * route when its work needs that route, and no route merely because it does no harm elsewhere.
+ */
+export const ROLE_NEEDS: Record<Role, string> = {
+  ADMIN:
+    'Runs the practice: accounts, integration clients, webhooks, the change feed, providers and their hours, the audit trail; registers, books and (alone, as the specification requires) deletes patients; handles billing with BILLING. No clinical records, encounters or document contents (it may remove a misfiled document): an administrator who treats patients also holds PROVIDER, as the bootstrap administrator does.',
+  PROVIDER:
+    'Treats patients: lists and reads them, reads and writes every clinical record, writes and signs visit notes, reads and uploads documents, books and runs appointments and telehealth visits, and reads invoices to answer questions about the charges of their care.',
+  NURSE:
+    'Assists care: lists and reads patients, reads the chart, visit notes and documents, records vital signs (the other clinical records and notes are the provider’s to write), registers patients, books and checks in appointments, runs telehealth rooms.',
+  FRONT_DESK:
+    'Reception: registers patients and keeps their demographics current, finds them by search (the full list stays PROVIDER and NURSE, as the specification fixes), books, reschedules, checks in and cancels appointments, sees the day’s schedule, opens telehealth rooms and prepares patients’ links, and uploads the papers patients bring. Never clinical records, encounters, clinical documents (an upload is write-only) or other people’s messages.',
+  BILLING:
+    'Bills: invoices and payments, and the demographics of the person billed (read and search). No clinical records, encounters, documents or appointments.',
+  PATIENT:
+    'Reserved for patient-facing applications; no `/api` route of its own, since every one of them serves the practice’s staff.',
+  USER: 'The base role of an account; opens only the routes any valid token may call (`GET /api/auth/me`).',
+}
+
+const STAFF: Audience = {
+  allow: ['ADMIN', 'PROVIDER', 'NURSE', 'FRONT_DESK', 'BILLING'],
+  why: 'Every member of the practice deals with patients by name: demographics only, no clinical data.',
+}
+const PATIENT_FINDERS: Audience = {
+  allow: STAFF.allow,
+  why: 'Finding the right person to register, book or bill needs a search over demographics, answered only with matches of a query; the full list stays PROVIDER and NURSE, as the specification fixes.',
+}
+const PATIENT_LIST: Audience = {
+  allow: ['PROVIDER', 'NURSE'],
+  why: 'The specification gives the full list of patients to PROVIDER and NURSE; everyone else finds a patient by search.',
+}
+const REGISTRARS: Audience = {
+  allow: ['ADMIN', 'PROVIDER', 'NURSE', 'FRONT_DESK'],
+  why: 'Registering patients and keeping their demographics current is reception’s work, and that of the clinical staff and the administrator; billing only reads them.',
+}
+const CLINICAL_READERS: Audience = {
+  allow: ['PROVIDER', 'NURSE'],
+  why: 'Clinical records are read by those who treat the patient; administration, reception and billing do their work without them.',
+}
+const VITALS_WRITERS: Audience = {
+  allow: ['PROVIDER', 'NURSE'],
+  why: 'Vital signs are taken by nurses and providers.',
+}
+const CLINICIANS: Audience = {
+  allow: ['PROVIDER'],
+  why: 'Results, diagnoses, allergies, prescriptions and visit notes are the treating provider’s to write.',
+}
+const SCHEDULERS: Audience = {
+  allow: ['ADMIN', 'PROVIDER', 'NURSE', 'FRONT_DESK'],
+  why: 'Booking, rescheduling, checking in, cancelling and the day’s schedule are reception’s work, and that of the clinical staff and the administrator; an appointment carries the reason for the visit, which billing does not need.',
+}
+const DIRECTORY: Audience = {
+  allow: STAFF.allow,
+  why: 'The provider directory and providers’ free time carry no patient data (booked time shows no patient).',
+}
+const TELEHEALTH: Audience = {
+  allow: REGISTRARS.allow,
+  why: 'Whoever books a visit opens its room and prepares the patient’s link; the room itself checks who may join as which party.',
+}
+const BILLERS: Audience = {
+  allow: ['BILLING', 'ADMIN'],
+  why: 'Invoices and payments are billing’s work, and the administrator’s.',
+}
+const BILLING_READERS: Audience = {
+  allow: ['BILLING', 'ADMIN', 'PROVIDER'],
+  why: 'Billing and the administrator, and providers answering patients’ questions about the charges of their care.',
+}
+const MESSAGING: Audience = {
+  allow: STAFF.allow,
+  why: 'Every member of the practice sends and receives messages; each sees only the messages they sent or received.',
+}
+const PRACTICE_SETUP: Audience = {
+  allow: ['ADMIN'],
+  why: 'Providers, their working hours and time off are set up by the administrator.',
+}
+// Every call is audited like a call touching patient data.
+const ACCOUNT_ADMINISTRATORS: Audience = {
+  allow: ['ADMIN'],
+  why: 'Accounts and integrations decide who reaches patient data: only the administrator manages them.',
+}
+const WEBHOOK_ADMINISTRATORS: Audience = {
+  allow: ['ADMIN'],
+  why: 'A webhook decides where events about patients are sent: only the administrator manages them.',
+}
 
 /** The six routes of a kind of clinical record: PROVIDER and NURSE read, `writers` write. */
-function clinicalRecordRoutes(path: string, resourceType: AuditResource, writers: readonly Role[]) {
+function clinicalRecordRoutes(path: string, resourceType: AuditResource, writers: Audience) {
   const collection = `/api/patients/:patientId/${path}`
   const item = `${collection}/:id`
   return {
-    [`POST ${collection}`]: { allow: writers, audit: { resourceType, action: 'CREATE' } },
-    [`GET ${collection}`]: { allow: CLINICAL_READERS, audit: { resourceType, action: 'LIST' } },
-    [`GET ${item}`]: { allow: CLINICAL_READERS, audit: { resourceType, action: 'READ' } },
-    [`PUT ${item}`]: { allow: writers, audit: { resourceType, action: 'UPDATE' } },
-    [`PATCH ${item}`]: { allow: writers, audit: { resourceType, action: 'UPDATE' } },
-    [`POST ${item}/entered-in-error`]: { allow: writers, audit: { resourceType, action: 'UPDATE' } },
+    [`POST ${collection}`]: { ...writers, audit: { resourceType, action: 'CREATE' } },
+    [`GET ${collection}`]: { ...CLINICAL_READERS, audit: { resourceType, action: 'LIST' } },
+    [`GET ${item}`]: { ...CLINICAL_READERS, audit: { resourceType, action: 'READ' } },
+    [`PUT ${item}`]: { ...writers, audit: { resourceType, action: 'UPDATE' } },
+    [`PATCH ${item}`]: { ...writers, audit: { resourceType, action: 'UPDATE' } },
+    [`POST ${item}/entered-in-error`]: { ...writers, audit: { resourceType, action: 'UPDATE' } },
   } satisfies Record<string, RouteAccess>
 }
-const SCHEDULERS: readonly Role[] = ['ADMIN', 'PROVIDER', 'NURSE']
-const CLINICIANS: readonly Role[] = ['PROVIDER']
 
 /**
- * Who may call each `/api` route: the one place access rules live. Every registered `/api` route
- * must appear here (the app refuses to start otherwise); the OpenAPI descriptions and the
- * authorization tests read this table. Organization scoping applies on top of roles: a caller only
- * ever reaches records of their own organization.
+ * Who may call each `/api` route, and why: the one place access rules live. Every registered `/api`
+ * route must appear here (the app refuses to start otherwise); the OpenAPI descriptions, the roles
+ * reference and the authorization tests read this table, and FHIR reads follow the REST route of
+ * the same records. Organization scoping applies on top of roles: a caller only ever reaches
+ * records of their own organization.
  */
 export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'POST /api/auth/login': { allow: 'public' },
@@ -50,198 +140,231 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'POST /api/auth/reset-password': { allow: 'public' },
   // Public so that a user with a temporary password (who gets no tokens) can change it; the route
   // itself checks a bearer token when one is sent, and the current password always.
-  'POST /api/auth/change-password': { allow: 'public' },
+  'POST /api/auth/change-password': {
+    allow: 'public',
+    why: 'A user with a temporary password gets no tokens, so the route takes the username and current password instead; a bearer token, when sent, is checked.',
+  },
   'GET /api/auth/me': { allow: 'authenticated' },
 
-  'GET /api/patients': { allow: CLINICAL_READERS, audit: { resourceType: 'patient', action: 'LIST' } },
-  'GET /api/patients/search': {
-    allow: CLINICAL_READERS,
-    audit: { resourceType: 'patient', action: 'SEARCH' },
+  'GET /api/patients': { ...PATIENT_LIST, audit: { resourceType: 'patient', action: 'LIST' } },
+  'GET /api/patients/search': { ...PATIENT_FINDERS, audit: { resourceType: 'patient', action: 'SEARCH' } },
+  'GET /api/patients/:id': { ...STAFF, audit: { resourceType: 'patient', action: 'READ' } },
+  'POST /api/patients': { ...REGISTRARS, audit: { resourceType: 'patient', action: 'CREATE' } },
+  'PUT /api/patients/:id': { ...REGISTRARS, audit: { resourceType: 'patient', action: 'UPDATE' } },
+  'PATCH /api/patients/:id': { ...REGISTRARS, audit: { resourceType: 'patient', action: 'UPDATE' } },
+  'DELETE /api/patients/:id': {
+    allow: ['ADMIN'],
+    why: 'The specification reserves deleting a patient for ADMIN.',
+    audit: { resourceType: 'patient', action: 'DELETE' },
   },
-  'GET /api/patients/:id': { allow: STAFF, audit: { resourceType: 'patient', action: 'READ' } },
-  'POST /api/patients': { allow: REGISTRARS, audit: { resourceType: 'patient', action: 'CREATE' } },
-  'PUT /api/patients/:id': { allow: REGISTRARS, audit: { resourceType: 'patient', action: 'UPDATE' } },
-  'PATCH /api/patients/:id': { allow: REGISTRARS, audit: { resourceType: 'patient', action: 'UPDATE' } },
-  'DELETE /api/patients/:id': { allow: ['ADMIN'], audit: { resourceType: 'patient', action: 'DELETE' } },
 
-  ...clinicalRecordRoutes('vitals', 'vital-signs', ['PROVIDER', 'NURSE']),
-  ...clinicalRecordRoutes('lab-results', 'lab-result', ['PROVIDER']),
-  ...clinicalRecordRoutes('conditions', 'condition', ['PROVIDER']),
-  ...clinicalRecordRoutes('allergies', 'allergy', ['PROVIDER']),
-  ...clinicalRecordRoutes('medications', 'medication', ['PROVIDER']),
+  ...clinicalRecordRoutes('vitals', 'vital-signs', VITALS_WRITERS),
+  ...clinicalRecordRoutes('lab-results', 'lab-result', CLINICIANS),
+  ...clinicalRecordRoutes('conditions', 'condition', CLINICIANS),
+  ...clinicalRecordRoutes('allergies', 'allergy', CLINICIANS),
+  ...clinicalRecordRoutes('medications', 'medication', CLINICIANS),
   'GET /api/patients/:patientId/chart': {
-    allow: CLINICAL_READERS,
+    ...CLINICAL_READERS,
     audit: { resourceType: 'patient', action: 'READ' },
   },
 
   'POST /api/telehealth/rooms': {
-    allow: REGISTRARS,
+    ...TELEHEALTH,
     audit: { resourceType: 'telehealth-room', action: 'CREATE' },
   },
   'GET /api/telehealth/rooms/:id': {
-    allow: REGISTRARS,
+    ...TELEHEALTH,
     audit: { resourceType: 'telehealth-room', action: 'READ' },
   },
   'POST /api/telehealth/rooms/:id/close': {
     allow: ['ADMIN', 'PROVIDER', 'NURSE'],
+    why: 'A visit’s room is ended by the clinical staff who held it, or the administrator.',
     audit: { resourceType: 'telehealth-room', action: 'UPDATE' },
   },
   'POST /api/telehealth/jitsi/join': {
-    allow: REGISTRARS,
+    ...TELEHEALTH,
     audit: { resourceType: 'telehealth-room', action: 'READ' },
   },
 
-  'POST /api/messages': { allow: STAFF, audit: { resourceType: 'message', action: 'CREATE' } },
-  'GET /api/messages': { allow: STAFF, audit: { resourceType: 'message', action: 'LIST' } },
-  'GET /api/messages/:id': { allow: STAFF, audit: { resourceType: 'message', action: 'READ' } },
-  'PUT /api/messages/:id/read': { allow: STAFF, audit: { resourceType: 'message', action: 'UPDATE' } },
+  'POST /api/messages': { ...MESSAGING, audit: { resourceType: 'message', action: 'CREATE' } },
+  'GET /api/messages': { ...MESSAGING, audit: { resourceType: 'message', action: 'LIST' } },
+  'GET /api/messages/:id': { ...MESSAGING, audit: { resourceType: 'message', action: 'READ' } },
+  'PUT /api/messages/:id/read': { ...MESSAGING, audit: { resourceType: 'message', action: 'UPDATE' } },
 
-  'POST /api/billing/invoices': { allow: BILLERS, audit: { resourceType: 'invoice', action: 'CREATE' } },
-  'GET /api/billing/invoices': { allow: BILLING_READERS, audit: { resourceType: 'invoice', action: 'LIST' } },
+  'POST /api/billing/invoices': { ...BILLERS, audit: { resourceType: 'invoice', action: 'CREATE' } },
+  'GET /api/billing/invoices': { ...BILLING_READERS, audit: { resourceType: 'invoice', action: 'LIST' } },
   'GET /api/billing/invoices/:id': {
-    allow: BILLING_READERS,
+    ...BILLING_READERS,
     audit: { resourceType: 'invoice', action: 'READ' },
   },
   'POST /api/billing/invoices/:id/issue': {
-    allow: BILLERS,
+    ...BILLERS,
     audit: { resourceType: 'invoice', action: 'UPDATE' },
   },
   'POST /api/billing/invoices/:id/void': {
-    allow: BILLERS,
+    ...BILLERS,
     audit: { resourceType: 'invoice', action: 'UPDATE' },
   },
-  'POST /api/billing/payments': { allow: BILLERS, audit: { resourceType: 'payment', action: 'CREATE' } },
+  'POST /api/billing/payments': { ...BILLERS, audit: { resourceType: 'payment', action: 'CREATE' } },
 
   'POST /api/patients/:patientId/documents': {
     allow: ['PROVIDER', 'NURSE', 'FRONT_DESK'],
+    why: 'Clinical staff attach documents; reception scans the papers patients bring (forms, referral letters, insurance cards). Uploading shows reception only what it uploads: listing and downloading stay clinical.',
     audit: { resourceType: 'document', action: 'CREATE' },
   },
   'GET /api/patients/:patientId/documents': {
-    allow: CLINICAL_READERS,
+    ...CLINICAL_READERS,
     audit: { resourceType: 'document', action: 'LIST' },
   },
   'GET /api/documents/:documentId/download': {
-    allow: CLINICAL_READERS,
+    ...CLINICAL_READERS,
     audit: { resourceType: 'document', action: 'READ' },
   },
   'DELETE /api/documents/:documentId': {
     allow: ['ADMIN', 'PROVIDER'],
+    why: 'A misfiled document is removed by a provider or the administrator (its bytes are kept for the retention period).',
     audit: { resourceType: 'document', action: 'DELETE' },
   },
 
-  'POST /api/webhooks': { allow: ['ADMIN'], audit: { resourceType: 'webhook', action: 'CREATE' } },
-  'GET /api/webhooks': { allow: ['ADMIN'], audit: { resourceType: 'webhook', action: 'LIST' } },
-  'GET /api/webhooks/:id': { allow: ['ADMIN'], audit: { resourceType: 'webhook', action: 'READ' } },
-  'PUT /api/webhooks/:id': { allow: ['ADMIN'], audit: { resourceType: 'webhook', action: 'UPDATE' } },
-  'PATCH /api/webhooks/:id': { allow: ['ADMIN'], audit: { resourceType: 'webhook', action: 'UPDATE' } },
-  'DELETE /api/webhooks/:id': { allow: ['ADMIN'], audit: { resourceType: 'webhook', action: 'DELETE' } },
-  'POST /api/webhooks/:id/rotate-secret': {
-    allow: ['ADMIN'],
+  'POST /api/webhooks': { ...WEBHOOK_ADMINISTRATORS, audit: { resourceType: 'webhook', action: 'CREATE' } },
+  'GET /api/webhooks': { ...WEBHOOK_ADMINISTRATORS, audit: { resourceType: 'webhook', action: 'LIST' } },
+  'GET /api/webhooks/:id': { ...WEBHOOK_ADMINISTRATORS, audit: { resourceType: 'webhook', action: 'READ' } },
+  'PUT /api/webhooks/:id': {
+    ...WEBHOOK_ADMINISTRATORS,
     audit: { resourceType: 'webhook', action: 'UPDATE' },
   },
-  'POST /api/webhooks/:id/test': { allow: ['ADMIN'], audit: { resourceType: 'webhook', action: 'UPDATE' } },
+  'PATCH /api/webhooks/:id': {
+    ...WEBHOOK_ADMINISTRATORS,
+    audit: { resourceType: 'webhook', action: 'UPDATE' },
+  },
+  'DELETE /api/webhooks/:id': {
+    ...WEBHOOK_ADMINISTRATORS,
+    audit: { resourceType: 'webhook', action: 'DELETE' },
+  },
+  'POST /api/webhooks/:id/rotate-secret': {
+    ...WEBHOOK_ADMINISTRATORS,
+    audit: { resourceType: 'webhook', action: 'UPDATE' },
+  },
+  'POST /api/webhooks/:id/test': {
+    ...WEBHOOK_ADMINISTRATORS,
+    audit: { resourceType: 'webhook', action: 'UPDATE' },
+  },
   'GET /api/webhooks/:id/deliveries': {
-    allow: ['ADMIN'],
+    ...WEBHOOK_ADMINISTRATORS,
     audit: { resourceType: 'webhook', action: 'READ' },
   },
   'GET /api/webhooks/:id/deliveries/:deliveryId': {
-    allow: ['ADMIN'],
+    ...WEBHOOK_ADMINISTRATORS,
     audit: { resourceType: 'webhook', action: 'READ' },
   },
   'POST /api/webhooks/:id/deliveries/:deliveryId/redeliver': {
-    allow: ['ADMIN'],
+    ...WEBHOOK_ADMINISTRATORS,
     audit: { resourceType: 'webhook', action: 'UPDATE' },
   },
 
-  // The change feed carries the same events as webhooks (patient identifiers), which only
-  // administrators manage. Not audited: the audit trail has no resource type for events yet.
   // Events name patients by id: reading the feed is recorded like reading a list of them.
-  'GET /api/events': { allow: ['ADMIN'], audit: { resourceType: 'change-feed', action: 'LIST' } },
-
-  // Accounts and integrations decide who reaches patient data: only administrators manage them, and
-  // every call is audited like a call touching that data.
-  'GET /api/users': { allow: ['ADMIN'], audit: { resourceType: 'user', action: 'LIST' } },
-  'GET /api/users/:id': { allow: ['ADMIN'], audit: { resourceType: 'user', action: 'READ' } },
-  'POST /api/users': { allow: ['ADMIN'], audit: { resourceType: 'user', action: 'CREATE' } },
-  'PUT /api/users/:id': { allow: ['ADMIN'], audit: { resourceType: 'user', action: 'UPDATE' } },
-  'PATCH /api/users/:id': { allow: ['ADMIN'], audit: { resourceType: 'user', action: 'UPDATE' } },
-  'POST /api/users/:id/deactivate': { allow: ['ADMIN'], audit: { resourceType: 'user', action: 'UPDATE' } },
-  'POST /api/users/:id/reactivate': { allow: ['ADMIN'], audit: { resourceType: 'user', action: 'UPDATE' } },
-  'POST /api/users/:id/reset-password': {
+  'GET /api/events': {
     allow: ['ADMIN'],
+    why: 'The change feed carries the events webhooks carry (patient identifiers), which only the administrator manages.',
+    audit: { resourceType: 'change-feed', action: 'LIST' },
+  },
+
+  'GET /api/users': { ...ACCOUNT_ADMINISTRATORS, audit: { resourceType: 'user', action: 'LIST' } },
+  'GET /api/users/:id': { ...ACCOUNT_ADMINISTRATORS, audit: { resourceType: 'user', action: 'READ' } },
+  'POST /api/users': { ...ACCOUNT_ADMINISTRATORS, audit: { resourceType: 'user', action: 'CREATE' } },
+  'PUT /api/users/:id': { ...ACCOUNT_ADMINISTRATORS, audit: { resourceType: 'user', action: 'UPDATE' } },
+  'PATCH /api/users/:id': { ...ACCOUNT_ADMINISTRATORS, audit: { resourceType: 'user', action: 'UPDATE' } },
+  'POST /api/users/:id/deactivate': {
+    ...ACCOUNT_ADMINISTRATORS,
     audit: { resourceType: 'user', action: 'UPDATE' },
   },
-  'GET /api/clients': { allow: ['ADMIN'], audit: { resourceType: 'client', action: 'LIST' } },
-  'GET /api/clients/:id': { allow: ['ADMIN'], audit: { resourceType: 'client', action: 'READ' } },
-  'POST /api/clients': { allow: ['ADMIN'], audit: { resourceType: 'client', action: 'CREATE' } },
-  'PUT /api/clients/:id': { allow: ['ADMIN'], audit: { resourceType: 'client', action: 'UPDATE' } },
-  'PATCH /api/clients/:id': { allow: ['ADMIN'], audit: { resourceType: 'client', action: 'UPDATE' } },
+  'POST /api/users/:id/reactivate': {
+    ...ACCOUNT_ADMINISTRATORS,
+    audit: { resourceType: 'user', action: 'UPDATE' },
+  },
+  'POST /api/users/:id/reset-password': {
+    ...ACCOUNT_ADMINISTRATORS,
+    audit: { resourceType: 'user', action: 'UPDATE' },
+  },
+  'GET /api/clients': { ...ACCOUNT_ADMINISTRATORS, audit: { resourceType: 'client', action: 'LIST' } },
+  'GET /api/clients/:id': { ...ACCOUNT_ADMINISTRATORS, audit: { resourceType: 'client', action: 'READ' } },
+  'POST /api/clients': { ...ACCOUNT_ADMINISTRATORS, audit: { resourceType: 'client', action: 'CREATE' } },
+  'PUT /api/clients/:id': { ...ACCOUNT_ADMINISTRATORS, audit: { resourceType: 'client', action: 'UPDATE' } },
+  'PATCH /api/clients/:id': {
+    ...ACCOUNT_ADMINISTRATORS,
+    audit: { resourceType: 'client', action: 'UPDATE' },
+  },
   'POST /api/clients/:id/rotate-secret': {
-    allow: ['ADMIN'],
+    ...ACCOUNT_ADMINISTRATORS,
     audit: { resourceType: 'client', action: 'UPDATE' },
   },
   'POST /api/clients/:id/deactivate': {
-    allow: ['ADMIN'],
+    ...ACCOUNT_ADMINISTRATORS,
     audit: { resourceType: 'client', action: 'UPDATE' },
   },
   'POST /api/clients/:id/reactivate': {
-    allow: ['ADMIN'],
+    ...ACCOUNT_ADMINISTRATORS,
     audit: { resourceType: 'client', action: 'UPDATE' },
   },
 
   // Reading the audit trail is itself audited: who looked at which accesses.
-  'GET /api/audit-events': { allow: ['ADMIN'], audit: { resourceType: 'audit-event', action: 'LIST' } },
+  'GET /api/audit-events': {
+    allow: ['ADMIN'],
+    why: 'The audit trail says who looked at which patients: the administrator reviews it.',
+    audit: { resourceType: 'audit-event', action: 'LIST' },
+  },
 
-  // The provider directory and its availability carry no patient data (booked time shows no patient).
-  'GET /api/providers': { allow: STAFF },
-  'GET /api/providers/:id': { allow: STAFF },
-  'GET /api/providers/:id/schedule': { allow: STAFF },
-  'POST /api/providers': { allow: ['ADMIN'] },
-  'PUT /api/providers/:id': { allow: ['ADMIN'] },
-  'PATCH /api/providers/:id': { allow: ['ADMIN'] },
-  'PUT /api/providers/:id/hours': { allow: ['ADMIN'] },
-  'POST /api/providers/:id/exceptions': { allow: ['ADMIN'] },
-  'DELETE /api/providers/:id/exceptions/:exceptionId': { allow: ['ADMIN'] },
+  'GET /api/providers': { ...DIRECTORY },
+  'GET /api/providers/:id': { ...DIRECTORY },
+  'GET /api/providers/:id/schedule': { ...DIRECTORY },
+  'POST /api/providers': { ...PRACTICE_SETUP },
+  'PUT /api/providers/:id': { ...PRACTICE_SETUP },
+  'PATCH /api/providers/:id': { ...PRACTICE_SETUP },
+  'PUT /api/providers/:id/hours': { ...PRACTICE_SETUP },
+  'POST /api/providers/:id/exceptions': { ...PRACTICE_SETUP },
+  'DELETE /api/providers/:id/exceptions/:exceptionId': { ...PRACTICE_SETUP },
 
-  'GET /api/appointments/available-slots': { allow: STAFF },
-  'GET /api/appointments': { allow: SCHEDULERS, audit: { resourceType: 'appointment', action: 'LIST' } },
-  'GET /api/appointments/:id': { allow: SCHEDULERS, audit: { resourceType: 'appointment', action: 'READ' } },
-  'POST /api/appointments': { allow: SCHEDULERS, audit: { resourceType: 'appointment', action: 'CREATE' } },
+  'GET /api/appointments/available-slots': { ...DIRECTORY },
+  'GET /api/appointments': { ...SCHEDULERS, audit: { resourceType: 'appointment', action: 'LIST' } },
+  'GET /api/appointments/:id': { ...SCHEDULERS, audit: { resourceType: 'appointment', action: 'READ' } },
+  'POST /api/appointments': { ...SCHEDULERS, audit: { resourceType: 'appointment', action: 'CREATE' } },
   'PUT /api/appointments/:id': {
-    allow: SCHEDULERS,
+    ...SCHEDULERS,
     audit: { resourceType: 'appointment', action: 'UPDATE' },
   },
   'PATCH /api/appointments/:id': {
-    allow: SCHEDULERS,
+    ...SCHEDULERS,
     audit: { resourceType: 'appointment', action: 'UPDATE' },
   },
   'POST /api/appointments/:id/cancel': {
-    allow: SCHEDULERS,
+    ...SCHEDULERS,
     audit: { resourceType: 'appointment', action: 'CANCEL' },
   },
 
-  'GET /api/encounters': { allow: CLINICAL_READERS, audit: { resourceType: 'encounter', action: 'LIST' } },
+  'GET /api/encounters': { ...CLINICAL_READERS, audit: { resourceType: 'encounter', action: 'LIST' } },
   'GET /api/encounters/:id': {
-    allow: CLINICAL_READERS,
+    ...CLINICAL_READERS,
     audit: { resourceType: 'encounter', action: 'READ' },
   },
-  'POST /api/encounters': { allow: CLINICIANS, audit: { resourceType: 'encounter', action: 'CREATE' } },
-  'PUT /api/encounters/:id': { allow: CLINICIANS, audit: { resourceType: 'encounter', action: 'UPDATE' } },
-  'PATCH /api/encounters/:id': { allow: CLINICIANS, audit: { resourceType: 'encounter', action: 'UPDATE' } },
+  'POST /api/encounters': { ...CLINICIANS, audit: { resourceType: 'encounter', action: 'CREATE' } },
+  'PUT /api/encounters/:id': { ...CLINICIANS, audit: { resourceType: 'encounter', action: 'UPDATE' } },
+  'PATCH /api/encounters/:id': { ...CLINICIANS, audit: { resourceType: 'encounter', action: 'UPDATE' } },
   'POST /api/encounters/:id/sign': {
-    allow: CLINICIANS,
+    ...CLINICIANS,
     audit: { resourceType: 'encounter', action: 'SIGN' },
   },
   'POST /api/encounters/:id/addendum': {
-    allow: CLINICIANS,
+    ...CLINICIANS,
     audit: { resourceType: 'encounter', action: 'AMEND' },
   },
 }
 
 export const routeKey = (method: string, url: string) => `${method} ${url}`
 
+/** The access part of an operation's OpenAPI description: who may call it, and why. */
 export function describeAccess(access: RouteAccess): string {
-  if (access.allow === 'public') return 'Public: no token needed.'
-  if (access.allow === 'authenticated') return 'Requires a valid access token (any role).'
-  return `Requires one of the roles: ${access.allow.join(', ')}.`
+  const why = access.why ? ` ${access.why}` : ''
+  if (access.allow === 'public') return `Public: no token needed.${why}`
+  if (access.allow === 'authenticated') return `Requires a valid access token (any role).${why}`
+  return `Requires one of the roles: ${access.allow.join(', ')}.${why}`
 }

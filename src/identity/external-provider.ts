@@ -1,3 +1,4 @@
+import type { JsonWebKey } from 'node:crypto'
 import { AppError } from '../errors.js'
 import { lazyAgent } from '../lib/undici.js'
 
@@ -23,11 +24,27 @@ const providerUnavailable = () =>
     message: 'Identity provider unavailable',
   })
 
-// A hung identity provider must not hold requests (and their sockets) for long.
-const providerAgent = lazyAgent({ connect: { timeout: 5000 }, headersTimeout: 5000, bodyTimeout: 5000 })
+// A hung identity provider must not hold requests (and their sockets) for long: under 4 s for each
+// step, so that sign-in, refresh and logout answer 503 within the documented 5 s.
+export const PROVIDER_TIMEOUT_MS = 4000
+const providerAgent = lazyAgent({
+  connect: { timeout: PROVIDER_TIMEOUT_MS },
+  headersTimeout: PROVIDER_TIMEOUT_MS,
+  bodyTimeout: PROVIDER_TIMEOUT_MS,
+})
 const MAX_RESPONSE_BYTES = 256 * 1024
 
-async function call(url: string, form?: Record<string, string>) {
+// A kept-alive connection the provider closed meanwhile (it restarted): a GET is safely sent again.
+const CLOSED_CONNECTION = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'UND_ERR_CLOSED'])
+
+async function call(
+  url: string,
+  form?: Record<string, string>,
+  retried = false,
+): Promise<{
+  status: number
+  json: Record<string, unknown>
+}> {
   try {
     const { agent: dispatcher, request } = await providerAgent.client()
     const response = await request(url, {
@@ -43,6 +60,9 @@ async function call(url: string, form?: Record<string, string>) {
     return { status: response.statusCode, json: (text ? JSON.parse(text) : {}) as Record<string, unknown> }
   } catch (error) {
     if (error instanceof AppError) throw error
+    if (!form && !retried && CLOSED_CONNECTION.has(String((error as { code?: string }).code))) {
+      return call(url, form, true)
+    }
     throw providerUnavailable()
   }
 }
@@ -50,6 +70,8 @@ async function call(url: string, form?: Record<string, string>) {
 export interface ProviderMetadata {
   issuer: string
   tokenEndpoint: string
+  /** Where the provider publishes its signing keys. */
+  jwksUri: string
   revocationEndpoint?: string
   endSessionEndpoint?: string
 }
@@ -70,9 +92,11 @@ export async function discoverProvider(issuer: string, attempts = 5): Promise<Pr
       }
       if (json.issuer !== issuer) throw new Error(`the document names issuer ${String(json.issuer)}`)
       if (typeof json.token_endpoint !== 'string') throw new Error('the document has no token_endpoint')
+      if (typeof json.jwks_uri !== 'string') throw new Error('the document has no jwks_uri')
       return {
         issuer,
         tokenEndpoint: json.token_endpoint,
+        jwksUri: json.jwks_uri,
         ...(typeof json.revocation_endpoint === 'string'
           ? { revocationEndpoint: json.revocation_endpoint }
           : {}),
@@ -87,6 +111,13 @@ export async function discoverProvider(issuer: string, attempts = 5): Promise<Pr
     }
   }
   throw new Error(`Could not read the OpenID configuration of OIDC_ISSUER_URL ${issuer} (${reason})`)
+}
+
+/** The provider's signing keys as it publishes them now (503 when it cannot be read). */
+export async function providerKeys(jwksUri: string): Promise<JsonWebKey[]> {
+  const { status, json } = await call(jwksUri)
+  if (status !== 200 || !Array.isArray(json.keys)) throw providerUnavailable()
+  return json.keys as JsonWebKey[]
 }
 
 /** This service as a confidential (or public) client of the external provider. */

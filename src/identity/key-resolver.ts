@@ -1,6 +1,8 @@
 import type { Kysely } from 'kysely'
 import type { Database } from '../../db/database.js'
 import { AppError } from '../errors.js'
+import { PROVIDER_TIMEOUT_MS, providerKeys } from './external-provider.js'
+import { jwksCache } from './jwks-cache.js'
 import { loadVerificationKeys } from './signing-keys.js'
 
 export interface TokenHeader {
@@ -32,41 +34,26 @@ export function embeddedKeyResolver(db: Kysely<Database>, initial: Map<string, s
   }
 }
 
-// get-jwks' own timeout does not bound the fetch; a hung identity provider must not hang requests.
-const JWKS_TIMEOUT_MS = 5000
+// A key the provider stops publishing stops verifying at the next read, at most this much later.
+const JWKS_REFRESH_MS = 5 * 60_000
+// Reads of the key set, asked for by tokens naming unknown keys or by the refresh, per minute at most.
+const JWKS_READS_PER_MINUTE = 6
 
 /**
- * Keys of an external OpenID provider, from its discovery document and JWKS (cached; an unknown
- * `kid` triggers a refetch). The domain is always the configured issuer, never a token's `iss`.
- * Keys already cached keep verifying while the provider is down (get-jwks also falls back to a
- * recently expired key when a refetch fails).
+ * Keys of an external OpenID provider, from its JWKS (`jwksUri`, from the configured issuer's
+ * discovery document, never from a token). See jwksCache for what happens when it changes or
+ * cannot be read.
  */
-export async function jwksKeyResolver(issuer: string): Promise<KeyResolver> {
-  // Loaded here: only a service with an external identity provider needs it.
-  const { default: buildGetJwks } = await import('get-jwks')
-  const jwks = buildGetJwks({ providerDiscovery: true, ttl: 10 * 60_000, max: 50 })
-  const domain = issuer.endsWith('/') ? issuer : `${issuer}/`
-  return async ({ kid, alg }) => {
-    let timer: NodeJS.Timeout | undefined
-    const timedOut = new AppError('AUTH_001', 'The identity provider did not answer; try again shortly')
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(timedOut), JWKS_TIMEOUT_MS)
-    })
-    try {
-      return await Promise.race([jwks.getPublicKey({ domain: issuer, kid, alg }), timeout])
-    } catch (error) {
-      if (error === timedOut) {
-        // get-jwks caches the pending fetch, which a hung connection may hold for minutes; drop it
-        // so that the next request asks afresh and succeeds as soon as the provider answers again.
-        jwks.cache.delete(jwks.generateCacheKey(alg as string, kid as string, domain))
-        throw error
-      }
-      if (error instanceof AppError) throw error
-      const code = (error as { code?: string }).code
-      if (code === 'JWK_NOT_FOUND' || code === 'NO_JWKS') throw unknownKey()
-      throw new AppError('AUTH_001', 'The identity provider could not be reached to check the token’s key')
-    } finally {
-      clearTimeout(timer)
-    }
-  }
+export function jwksKeyResolver(
+  jwksUri: string,
+  options: { maxStaleMs: number; onReadFailure: (ageMs: number) => void },
+): KeyResolver {
+  return jwksCache({
+    fetchKeys: () => providerKeys(jwksUri),
+    refreshMs: JWKS_REFRESH_MS,
+    maxStaleMs: options.maxStaleMs,
+    readsPerMinute: JWKS_READS_PER_MINUTE,
+    timeoutMs: PROVIDER_TIMEOUT_MS,
+    onReadFailure: options.onReadFailure,
+  })
 }

@@ -1,4 +1,5 @@
 import type { Transporter } from 'nodemailer'
+import { ConfigError } from '../config.js'
 
 export interface Mail {
   to: string
@@ -28,23 +29,64 @@ export function smtpMailer(url: string, from: string): Mailer {
   }
 }
 
-interface InfoLog {
+interface MailLog {
   info(details: object, message: string): void
+  debug(details: object, message: string): void
 }
 
 const LINK = /https?:\/\/\S+/g
 
+/** `jane.doe@example.com` → `j***@example.com`: enough to tell mails apart, not to know who. */
+export function maskAddress(address: string): string {
+  const at = address.lastIndexOf('@')
+  if (at < 1) return '***'
+  return `${address[0]}***${address.slice(at)}`
+}
+
 /**
- * For deployments without a mail server (development): logs the recipient, the subject and the
- * links of each mail. The rest of the text is left out, since a mail body may one day carry names.
+ * For deployments without a mail server: nothing is sent. A password reset link is a credential
+ * (whoever reads it can take over the account), so the info line says only that a mail was due, to
+ * a masked address, with its subject; the links go to a `debug` line, and only when `logLinks`
+ * (development: the embedded database, not production mode). The rest of the text is never logged,
+ * since a mail body may one day carry names.
  */
-export function logMailer(log: InfoLog): Mailer {
+export function logMailer(log: MailLog, { logLinks }: { logLinks: boolean }): Mailer {
   return {
     async send({ to, subject, text }) {
-      log.info(
-        { mail: { to, subject, links: text.match(LINK) ?? [] } },
-        'mail not sent (no SMTP_URL); logged',
-      )
+      const recipient = maskAddress(to)
+      log.info({ mail: { to: recipient, subject } }, 'mail not sent (MAIL_TRANSPORT=log)')
+      if (logLinks)
+        log.debug({ mail: { to: recipient, links: text.match(LINK) ?? [] } }, 'links of the mail not sent')
     },
   }
+}
+
+export interface MailSettings {
+  SMTP_URL?: string | undefined
+  MAIL_TRANSPORT?: 'smtp' | 'log' | undefined
+  MAIL_FROM: string
+  DATABASE_URL?: string | undefined
+  NODE_ENV?: string | undefined
+}
+
+/**
+ * The mailer the settings ask for. A shared database means a real deployment, where a reset mail
+ * that silently goes nowhere (or into the log) is a problem: there, writing mails to the log must
+ * be asked for explicitly. Throws a ConfigError naming the setting otherwise.
+ */
+export function configuredMailer(settings: MailSettings, log: MailLog): Mailer {
+  const transport = settings.MAIL_TRANSPORT ?? (settings.SMTP_URL ? 'smtp' : undefined)
+  if (transport === 'smtp') {
+    if (!settings.SMTP_URL) {
+      throw new ConfigError('Invalid configuration:\n  SMTP_URL: required when MAIL_TRANSPORT=smtp')
+    }
+    return smtpMailer(settings.SMTP_URL, settings.MAIL_FROM)
+  }
+  const production = settings.DATABASE_URL !== undefined || settings.NODE_ENV === 'production'
+  if (transport === undefined && settings.DATABASE_URL !== undefined) {
+    throw new ConfigError(
+      'Invalid configuration:\n  SMTP_URL: required when DATABASE_URL is set (password reset mails must reach users); set MAIL_TRANSPORT=log to send none and only log them',
+    )
+  }
+  return logMailer(log, { logLinks: !production })
 }

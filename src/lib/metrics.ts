@@ -23,6 +23,11 @@ export const METRIC = {
   authTokenRejections: 'ehr_auth_token_rejections_total',
   authRefreshReuse: 'ehr_auth_refresh_token_reuse_total',
   rateLimitRejections: 'ehr_rate_limit_rejections_total',
+  rateLimitFallbackActive: 'ehr_rate_limit_fallback_active',
+  rateLimitFallbackRequests: 'ehr_rate_limit_fallback_requests_total',
+  housekeepingRowsPurged: 'ehr_housekeeping_rows_purged_total',
+  housekeepingRuns: 'ehr_housekeeping_runs_total',
+  housekeepingLastRun: 'ehr_housekeeping_last_run_timestamp_seconds',
   auditRecordsBuffered: 'ehr_audit_records_buffered',
   auditRecordsFlushed: 'ehr_audit_records_flushed_total',
   auditFlushFailures: 'ehr_audit_flush_failures_total',
@@ -35,6 +40,17 @@ export const LATENCY_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
 export type LoginOutcome = 'success' | 'failure' | 'error'
 export type TokenRejection = 'missing' | 'malformed' | 'expired' | 'invalid' | 'account' | 'organization'
 export type RateLimitedCaller = 'authenticated' | 'anonymous'
+/** The tables the housekeeping job purges (the label values of its metric). */
+export const PURGED_TABLES = [
+  'password_reset_tokens',
+  'refresh_tokens',
+  'webhook_deliveries',
+  'webhook_delivery_attempts',
+  'audit_log',
+] as const
+export type PurgedTable = (typeof PURGED_TABLES)[number]
+/** completed: ran to the end; skipped: another instance held the lock; failed: stopped by an error. */
+export type HousekeepingOutcome = 'completed' | 'skipped' | 'failed'
 
 export interface MetricSources {
   pool(): { total: number; idle: number; waiting: number; max: number }
@@ -74,6 +90,28 @@ export function createServiceMetrics(prometheus: typeof client, sources: MetricS
     name: METRIC.rateLimitRejections,
     help: 'Requests refused with 429 by the rate limit, by caller kind',
     labelNames: ['caller'],
+  })
+  const rateLimitFallbackActive = new prometheus.Gauge({
+    name: METRIC.rateLimitFallbackActive,
+    help: '1 while REDIS_URL is set but Redis cannot be reached and this instance counts rate limits alone',
+  })
+  const rateLimitFallbackRequests = new prometheus.Counter({
+    name: METRIC.rateLimitFallbackRequests,
+    help: 'Requests counted by this instance alone because Redis (REDIS_URL) could not be reached',
+  })
+  const rowsPurged = new prometheus.Counter({
+    name: METRIC.housekeepingRowsPurged,
+    help: 'Rows deleted by the housekeeping job, by table',
+    labelNames: ['table'],
+  })
+  const housekeepingRuns = new prometheus.Counter({
+    name: METRIC.housekeepingRuns,
+    help: 'Runs of the housekeeping job by outcome: completed, skipped (another instance ran it), failed',
+    labelNames: ['outcome'],
+  })
+  const housekeepingLastRun = new prometheus.Gauge({
+    name: METRIC.housekeepingLastRun,
+    help: 'When this instance last completed a housekeeping run (Unix time; 0: not yet)',
   })
   // The audit log counts for itself; these read its totals at scrape time, off the request path.
   new prometheus.Gauge({
@@ -135,6 +173,10 @@ export function createServiceMetrics(prometheus: typeof client, sources: MetricS
   for (const outcome of ['ok', 'error']) queryDuration.zero({ outcome })
   for (const outcome of ['success', 'failure', 'error']) logins.inc({ outcome }, 0)
   for (const caller of ['authenticated', 'anonymous']) rateLimited.inc({ caller }, 0)
+  rateLimitFallbackActive.set(0)
+  for (const table of PURGED_TABLES) rowsPurged.inc({ table }, 0)
+  for (const outcome of ['completed', 'skipped', 'failed']) housekeepingRuns.inc({ outcome }, 0)
+  housekeepingLastRun.set(0)
 
   return {
     query(seconds: number, failed: boolean) {
@@ -145,6 +187,13 @@ export function createServiceMetrics(prometheus: typeof client, sources: MetricS
     tokenRejected: (reason: TokenRejection) => tokenRejections.inc({ reason }),
     refreshReuse: () => refreshReuse.inc(),
     rateLimited: (caller: RateLimitedCaller) => rateLimited.inc({ caller }),
+    rateLimitFallback: (active: boolean) => rateLimitFallbackActive.set(active ? 1 : 0),
+    rateLimitCountedLocally: () => rateLimitFallbackRequests.inc(),
+    purged: (table: PurgedTable, rows: number) => rowsPurged.inc({ table }, rows),
+    housekeepingRun(outcome: HousekeepingOutcome) {
+      housekeepingRuns.inc({ outcome })
+      if (outcome === 'completed') housekeepingLastRun.set(Date.now() / 1000)
+    },
   }
 }
 

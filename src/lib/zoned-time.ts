@@ -29,6 +29,8 @@ function formatter(zone: string): Intl.DateTimeFormat {
 
 /** The zone's canonical name (`US/Eastern` → `America/New_York`), or undefined for an unknown zone. */
 export function canonicalTimeZone(zone: string): string | undefined {
+  // Newer runtimes also accept UTC offsets ('+01:00') as zones; only IANA names are zones here.
+  if (/^[+-]/.test(zone)) return undefined
   try {
     return new Intl.DateTimeFormat('en-US', { timeZone: zone }).resolvedOptions().timeZone
   } catch {

@@ -3,7 +3,7 @@ import { lazyAgent } from '../lib/undici.js'
 import {
   allowedAddresses,
   checkUrlShape,
-  guardedLookup,
+  guardedConnector,
   type TargetPolicy,
   TargetRefused,
 } from './targets.js'
@@ -70,11 +70,12 @@ async function readSome(body: AsyncIterable<Buffer> & { destroy(): void }): Prom
 /**
  * Sends signed event bodies. Redirects are not followed (undici's `request` follows none without
  * the redirect interceptor): a 3xx is a failed attempt, so a receiver cannot bounce events to an
- * address that was never checked. Connections go only to addresses the target policy allows.
+ * address that was never checked. Connections go only to addresses the target policy allows, and
+ * the address a connection reached is checked again before anything is sent on it.
  */
 export function createSender({ connectTimeoutMs, timeoutMs, policy }: SenderOptions) {
   const agent = lazyAgent({
-    connect: { timeout: connectTimeoutMs, lookup: guardedLookup(policy) },
+    connect: guardedConnector(policy, { timeoutMs: connectTimeoutMs }),
     headersTimeout: timeoutMs,
     bodyTimeout: timeoutMs,
     keepAliveTimeout: 4000,

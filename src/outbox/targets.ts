@@ -1,5 +1,7 @@
 import { lookup } from 'node:dns/promises'
-import { BlockList, isIP, type LookupFunction } from 'node:net'
+import { connect as connectTcp, isIP, type LookupFunction, type Socket } from 'node:net'
+import ipaddr from 'ipaddr.js'
+import type { buildConnector } from 'undici'
 
 /** Every address a host name resolves to (injectable, so tests never depend on real DNS). */
 export type HostResolver = (hostname: string) => Promise<string[]>
@@ -17,52 +19,36 @@ export interface TargetPolicy {
 export class TargetRefused extends Error {}
 
 // Addresses a webhook must never reach: they would let a caller make this service probe or call
-// internal systems (SSRF). Cloud metadata endpoints live in link-local (169.254.169.254, AWS's
-// fd00:ec2::254), CGNAT (Alibaba's 100.100.100.200) and 192.0.0.0/24 (Oracle's 192.0.0.192).
-// IPv4-mapped, IPv4-compatible and NAT64 IPv6 forms are refused outright, since each can carry a
-// private IPv4 address.
-const REFUSED = new BlockList()
-for (const [network, prefix] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.0.2.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['198.51.100.0', 24],
-  ['203.0.113.0', 24],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const) {
-  REFUSED.addSubnet(network, prefix, 'ipv4')
-}
-for (const [network, prefix] of [
-  ['::', 96],
-  ['64:ff9b::', 96],
-  ['64:ff9b:1::', 48],
-  ['100::', 64],
-  ['2001:db8::', 32],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['fec0::', 10],
-  ['ff00::', 8],
-] as const) {
-  REFUSED.addSubnet(network, prefix, 'ipv6')
+// internal systems (SSRF). Only what ipaddr.js (a maintained registry of the IANA special-purpose
+// ranges) calls `unicast` passes: loopback, private, CGNAT (Alibaba's metadata 100.100.100.200),
+// link-local (169.254.169.254), unique-local (AWS's fd00:ec2::254), 192.0.0.0/24 (Oracle's
+// 192.0.0.192), documentation, benchmarking, multicast and reserved ranges are all something else.
+// Tunnel and translation prefixes are refused whatever they carry: 6to4 (2002::/16), Teredo
+// (2001::/32) and NAT64 (64:ff9b::/96, 64:ff9b:1::/48) reach an IPv4 address through a relay or
+// translator this service cannot see. IPv4-mapped (::ffff:a.b.c.d) and IPv4-compatible (::a.b.c.d)
+// addresses are judged by the IPv4 address they carry, which is where such a connection goes.
+function embeddedIPv4(address: ipaddr.IPv6): ipaddr.IPv4 | undefined {
+  const [a, b, c, d, e, f, high = 0, low = 0] = address.parts
+  if (a !== 0 || b !== 0 || c !== 0 || d !== 0 || e !== 0 || (f !== 0 && f !== 0xffff)) return undefined
+  return new ipaddr.IPv4([high >> 8, high & 0xff, low >> 8, low & 0xff])
 }
 
-// Kept apart: BlockList matches every IPv4 address against an IPv4-mapped IPv6 rule.
-const IPV4_MAPPED = new BlockList()
-IPV4_MAPPED.addSubnet('::ffff:0:0', 96, 'ipv6')
+/** The ipaddr.js range of an address, with IPv4-mapped and -compatible forms as their IPv4. */
+export function addressRange(address: string): string {
+  // Node's own parser first: ipaddr.js also takes forms such as `127.1` that are not addresses here.
+  if (isIP(address) === 0) return 'invalid'
+  let parsed: ipaddr.IPv4 | ipaddr.IPv6
+  try {
+    parsed = ipaddr.parse(address)
+  } catch {
+    return 'invalid'
+  }
+  if (parsed.kind() === 'ipv6') return (embeddedIPv4(parsed as ipaddr.IPv6) ?? parsed).range()
+  return parsed.range()
+}
 
 export function isRefusedAddress(address: string): boolean {
-  const family = isIP(address)
-  if (family === 0) return true
-  if (family === 6) return IPV4_MAPPED.check(address, 'ipv6') || REFUSED.check(address, 'ipv6')
-  return REFUSED.check(address, 'ipv4')
+  return addressRange(address) !== 'unicast'
 }
 
 const bare = (hostname: string) => hostname.replace(/^\[(.*)\]$/, '$1')
@@ -133,4 +119,79 @@ export function guardedLookup(policy: TargetPolicy): LookupFunction {
       (error: unknown) => callback(error),
     )
   }) as LookupFunction
+}
+
+type Connector = buildConnector.connector
+
+/** undici's connector, for TLS over a socket already checked; loaded with undici itself. */
+let tlsConnectorFactory: Promise<typeof buildConnector> | undefined
+const loadConnectorFactory = () => {
+  tlsConnectorFactory ??= import('undici').then((undici) => undici.buildConnector)
+  return tlsConnectorFactory
+}
+
+const connectTimeout = () =>
+  Object.assign(new Error('connect timeout'), {
+    name: 'ConnectTimeoutError',
+    code: 'UND_ERR_CONNECT_TIMEOUT',
+  })
+
+/**
+ * undici's `connect` for outgoing webhook and JWKS connections: the TCP connection is opened
+ * through `guardedLookup`, and the address it actually reached is checked again before a single
+ * byte (a TLS ClientHello included) is written, so a name that resolves differently between the
+ * check and the connect (DNS rebinding), a literal address, or any other path to a socket cannot
+ * end at an internal address. TLS then runs over that socket with undici's own connector
+ * (session reuse, ALPN, SNI). `lookup` is replaceable for tests only.
+ */
+export function guardedConnector(
+  policy: TargetPolicy,
+  { timeoutMs, lookup = guardedLookup(policy) }: { timeoutMs: number; lookup?: LookupFunction },
+): Connector {
+  let tls: Connector | undefined
+  return (options, callback) => {
+    const secure = options.protocol === 'https:'
+    const socket: Socket = connectTcp({
+      host: options.hostname,
+      port: Number(options.port) || (secure ? 443 : 80),
+      lookup,
+      ...(options.localAddress ? { localAddress: options.localAddress } : {}),
+    })
+    let settled = false
+    const finish = (error: Error | null) => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      if (error) {
+        socket.destroy()
+        callback(error, null)
+        return
+      }
+      socket.setNoDelay(true).setKeepAlive(true, 60_000)
+      if (!secure) {
+        callback(null, socket)
+        return
+      }
+      loadConnectorFactory().then(
+        (build) => {
+          tls ??= build({ timeout: timeoutMs })
+          tls({ ...options, httpSocket: socket }, callback)
+        },
+        (loadError: Error) => {
+          socket.destroy()
+          callback(loadError, null)
+        },
+      )
+    }
+    const timer = setTimeout(() => finish(connectTimeout()), timeoutMs)
+    // Stays attached (a no-op once settled): an error in the moment before TLS or undici takes the
+    // socket over must not go unheard and crash the process.
+    socket.on('error', finish)
+    socket.once('connect', () => {
+      const peer = socket.remoteAddress
+      finish(
+        !policy.allowPrivateTargets && (peer === undefined || isRefusedAddress(peer)) ? notAllowed() : null,
+      )
+    })
+  }
 }

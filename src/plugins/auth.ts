@@ -83,12 +83,16 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
     refresh.unref()
     app.addHook('onClose', async () => clearInterval(refresh))
   } else {
-    resolveKey = await jwksKeyResolver(config.tokenIssuer)
-    provider = createProviderClient(
-      await discoverProvider(config.tokenIssuer),
-      config.OIDC_CLIENT_ID,
-      config.OIDC_CLIENT_SECRET,
-    )
+    const metadata = await discoverProvider(config.tokenIssuer)
+    resolveKey = jwksKeyResolver(metadata.jwksUri, {
+      maxStaleMs: config.OIDC_JWKS_MAX_STALE_SECONDS * 1000,
+      onReadFailure: (ageMs) =>
+        app.log.warn(
+          { keySetAgeSeconds: Number.isFinite(ageMs) ? Math.round(ageMs / 1000) : null },
+          'the identity provider’s keys could not be read; the last set read is kept',
+        ),
+    })
+    provider = createProviderClient(metadata, config.OIDC_CLIENT_ID, config.OIDC_CLIENT_SECRET)
   }
 
   await app.register(fastifyJwt, {

@@ -1,14 +1,27 @@
-import rateLimit from '@fastify/rate-limit'
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
+import rateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit'
+import type { FastifyBaseLogger, FastifyPluginAsync, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import type { Redis } from 'ioredis'
 import type { Config } from '../config.js'
 import { AppError } from '../errors.js'
-import { bearerTokenOf } from '../http/principal.js'
+import type { ServiceMetrics } from '../lib/metrics.js'
 
 const RESET_HEADER = 'x-ratelimit-reset'
 const REDIS_STARTUP_WAIT_MS = 2000
+// A Redis that accepts connections but stops answering must not hold requests: past this a command
+// counts as failed and the request is counted by this instance.
+const REDIS_COMMAND_TIMEOUT_MS = 500
+// While Redis is unreachable, one request per second tries it again; the others do not wait on it.
+const REDIS_RETRY_INTERVAL_MS = 1000
+// Per-instance counters kept at most (the least recently counted are forgotten first); an entry
+// is a few dozen bytes, so this bounds the memory a flood of addresses can take.
+const LOCAL_KEYS_MAX = 50_000
+const NAMESPACE = 'ehr-rate-limit:'
 // Probes, metrics and the API explorer's own files are never limited.
 const UNLIMITED = /^\/(actuator\/|swagger-ui|v3\/api-docs)/
+// The scheme is case-insensitive (RFC 9110 §11.1), and the token verifier accepts any case: a
+// lowercase `bearer` must be counted against its caller, not the address's anonymous allowance.
+const BEARER = /^Bearer\s/i
 
 /** `billing-sync=10000,etl=5000`: hourly limits for particular clients (`azp`) above the default. */
 function parseClientLimits(setting: string): Map<string, number> {
@@ -23,41 +36,144 @@ function parseClientLimits(setting: string): Map<string, number> {
   )
 }
 
+interface Count {
+  current: number
+  /** Milliseconds until the window of the key ends. */
+  ttl: number
+}
+
+/** Fixed windows counted in this process, least recently used keys forgotten past `LOCAL_KEYS_MAX`. */
+function localCounter() {
+  const windows = new Map<string, { count: number; endsAt: number }>()
+  return (key: string, windowMs: number): Count => {
+    const now = Date.now()
+    let entry = windows.get(key)
+    if (!entry || entry.endsAt <= now) entry = { count: 0, endsAt: now + windowMs }
+    entry.count++
+    windows.delete(key)
+    windows.set(key, entry)
+    if (windows.size > LOCAL_KEYS_MAX) windows.delete(windows.keys().next().value as string)
+    return { current: entry.count, ttl: entry.endsAt - now }
+  }
+}
+
+// One round trip: count, start the window on the first request, and say how long it has left (a
+// key left without an expiry by an interrupted script gets one).
+const COUNT_SCRIPT = `
+local current = redis.call('INCR', KEYS[1])
+local ttl = redis.call('PTTL', KEYS[1])
+if current == 1 or ttl < 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  ttl = tonumber(ARGV[1])
+end
+return {current, ttl}`
+
+type CountingRedis = Redis & {
+  ehrRateLimitCount(key: string, windowMs: number): Promise<[number, number]>
+}
+
+/**
+ * The counters of the limits: in Redis when REDIS_URL is set (shared by every instance), and in
+ * this process when it is not, or while Redis cannot be reached. An outage therefore never lifts
+ * the limits: each instance enforces them on its own until Redis answers again (a caller spread
+ * over N instances gets up to N times the allowance meanwhile). The switch both ways is logged
+ * once, and `ehr_rate_limit_fallback_active` shows it.
+ */
+function counters(redis: CountingRedis | undefined, log: FastifyBaseLogger, metrics: ServiceMetrics) {
+  const local = localCounter()
+  let degraded = false
+  let retryAt = 0
+
+  const fallBack = (error: unknown) => {
+    retryAt = Date.now() + REDIS_RETRY_INTERVAL_MS
+    if (degraded) return
+    degraded = true
+    metrics.rateLimitFallback(true)
+    log.warn(
+      { err: { message: (error as Error | undefined)?.message } },
+      'rate limit store unreachable; counting per instance until it answers again',
+    )
+  }
+  const recovered = () => {
+    if (!degraded) return
+    degraded = false
+    metrics.rateLimitFallback(false)
+    log.info('rate limit store reachable again; counting shared')
+  }
+  const countLocally = (key: string, windowMs: number) => {
+    metrics.rateLimitCountedLocally()
+    return local(key, windowMs)
+  }
+  if (redis && redis.status !== 'ready') fallBack(new Error(`not connected (${redis.status})`))
+
+  return async (key: string, windowMs: number): Promise<Count> => {
+    if (!redis) return local(key, windowMs)
+    if (degraded && Date.now() < retryAt) return countLocally(key, windowMs)
+    try {
+      const [current, ttl] = await redis.ehrRateLimitCount(`${NAMESPACE}${key}`, windowMs)
+      recovered()
+      return { current, ttl }
+    } catch (error) {
+      fallBack(error)
+      return countLocally(key, windowMs)
+    }
+  }
+}
+
+/** The store @fastify/rate-limit counts with; one key space for every route (no route has its own limit). */
+function storeOf(count: (key: string, windowMs: number) => Promise<Count>) {
+  return class Store implements FastifyRateLimitStore {
+    incr(key: string, callback: (error: Error | null, result?: Count) => void, timeWindow: number) {
+      count(key, timeWindow).then(
+        (result) => callback(null, result),
+        (error: Error) => callback(error),
+      )
+    }
+    child() {
+      return this
+    }
+  }
+}
+
+async function connectRedis(url: string, log: FastifyBaseLogger): Promise<CountingRedis> {
+  const redis = new (await import('ioredis')).Redis(url, {
+    connectTimeout: 2000,
+    commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+  })
+  redis.defineCommand('ehrRateLimitCount', { numberOfKeys: 1, lua: COUNT_SCRIPT })
+  redis.on('error', (error: Error) =>
+    log.debug({ err: { message: error.message } }, 'rate limit store error'),
+  )
+  // Commands are not queued while disconnected (so an outage cannot stall requests); give the
+  // first connection a moment so the earliest requests are counted in Redis too.
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, REDIS_STARTUP_WAIT_MS)
+    redis.once('ready', () => {
+      clearTimeout(timer)
+      resolve()
+    })
+  })
+  return redis as CountingRedis
+}
+
 /**
  * Limits per window: an authenticated caller by subject (1000 by default, more for clients named in
  * RATE_LIMIT_CLIENTS), anyone else by IP (100). With REDIS_URL the counters are shared by every
- * instance; without it each instance counts alone. If Redis fails, requests pass (availability
- * over limits) and the failure is logged.
+ * instance; without it, or while Redis is unreachable, each instance counts alone.
  */
 const rateLimits: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => {
   const clientLimits = parseClientLimits(config.RATE_LIMIT_CLIENTS)
-  const redis = config.REDIS_URL
-    ? new (await import('ioredis')).Redis(config.REDIS_URL, {
-        connectTimeout: 2000,
-        maxRetriesPerRequest: 1,
-        enableOfflineQueue: false,
-      })
-    : undefined
-  redis?.on('error', (error: Error) =>
-    app.log.warn({ err: { message: error.message } }, 'rate limit store error'),
-  )
+  const redis = config.REDIS_URL ? await connectRedis(config.REDIS_URL, app.log) : undefined
   if (redis) {
     app.addHook('onClose', async () => void (await redis.quit().catch(() => redis.disconnect())))
-    // Commands are not queued while disconnected (so an outage cannot stall requests); give the
-    // first connection a moment so the earliest requests are counted too.
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, REDIS_STARTUP_WAIT_MS)
-      redis.once('ready', () => {
-        clearTimeout(timer)
-        resolve()
-      })
-    })
   }
 
   // The key needs a verified subject, so a forged token cannot spend someone else's allowance or
   // escape the anonymous limit; the access guard reuses the principal found here.
   async function keyOf(request: FastifyRequest): Promise<string> {
-    if (bearerTokenOf(request) !== undefined) {
+    if (BEARER.test(request.headers.authorization ?? '')) {
       try {
         return `sub:${(await app.authenticate(request)).subject}`
       } catch {
@@ -69,9 +185,10 @@ const rateLimits: FastifyPluginAsync<{ config: Config }> = async (app, { config 
 
   await app.register(rateLimit, {
     global: true,
-    ...(redis ? { redis } : {}),
-    nameSpace: 'ehr-rate-limit:',
-    skipOnError: true,
+    store: storeOf(counters(redis, app.log, app.serviceMetrics)),
+    // The store always counts (in this process when Redis fails), so an error here is a bug and
+    // must not silently lift the limit.
+    skipOnError: false,
     timeWindow: config.RATE_LIMIT_WINDOW_SECONDS * 1000,
     keyGenerator: keyOf,
     max: async (request, key) => {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
-import type { FastifyPluginAsync } from 'fastify'
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 
 export const REQUEST_ID_HEADER = 'x-request-id'
@@ -12,15 +12,28 @@ export function requestIdFor(request: IncomingMessage): string {
   return typeof incoming === 'string' && SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID()
 }
 
+/** What the access log shows of a request that matched no route, in place of its path. */
+export const UNMATCHED_ROUTE = '(unmatched)'
+
+/**
+ * The request as the access log shows it: the method and the route template. A path that matched
+ * no route is not shown at all, not even in part: a client may have put a name or a birth date
+ * anywhere in it, and without a template nothing tells values from structure.
+ */
+function loggedRequest(request: FastifyRequest) {
+  return { method: request.method, url: request.routeOptions.url ?? UNMATCHED_ROUTE }
+}
+
 const requestContext: FastifyPluginAsync = async (app) => {
   app.addHook('onRequest', (request, reply, done) => {
     reply.header(REQUEST_ID_HEADER, request.id)
     done()
   })
-  // The access log: method, path without the query string (it can hold names), status, duration.
+  // The access log: method, route template (never the path or query string: they can hold names),
+  // status, duration.
   // Its fields are built here and hold no credential, so it skips the redaction of credential paths
   // that every other line pays for (a scan of each field on every request).
-  const accessLog = app.log.child({}, { redact: [] })
+  const accessLog = app.log.child({}, { redact: [], serializers: { req: loggedRequest } })
   app.addHook('onResponse', (request, reply, done) => {
     accessLog.info(
       {

@@ -297,17 +297,105 @@ describe('POST /api/appointments', () => {
     expect(response.json().error.details).toContain(field)
   })
 
-  it('is for scheduling staff: 403 for FRONT_DESK and BILLING', async () => {
+  it('is for scheduling staff: 201 for FRONT_DESK, 403 AUTH_003 for BILLING', async () => {
     const practice = await newPractice(app)
-    for (const role of ['FRONT_DESK', 'BILLING'] as const) {
-      const user = await practice.org.user(role)
-      const response = await book(app, user, {
-        patientId: practice.patient.id,
-        providerId: practice.provider.id,
-        appointmentDate: DAY,
-        appointmentTime: '10:00:00',
-      })
-      expect(response.statusCode, role).toBe(403)
+    const booking = (time: string) => ({
+      patientId: practice.patient.id,
+      providerId: practice.provider.id,
+      appointmentDate: DAY,
+      appointmentTime: time,
+    })
+    const desk = await book(app, await practice.org.user('FRONT_DESK'), booking('10:00:00'))
+    expect(desk.statusCode, desk.body).toBe(201)
+    const billing = await book(app, await practice.org.user('BILLING'), booking('11:00:00'))
+    expect(billing.statusCode).toBe(403)
+    expect(billing.json().error.code).toBe('AUTH_003')
+  })
+})
+
+describe('the front desk (FRONT_DESK)', () => {
+  it('finds the patient, books, sees the day’s schedule, reschedules, checks in and cancels', async () => {
+    const practice = await newPractice(app)
+    const desk = await practice.org.user('FRONT_DESK')
+    const patient = await app.inject({
+      url: `/api/patients/${practice.patient.id}`,
+      headers: bearer(desk.token),
+    })
+    const { lastName } = patient.json().data.identification
+    const found = await app.inject({
+      url: `/api/patients/search?q=${encodeURIComponent(lastName)}`,
+      headers: bearer(desk.token),
+    })
+    expect(found.statusCode).toBe(200)
+    expect(found.json().data.content.map((p: { id: number }) => p.id)).toContain(practice.patient.id)
+
+    const slots = await app.inject({
+      url: `/api/appointments/available-slots?providerId=${practice.provider.id}&date=${DAY}`,
+      headers: bearer(desk.token),
+    })
+    expect(slots.statusCode).toBe(200)
+    const booking = (time: string) => ({
+      patientId: practice.patient.id,
+      providerId: practice.provider.id,
+      appointmentDate: DAY,
+      appointmentTime: time,
+      reason: 'Follow-up',
+    })
+    const first = await book(app, desk, booking('10:00:00'))
+    expect(first.statusCode, first.body).toBe(201)
+    const second = await book(app, desk, booking('14:00:00'))
+    expect(second.statusCode, second.body).toBe(201)
+    const [visit, other] = [first.json().data, second.json().data]
+
+    const day = await app.inject({
+      url: `/api/appointments?appointmentDate=${DAY}`,
+      headers: bearer(desk.token),
+    })
+    expect(day.statusCode).toBe(200)
+    expect(day.json().data.content.map((a: { id: number }) => a.id)).toEqual([visit.id, other.id])
+    const schedule = await app.inject({
+      url: `/api/providers/${practice.provider.id}/schedule?startDate=${DAY}&endDate=${DAY}`,
+      headers: bearer(desk.token),
+    })
+    expect(schedule.statusCode).toBe(200)
+    expect(
+      (await app.inject({ url: `/api/appointments/${visit.id}`, headers: bearer(desk.token) })).statusCode,
+    ).toBe(200)
+
+    const moved = await put(desk, visit.id, { appointmentTime: '11:00:00' })
+    expect(moved.statusCode, moved.body).toBe(200)
+    expect(moved.json().data.appointmentTime).toBe('11:00:00')
+    const confirmed = await app.inject({
+      method: 'PATCH',
+      url: `/api/appointments/${visit.id}`,
+      headers: { ...bearer(desk.token), 'content-type': 'application/merge-patch+json' },
+      payload: { status: 'CONFIRMED' },
+    })
+    expect(confirmed.statusCode, confirmed.body).toBe(200)
+    const checkedIn = await put(desk, visit.id, { status: 'CHECKED_IN' })
+    expect(checkedIn.statusCode, checkedIn.body).toBe(200)
+    expect(checkedIn.json().data.status).toBe('CHECKED_IN')
+
+    const cancelled = await cancel(desk, other.id, { reason: 'Patient called to cancel' })
+    expect(cancelled.statusCode).toBe(200)
+    expect(cancelled.json().data.status).toBe('CANCELLED')
+  })
+
+  it('is refused the visit’s encounter and the patient’s clinical records (403 AUTH_003)', async () => {
+    const practice = await newPractice(app)
+    const desk = await practice.org.user('FRONT_DESK')
+    const patientId = practice.patient.id
+    for (const url of [
+      '/api/encounters',
+      `/api/encounters?patientId=${patientId}`,
+      `/api/patients/${patientId}/chart`,
+      `/api/patients/${patientId}/vitals`,
+      `/api/patients/${patientId}/documents`,
+      '/api/patients',
+    ]) {
+      const response = await app.inject({ url, headers: bearer(desk.token) })
+      expect(response.statusCode, url).toBe(403)
+      expect(response.json().error.code, url).toBe('AUTH_003')
     }
   })
 })

@@ -2,6 +2,7 @@ import { createHash, createPublicKey, generateKeyPairSync } from 'node:crypto'
 import { decodeJwt, decodeProtectedHeader, importPKCS8, jwtVerify, SignJWT, UnsecuredJWT } from 'jose'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
+import { ERRORS } from '../../src/errors.js'
 import { buildTestApp } from '../helpers/app.js'
 import { bearer, newOrganization, TEST_PASSWORD, type TestUser, tokenFor } from '../helpers/factories.js'
 
@@ -110,6 +111,82 @@ describe('POST /api/auth/login', () => {
     const user = await (await newOrganization(app)).user('PROVIDER')
     await app.db.updateTable('users').set({ active: false }).where('id', '=', user.id).execute()
     expect((await login(user.email, TEST_PASSWORD)).statusCode).toBe(401)
+  })
+
+  describe('with a temporary password', () => {
+    const NEW_PASSWORD = 'a long and brand new passphrase'
+
+    async function temporaryUser() {
+      const user = await (await newOrganization(app)).user('FRONT_DESK')
+      await app.db
+        .updateTable('users')
+        .set({ password_change_required: true })
+        .where('id', '=', user.id)
+        .execute()
+      return user
+    }
+
+    it('returns 403 AUTH_004 with data.requiresPasswordChange and no tokens', async () => {
+      const user = await temporaryUser()
+      const response = await login(user.email, TEST_PASSWORD)
+      expect(response.statusCode).toBe(403)
+      expect(response.json()).toEqual({
+        success: false,
+        message: 'Password change required',
+        error: {
+          code: 'AUTH_004',
+          details: 'The password is temporary and must be changed before signing in',
+        },
+        data: { requiresPasswordChange: true },
+      })
+      expect(response.body).not.toMatch(/token/i)
+      const sessions = await app.db
+        .selectFrom('sessions')
+        .select('id')
+        .where('user_id', '=', user.id)
+        .execute()
+      expect(sessions).toEqual([])
+    })
+
+    it('still returns 401 AUTH_001, with no hint of the temporary password, for a wrong password', async () => {
+      const user = await temporaryUser()
+      const response = await login(user.email, 'not-the-password')
+      expect(response.statusCode).toBe(401)
+      expect(response.json()).toEqual({
+        success: false,
+        message: 'Invalid credentials',
+        error: { code: 'AUTH_001', details: 'Invalid username or password' },
+      })
+    })
+
+    it('returns 200 with tokens once the password is changed without a token', async () => {
+      const user = await temporaryUser()
+      const change = await app.inject({
+        method: 'POST',
+        url: '/api/auth/change-password',
+        payload: { username: user.email, currentPassword: TEST_PASSWORD, newPassword: NEW_PASSWORD },
+      })
+      expect(change.statusCode, change.body).toBe(200)
+      expect((await login(user.email, TEST_PASSWORD)).statusCode).toBe(401)
+      const signedIn = await login(user.email, NEW_PASSWORD)
+      expect(signedIn.statusCode).toBe(200)
+      expect(signedIn.json()).toMatchObject({ success: true, data: { user: { role: 'FRONT_DESK' } } })
+      expect((await me(signedIn.json().data.token)).statusCode).toBe(200)
+    })
+
+    it('declares the 403 in the contract with data.requiresPasswordChange, and AUTH_004 in the error table', async () => {
+      const document = app.swagger() as {
+        paths: Record<
+          string,
+          { post: { responses: Record<string, { content: Record<string, { schema: object }> }> } }
+        >
+      }
+      const responses = document.paths['/api/auth/login']?.post.responses ?? {}
+      expect(Object.keys(responses)).toContain('403')
+      expect(JSON.stringify(responses['403'])).toContain('requiresPasswordChange')
+      expect(JSON.stringify(responses['200'])).not.toContain('requiresPasswordChange')
+      expect(ERRORS.AUTH_004).toMatchObject({ status: 403, statuses: [403] })
+    })
   })
 
   it('returns 422 VAL_002 when the password is missing', async () => {

@@ -303,10 +303,14 @@ describe('temporary passwords', () => {
     expect(user.password_change_required).toBe(true)
 
     const first = await login(email, temporary)
-    expect(first.statusCode).toBe(200)
+    expect(first.statusCode).toBe(403)
     expect(first.json()).toEqual({
       success: false,
-      message: 'The password is temporary and must be changed before signing in',
+      message: 'Password change required',
+      error: {
+        code: 'AUTH_004',
+        details: 'The password is temporary and must be changed before signing in',
+      },
       data: { requiresPasswordChange: true },
     })
 
@@ -327,7 +331,7 @@ describe('temporary passwords', () => {
 async function appWithLog(environment: Record<string, string>) {
   const lines: Record<string, unknown>[] = []
   const raw: string[] = []
-  const logged = await buildTestApp({ ...environment, LOG_LEVEL: 'info' }, undefined, {
+  const logged = await buildTestApp({ LOG_LEVEL: 'info', ...environment }, undefined, {
     logStream: {
       write(line: string) {
         raw.push(line)
@@ -338,31 +342,39 @@ async function appWithLog(environment: Record<string, string>) {
   return { app: logged, lines, raw }
 }
 
-describe('mail without SMTP_URL', () => {
+describe('mail without SMTP_URL (MAIL_TRANSPORT=log)', () => {
   let logged: Awaited<ReturnType<typeof appWithLog>>
 
   beforeAll(async () => {
-    logged = await appWithLog({})
+    logged = await appWithLog({ LOG_LEVEL: 'debug' })
   })
   afterAll(async () => {
     await logged.app.close()
   })
 
-  it('is written to the log as recipient, subject and link only, and the link works', async () => {
+  it('logs that a mail was due to a masked address at info, and the link only at debug', async () => {
     const user = await (await newOrganization(logged.app)).user('PROVIDER')
     expect((await post(logged.app, 'forgot-password', { email: user.email })).statusCode).toBe(200)
     await logged.app.background.settled()
 
-    const entries = logged.lines.filter((line) => line.mail !== undefined)
-    expect(entries).toHaveLength(1)
-    const entry = entries[0] as { level: number; mail: { links: string[] } }
-    expect(entry.level).toBe(30)
-    expect(entry.mail).toEqual({
-      to: user.email,
+    const entries = logged.lines.filter((line) => line.mail !== undefined) as {
+      level: number
+      mail: { to: string; subject?: string; links?: string[] }
+    }[]
+    expect(entries.map((entry) => entry.level)).toEqual([30, 20])
+    expect(entries[0]?.mail).toEqual({
+      to: `${user.email[0]}***@example.test`,
       subject: 'Reset your EHR password',
+    })
+    expect(entries[1]?.mail).toEqual({
+      to: `${user.email[0]}***@example.test`,
       links: [expect.stringMatching(/^http:\/\/localhost:8080\/reset-password\?token=[\w-]{43}$/)],
     })
-    const token = new URL(entry.mail.links[0] as string).searchParams.get('token') ?? ''
+    // Nothing at info or above holds the token or the address.
+    const token = new URL(entries[1]?.mail.links?.[0] as string).searchParams.get('token') ?? ''
+    const visible = logged.raw.filter((line) => JSON.parse(line).level >= 30).join('')
+    expect(visible).not.toContain(token)
+    expect(visible).not.toContain(user.email)
     const response = await post(logged.app, 'reset-password', { token, newPassword: NEW_PASSWORD })
     expect(response.statusCode).toBe(200)
   })

@@ -225,6 +225,46 @@ describe('POST /api/patients', () => {
   })
 })
 
+describe('the front desk (FRONT_DESK) and patient demographics', () => {
+  it('registers a patient (201), replaces (PUT) and patches (PATCH) the demographics (200)', async () => {
+    const desk = await (await newOrganization(app)).user('FRONT_DESK')
+    const created = await createPatient(desk)
+    const replaced = await app.inject({
+      method: 'PUT',
+      url: `/api/patients/${created.id}`,
+      headers: bearer(desk.token),
+      payload: {
+        identification: created.identification,
+        contact: { email: 'new.address@example.com', phoneNumber: '+1 555 010 9999' },
+      },
+    })
+    expect(replaced.statusCode, replaced.body).toBe(200)
+    expect(replaced.json().data.contact).toMatchObject({ email: 'new.address@example.com' })
+    const patched = await app.inject({
+      method: 'PATCH',
+      url: `/api/patients/${created.id}`,
+      headers: { ...bearer(desk.token), 'content-type': 'application/merge-patch+json' },
+      payload: { preferredLanguage: 'es' },
+    })
+    expect(patched.statusCode, patched.body).toBe(200)
+    expect(patched.json().data.preferredLanguage).toBe('es')
+  })
+
+  it('returns 403 AUTH_003 for the full list and for deleting, which the specification gives to others', async () => {
+    const desk = await (await newOrganization(app)).user('FRONT_DESK')
+    const created = await createPatient(desk)
+    const list = await app.inject({ url: '/api/patients', headers: bearer(desk.token) })
+    expect(list.statusCode).toBe(403)
+    const removed = await app.inject({
+      method: 'DELETE',
+      url: `/api/patients/${created.id}`,
+      headers: bearer(desk.token),
+    })
+    expect(removed.statusCode).toBe(403)
+    expect(removed.json().error.code).toBe('AUTH_003')
+  })
+})
+
 describe('GET /api/patients/{id}', () => {
   it('returns 200 with the patient for a user of the same organization', async () => {
     const org = await newOrganization(app)
@@ -602,6 +642,36 @@ describe('GET /api/patients/search', () => {
       })
       expect(response.statusCode).toBe(200)
       expect(response.json().data.totalElements, q).toBe(0)
+    }
+  })
+
+  it('returns 200 to every staff role, FRONT_DESK included, and 403 AUTH_003 to PATIENT and USER', async () => {
+    const org = await newOrganization(app)
+    const created = await createPatient(
+      await org.user('FRONT_DESK'),
+      patientBody({
+        identification: {
+          firstName: 'Kofi',
+          lastName: 'Mensah-Desk',
+          dateOfBirth: '1988-08-08',
+          gender: 'Male',
+        },
+      }),
+    )
+    const search = (user: TestUser) =>
+      app.inject({ url: '/api/patients/search?q=mensah-desk', headers: bearer(user.token) })
+    for (const role of ['FRONT_DESK', 'BILLING', 'ADMIN', 'NURSE', 'PROVIDER'] as const) {
+      const response = await search(await org.user(role))
+      expect(response.statusCode, role).toBe(200)
+      expect(
+        response.json().data.content.map((p: { id: number }) => p.id),
+        role,
+      ).toEqual([created.id])
+    }
+    for (const role of ['PATIENT', 'USER'] as const) {
+      const response = await search(await org.user(role))
+      expect(response.statusCode, role).toBe(403)
+      expect(response.json().error.code, role).toBe('AUTH_003')
     }
   })
 

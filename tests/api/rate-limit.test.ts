@@ -144,7 +144,7 @@ describe('rate limit on the embedded issuer (/realms)', () => {
 })
 
 describe('when the rate-limit store is unreachable', () => {
-  it('lets requests through rather than failing them', async () => {
+  it('lets requests through (counted by the instance) rather than failing them', async () => {
     const isolated = await buildTestApp({ REDIS_URL: 'redis://127.0.0.1:1' })
     try {
       const user = await (await newOrganization(isolated)).user('PROVIDER')

@@ -39,13 +39,41 @@ describe('npm run smoke (the walk through a practice day, over HTTP with the gen
       'log in',
       'register webhook',
       'create provider with hours',
+      'create front desk user',
+      'front desk signs in',
       'create patient',
+      'find patient',
       'book appointment',
       'record vitals',
       'upload and download document',
       'create and pay invoice',
       'send and read message',
       'receive signed webhook calls',
+    ])
+    const desk = await app.db
+      .selectFrom('users')
+      .select(['roles', 'organization_id', 'password_change_required', 'active'])
+      .where('id', '=', result.frontDeskUserId)
+      .executeTakeFirstOrThrow()
+    // Created by the walk's ADMIN, its temporary password changed, and deactivated at the end.
+    expect(desk).toEqual({
+      roles: ['FRONT_DESK'],
+      organization_id: organization.id,
+      password_change_required: false,
+      active: false,
+    })
+    // The front desk registered the patient and booked: the audit trail (written in batches) names it.
+    const createdByDesk = () =>
+      app.db
+        .selectFrom('audit_log')
+        .select(['resource_type', 'resource_ids'])
+        .where('user_id', '=', result.frontDeskUserId)
+        .where('action', '=', 'CREATE')
+        .orderBy('id')
+        .execute()
+    await expect.poll(createdByDesk, { timeout: 10_000 }).toEqual([
+      { resource_type: 'patient', resource_ids: [result.patientId] },
+      { resource_type: 'appointment', resource_ids: [result.appointmentId] },
     ])
     expect(result.events['patient.created']?.map((event) => event.data.id)).toEqual([result.patientId])
     expect(result.events['appointment.created']?.map((event) => event.data.id)).toEqual([

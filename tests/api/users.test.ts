@@ -264,8 +264,12 @@ describe('POST /api/users', () => {
     expect(await mailsSince(before)).toEqual([])
 
     const first = await login(user.email, user.temporaryPassword as string)
-    expect(first.statusCode).toBe(200)
-    expect(first.json()).toMatchObject({ success: false, data: { requiresPasswordChange: true } })
+    expect(first.statusCode).toBe(403)
+    expect(first.json()).toMatchObject({
+      success: false,
+      error: { code: 'AUTH_004' },
+      data: { requiresPasswordChange: true },
+    })
     const change = await app.inject({
       method: 'POST',
       url: '/api/auth/change-password',

@@ -50,6 +50,7 @@ export const testEnvironment = (overrides: Record<string, string> = {}) => ({
   OUTBOX_WORKER: 'false',
   // Likewise exports: `app.bulkExports.drainOnce()`.
   BULK_EXPORT_WORKER: 'false',
+  HOUSEKEEPING_WORKER: 'false', // Tests purge with `app.housekeeping.runOnce()`.
   ...overrides,
 })
 

@@ -25,6 +25,8 @@ async function start(): Promise<RunningServer> {
   const server = await startServer({
     DATABASE_URL: databaseUrl,
     ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
+    // No mail server here; on PostgreSQL the service starts without one only when told so.
+    MAIL_TRANSPORT: 'log',
     MIGRATE_ON_START: 'false',
     // The test app reads the files from the same place.
     DATA_DIR: tmpdir(),

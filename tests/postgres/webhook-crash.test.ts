@@ -31,6 +31,8 @@ afterAll(async () => {
 const instanceEnvironment = () => ({
   DATABASE_URL: databaseUrl,
   ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
+  // No mail server here; on PostgreSQL the service starts without one only when told so.
+  MAIL_TRANSPORT: 'log',
   MIGRATE_ON_START: 'false',
   WEBHOOK_ALLOW_HTTP: 'true',
   WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',

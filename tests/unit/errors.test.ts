@@ -55,11 +55,12 @@ describe('fromDatabaseError', () => {
 })
 
 describe('the error table', () => {
-  it('has every code of the specification, RATE_001 and RES_003, with its status', () => {
+  it('has every code of the specification, AUTH_004, RATE_001 and RES_003, with its status', () => {
     expect(Object.fromEntries(Object.entries(ERRORS).map(([code, { status }]) => [code, status]))).toEqual({
       AUTH_001: 401,
       AUTH_002: 401,
       AUTH_003: 403,
+      AUTH_004: 403,
       VAL_001: 422,
       VAL_002: 422,
       RES_001: 404,

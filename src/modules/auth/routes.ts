@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
+import type { FastifyReply } from 'fastify'
 import {
   CurrentUserEnvelope,
   FlatLoginResponse,
@@ -8,12 +9,12 @@ import {
   LoginBody,
   LoginEnvelope,
   LogoutBody,
-  PasswordChangeRequired,
   RefreshBody,
   RefreshEnvelope,
+  SignInRefused,
 } from '../../../schemas/auth.js'
 import { AppError } from '../../errors.js'
-import { declined, ok } from '../../http/envelope.js'
+import { errorBody, ok } from '../../http/envelope.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse } from '../../http/responses.js'
 import type { IssuedTokens, SignInResult } from '../../identity/backends.js'
@@ -39,11 +40,16 @@ const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
   // With an external identity provider, the provider owns the passwords.
   if (!external) await app.register(passwordRoutes, { mailer, resetUrl: passwordResetUrl })
 
-  function signInResponse(result: SignInResult) {
+  function signInResponse(result: SignInResult, reply: FastifyReply) {
     if (result.kind === 'password-change-required') {
-      return declined('The password is temporary and must be changed before signing in', {
-        requiresPasswordChange: true as const,
-      })
+      // Sent here rather than thrown: the error handler's envelope has no `data`.
+      const refused = new AppError(
+        'AUTH_004',
+        'The password is temporary and must be changed before signing in',
+      )
+      return reply
+        .code(refused.status)
+        .send({ ...errorBody(refused), data: { requiresPasswordChange: true } } satisfies SignInRefused)
     }
     if (flat) {
       return {
@@ -78,9 +84,13 @@ const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
   }
 
   const signInSchema = {
-    200: Type.Union([flat ? FlatLoginResponse : LoginEnvelope, PasswordChangeRequired]),
+    200: flat ? FlatLoginResponse : LoginEnvelope,
     401: errorResponse(401, 'Invalid username or password (AUTH_001)'),
-    403: errorResponse(403, "External provider: the token's groups match no organization (AUTH_003)"),
+    403: {
+      ...SignInRefused,
+      description:
+        "The password is temporary: change it first (AUTH_004, with data.requiresPasswordChange). External provider: the token's groups match no organization (AUTH_003)",
+    },
     503: errorResponse(503, 'The database or the identity provider is unavailable (SYS_002, SYS_001)'),
   }
   const issuerNote = external
@@ -96,13 +106,13 @@ const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
         summary: 'Sign in with e-mail and password',
         description: `Returns an RS256 access token (3600 s) and a refresh token (86400 s), ${
           flat ? 'as a flat OAuth-style object (LOGIN_RESPONSE_STYLE=flat)' : 'in the envelope'
-        }. An account with a temporary password gets success=false and data.requiresPasswordChange instead. ${issuerNote}`,
+        }. A correct but temporary password gets no tokens: 403 AUTH_004 with data.requiresPasswordChange, and the user changes it with POST /api/auth/change-password before signing in. ${issuerNote}`,
         body: LoginBody,
         response: signInSchema,
       },
     },
-    async (request) =>
-      signInResponse(await backend.passwordLogin(request.body.username, request.body.password)),
+    async (request, reply) =>
+      signInResponse(await backend.passwordLogin(request.body.username, request.body.password), reply),
   )
 
   app.post(
@@ -124,12 +134,13 @@ const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
         },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { username, password, code, redirectUri, codeVerifier } = request.body
       if (!external)
         throw new AppError('VAL_001', 'No external identity provider is configured', { status: 400 })
-      if (code && redirectUri) return signInResponse(await backend.codeLogin(code, redirectUri, codeVerifier))
-      if (username && password) return signInResponse(await backend.passwordLogin(username, password))
+      if (code && redirectUri)
+        return signInResponse(await backend.codeLogin(code, redirectUri, codeVerifier), reply)
+      if (username && password) return signInResponse(await backend.passwordLogin(username, password), reply)
       throw new AppError('VAL_002', 'Send username and password, or code and redirectUri')
     },
   )

@@ -2,7 +2,7 @@ import { isIP } from 'node:net'
 import type { StoredJwks } from '../../../db/tables/clients.js'
 import { TtlCache } from '../../lib/ttl-cache.js'
 import { lazyAgent } from '../../lib/undici.js'
-import { allowedAddresses, checkUrlShape, guardedLookup, type TargetPolicy } from '../../outbox/targets.js'
+import { allowedAddresses, checkUrlShape, guardedConnector, type TargetPolicy } from '../../outbox/targets.js'
 import { usableKeys } from './keys.js'
 
 // A client's keys change rarely; five minutes bounds how long a withdrawn key keeps working.
@@ -47,7 +47,7 @@ async function readLimited(body: AsyncIterable<Buffer>): Promise<string> {
  */
 export function createJwksFetcher(policy: TargetPolicy): JwksFetcher {
   const agent = lazyAgent({
-    connect: { timeout: TIMEOUT_MS, lookup: guardedLookup(policy) },
+    connect: guardedConnector(policy, { timeoutMs: TIMEOUT_MS }),
     headersTimeout: TIMEOUT_MS,
     bodyTimeout: TIMEOUT_MS,
     keepAliveTimeout: 4000,

@@ -31,6 +31,10 @@ const otherOrganization = errorResponse(
   403,
   'Missing role, or the encounter belongs to another organization (AUTH_003)',
 )
+const notTheAuthor = errorResponse(
+  403,
+  'Missing role, the encounter belongs to another organization, or the caller is neither the encounter’s provider nor an administrator (AUTH_003)',
+)
 const wrongStatus = (description: string) => errorResponse(409, `${description} (RES_002)`)
 
 const encounterRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -112,13 +116,13 @@ const encounterRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'updateEncounter',
         summary: 'Replace the note of a draft encounter',
         description:
-          'Optional fields left out are cleared (use PATCH to change some fields only). With `If-Match`, only if the encounter is still at that version (412 otherwise).',
+          'Optional fields left out are cleared (use PATCH to change some fields only). When the encounter’s provider is linked to a user account, only that user or an administrator may edit the note (403 otherwise). With `If-Match`, only if the encounter is still at that version (412 otherwise).',
         params: IdParams,
         headers: IfMatchHeaders,
         body: UpdateEncounterBody,
         response: {
           200: EncounterEnvelope,
-          403: otherOrganization,
+          403: notTheAuthor,
           404: notFound,
           409: wrongStatus('The encounter is signed'),
         },
@@ -145,7 +149,7 @@ const encounterRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'patchEncounter',
         summary: 'Change some fields of a draft encounter’s note (JSON Merge Patch)',
         description: mergePatchDescription(
-          '`null` removes an optional one; nested objects of the note merge. The merged note is checked like a full replacement (422). With `If-Match`, only if the encounter is still at that version (412 otherwise).',
+          '`null` removes an optional one; nested objects of the note merge. The merged note is checked like a full replacement (422). When the encounter’s provider is linked to a user account, only that user or an administrator may edit the note (403 otherwise). With `If-Match`, only if the encounter is still at that version (412 otherwise).',
         ),
         consumes: [MERGE_PATCH],
         params: IdParams,
@@ -153,7 +157,7 @@ const encounterRoutes: FastifyPluginAsyncTypebox = async (app) => {
         body: PatchEncounterBody,
         response: {
           200: EncounterEnvelope,
-          403: otherOrganization,
+          403: notTheAuthor,
           404: notFound,
           409: wrongStatus('The encounter is signed'),
         },

@@ -112,9 +112,26 @@ export async function getEncounter(db: Kysely<Database>, actor: Actor, id: numbe
   return toEncounter(row, await addendaOf(db, [id]))
 }
 
+/** Who edits a note: the actor and their roles (an administrator may edit any draft). */
+export type Editor = Actor & { roles: readonly string[] }
+
+/**
+ * A draft note is its author's: when the encounter's provider has a user account, only that user
+ * or an administrator may change it (the same rule as signing, which attests authorship, plus the
+ * administrator for corrections). A provider without an account has no one to defer to, so any
+ * provider of the organization may, as for signing.
+ */
+async function checkEditor(trx: Trx, editor: Editor, row: EncounterRow): Promise<void> {
+  if (editor.roles.includes('ADMIN')) return
+  const provider = await requireProvider(trx, editor, row.provider_id)
+  if (provider.user_id !== null && provider.user_id !== editor.userId) {
+    throw forbidden('Only the encounter’s provider or an administrator may edit its note')
+  }
+}
+
 export async function updateEncounter(
   db: Kysely<Database>,
-  actor: Actor,
+  actor: Editor,
   id: number,
   body: UpdateEncounterBody,
   expectedVersion: ExpectedVersion,
@@ -122,6 +139,7 @@ export async function updateEncounter(
   return db.transaction().execute(async (trx) => {
     const current = await lockEncounterAt(trx, actor, id, expectedVersion)
     checkOperation(current, 'edit')
+    await checkEditor(trx, actor, current)
     const updated = await updateEncounterRow(trx, actor.organizationId, id, {
       ...noteColumns(body),
       updated_by: actor.userId,
@@ -133,7 +151,7 @@ export async function updateEncounter(
 /** A JSON Merge Patch of a draft encounter's note: the merged note is checked like a full replacement. */
 export async function patchEncounter(
   db: Kysely<Database>,
-  actor: Actor,
+  actor: Editor,
   id: number,
   patch: PatchEncounterBody,
   expectedVersion: ExpectedVersion,

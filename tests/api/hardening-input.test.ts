@@ -1,0 +1,137 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { App } from '../../src/app.js'
+import { buildTestApp } from '../helpers/app.js'
+import { bearer, createPatient, newOrganization, patientBody, type TestUser } from '../helpers/factories.js'
+
+let app: App
+let nurse: TestUser
+let patientId: number
+const lines: Record<string, unknown>[] = []
+const raw: string[] = []
+
+beforeAll(async () => {
+  app = await buildTestApp({ LOG_LEVEL: 'info' }, undefined, {
+    logStream: {
+      write(line: string) {
+        raw.push(line)
+        lines.push(JSON.parse(line))
+      },
+    },
+  })
+  nurse = await (await newOrganization(app)).user('NURSE')
+  patientId = await createPatient(app, nurse)
+})
+afterAll(async () => {
+  await app.close()
+})
+
+describe('a NUL character in any string input', () => {
+  it.each([
+    [
+      'a top-level field',
+      { identification: { ...patientBody().identification, firstName: 'Ja\u0000ne' } },
+      /^identification\.firstName must not contain a NUL/,
+    ],
+    [
+      'a nested field',
+      {
+        contact: {
+          email: 'x@example.com',
+          phoneNumber: '+1 555 010 4477',
+          address: { street: 'Main\u0000St' },
+        },
+      },
+      /NUL/,
+    ],
+  ])(
+    'in %s of a body is 422 VAL_001 from validation, not a database error',
+    async (_label, overrides, details) => {
+      const response = await app.inject({
+        method: 'POST',
+        url: '/api/patients',
+        headers: bearer(nurse.token),
+        payload: patientBody(overrides),
+      })
+      expect(response.statusCode).toBe(422)
+      expect(response.json()).toMatchObject({
+        success: false,
+        message: 'Validation failed',
+        error: { code: 'VAL_001', details: expect.stringMatching(details) },
+      })
+    },
+  )
+
+  it('in a merge patch body is 422 as well', async () => {
+    const response = await app.inject({
+      method: 'PATCH',
+      url: `/api/patients/${patientId}`,
+      headers: { ...bearer(nurse.token), 'content-type': 'application/merge-patch+json' },
+      payload: { identification: { lastName: 'Do\u0000e' } },
+    })
+    expect(response.statusCode).toBe(422)
+    expect(response.json().error).toMatchObject({ code: 'VAL_001', details: expect.stringMatching(/NUL/) })
+  })
+
+  it('in a query parameter is 400 VAL_001, like any other malformed parameter', async () => {
+    const response = await app.inject({
+      url: '/api/patients/search?q=Ja%00ne',
+      headers: bearer(nurse.token),
+    })
+    expect(response.statusCode).toBe(400)
+    expect(response.json()).toMatchObject({
+      message: 'Invalid request parameters',
+      error: { code: 'VAL_001', details: expect.stringMatching(/^q must not contain a NUL/) },
+    })
+  })
+})
+
+describe('ids and page numbers', () => {
+  it.each(['+1', '01', '0x10', '1e3', '%201', '1%20', '1.0', '0b1', '%2B1'])(
+    'refuse %s as an id with 400 VAL_001',
+    async (id) => {
+      const response = await app.inject({ url: `/api/patients/${id}`, headers: bearer(nurse.token) })
+      expect(response.statusCode).toBe(400)
+      expect(response.json()).toMatchObject({
+        success: false,
+        message: 'Invalid request parameters',
+        error: { code: 'VAL_001', details: expect.stringMatching(/^id /) },
+      })
+    },
+  )
+
+  it.each(['+1', '01', '0x1', '1e0', '%201', '00'])('refuse page=%s with 400 VAL_001', async (page) => {
+    const response = await app.inject({ url: `/api/patients?page=${page}`, headers: bearer(nurse.token) })
+    expect(response.statusCode).toBe(400)
+    expect(response.json().error).toMatchObject({ code: 'VAL_001', details: expect.stringMatching(/^page /) })
+  })
+
+  it('accept canonical decimal integers', async () => {
+    expect(
+      (await app.inject({ url: `/api/patients/${patientId}`, headers: bearer(nurse.token) })).statusCode,
+    ).toBe(200)
+    const page = await app.inject({ url: '/api/patients?page=0&size=10', headers: bearer(nurse.token) })
+    expect(page.statusCode).toBe(200)
+    expect(page.json().data.pageable).toEqual({ pageNumber: 0, pageSize: 10 })
+  })
+})
+
+describe('the log line of a path that matches no route', () => {
+  it('carries the method and a marker, never the path', async () => {
+    const response = await app.inject({ url: '/api/patients-Jane-Doe-1984-07-12/records?dob=1984-07-12' })
+    expect(response.statusCode).toBe(404)
+    const line = lines.findLast((entry) => entry.msg === 'request completed') as {
+      req: { method: string; url: string }
+      res: { statusCode: number }
+    }
+    expect(line.req).toEqual({ method: 'GET', url: '(unmatched)' })
+    expect(line.res.statusCode).toBe(404)
+    // (Not the bare year: it can occur in a timestamp or a request id.)
+    expect(raw.join('')).not.toMatch(/Jane-Doe|patients-|1984-07-12|dob=/)
+  })
+
+  it('still shows the route template of a matched route', async () => {
+    await app.inject({ url: `/api/patients/${patientId}`, headers: bearer(nurse.token) })
+    const line = lines.findLast((entry) => entry.msg === 'request completed') as { req: { url: string } }
+    expect(line.req.url).toBe('/api/patients/:id')
+  })
+})
