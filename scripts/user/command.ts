@@ -7,6 +7,7 @@ import { migrateToLatest } from '../../db/migrator.js'
 import { ROLES } from '../../src/access/roles.js'
 import { loadConfig } from '../../src/config.js'
 import { AppError, fromDatabaseError, notFound } from '../../src/errors.js'
+import { revokeUserSessions } from '../../src/identity/sessions.js'
 import { createClient, createClientWithKeys, PUBLIC_HTTPS_ONLY } from '../../src/modules/clients/service.js'
 import { createOrganization, createUser } from '../../src/modules/users/service.js'
 import { systemResolver, type TargetPolicy } from '../../src/outbox/targets.js'
@@ -146,15 +147,20 @@ async function userList(db: Kysely<Database>, options: Options, out: Out) {
   if (users.length === 0) out('No users')
 }
 
+/** Deactivates an account and ends its sessions, as `POST /api/users/{id}/deactivate` does. */
 async function userDeactivate(db: Kysely<Database>, options: Options, out: Out) {
-  const user = await db
-    .updateTable('users')
-    .set({ active: false, updated_at: sql<Date>`now()` })
-    .where((eb) => eb(eb.fn('lower', ['email']), '=', eb.fn('lower', [eb.val(options.email)])))
-    .returning(['id', 'email'])
-    .executeTakeFirst()
+  const user = await db.transaction().execute(async (trx) => {
+    const deactivated = await trx
+      .updateTable('users')
+      .set({ active: false, updated_at: sql<Date>`now()` })
+      .where((eb) => eb(eb.fn('lower', ['email']), '=', eb.fn('lower', [eb.val(options.email)])))
+      .returning(['id', 'email'])
+      .executeTakeFirst()
+    if (deactivated) await revokeUserSessions(trx, deactivated.id, 'DEACTIVATED')
+    return deactivated
+  })
   if (!user) throw notFound(`User ${options.email}`)
-  out(`Deactivated user ${user.id} ${user.email}`)
+  out(`Deactivated user ${user.id} ${user.email} and ended their sessions`)
 }
 
 async function readJwksFile(file: string): Promise<unknown> {

@@ -202,9 +202,21 @@ describe('user script: list and deactivate', () => {
     expect(result.output).toBe(`${user.id}\t${email}\tADMIN,PROVIDER\tactive`)
   })
 
-  it('deactivates a user found by e-mail in any case', async () => {
+  it('deactivates a user found by e-mail in any case, ending their sessions', async () => {
     const { group, email } = await newOrganization()
     await run(...userArgs(group, email))
+    const sessionId = randomUUID()
+    await handle.db
+      .insertInto('sessions')
+      .values({
+        id: sessionId,
+        user_id: (await findUser(email)).id,
+        client_id: 'ehr-api',
+        expires_at: new Date(Date.now() + 3_600_000),
+        revoked_at: null,
+        revoked_reason: null,
+      })
+      .execute()
     const result = await run('deactivate', '--email', email.toUpperCase())
     expect(result.code).toBe(0)
     const after = await handle.db
@@ -213,6 +225,12 @@ describe('user script: list and deactivate', () => {
       .where('email', '=', email)
       .executeTakeFirstOrThrow()
     expect(after).toEqual({ active: false, touched: true })
+    const session = await handle.db
+      .selectFrom('sessions')
+      .select(['revoked_reason'])
+      .where('id', '=', sessionId)
+      .executeTakeFirstOrThrow()
+    expect(session.revoked_reason).toBe('DEACTIVATED')
     expect((await run('list', '--org', group)).output).toMatch(/\tinactive$/)
   })
 
