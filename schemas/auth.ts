@@ -236,5 +236,7 @@ export const AccessTokenClaims = Type.Object({
   scope: Type.Optional(Type.String()),
   /** SMART on FHIR launch context: the patient the token is limited to. */
   patient: Type.Optional(Type.String()),
+  /** The session the token belongs to. */
+  sid: Type.Optional(Type.String()),
 })
 export type AccessTokenClaims = Static<typeof AccessTokenClaims>

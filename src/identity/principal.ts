@@ -23,6 +23,8 @@ export interface Principal {
   scopes: readonly string[]
   /** A SMART launch context: the patient (id) the token was issued for, if any. */
   launchPatient: string | undefined
+  /** The session the token belongs to (`sid`), which signing out or a password change ends. */
+  sessionId: string | undefined
 }
 
 type Account = NonNullable<Awaited<ReturnType<typeof findAccountBySubject>>>
@@ -85,6 +87,7 @@ export function createPrincipalResolver(
       authorities: new Set(roles.map(authorityOf)),
       scopes: claims.scope?.split(' ').filter(Boolean) ?? [],
       launchPatient: claims.patient,
+      sessionId: claims.sid,
     }
   }
 }

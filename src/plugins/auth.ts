@@ -9,6 +9,7 @@ import { type AuthBackend, embeddedBackend, externalBackend } from '../identity/
 import { createProviderClient, discoverProvider, type ProviderClient } from '../identity/external-provider.js'
 import { embeddedKeyResolver, jwksKeyResolver, type KeyResolver } from '../identity/key-resolver.js'
 import { ACCOUNT_CACHE_TTL_MS, createPrincipalResolver, type Principal } from '../identity/principal.js'
+import { RevokedSessions } from '../identity/revoked-sessions.js'
 import {
   ensureSigningKey,
   loadVerificationKeys,
@@ -40,6 +41,9 @@ declare module 'fastify' {
 }
 
 const KNOWN_TOKENS_MAX = 10_000
+// How often revocations made on any instance are read: a revoked session's tokens stop working
+// within this (plus a request's time), documented as 5 s.
+const REVOCATION_POLL_MS = 2000
 
 /** Why a token was refused, for the metrics: a short fixed list, never the token or its claims. */
 function rejectionReason(error: unknown): TokenRejection {
@@ -130,13 +134,27 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
   // A token seen before skips decoding and signature checks until it expires, but is held no longer
   // than the account behind it is cached, so a deactivated account stops working just as soon.
   const knownTokens = new TtlCache<string, Principal>(ACCOUNT_CACHE_TTL_MS, KNOWN_TOKENS_MAX)
+  const revokedSessions = new RevokedSessions(app.db, REVOCATION_POLL_MS, (error) =>
+    app.log.warn({ err: { message: error.message } }, 'reading revoked sessions failed; will retry'),
+  )
+  await revokedSessions.start()
+  app.addHook('onClose', async () => revokedSessions.stop())
+  const ended = (request: FastifyRequest, principal: Principal) => {
+    if (!principal.sessionId || !revokedSessions.has(principal.sessionId)) return principal
+    const error = new AppError(
+      'AUTH_001',
+      'The session of this token has ended (signed out, password changed or account deactivated); sign in again',
+    )
+    failures.set(request, error)
+    throw rejected(request, error)
+  }
   app.decorate('authenticate', async (request: FastifyRequest) => {
     const failure = failures.get(request)
     if (failure) throw failure
     const token = bearerTokenOf(request)
     const known = token && knownTokens.get(token)
     if (known) {
-      request.principal = known
+      request.principal = ended(request, known)
       return known
     }
     let claims: AccessTokenClaims
@@ -155,7 +173,7 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
       throw error instanceof AppError ? rejected(request, error) : error
     }
     if (token) knownTokens.set(token, principal, claims.exp * 1000 - Date.now())
-    request.principal = principal
+    request.principal = ended(request, principal)
     return principal
   })
   const tokenIssuer = signingKey
