@@ -8,7 +8,7 @@ import { clientErrorHandler } from './http/client-errors.js'
 import { serializersOnFirstUse } from './lib/lazy-compile.js'
 import { configuredMailer } from './lib/mailer.js'
 
-import { loadEncryptionKey } from './lib/secret-box.js'
+import { loadEncryptionKey, previousEncryptionKeys } from './lib/secret-box.js'
 import providerScheduleViewRoutes from './modules/appointments/provider-schedule-routes.js'
 import appointmentRoutes from './modules/appointments/routes.js'
 import auditRoutes from './modules/audit/routes.js'
@@ -207,7 +207,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   await app.register(routeConventions)
   await app.register(openapi)
   await app.register(health, { dataDir: config.DATA_DIR })
-  await app.register(encryption, { key: encryptionKey })
+  await app.register(encryption, { key: encryptionKey, previousKeys: previousEncryptionKeys(config) })
   await app.register(conditionalRequests, { requireIfMatch: config.REQUIRE_IF_MATCH })
   await app.register(sync, { key: encryptionKey, tombstoneRetentionDays: config.TOMBSTONE_RETENTION_DAYS })
   const webhookTargets = {

@@ -287,7 +287,14 @@ export const ConfigSchema = Type.Object({
     Type.String({
       pattern: '^[A-Za-z0-9+/]{43}=$',
       description:
-        '32 random bytes, base64 (`openssl rand -base64 32`): encrypts webhook secrets at rest (AES-256-GCM). Unset with the embedded database: generated once into `$DATA_DIR/encryption.key` (mode 0600). **Required with `DATABASE_URL`** (the service refuses to start without it), since every instance must decrypt with the same key. Losing it makes stored secrets unusable',
+        '32 random bytes, base64 (`openssl rand -base64 32`): encrypts the token-signing private keys and webhook secrets at rest (AES-256-GCM). Unset with the embedded database: generated once into `$DATA_DIR/encryption.key` (mode 0600). **Required with `DATABASE_URL`** (the service refuses to start without it), since every instance must decrypt with the same key. Losing it makes stored secrets unusable',
+    }),
+  ),
+  ENCRYPTION_KEY_PREVIOUS: Type.Optional(
+    Type.String({
+      pattern: '^[A-Za-z0-9+/]{43}=$',
+      description:
+        'The key `ENCRYPTION_KEY` replaces, during a key change only: values still sealed with it stay readable while `npm run keys -- reencrypt` moves them to the new key (docs/operations.md, Key and secret rotation). Also usable the other way round, the new key here and the old one still in `ENCRYPTION_KEY`, so that every instance can read the new key before any writes with it. Unset once the re-encryption is done',
     }),
   ),
   REQUIRE_IF_MATCH: Type.Boolean({

@@ -19,6 +19,7 @@ import * as syncTimes from './0017_sync_times.js'
 import * as clientSecretRotation from './0018_client_secret_rotation.js'
 import * as bulkExports from './0019_bulk_exports.js'
 import * as clientAssertionKeys from './0020_client_assertion_keys.js'
+import * as signingKeyEncryption from './0021_signing_key_encryption.js'
 import * as sessionRevocationIndex from './0022_session_revocation_index.js'
 
 /** Every migration, in order. Listed rather than scanned so tsx and compiled JS behave alike. */
@@ -43,5 +44,6 @@ export const migrations: Record<string, Migration> = {
   '0018_client_secret_rotation': clientSecretRotation,
   '0019_bulk_exports': bulkExports,
   '0020_client_assertion_keys': clientAssertionKeys,
+  '0021_signing_key_encryption': signingKeyEncryption,
   '0022_session_revocation_index': sessionRevocationIndex,
 }

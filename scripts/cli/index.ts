@@ -13,7 +13,11 @@ const COMMANDS: Record<string, { main: (argv: string[]) => Promise<number>; summ
   user: { main: userMain, summary: 'organizations, accounts and integration clients (user help)' },
   seed: { main: seedMain, summary: 'a demo practice in the configured database (seed --help)' },
   migrate: { main: migrateMain, summary: 'apply the migrations the database lacks' },
-  keys: { main: keysMain, summary: 'rotate the embedded issuer’s signing key (keys rotate)' },
+  keys: {
+    main: keysMain,
+    summary:
+      'rotate the embedded issuer’s signing key (keys rotate), re-encrypt stored secrets under a new ENCRYPTION_KEY (keys reencrypt)',
+  },
 }
 
 const USAGE = `Usage: node dist/cli.mjs <command> [arguments]

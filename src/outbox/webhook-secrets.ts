@@ -38,3 +38,7 @@ export const sealSigningKey = (box: SecretBox, organizationId: number, key: Buff
 
 export const openSigningKey = (box: SecretBox, organizationId: number, sealed: string) =>
   box.open(sealed, context(organizationId))
+
+/** A sealed secret under the box's current key; undefined when it already is. */
+export const resealSigningKey = (box: SecretBox, organizationId: number, sealed: string) =>
+  box.reseal(sealed, context(organizationId))

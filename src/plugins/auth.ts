@@ -18,6 +18,7 @@ import {
 } from '../identity/signing-keys.js'
 import { createTokenIssuer, type TokenIssuer } from '../identity/token-issuer.js'
 import type { TokenRejection } from '../lib/metrics.js'
+import { loadSecretBox } from '../lib/secret-box.js'
 import { TtlCache } from '../lib/ttl-cache.js'
 
 declare module '@fastify/jwt' {
@@ -73,11 +74,13 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
   let signingKey: SigningKey | undefined
   let provider: ProviderClient | undefined
   if (config.embeddedIssuer) {
-    signingKey = await ensureSigningKey(app.db)
+    // Its own box from the config (this plugin comes before `encryption`): same key, same rule.
+    const secretBox = await loadSecretBox(config)
+    signingKey = await ensureSigningKey(app.db, secretBox)
     resolveKey = embeddedKeyResolver(app.db, await loadVerificationKeys(app.db))
     // Picks up a key rotated by another instance or by `npm run keys -- rotate`.
     const refresh = setInterval(() => {
-      ensureSigningKey(app.db).then(
+      ensureSigningKey(app.db, secretBox).then(
         (key) => {
           signingKey = key
         },

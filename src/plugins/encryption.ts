@@ -9,8 +9,12 @@ declare module 'fastify' {
   }
 }
 
-const encryption: FastifyPluginAsync<{ key: Buffer }> = async (app, { key }) => {
-  app.decorate('secretBox', new SecretBox(key))
+/** `previousKeys`: ENCRYPTION_KEY_PREVIOUS during a key change (previousEncryptionKeys(config)). */
+const encryption: FastifyPluginAsync<{ key: Buffer; previousKeys?: Buffer[] }> = async (
+  app,
+  { key, previousKeys = [] },
+) => {
+  app.decorate('secretBox', new SecretBox(key, previousKeys))
 }
 
 export default fp(encryption, { name: 'encryption' })

@@ -3,6 +3,7 @@ import { decodeJwt, decodeProtectedHeader, importPKCS8, jwtVerify, SignJWT, Unse
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
 import { ERRORS } from '../../src/errors.js'
+import { openPrivateKey } from '../../src/identity/signing-keys.js'
 import { buildTestApp } from '../helpers/app.js'
 import { bearer, newOrganization, TEST_PASSWORD, type TestUser, tokenFor } from '../helpers/factories.js'
 
@@ -11,12 +12,14 @@ let signingKey: { kid: string; private_key: string; public_key: string }
 
 beforeAll(async () => {
   app = await buildTestApp()
-  signingKey = await app.db
+  const row = await app.db
     .selectFrom('signing_keys')
-    .select(['kid', 'private_key', 'public_key'])
+    .select(['kid', 'private_key_sealed', 'public_key'])
     .where('retired_at', 'is', null)
     .orderBy('created_at', 'desc')
     .executeTakeFirstOrThrow()
+  const privateKey = openPrivateKey(app.secretBox, row.kid, row.private_key_sealed as string)
+  signingKey = { kid: row.kid, private_key: privateKey, public_key: row.public_key }
 })
 afterAll(async () => {
   await app.close()

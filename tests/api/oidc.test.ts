@@ -66,7 +66,7 @@ describe('discovery and keys', () => {
     })
     expect(payload.sub).toBe(user.subject)
 
-    const newKid = await rotateSigningKey(app.db)
+    const newKid = await rotateSigningKey(app.db, app.secretBox)
     const after = (await app.inject({ url: `${realm}/certs` })).json()
     const kids = after.keys.map((key: { kid: string }) => key.kid)
     expect(kids).toContain(newKid)

@@ -98,7 +98,7 @@ describe('signing key rotation', () => {
     const oldKid = (
       JSON.parse(Buffer.from(before.token.split('.')[0] as string, 'base64url').toString()) as { kid: string }
     ).kid
-    const newKid = await rotateSigningKey(app.db)
+    const newKid = await rotateSigningKey(app.db, app.secretBox)
     expect(newKid).not.toBe(oldKid)
     expect((await app.inject({ url: '/api/auth/me', headers: bearer(before.token) })).statusCode).toBe(200)
   })

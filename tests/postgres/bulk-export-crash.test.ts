@@ -100,7 +100,7 @@ describe('a bulk export whose process is killed with SIGKILL', () => {
         .where('id', '=', id)
         .executeTakeFirstOrThrow()
       return row.status === 'completed'
-    }, 60_000)
+    }, 120_000)
     expect(await stopServer(second)).toBe(0)
 
     const manifest = (
@@ -120,5 +120,5 @@ describe('a bulk export whose process is killed with SIGKILL', () => {
     }
     expect(manifest.output.length).toBeGreaterThan(3)
     expect(exported).toEqual(patients)
-  }, 120_000)
+  }, 240_000)
 })
