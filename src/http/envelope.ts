@@ -6,9 +6,6 @@ import type { AppError } from '../errors.js'
 /** A successful envelope; its `data` is checked against the route's response schema. */
 export const ok = <T>(message: string, data: T) => ({ success: true as const, message, data })
 
-/** An answer that did not do what was asked, yet is no error (e.g. a sign-in waiting for a password change). */
-export const declined = <T>(message: string, data: T) => ({ success: false as const, message, data })
-
 /** The error envelope of an AppError. */
 export const errorBody = (error: AppError): ErrorEnvelope => ({
   success: false,
