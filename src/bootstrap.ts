@@ -64,7 +64,10 @@ export function firstStartBanner(config: Config, result: BootstrapResult, seedHi
       `  Explorer  ${url}/swagger-ui.html`,
       `  Metrics   ${url}/actuator/prometheus`,
     )
-    if (seedHint) lines.push('  Demo data: stop the server, run `npm run seed`, start again.')
+    if (seedHint)
+      lines.push(
+        '  Demo data: stop the server, run `npm run seed` (in the image: `node dist/cli.mjs seed`), start again.',
+      )
   }
   return `\n${lines.join('\n')}\n\n`
 }
