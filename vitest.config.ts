@@ -18,6 +18,10 @@ if (spawnSync('promtool', ['--version']).status === 0) include.push('tests/promt
 // they are collected only where there is one, as CI installs it, and in the embedded pass only:
 // what they check does not depend on the database, and a browser is the slowest thing we start.
 if (findChromium() && !process.env.TEST_DATABASE_URL) include.push('tests/browser/**/*.test.ts')
+// Tests under tests/contract-tools check the document with independent tools (client generators,
+// the Prism proxy); what they check does not depend on the database, so they run in the embedded
+// pass only.
+if (!process.env.TEST_DATABASE_URL) include.push('tests/contract-tools/**/*.test.ts')
 
 export default defineConfig({
   test: {

@@ -5,8 +5,10 @@ import {
   Id,
   ListQuery,
   MergePatch,
+  Named,
   Nullable,
   Page,
+  StringEnum,
   Text,
   TimeOfDay,
   Timestamp,
@@ -51,12 +53,9 @@ const transitionText = Object.entries(APPOINTMENT_TRANSITIONS)
   .map(([from, to]) => (to.length > 0 ? `${from} → ${to.join(' | ')}` : `${from} is final`))
   .join('; ')
 
-const AppointmentStatus = Type.Union(
-  APPOINTMENT_STATUSES.map((s) => Type.Literal(s)),
-  {
-    description: `Lifecycle: ${transitionText}. Any other change is 409. CANCELLED and NO_SHOW free the time for new bookings. Only SCHEDULED and CONFIRMED appointments can be rescheduled.`,
-  },
-)
+const AppointmentStatus = StringEnum(APPOINTMENT_STATUSES, {
+  description: `Lifecycle: ${transitionText}. Any other change is 409. CANCELLED and NO_SHOW free the time for new bookings. Only SCHEDULED and CONFIRMED appointments can be rescheduled.`,
+})
 
 export const APPOINTMENT_TYPES = [
   'OFFICE_VISIT',
@@ -67,18 +66,10 @@ export const APPOINTMENT_TYPES = [
   'CONSULTATION',
   'PROCEDURE',
 ] as const
-export const VisitType = (options: { description?: string } = {}) =>
-  Type.Union(
-    APPOINTMENT_TYPES.map((t) => Type.Literal(t)),
-    options,
-  )
+export const VisitType = (options: { description?: string } = {}) => StringEnum(APPOINTMENT_TYPES, options)
 
 export const PRIORITIES = ['ROUTINE', 'URGENT'] as const
-const Priority = (options: { description?: string } = {}) =>
-  Type.Union(
-    PRIORITIES.map((p) => Type.Literal(p)),
-    options,
-  )
+const Priority = (options: { description?: string } = {}) => StringEnum(PRIORITIES, options)
 
 const Duration = (description: string) =>
   Type.Integer({ minimum: 15, maximum: 120, description, examples: [30] })
@@ -91,103 +82,118 @@ const AppointmentTime = TimeOfDay({
 const TIME_RULES =
   '`appointmentDate` and `appointmentTime` are wall-clock values in the provider’s time zone. A time the clocks skip on a daylight-saving change day (e.g. 02:30 in America/New_York on the March change day) is 422; a time that occurs twice (clocks set back) means its first occurrence, the earlier instant. The appointment must lie within the provider’s working hours on that date, must not start in the past, and must not overlap another appointment of the provider that holds its time (409 RES_002, guaranteed by the database under concurrent bookings). Bookings need not follow the slot grid.'
 
-export const CreateAppointmentBody = Type.Object(
-  {
-    patientId: Id,
-    providerId: Id,
-    appointmentDate: DateString,
-    appointmentTime: AppointmentTime,
-    duration: Type.Optional(Duration(DURATION)),
-    appointmentType: Type.Optional(VisitType({ description: 'Defaults to OFFICE_VISIT' })),
-    priority: Type.Optional(Priority({ description: 'Defaults to ROUTINE' })),
-    reason: Optional(Text(500, { description: 'Reason for the visit' })),
-    notes: Optional(Text(2000)),
-  },
-  {
-    ...strict,
-    description: `A new appointment, status SCHEDULED. Patient and provider must belong to the caller’s organization and the provider must be active. ${TIME_RULES}`,
-    examples: [
-      {
-        patientId: 1,
-        providerId: 1,
-        appointmentDate: '2030-05-14',
-        appointmentTime: '09:30:00',
-        appointmentType: 'FOLLOW_UP',
-        reason: 'Blood pressure check',
-      },
-    ],
-  },
+export const CreateAppointmentBody = Named(
+  'AppointmentCreate',
+  Type.Object(
+    {
+      patientId: Id,
+      providerId: Id,
+      appointmentDate: DateString,
+      appointmentTime: AppointmentTime,
+      duration: Type.Optional(Duration(DURATION)),
+      appointmentType: Type.Optional(VisitType({ description: 'Defaults to OFFICE_VISIT' })),
+      priority: Type.Optional(Priority({ description: 'Defaults to ROUTINE' })),
+      reason: Optional(Text(500, { description: 'Reason for the visit' })),
+      notes: Optional(Text(2000)),
+    },
+    {
+      ...strict,
+      description: `A new appointment, status SCHEDULED. Patient and provider must belong to the caller’s organization and the provider must be active. ${TIME_RULES}`,
+      examples: [
+        {
+          patientId: 1,
+          providerId: 1,
+          appointmentDate: '2030-05-14',
+          appointmentTime: '09:30:00',
+          appointmentType: 'FOLLOW_UP',
+          reason: 'Blood pressure check',
+        },
+      ],
+    },
+  ),
 )
 export type CreateAppointmentBody = Static<typeof CreateAppointmentBody>
 
-export const UpdateAppointmentBody = Type.Object(
-  {
-    providerId: Type.Optional(Id),
-    appointmentDate: Type.Optional(DateString),
-    appointmentTime: Type.Optional(AppointmentTime),
-    duration: Type.Optional(Duration(DURATION)),
-    appointmentType: Type.Optional(VisitType()),
-    priority: Type.Optional(Priority()),
-    reason: Optional(Text(500)),
-    notes: Optional(Text(2000)),
-    status: Type.Optional(AppointmentStatus),
-  },
-  {
-    ...strict,
-    minProperties: 1,
-    examples: [{ appointmentDate: '2030-05-15', appointmentTime: '10:00:00' }, { status: 'CONFIRMED' }],
-    description: `Changes the fields given; the others keep their values (null clears reason or notes). The patient cannot change. A new provider, date, time or duration reschedules: allowed while SCHEDULED or CONFIRMED, with the same checks as a booking. ${TIME_RULES} A new \`status\` must follow the lifecycle; to cancel, use POST /api/appointments/{id}/cancel.`,
-  },
+export const UpdateAppointmentBody = Named(
+  'AppointmentUpdate',
+  Type.Object(
+    {
+      providerId: Type.Optional(Id),
+      appointmentDate: Type.Optional(DateString),
+      appointmentTime: Type.Optional(AppointmentTime),
+      duration: Type.Optional(Duration(DURATION)),
+      appointmentType: Type.Optional(VisitType()),
+      priority: Type.Optional(Priority()),
+      reason: Optional(Text(500)),
+      notes: Optional(Text(2000)),
+      status: Type.Optional(AppointmentStatus),
+    },
+    {
+      ...strict,
+      minProperties: 1,
+      examples: [{ appointmentDate: '2030-05-15', appointmentTime: '10:00:00' }, { status: 'CONFIRMED' }],
+      description: `Changes the fields given; the others keep their values (null clears reason or notes). The patient cannot change. A new provider, date, time or duration reschedules: allowed while SCHEDULED or CONFIRMED, with the same checks as a booking. ${TIME_RULES} A new \`status\` must follow the lifecycle; to cancel, use POST /api/appointments/{id}/cancel.`,
+    },
+  ),
 )
 export type UpdateAppointmentBody = Static<typeof UpdateAppointmentBody>
 
-export const PatchAppointmentBody = MergePatch(UpdateAppointmentBody, {
-  description:
-    'A JSON Merge Patch (RFC 7396) of the appointment: only the members sent change, `null` removes `reason` or `notes` (on any other member it is 422: those can be changed, not removed). Rescheduling and status rules are those of PUT; the merged appointment must pass the same checks (422). Read-only members (`id`, `version`, `patientId`, …) are refused.',
-  examples: [{ notes: 'Bring the glucose diary', reason: null }],
-})
+export const PatchAppointmentBody = Named(
+  'AppointmentPatch',
+  MergePatch(UpdateAppointmentBody, {
+    description:
+      'A JSON Merge Patch (RFC 7396) of the appointment: only the members sent change, `null` removes `reason` or `notes` (on any other member it is 422: those can be changed, not removed). Rescheduling and status rules are those of PUT; the merged appointment must pass the same checks (422). Read-only members (`id`, `version`, `patientId`, …) are refused.',
+    examples: [{ notes: 'Bring the glucose diary', reason: null }],
+  }),
+)
 export type PatchAppointmentBody = Static<typeof PatchAppointmentBody>
 
-export const CancelAppointmentBody = Type.Object(
-  {
-    reason: Type.Optional(Text(500)),
-    notifyPatient: Type.Optional(
-      Type.Boolean({
-        description:
-          'Default true. Passed on in the appointment.cancelled event for the integration that informs patients; the service sends no messages itself.',
-      }),
-    ),
-  },
-  {
-    ...strict,
-    description:
-      'Cancels a SCHEDULED or CONFIRMED appointment and frees its time; any other status is 409. The body may be empty.',
-    examples: [{ reason: 'Patient called to cancel', notifyPatient: false }],
-  },
+export const CancelAppointmentBody = Named(
+  'AppointmentCancel',
+  Type.Object(
+    {
+      reason: Type.Optional(Text(500)),
+      notifyPatient: Type.Optional(
+        Type.Boolean({
+          description:
+            'Default true. Passed on in the appointment.cancelled event for the integration that informs patients; the service sends no messages itself.',
+        }),
+      ),
+    },
+    {
+      ...strict,
+      description:
+        'Cancels a SCHEDULED or CONFIRMED appointment and frees its time; any other status is 409. The body may be empty.',
+      examples: [{ reason: 'Patient called to cancel', notifyPatient: false }],
+    },
+  ),
 )
 export type CancelAppointmentBody = Static<typeof CancelAppointmentBody>
 
-export const Appointment = Type.Object({
-  id: Id,
-  patientId: Id,
-  providerId: Id,
-  appointmentDate: DateString,
-  appointmentTime: Type.String({ description: 'HH:MM:SS as booked, in timeZone' }),
-  timeZone: Type.String({ description: 'The provider’s time zone when the appointment was booked' }),
-  startsAt: Timestamp,
-  endsAt: Timestamp,
-  duration: Type.Integer({ description: 'Minutes' }),
-  appointmentType: VisitType(),
-  priority: Priority(),
-  reason: Nullable(Type.String()),
-  notes: Nullable(Type.String()),
-  status: AppointmentStatus,
-  cancellationReason: Nullable(Type.String()),
-  cancelledAt: Nullable(Timestamp),
-  createdAt: Timestamp,
-  updatedAt: Timestamp,
-  version: Version,
-})
+export const Appointment = Named(
+  'Appointment',
+  Type.Object({
+    id: Id,
+    patientId: Id,
+    providerId: Id,
+    appointmentDate: DateString,
+    appointmentTime: Type.String({ description: 'HH:MM:SS as booked, in timeZone' }),
+    timeZone: Type.String({ description: 'The provider’s time zone when the appointment was booked' }),
+    startsAt: Timestamp,
+    endsAt: Timestamp,
+    duration: Type.Integer({ description: 'Minutes' }),
+    appointmentType: VisitType(),
+    priority: Priority(),
+    reason: Nullable(Type.String()),
+    notes: Nullable(Type.String()),
+    status: AppointmentStatus,
+    cancellationReason: Nullable(Type.String()),
+    cancelledAt: Nullable(Timestamp),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+    version: Version,
+  }),
+)
 export type Appointment = Static<typeof Appointment>
 
 export const APPOINTMENT_SORT_FIELDS = ['appointmentDate', 'status', 'createdAt', 'updatedAt'] as const
@@ -220,15 +226,18 @@ export const AvailableSlotsQuery = Type.Object(
 )
 export type AvailableSlotsQuery = Static<typeof AvailableSlotsQuery>
 
-export const AvailableSlot = Type.Object({
-  startTime: Type.String({ description: 'HH:MM:SS in the provider’s time zone; book with this time' }),
-  endTime: Type.String({ description: 'HH:MM:SS in the provider’s time zone; 24:00:00 is midnight' }),
-  startsAt: Timestamp,
-  endsAt: Timestamp,
-  available: Type.Boolean({
-    description: 'false when the slot has started or overlaps an appointment that holds its time',
+export const AvailableSlot = Named(
+  'AvailableSlot',
+  Type.Object({
+    startTime: Type.String({ description: 'HH:MM:SS in the provider’s time zone; book with this time' }),
+    endTime: Type.String({ description: 'HH:MM:SS in the provider’s time zone; 24:00:00 is midnight' }),
+    startsAt: Timestamp,
+    endsAt: Timestamp,
+    available: Type.Boolean({
+      description: 'false when the slot has started or overlaps an appointment that holds its time',
+    }),
   }),
-})
+)
 export type AvailableSlot = Static<typeof AvailableSlot>
 
 export const AppointmentEnvelope = Envelope(Appointment)

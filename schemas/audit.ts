@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox'
-import { Envelope, Id, ListQuery, Nullable, Page, Timestamp } from './common.js'
+import { Envelope, Id, ListQuery, Named, Nullable, Page, StringEnum, Timestamp } from './common.js'
 
 const IdOf = (description: string) => Type.Integer({ minimum: 1, maximum: 2_147_483_647, description })
 const TimeBound = (description: string) => Type.String({ format: 'date-time', description })
@@ -44,11 +44,7 @@ export type AuditResource = (typeof AUDIT_RESOURCES)[number]
 
 export const AUDIT_OUTCOMES = ['SUCCESS', 'DENIED', 'NOT_FOUND', 'REJECTED', 'ERROR'] as const
 
-const literals = (values: readonly string[], description: string) =>
-  Type.Union(
-    values.map((value) => Type.Literal(value)),
-    { description },
-  )
+const literals = (values: readonly string[], description: string) => StringEnum(values, { description })
 
 const AuditActionSchema = literals(AUDIT_ACTIONS, 'What the call did')
 const AuditResourceSchema = literals(AUDIT_RESOURCES, 'The kind of record the call touched')
@@ -57,22 +53,26 @@ const AuditOutcome = literals(
   'SUCCESS (2xx/3xx), DENIED (401, 403), NOT_FOUND (404), REJECTED (other 4xx), ERROR (5xx)',
 )
 
-export const AuditEvent = Type.Object({
-  id: Type.Integer({ minimum: 1, description: 'Identifier of the audit record' }),
-  occurredAt: Timestamp,
-  recordedAt: Type.String({
-    format: 'date-time',
-    description: 'When the record was written (records are written in batches); sync pages are ordered by it',
+export const AuditEvent = Named(
+  'AuditEvent',
+  Type.Object({
+    id: Type.Integer({ minimum: 1, description: 'Identifier of the audit record' }),
+    occurredAt: Timestamp,
+    recordedAt: Type.String({
+      format: 'date-time',
+      description:
+        'When the record was written (records are written in batches); sync pages are ordered by it',
+    }),
+    userId: Nullable(Id),
+    action: AuditActionSchema,
+    resourceType: AuditResourceSchema,
+    resourceIds: Type.Array(Id, { description: 'Ids of the records returned or changed' }),
+    patientId: Nullable(IdOf('The patient named in the call’s path, body or query')),
+    outcome: AuditOutcome,
+    statusCode: Type.Integer({ minimum: 100, maximum: 599 }),
+    requestId: Type.String({ description: 'The X-Request-Id of the call' }),
   }),
-  userId: Nullable(Id),
-  action: AuditActionSchema,
-  resourceType: AuditResourceSchema,
-  resourceIds: Type.Array(Id, { description: 'Ids of the records returned or changed' }),
-  patientId: Nullable(IdOf('The patient named in the call’s path, body or query')),
-  outcome: AuditOutcome,
-  statusCode: Type.Integer({ minimum: 100, maximum: 599 }),
-  requestId: Type.String({ description: 'The X-Request-Id of the call' }),
-})
+)
 export type AuditEvent = Static<typeof AuditEvent>
 
 export const AUDIT_EVENT_SORT_FIELDS = ['occurredAt'] as const

@@ -1,42 +1,54 @@
 import { type Static, Type } from '@sinclair/typebox'
-import { Email, Envelope, ErrorEnvelope } from './common.js'
+import { Email, Empty, Envelope, ErrorEnvelope, Named } from './common.js'
 
-export const LoginBody = Type.Object(
-  {
-    username: Type.String({ minLength: 1, maxLength: 254, description: 'The account e-mail address' }),
-    password: Type.String({ minLength: 1, maxLength: 1024 }),
-  },
-  {
-    additionalProperties: false,
-    examples: [{ username: 'admin@example.com', password: 'correct horse battery staple' }],
-  },
+export const LoginBody = Named(
+  'LoginRequest',
+  Type.Object(
+    {
+      username: Type.String({ minLength: 1, maxLength: 254, description: 'The account e-mail address' }),
+      password: Type.String({ minLength: 1, maxLength: 1024 }),
+    },
+    {
+      additionalProperties: false,
+      examples: [{ username: 'admin@example.com', password: 'correct horse battery staple' }],
+    },
+  ),
 )
 export type LoginBody = Static<typeof LoginBody>
 
-export const LoginUser = Type.Object({
-  id: Type.Integer(),
-  email: Type.String(),
-  firstName: Type.String(),
-  lastName: Type.String(),
-  role: Type.String({ description: 'The primary (first) role of the user, e.g. PROVIDER' }),
-})
+export const LoginUser = Named(
+  'LoginUser',
+  Type.Object({
+    id: Type.Integer(),
+    email: Type.String(),
+    firstName: Type.String(),
+    lastName: Type.String(),
+    role: Type.String({ description: 'The primary (first) role of the user, e.g. PROVIDER' }),
+  }),
+)
 
-export const LoginResult = Type.Object({
-  token: Type.String({ description: 'RS256 JWT access token' }),
-  refreshToken: Type.String({ description: 'Opaque refresh token, valid 86400 seconds' }),
-  expiresIn: Type.Integer({ description: 'Access token lifetime in seconds (3600)' }),
-  user: LoginUser,
-})
+export const LoginResult = Named(
+  'LoginResult',
+  Type.Object({
+    token: Type.String({ description: 'RS256 JWT access token' }),
+    refreshToken: Type.String({ description: 'Opaque refresh token, valid 86400 seconds' }),
+    expiresIn: Type.Integer({ description: 'Access token lifetime in seconds (3600)' }),
+    user: LoginUser,
+  }),
+)
 export type LoginResult = Static<typeof LoginResult>
 export const LoginEnvelope = Envelope(LoginResult)
 
 /** Variant A of the specification: the flat, OAuth-style token response. */
-export const FlatLoginResponse = Type.Object({
-  access_token: Type.String(),
-  refresh_token: Type.String(),
-  expires_in: Type.Integer({ description: 'Access token lifetime in seconds (3600)' }),
-  token_type: Type.Literal('Bearer'),
-})
+export const FlatLoginResponse = Named(
+  'FlatLoginResponse',
+  Type.Object({
+    access_token: Type.String(),
+    refresh_token: Type.String(),
+    expires_in: Type.Integer({ description: 'Access token lifetime in seconds (3600)' }),
+    token_type: Type.Literal('Bearer'),
+  }),
+)
 export type FlatLoginResponse = Static<typeof FlatLoginResponse>
 
 /**
@@ -45,34 +57,37 @@ export type FlatLoginResponse = Static<typeof FlatLoginResponse>
  * branch of every generated client), and this one `data` member is the machine-readable next step,
  * which a client that ignores it loses nothing by: `error.code` says the same.
  */
-export const SignInRefused = Type.Object(
-  {
-    ...ErrorEnvelope.properties,
-    data: Type.Optional(
-      Type.Object(
-        { requiresPasswordChange: Type.Literal(true) },
-        {
-          description:
-            'With AUTH_004 only: the password is temporary. Call POST /api/auth/change-password with `username`, `currentPassword` and `newPassword` (no token needed), then sign in again',
-        },
+export const SignInRefused = Named(
+  'SignInRefused',
+  Type.Object(
+    {
+      ...ErrorEnvelope.properties,
+      data: Type.Optional(
+        Type.Object(
+          { requiresPasswordChange: Type.Literal(true) },
+          {
+            description:
+              'With AUTH_004 only: the password is temporary. Call POST /api/auth/change-password with `username`, `currentPassword` and `newPassword` (no token needed), then sign in again',
+          },
+        ),
       ),
-    ),
-  },
-  {
-    description:
-      'AUTH_004: the password is correct but temporary, so no tokens; `data.requiresPasswordChange` is true. AUTH_003 (external identity provider only): the token’s groups match no organization; no `data`',
-    examples: [
-      {
-        success: false,
-        message: 'Password change required',
-        error: {
-          code: 'AUTH_004',
-          details: 'The password is temporary and must be changed before signing in',
+    },
+    {
+      description:
+        'AUTH_004: the password is correct but temporary, so no tokens; `data.requiresPasswordChange` is true. AUTH_003 (external identity provider only): the token’s groups match no organization; no `data`',
+      examples: [
+        {
+          success: false,
+          message: 'Password change required',
+          error: {
+            code: 'AUTH_004',
+            details: 'The password is temporary and must be changed before signing in',
+          },
+          data: { requiresPasswordChange: true },
         },
-        data: { requiresPasswordChange: true },
-      },
-    ],
-  },
+      ],
+    },
+  ),
 )
 export type SignInRefused = Static<typeof SignInRefused>
 
@@ -83,66 +98,83 @@ const RefreshTokenFields = {
   ),
 }
 
-export const RefreshBody = Type.Object(RefreshTokenFields, {
-  additionalProperties: false,
-  description: 'The refresh token, as `refresh_token` or `refreshToken`',
-  examples: [{ refresh_token: '<refresh token>' }],
-})
+export const RefreshBody = Named(
+  'RefreshRequest',
+  Type.Object(RefreshTokenFields, {
+    additionalProperties: false,
+    description: 'The refresh token, as `refresh_token` or `refreshToken`',
+    examples: [{ refresh_token: '<refresh token>' }],
+  }),
+)
 export type RefreshBody = Static<typeof RefreshBody>
 
-export const LogoutBody = Type.Object(RefreshTokenFields, {
-  additionalProperties: false,
-  description: 'The refresh token of the session to end, as `refresh_token` or `refreshToken`',
-  examples: [{ refresh_token: '<refresh token>' }],
-})
+export const LogoutBody = Named(
+  'LogoutRequest',
+  Type.Object(RefreshTokenFields, {
+    additionalProperties: false,
+    description: 'The refresh token of the session to end, as `refresh_token` or `refreshToken`',
+    examples: [{ refresh_token: '<refresh token>' }],
+  }),
+)
 export type LogoutBody = Static<typeof LogoutBody>
 
-export const IdpLoginBody = Type.Object(
-  {
-    username: Type.Optional(Type.String({ minLength: 1, maxLength: 254 })),
-    password: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
-    code: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 4096, description: 'Authorization code from the provider' }),
-    ),
-    redirectUri: Type.Optional(
-      Type.String({
-        format: 'uri',
-        maxLength: 2048,
-        description: 'The redirect URI the code was issued for',
-      }),
-    ),
-    codeVerifier: Type.Optional(
-      Type.String({ minLength: 43, maxLength: 128, description: 'PKCE code verifier' }),
-    ),
-  },
-  {
-    additionalProperties: false,
-    description:
-      'Either `username` and `password` (the provider checks them), or `code` and `redirectUri` (+ `codeVerifier` with PKCE)',
-    examples: [
-      {
-        code: '<authorization code>',
-        redirectUri: 'https://app.example/callback',
-        codeVerifier: 'dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk',
-      },
-    ],
-  },
+export const IdpLoginBody = Named(
+  'IdpLoginRequest',
+  Type.Object(
+    {
+      username: Type.Optional(Type.String({ minLength: 1, maxLength: 254 })),
+      password: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
+      code: Type.Optional(
+        Type.String({ minLength: 1, maxLength: 4096, description: 'Authorization code from the provider' }),
+      ),
+      redirectUri: Type.Optional(
+        Type.String({
+          format: 'uri',
+          maxLength: 2048,
+          description: 'The redirect URI the code was issued for',
+        }),
+      ),
+      codeVerifier: Type.Optional(
+        Type.String({ minLength: 43, maxLength: 128, description: 'PKCE code verifier' }),
+      ),
+    },
+    {
+      additionalProperties: false,
+      description:
+        'Either `username` and `password` (the provider checks them), or `code` and `redirectUri` (+ `codeVerifier` with PKCE)',
+      examples: [
+        {
+          code: '<authorization code>',
+          redirectUri: 'https://app.example/callback',
+          codeVerifier: 'dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk',
+        },
+      ],
+    },
+  ),
 )
 export type IdpLoginBody = Static<typeof IdpLoginBody>
 
-export const RefreshResult = Type.Object({
-  token: Type.String(),
-  refreshToken: Type.String({ description: 'The replacement refresh token; the one sent no longer works' }),
-  expiresIn: Type.Integer(),
-})
+export const RefreshResult = Named(
+  'RefreshResult',
+  Type.Object({
+    token: Type.String(),
+    refreshToken: Type.String({ description: 'The replacement refresh token; the one sent no longer works' }),
+    expiresIn: Type.Integer(),
+  }),
+)
 export const RefreshEnvelope = Envelope(RefreshResult)
 
-export const FlatRefreshResponse = Type.Object({
-  access_token: Type.String(),
-  expires_in: Type.Integer(),
-  refresh_token: Type.String({ description: 'The replacement refresh token; the one sent no longer works' }),
-  token_type: Type.Literal('Bearer'),
-})
+export const FlatRefreshResponse = Named(
+  'FlatRefreshResponse',
+  Type.Object({
+    access_token: Type.String(),
+    expires_in: Type.Integer(),
+    refresh_token: Type.String({
+      description: 'The replacement refresh token; the one sent no longer works',
+    }),
+    token_type: Type.Literal('Bearer'),
+  }),
+)
 
 export const PASSWORD_MIN_LENGTH = 12
 export const PASSWORD_MAX_LENGTH = 1024
@@ -155,65 +187,79 @@ const NewPassword = Type.String({
   description: `The new password. ${PASSWORD_POLICY}`,
 })
 
-export const ForgotPasswordBody = Type.Object(
-  { email: Email },
-  { additionalProperties: false, examples: [{ email: 'ann.lee@example.com' }] },
+export const ForgotPasswordBody = Named(
+  'ForgotPasswordRequest',
+  Type.Object(
+    { email: Email },
+    { additionalProperties: false, examples: [{ email: 'ann.lee@example.com' }] },
+  ),
 )
 export type ForgotPasswordBody = Static<typeof ForgotPasswordBody>
 
-export const ResetPasswordBody = Type.Object(
-  {
-    token: Type.String({
-      minLength: 1,
-      maxLength: 512,
-      description: 'The `token` parameter of the link in the reset mail',
-    }),
-    newPassword: NewPassword,
-  },
-  {
-    additionalProperties: false,
-    examples: [{ token: '<token from the mailed link>', newPassword: 'a long and new passphrase' }],
-  },
+export const ResetPasswordBody = Named(
+  'ResetPasswordRequest',
+  Type.Object(
+    {
+      token: Type.String({
+        minLength: 1,
+        maxLength: 512,
+        description: 'The `token` parameter of the link in the reset mail',
+      }),
+      newPassword: NewPassword,
+    },
+    {
+      additionalProperties: false,
+      examples: [{ token: '<token from the mailed link>', newPassword: 'a long and new passphrase' }],
+    },
+  ),
 )
 export type ResetPasswordBody = Static<typeof ResetPasswordBody>
 
-export const ChangePasswordBody = Type.Object(
-  {
-    username: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: 254,
-        description:
-          'The account e-mail address. Required without a bearer token; with one, it may be left out and must otherwise name the same account',
-      }),
-    ),
-    currentPassword: Type.String({ minLength: 1, maxLength: PASSWORD_MAX_LENGTH }),
-    newPassword: NewPassword,
-  },
-  {
-    additionalProperties: false,
-    examples: [
-      {
-        username: 'ann.lee@example.com',
-        currentPassword: '<temporary password>',
-        newPassword: 'a long and new passphrase',
-      },
-    ],
-  },
+export const ChangePasswordBody = Named(
+  'ChangePasswordRequest',
+  Type.Object(
+    {
+      username: Type.Optional(
+        Type.String({
+          minLength: 1,
+          maxLength: 254,
+          description:
+            'The account e-mail address. Required without a bearer token; with one, it may be left out and must otherwise name the same account',
+        }),
+      ),
+      currentPassword: Type.String({ minLength: 1, maxLength: PASSWORD_MAX_LENGTH }),
+      newPassword: NewPassword,
+    },
+    {
+      additionalProperties: false,
+      examples: [
+        {
+          username: 'ann.lee@example.com',
+          currentPassword: '<temporary password>',
+          newPassword: 'a long and new passphrase',
+        },
+      ],
+    },
+  ),
 )
 export type ChangePasswordBody = Static<typeof ChangePasswordBody>
 
 /** Answer of the password operations: the message says what happened, `data` is empty. */
-export const PasswordEnvelope = Envelope(Type.Object({}))
+export const PasswordEnvelope = Envelope(Empty)
 
-export const CurrentUser = Type.Object({
-  id: Type.String({ description: 'The user id (the numeric id, as a string)' }),
-  email: Type.String(),
-  firstName: Type.String(),
-  lastName: Type.String(),
-  roles: Type.Array(Type.String(), { description: 'Realm roles of the access token, e.g. PROVIDER, ADMIN' }),
-  organizationId: Type.Integer(),
-})
+export const CurrentUser = Named(
+  'CurrentUser',
+  Type.Object({
+    id: Type.String({ description: 'The user id (the numeric id, as a string)' }),
+    email: Type.String(),
+    firstName: Type.String(),
+    lastName: Type.String(),
+    roles: Type.Array(Type.String(), {
+      description: 'Realm roles of the access token, e.g. PROVIDER, ADMIN',
+    }),
+    organizationId: Type.Integer(),
+  }),
+)
 export type CurrentUser = Static<typeof CurrentUser>
 export const CurrentUserEnvelope = Envelope(CurrentUser)
 

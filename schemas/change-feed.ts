@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox'
-import { Envelope, Timestamp } from './common.js'
+import { Envelope, Named, Timestamp } from './common.js'
 import { EVENT_NAMES, type EventName } from './events.js'
 
 export const FEED_LIMIT_DEFAULT = 100
@@ -58,41 +58,47 @@ export const ChangeFeedQuery = Type.Object(
 )
 export type ChangeFeedQuery = Static<typeof ChangeFeedQuery>
 
-export const FeedEvent = Type.Object(
-  {
-    position: FeedPosition,
-    event: Type.Unsafe<EventName>({
-      type: 'string',
-      enum: [...EVENT_NAMES],
-      description: 'The event name, as in the webhook body',
-    }),
-    timestamp: Timestamp,
-    data: Type.Object(
-      {},
-      {
-        additionalProperties: true,
-        description:
-          'The event’s data, exactly as webhooks carry it; each event’s shape is in the `webhooks` section of this document',
-      },
-    ),
-  },
-  {
-    description:
-      'One event: the webhook body (`event`, `timestamp`, `data`) and its own position, to resume just after it',
-  },
+export const FeedEvent = Named(
+  'ChangeEvent',
+  Type.Object(
+    {
+      position: FeedPosition,
+      event: Type.Unsafe<EventName>({
+        type: 'string',
+        enum: [...EVENT_NAMES],
+        description: 'The event name, as in the webhook body',
+      }),
+      timestamp: Timestamp,
+      data: Type.Object(
+        {},
+        {
+          additionalProperties: true,
+          description:
+            'The event’s data, exactly as webhooks carry it; each event’s shape is in the `webhooks` section of this document',
+        },
+      ),
+    },
+    {
+      description:
+        'One event: the webhook body (`event`, `timestamp`, `data`) and its own position, to resume just after it',
+    },
+  ),
 )
 export type FeedEvent = Static<typeof FeedEvent>
 
-export const ChangeFeed = Type.Object({
-  events: Type.Array(FeedEvent, { description: 'In feed order; empty when nothing is available yet' }),
-  position: Position(
-    'Send as `after` next time. Opaque. When the answer is full, the last event’s position; when it is not, it may lie past the last event (even with no events at all): every event before it has been read.',
-  ),
-  caughtUp: Type.Boolean({
-    description:
-      'true: every event available right now has been returned; read again later or with `wait`. false: more are available at once.',
+export const ChangeFeed = Named(
+  'ChangeFeed',
+  Type.Object({
+    events: Type.Array(FeedEvent, { description: 'In feed order; empty when nothing is available yet' }),
+    position: Position(
+      'Send as `after` next time. Opaque. When the answer is full, the last event’s position; when it is not, it may lie past the last event (even with no events at all): every event before it has been read.',
+    ),
+    caughtUp: Type.Boolean({
+      description:
+        'true: every event available right now has been returned; read again later or with `wait`. false: more are available at once.',
+    }),
   }),
-})
+)
 export type ChangeFeed = Static<typeof ChangeFeed>
 
 export const ChangeFeedEnvelope = Envelope(ChangeFeed)

@@ -1,22 +1,47 @@
 import {
+  Kind,
   OptionalKind,
+  type SchemaOptions,
   type Static,
   type TObject,
   type TProperties,
   type TSchema,
   Type,
+  TypeRegistry,
 } from '@sinclair/typebox'
+
+/**
+ * Names a schema for the API description: it appears once under `components.schemas` with this
+ * PascalCase name and every use refers to it. Validation and serialization read the schema as
+ * before; the name is only a title.
+ */
+export const Named = <T extends TSchema>(title: string, schema: T): T => ({ ...schema, title })
+
+/**
+ * One of a fixed list of strings, as JSON Schema's `enum`: one keyword for validation, the document
+ * and generated clients (a union of literals would be an `anyOf` of one-value alternatives).
+ */
+export const StringEnum = <const T extends readonly string[]>(values: T, options: SchemaOptions = {}) =>
+  Type.Unsafe<T[number]>({ [Kind]: STRING_ENUM, ...options, type: 'string', enum: [...values] })
+
+const STRING_ENUM = 'StringEnum'
+// TypeBox's own value checks (Value.Check, Value.Convert) learn the kind once.
+if (!TypeRegistry.Has(STRING_ENUM))
+  TypeRegistry.Set<{ enum: string[] }>(STRING_ENUM, (schema, value) => schema.enum.includes(value as string))
 
 /** `T` or null: how a response says "no value" (fields are always present, never silently absent). */
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
 
-export const Id = Type.Integer({ minimum: 1, maximum: 2_147_483_647, description: 'Numeric identifier' })
+export const Id = Named(
+  'Id',
+  Type.Integer({ minimum: 1, maximum: 2_147_483_647, description: 'Numeric identifier' }),
+)
 
 export const IdParams = Type.Object({ id: Id }, { additionalProperties: false })
 export type IdParams = Static<typeof IdParams>
 
 /** Calendar date, YYYY-MM-DD; impossible dates such as 2023-02-30 are rejected. */
-export const DateString = Type.String({ format: 'date', examples: ['1984-07-12'] })
+export const DateString = Named('Date', Type.String({ format: 'date', examples: ['1984-07-12'] }))
 
 /** Wall-clock time of day in whole minutes, HH:MM:SS. */
 export const TimeOfDay = (options: { description?: string } = {}) =>
@@ -34,19 +59,28 @@ export const EndTimeOfDay = Type.String({
   examples: ['17:00:00'],
 })
 
-export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC date-time' })
+export const Timestamp = Named(
+  'Timestamp',
+  Type.String({ format: 'date-time', description: 'ISO 8601 UTC date-time' }),
+)
 
 /** Free text that must carry at least one visible character. */
 export const Text = (maxLength: number, options: { description?: string; examples?: string[] } = {}) =>
   Type.String({ minLength: 1, maxLength, pattern: '\\S', ...options })
 
-export const Email = Type.String({ format: 'email', maxLength: 254, examples: ['jane.doe@example.com'] })
+export const Email = Named(
+  'Email',
+  Type.String({ format: 'email', maxLength: 254, examples: ['jane.doe@example.com'] }),
+)
 
-export const PhoneNumber = Type.String({
-  pattern: '^\\+?[0-9][0-9 ().-]{5,23}$',
-  description: 'Telephone number: digits with optional leading +, spaces, dots, dashes and parentheses',
-  examples: ['+1 555 010 4477'],
-})
+export const PhoneNumber = Named(
+  'PhoneNumber',
+  Type.String({
+    pattern: '^\\+?[0-9][0-9 ().-]{5,23}$',
+    description: 'Telephone number: digits with optional leading +, spaces, dots, dashes and parentheses',
+    examples: ['+1 555 010 4477'],
+  }),
+)
 
 /** The spec's response envelope for a successful call. */
 export const Envelope = <T extends TSchema>(data: T) =>
@@ -62,10 +96,34 @@ export const ErrorEnvelope = Type.Object(
     message: Type.String({ description: 'Human-readable summary' }),
     error: Type.Object({
       code: Type.String({ description: 'Stable error code; see the error table in the API description' }),
-      details: Type.String({ description: 'What exactly was wrong, e.g. which field' }),
+      details: Type.String({
+        description:
+          'What exactly was wrong, e.g. which field. A schema validation failure names every problem, joined with "; " (at most 20, then "… and N more")',
+      }),
+      fields: Type.Optional(
+        Type.Array(
+          Type.Object({
+            path: Type.String({
+              description:
+                'Dotted path of the field, e.g. `identification.gender` or `items.0.code`; empty for the body or parameters as a whole',
+            }),
+            message: Type.String({
+              description: 'The problem, without the path, e.g. `must be one of A, B`',
+            }),
+          }),
+          {
+            maxItems: 20,
+            description:
+              'Schema validation failures (VAL_001, VAL_002) only: the problems of `details`, one entry each, in the same order. The code is VAL_002 when every problem is a missing required field, VAL_001 otherwise',
+          },
+        ),
+      ),
     }),
   },
-  { description: 'Error envelope' },
+  {
+    description:
+      'Error envelope; a schema validation failure also lists its problems in `error.fields` (VAL_002 when all of them are missing required fields, else VAL_001)',
+  },
 )
 export type ErrorEnvelope = Static<typeof ErrorEnvelope>
 
@@ -73,19 +131,31 @@ export const PAGE_SIZE_DEFAULT = 20
 export const PAGE_SIZE_MAX = 100
 
 /** A record's version: 1 when created, raised by one on every change; its ETag is `W/"<version>"`. */
-export const Version = Type.Integer({
-  minimum: 1,
-  description: 'Raised by one on every change of the record; the ETag of the record is W/"<version>"',
-})
+export const Version = Named(
+  'Version',
+  Type.Integer({
+    minimum: 1,
+    description: 'Raised by one on every change of the record; the ETag of the record is W/"<version>"',
+  }),
+)
+
+/** The `data` of a removal: the id of the record removed. */
+export const Deleted = Named('Deleted', Type.Object({ id: Id }, { description: 'The record removed' }))
+
+/** The `data` of a call that has nothing to return. */
+export const Empty = Named('Empty', Type.Object({}, { description: 'Nothing: the call succeeded' }))
 
 /** What a sync reader sees of a record removed since it last read. */
-export const Tombstone = Type.Object(
-  {
-    id: Id,
-    deleted: Type.Literal(true),
-    deletedAt: Timestamp,
-  },
-  { description: 'A record removed since the position read from' },
+export const Tombstone = Named(
+  'Tombstone',
+  Type.Object(
+    {
+      id: Id,
+      deleted: Type.Literal(true),
+      deletedAt: Timestamp,
+    },
+    { description: 'A record removed since the position read from' },
+  ),
 )
 export type Tombstone = Static<typeof Tombstone>
 
@@ -97,7 +167,7 @@ const SYNC_PAGE_NOTE =
  * `tombstones`: their sync pages list the records removed in `deleted`. A removed record never
  * comes back, so applying `content` and then `deleted` is always right.
  */
-export const Page = <T extends TSchema>(item: T, options: { tombstones?: boolean } = {}) => {
+export const Page = <T extends TSchema>(item: T, options: { tombstones?: boolean; title?: string } = {}) => {
   const properties = {
     content: Type.Array(item),
     pageable: Type.Object({
@@ -123,7 +193,10 @@ export const Page = <T extends TSchema>(item: T, options: { tombstones?: boolean
   }
   // Only lists of records that can be removed show tombstones.
   if (!options.tombstones) delete (properties as Partial<typeof properties>).deleted
-  return Type.Object(properties, { description: SYNC_PAGE_NOTE })
+  return Type.Object(properties, {
+    description: SYNC_PAGE_NOTE,
+    ...(options.title ? { title: options.title } : {}),
+  })
 }
 
 /** The Page of a list endpoint holding records of type T. */
@@ -250,7 +323,7 @@ function patchOfMember(schema: SchemaNode, optional: boolean): TSchema {
  */
 export function MergePatch(
   body: TObject,
-  options: { description?: string; examples?: unknown[] } = {},
+  options: { description?: string; examples?: unknown[]; title?: string } = {},
 ): TObject {
   const required = new Set(body.required ?? [])
   const properties = Object.fromEntries(

@@ -6,8 +6,10 @@ import {
   Id,
   ListQuery,
   MergePatch,
+  Named,
   Nullable,
   Page,
+  StringEnum,
   Text,
   Timestamp,
   Version,
@@ -30,16 +32,13 @@ export const ENCOUNTER_OPERATIONS = {
 } as const satisfies Record<string, readonly EncounterStatus[]>
 export type EncounterOperation = keyof typeof ENCOUNTER_OPERATIONS
 
-const EncounterStatus = Type.Union(
-  ENCOUNTER_STATUSES.map((s) => Type.Literal(s)),
-  {
-    description: `DRAFT → SIGNED (sign) → AMENDED (first addendum; later addenda keep AMENDED). Allowed per status: ${Object.entries(
-      ENCOUNTER_OPERATIONS,
-    )
-      .map(([operation, statuses]) => `${operation} while ${statuses.join(' or ')}`)
-      .join('; ')}. Anything else is 409. Signing locks the note: its text never changes again.`,
-  },
-)
+const EncounterStatus = StringEnum(ENCOUNTER_STATUSES, {
+  description: `DRAFT → SIGNED (sign) → AMENDED (first addendum; later addenda keep AMENDED). Allowed per status: ${Object.entries(
+    ENCOUNTER_OPERATIONS,
+  )
+    .map(([operation, statuses]) => `${operation} while ${statuses.join(' or ')}`)
+    .join('; ')}. Anything else is 409. Signing locks the note: its text never changes again.`,
+})
 
 const Diagnosis = Type.Object(
   {
@@ -79,97 +78,115 @@ const contentProperties = {
   soapNote: Type.Optional(SoapNoteInput),
 }
 
-export const CreateEncounterBody = Type.Object(
-  {
-    patientId: Id,
-    providerId: Id,
-    appointmentId: Optional(Id),
-    ...contentProperties,
-  },
-  {
+export const CreateEncounterBody = Named(
+  'EncounterCreate',
+  Type.Object(
+    {
+      patientId: Id,
+      providerId: Id,
+      appointmentId: Optional(Id),
+      ...contentProperties,
+    },
+    {
+      ...strict,
+      description:
+        'A new encounter, status DRAFT. Patient, provider and appointment must belong to the caller’s organization; an appointment must be of the same patient and provider, not CANCELLED or NO_SHOW, and have no encounter yet (one encounter per appointment, 409 otherwise). Emits encounter.created.',
+      examples: [
+        {
+          patientId: 1,
+          providerId: 1,
+          encounterDate: '2030-05-14',
+          encounterType: 'OFFICE_VISIT',
+          chiefComplaint: 'Headache',
+          soapNote: {
+            subjective: 'Headache for three days',
+            assessment: { diagnoses: [{ icd10Code: 'R51.9', description: 'Headache, unspecified' }] },
+            plan: 'Ibuprofen as needed; return in two weeks',
+          },
+        },
+      ],
+    },
+  ),
+)
+export type CreateEncounterBody = Static<typeof CreateEncounterBody>
+
+export const UpdateEncounterBody = Named(
+  'EncounterUpdate',
+  Type.Object(contentProperties, {
     ...strict,
     description:
-      'A new encounter, status DRAFT. Patient, provider and appointment must belong to the caller’s organization; an appointment must be of the same patient and provider, not CANCELLED or NO_SHOW, and have no encounter yet (one encounter per appointment, 409 otherwise). Emits encounter.created.',
+      'Replaces the note of a DRAFT encounter (optional fields left out are cleared); patient, provider and appointment stay. A signed encounter is 409: add an addendum instead.',
     examples: [
       {
-        patientId: 1,
-        providerId: 1,
         encounterDate: '2030-05-14',
         encounterType: 'OFFICE_VISIT',
         chiefComplaint: 'Headache',
         soapNote: {
-          subjective: 'Headache for three days',
-          assessment: { diagnoses: [{ icd10Code: 'R51.9', description: 'Headache, unspecified' }] },
-          plan: 'Ibuprofen as needed; return in two weeks',
+          subjective: 'Headache for three days, worse in the morning',
+          plan: 'Ibuprofen as needed',
         },
       },
     ],
-  },
+  }),
 )
-export type CreateEncounterBody = Static<typeof CreateEncounterBody>
-
-export const UpdateEncounterBody = Type.Object(contentProperties, {
-  ...strict,
-  description:
-    'Replaces the note of a DRAFT encounter (optional fields left out are cleared); patient, provider and appointment stay. A signed encounter is 409: add an addendum instead.',
-  examples: [
-    {
-      encounterDate: '2030-05-14',
-      encounterType: 'OFFICE_VISIT',
-      chiefComplaint: 'Headache',
-      soapNote: { subjective: 'Headache for three days, worse in the morning', plan: 'Ibuprofen as needed' },
-    },
-  ],
-})
 export type UpdateEncounterBody = Static<typeof UpdateEncounterBody>
 
-export const PatchEncounterBody = MergePatch(UpdateEncounterBody, {
-  description:
-    'A JSON Merge Patch (RFC 7396) of a DRAFT encounter’s note: only the members sent change, `null` removes an optional one (`"soapNote": {"plan": null}` clears the plan and keeps the rest of the note), nested objects merge, arrays (`diagnoses`) are replaced whole. The merged note must pass the same checks as a full replacement (422). Read-only members (`id`, `version`, `status`, …) are refused.',
-  examples: [{ soapNote: { assessment: { text: 'Tension-type headache' } }, chiefComplaint: null }],
-})
+export const PatchEncounterBody = Named(
+  'EncounterPatch',
+  MergePatch(UpdateEncounterBody, {
+    description:
+      'A JSON Merge Patch (RFC 7396) of a DRAFT encounter’s note: only the members sent change, `null` removes an optional one (`"soapNote": {"plan": null}` clears the plan and keeps the rest of the note), nested objects merge, arrays (`diagnoses`) are replaced whole. The merged note must pass the same checks as a full replacement (422). Read-only members (`id`, `version`, `status`, …) are refused.',
+    examples: [{ soapNote: { assessment: { text: 'Tension-type headache' } }, chiefComplaint: null }],
+  }),
+)
 export type PatchEncounterBody = Static<typeof PatchEncounterBody>
 
-export const AddendumBody = Type.Object(
-  { text: Text(20_000) },
-  {
-    ...strict,
-    description:
-      'Appends a signed addendum (signed by the caller, now) to a SIGNED or AMENDED encounter and sets AMENDED; the original note is never changed.',
-    examples: [{ text: 'Lab results reviewed by phone on 2030-05-16: within normal limits.' }],
-  },
+export const AddendumBody = Named(
+  'EncounterAddendum',
+  Type.Object(
+    { text: Text(20_000) },
+    {
+      ...strict,
+      description:
+        'Appends a signed addendum (signed by the caller, now) to a SIGNED or AMENDED encounter and sets AMENDED; the original note is never changed.',
+      examples: [{ text: 'Lab results reviewed by phone on 2030-05-16: within normal limits.' }],
+    },
+  ),
 )
 export type AddendumBody = Static<typeof AddendumBody>
 
 const Signature = { signedBy: Id, signedAt: Timestamp }
 
-export const Encounter = Type.Object({
-  id: Id,
-  patientId: Id,
-  providerId: Id,
-  appointmentId: Nullable(Id),
-  encounterDate: DateString,
-  encounterType: VisitType(),
-  chiefComplaint: Nullable(Type.String()),
-  soapNote: Type.Object({
-    subjective: Nullable(Type.String()),
-    objective: Nullable(Type.String()),
-    assessment: Type.Object({
-      text: Nullable(Type.String()),
-      diagnoses: Type.Array(Type.Object({ icd10Code: Type.String(), description: Type.String() })),
+export const Encounter = Named(
+  'Encounter',
+  Type.Object({
+    id: Id,
+    patientId: Id,
+    providerId: Id,
+    appointmentId: Nullable(Id),
+    encounterDate: DateString,
+    encounterType: VisitType(),
+    chiefComplaint: Nullable(Type.String()),
+    soapNote: Type.Object({
+      subjective: Nullable(Type.String()),
+      objective: Nullable(Type.String()),
+      assessment: Type.Object({
+        text: Nullable(Type.String()),
+        diagnoses: Type.Array(Type.Object({ icd10Code: Type.String(), description: Type.String() })),
+      }),
+      plan: Nullable(Type.String()),
     }),
-    plan: Nullable(Type.String()),
+    status: EncounterStatus,
+    signedBy: Nullable(Id),
+    signedAt: Nullable(Timestamp),
+    addenda: Type.Array(Type.Object({ id: Id, text: Type.String(), ...Signature }), {
+      description: 'In the order they were added',
+    }),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+    version: Version,
   }),
-  status: EncounterStatus,
-  signedBy: Nullable(Id),
-  signedAt: Nullable(Timestamp),
-  addenda: Type.Array(Type.Object({ id: Id, text: Type.String(), ...Signature }), {
-    description: 'In the order they were added',
-  }),
-  createdAt: Timestamp,
-  updatedAt: Timestamp,
-  version: Version,
-})
+)
 export type Encounter = Static<typeof Encounter>
 
 export const ENCOUNTER_SORT_FIELDS = ['encounterDate', 'status', 'createdAt', 'updatedAt'] as const

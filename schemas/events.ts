@@ -1,6 +1,6 @@
 import { type Static, type TSchema, Type } from '@sinclair/typebox'
 import { APPOINTMENT_STATUSES, VisitType } from './appointments.js'
-import { DateString, Id, Nullable, Timestamp, Version } from './common.js'
+import { DateString, Id, Named, Nullable, StringEnum, Timestamp, Version } from './common.js'
 import { ENCOUNTER_STATUSES } from './encounters.js'
 import { PATIENT_STATUSES } from './patients.js'
 
@@ -18,40 +18,49 @@ export const EVENT_NAMES = [
 export type EventName = (typeof EVENT_NAMES)[number]
 
 /** `data` of patient.created and patient.updated: identifiers only, no demographics. */
-export const PatientEventData = Type.Object(
-  {
-    id: Id,
-    mrn: Type.String(),
-    status: Type.Union(PATIENT_STATUSES.map((s) => Type.Literal(s))),
-    version: Version,
-    deleted: Type.Boolean({
-      description: 'true when the change was a deletion (the patient left all reads)',
-    }),
-  },
-  {
-    description:
-      'Identifiers only, no demographics. patient.created: POST /api/patients; patient.updated: PUT and PATCH /api/patients/{id} and DELETE /api/patients/{id} (deleted: true).',
-  },
+export const PatientEventData = Named(
+  'PatientEventData',
+  Type.Object(
+    {
+      id: Id,
+      mrn: Type.String(),
+      status: StringEnum(PATIENT_STATUSES),
+      version: Version,
+      deleted: Type.Boolean({
+        description: 'true when the change was a deletion (the patient left all reads)',
+      }),
+    },
+    {
+      description:
+        'Identifiers only, no demographics. patient.created: POST /api/patients; patient.updated: PUT and PATCH /api/patients/{id} and DELETE /api/patients/{id} (deleted: true).',
+    },
+  ),
 )
 
 /** `data` of invoice.created. */
-export const InvoiceEventData = Type.Object({
-  id: Id,
-  patientId: Id,
-  number: Type.String(),
-  total: Type.Integer({ description: 'Minor units' }),
-  currency: Type.String(),
-  status: Type.String(),
-})
+export const InvoiceEventData = Named(
+  'InvoiceEventData',
+  Type.Object({
+    id: Id,
+    patientId: Id,
+    number: Type.String(),
+    total: Type.Integer({ description: 'Minor units' }),
+    currency: Type.String(),
+    status: Type.String(),
+  }),
+)
 
 /** `data` of payment.received. */
-export const PaymentEventData = Type.Object({
-  id: Id,
-  invoiceId: Id,
-  amount: Type.Integer({ description: 'Minor units' }),
-  currency: Type.String(),
-  balance: Type.Integer({ description: "The invoice's open balance after this payment, minor units" }),
-})
+export const PaymentEventData = Named(
+  'PaymentEventData',
+  Type.Object({
+    id: Id,
+    invoiceId: Id,
+    amount: Type.Integer({ description: 'Minor units' }),
+    currency: Type.String(),
+    balance: Type.Integer({ description: "The invoice's open balance after this payment, minor units" }),
+  }),
+)
 
 const appointmentIdentity = {
   id: Id,
@@ -62,37 +71,49 @@ const appointmentIdentity = {
 }
 
 /** `data` of appointment.created: exactly the fields the specification shows. */
-export const AppointmentCreatedEventData = Type.Object(appointmentIdentity, { additionalProperties: false })
+export const AppointmentCreatedEventData = Named(
+  'AppointmentCreatedEventData',
+  Type.Object(appointmentIdentity, { additionalProperties: false }),
+)
 
 /** `data` of appointment.updated: after a reschedule or a status change. */
-export const AppointmentUpdatedEventData = Type.Object(
-  { ...appointmentIdentity, status: Type.Union(APPOINTMENT_STATUSES.map((s) => Type.Literal(s))) },
-  { additionalProperties: false },
+export const AppointmentUpdatedEventData = Named(
+  'AppointmentUpdatedEventData',
+  Type.Object(
+    { ...appointmentIdentity, status: StringEnum(APPOINTMENT_STATUSES) },
+    { additionalProperties: false },
+  ),
 )
 
 /** `data` of appointment.cancelled. */
-export const AppointmentCancelledEventData = Type.Object(
-  {
-    ...appointmentIdentity,
-    status: Type.Literal('CANCELLED'),
-    reason: Nullable(Type.String()),
-    notifyPatient: Type.Boolean({ description: 'Whether the canceller asked for the patient to be told' }),
-  },
-  { additionalProperties: false },
+export const AppointmentCancelledEventData = Named(
+  'AppointmentCancelledEventData',
+  Type.Object(
+    {
+      ...appointmentIdentity,
+      status: Type.Literal('CANCELLED'),
+      reason: Nullable(Type.String()),
+      notifyPatient: Type.Boolean({ description: 'Whether the canceller asked for the patient to be told' }),
+    },
+    { additionalProperties: false },
+  ),
 )
 
 /** `data` of encounter.created: identifiers only, no clinical text. */
-export const EncounterCreatedEventData = Type.Object(
-  {
-    id: Id,
-    patientId: Id,
-    providerId: Id,
-    appointmentId: Nullable(Id),
-    encounterDate: DateString,
-    encounterType: VisitType(),
-    status: Type.Union(ENCOUNTER_STATUSES.map((s) => Type.Literal(s))),
-  },
-  { additionalProperties: false },
+export const EncounterCreatedEventData = Named(
+  'EncounterCreatedEventData',
+  Type.Object(
+    {
+      id: Id,
+      patientId: Id,
+      providerId: Id,
+      appointmentId: Nullable(Id),
+      encounterDate: DateString,
+      encounterType: VisitType(),
+      status: StringEnum(ENCOUNTER_STATUSES),
+    },
+    { additionalProperties: false },
+  ),
 )
 
 /**
@@ -118,18 +139,25 @@ export type EventData<E extends EmittedEvent> = Static<(typeof EVENT_DATA)[E]>
  * that no receiver mistakes it for a real patient or appointment.
  */
 export const TEST_EVENT = 'webhook.test'
-export const TestEventData = Type.Object(
-  { webhookId: Id, message: Type.String() },
-  { description: 'POST /api/webhooks/{id}/test, to that webhook only' },
+export const TestEventData = Named(
+  'TestEventData',
+  Type.Object(
+    { webhookId: Id, message: Type.String() },
+    { description: 'POST /api/webhooks/{id}/test, to that webhook only' },
+  ),
 )
 
 /** The body every webhook receives. */
 export const EventPayload = <T extends TSchema>(event: EventName | typeof TEST_EVENT, data: T) =>
-  Type.Object({
-    event: Type.Literal(event),
-    timestamp: Timestamp,
-    data,
-  })
+  Type.Object(
+    {
+      event: Type.Literal(event),
+      timestamp: Timestamp,
+      data,
+    },
+    // patient.created: PatientCreatedEvent
+    { title: `${event.replace(/(?:^|\.)([a-z])/g, (_, letter: string) => letter.toUpperCase())}Event` },
+  )
 
 /** A stored payload as the outbox holds it, whatever the event. */
 export interface StoredPayload {

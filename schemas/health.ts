@@ -1,16 +1,20 @@
 import { type Static, Type } from '@sinclair/typebox'
+import { Named, StringEnum } from './common.js'
 
-const Status = Type.Union([Type.Literal('UP'), Type.Literal('DOWN')])
+const Status = StringEnum(['UP', 'DOWN'])
 
 const Component = Type.Object({
   status: Status,
   details: Type.Optional(Type.Record(Type.String(), Type.Union([Type.String(), Type.Number()]))),
 })
 
-export const Health = Type.Object({
-  status: Status,
-  components: Type.Object({ db: Component, diskSpace: Component, ping: Component }),
-})
+export const Health = Named(
+  'Health',
+  Type.Object({
+    status: Status,
+    components: Type.Object({ db: Component, diskSpace: Component, ping: Component }),
+  }),
+)
 export type Health = Static<typeof Health>
 
-export const Probe = Type.Object({ status: Status })
+export const Probe = Named('Probe', Type.Object({ status: Status }))

@@ -1,4 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox'
+import { Named } from './common.js'
 
 const FormField = (description: string) => Type.Optional(Type.String({ maxLength: 4096, description }))
 
@@ -6,104 +7,127 @@ const FormField = (description: string) => Type.Optional(Type.String({ maxLength
  * The token endpoint's form (application/x-www-form-urlencoded). Parameters this issuer does not use
  * are accepted and ignored, as OAuth requires.
  */
-export const TokenRequest = Type.Object(
-  {
-    grant_type: Type.String({ description: 'password, client_credentials or refresh_token' }),
-    client_id: FormField('The client; may instead come in HTTP Basic authentication'),
-    client_secret: FormField('Secret of a confidential client'),
-    client_assertion_type: FormField(
-      'With client_assertion: `urn:ietf:params:oauth:client-assertion-type:jwt-bearer` (RFC 7523)',
-    ),
-    client_assertion: Type.Optional(
-      Type.String({
-        maxLength: 8192,
-        description:
-          'A confidential client with registered keys authenticates with a JWT signed by its private key instead of a secret (`private_key_jwt`, SMART Backend Services): RS384 or ES384; `iss` and `sub` its client id, `aud` this token endpoint’s URL, `exp` at most 5 minutes ahead, a `jti` never used before',
-      }),
-    ),
-    username: FormField('password grant: the account e-mail'),
-    password: FormField('password grant'),
-    refresh_token: FormField('refresh_token grant'),
-    scope: FormField(
-      'client_credentials grant: SMART Backend Services scopes (`system/Patient.rs`, `system/*.read`, …) that narrow the token on the FHIR interface; `openid profile email` are always granted',
-    ),
-  },
-  {
-    examples: [
-      { grant_type: 'password', client_id: 'ehr-api', username: 'admin@example.com', password: '<password>' },
-      { grant_type: 'client_credentials', client_id: 'billing-sync', client_secret: '<secret>' },
-      {
-        grant_type: 'client_credentials',
-        scope: 'system/*.read',
-        client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
-        client_assertion: '<JWT signed with the client’s private key>',
-      },
-    ],
-  },
+export const TokenRequest = Named(
+  'TokenRequest',
+  Type.Object(
+    {
+      grant_type: Type.String({ description: 'password, client_credentials or refresh_token' }),
+      client_id: FormField('The client; may instead come in HTTP Basic authentication'),
+      client_secret: FormField('Secret of a confidential client'),
+      client_assertion_type: FormField(
+        'With client_assertion: `urn:ietf:params:oauth:client-assertion-type:jwt-bearer` (RFC 7523)',
+      ),
+      client_assertion: Type.Optional(
+        Type.String({
+          maxLength: 8192,
+          description:
+            'A confidential client with registered keys authenticates with a JWT signed by its private key instead of a secret (`private_key_jwt`, SMART Backend Services): RS384 or ES384; `iss` and `sub` its client id, `aud` this token endpoint’s URL, `exp` at most 5 minutes ahead, a `jti` never used before',
+        }),
+      ),
+      username: FormField('password grant: the account e-mail'),
+      password: FormField('password grant'),
+      refresh_token: FormField('refresh_token grant'),
+      scope: FormField(
+        'client_credentials grant: SMART Backend Services scopes (`system/Patient.rs`, `system/*.read`, …) that narrow the token on the FHIR interface; `openid profile email` are always granted',
+      ),
+    },
+    {
+      examples: [
+        {
+          grant_type: 'password',
+          client_id: 'ehr-api',
+          username: 'admin@example.com',
+          password: '<password>',
+        },
+        { grant_type: 'client_credentials', client_id: 'billing-sync', client_secret: '<secret>' },
+        {
+          grant_type: 'client_credentials',
+          scope: 'system/*.read',
+          client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+          client_assertion: '<JWT signed with the client’s private key>',
+        },
+      ],
+    },
+  ),
 )
 export type TokenRequest = Static<typeof TokenRequest>
 
-export const LogoutRequest = Type.Object(
-  {
-    client_id: FormField('The client the session belongs to'),
-    client_secret: FormField('Secret of a confidential client'),
-    refresh_token: Type.String({ minLength: 1, maxLength: 4096 }),
-  },
-  { examples: [{ client_id: 'ehr-api', refresh_token: '<refresh token>' }] },
+export const LogoutRequest = Named(
+  'OidcLogoutRequest',
+  Type.Object(
+    {
+      client_id: FormField('The client the session belongs to'),
+      client_secret: FormField('Secret of a confidential client'),
+      refresh_token: Type.String({ minLength: 1, maxLength: 4096 }),
+    },
+    { examples: [{ client_id: 'ehr-api', refresh_token: '<refresh token>' }] },
+  ),
 )
 export type LogoutRequest = Static<typeof LogoutRequest>
 
 /** The token set, field for field as a Keycloak realm returns it. */
-export const TokenSet = Type.Object({
-  access_token: Type.String(),
-  expires_in: Type.Integer({ description: '3600' }),
-  refresh_expires_in: Type.Integer({
-    description: '86400; 0 when no refresh token is issued (client_credentials)',
+export const TokenSet = Named(
+  'TokenSet',
+  Type.Object({
+    access_token: Type.String(),
+    expires_in: Type.Integer({ description: '3600' }),
+    refresh_expires_in: Type.Integer({
+      description: '86400; 0 when no refresh token is issued (client_credentials)',
+    }),
+    refresh_token: Type.Optional(Type.String()),
+    token_type: Type.Literal('Bearer'),
+    'not-before-policy': Type.Integer(),
+    session_state: Type.String(),
+    scope: Type.String(),
   }),
-  refresh_token: Type.Optional(Type.String()),
-  token_type: Type.Literal('Bearer'),
-  'not-before-policy': Type.Integer(),
-  session_state: Type.String(),
-  scope: Type.String(),
-})
+)
 export type TokenSet = Static<typeof TokenSet>
 
-export const OAuthErrorBody = Type.Object(
-  {
-    error: Type.String({
-      description:
-        'invalid_request, invalid_client, invalid_grant, unauthorized_client, unsupported_grant_type',
-    }),
-    error_description: Type.String(),
-  },
-  { description: 'OAuth 2.0 error' },
+export const OAuthErrorBody = Named(
+  'OAuthError',
+  Type.Object(
+    {
+      error: Type.String({
+        description:
+          'invalid_request, invalid_client, invalid_grant, unauthorized_client, unsupported_grant_type',
+      }),
+      error_description: Type.String(),
+    },
+    { description: 'OAuth 2.0 error' },
+  ),
 )
 export type OAuthErrorBody = Static<typeof OAuthErrorBody>
 
-export const JsonWebKeySet = Type.Object({
-  keys: Type.Array(
-    Type.Object({
-      kid: Type.String(),
-      kty: Type.String(),
-      alg: Type.String(),
-      use: Type.String(),
-      n: Type.String(),
-      e: Type.String(),
-    }),
-  ),
-})
+export const JsonWebKeySet = Named(
+  'JsonWebKeySet',
+  Type.Object({
+    keys: Type.Array(
+      Type.Object({
+        kid: Type.String(),
+        kty: Type.String(),
+        alg: Type.String(),
+        use: Type.String(),
+        n: Type.String(),
+        e: Type.String(),
+      }),
+    ),
+  }),
+)
 
-export const DiscoveryDocument = Type.Object({
-  issuer: Type.String(),
-  token_endpoint: Type.String(),
-  end_session_endpoint: Type.String(),
-  jwks_uri: Type.String(),
-  grant_types_supported: Type.Array(Type.String()),
-  response_types_supported: Type.Array(Type.String()),
-  subject_types_supported: Type.Array(Type.String()),
-  id_token_signing_alg_values_supported: Type.Array(Type.String()),
-  token_endpoint_auth_methods_supported: Type.Array(Type.String()),
-  token_endpoint_auth_signing_alg_values_supported: Type.Array(Type.String()),
-  scopes_supported: Type.Array(Type.String()),
-  claims_supported: Type.Array(Type.String()),
-})
+export const DiscoveryDocument = Named(
+  'OpenIdConfiguration',
+  Type.Object({
+    issuer: Type.String(),
+    token_endpoint: Type.String(),
+    end_session_endpoint: Type.String(),
+    jwks_uri: Type.String(),
+    grant_types_supported: Type.Array(Type.String()),
+    response_types_supported: Type.Array(Type.String()),
+    subject_types_supported: Type.Array(Type.String()),
+    id_token_signing_alg_values_supported: Type.Array(Type.String()),
+    token_endpoint_auth_methods_supported: Type.Array(Type.String()),
+    token_endpoint_auth_signing_alg_values_supported: Type.Array(Type.String()),
+    scopes_supported: Type.Array(Type.String()),
+    claims_supported: Type.Array(Type.String()),
+  }),
+)

@@ -1,14 +1,17 @@
 import { type Static, Type } from '@sinclair/typebox'
 import {
   DateString,
+  Deleted,
   Email,
   Envelope,
   Id,
   ListQuery,
   MergePatch,
+  Named,
   Nullable,
   Page,
   PhoneNumber,
+  StringEnum,
   Text,
   Timestamp,
   Version,
@@ -17,14 +20,10 @@ import {
 export const PATIENT_STATUSES = ['ACTIVE', 'INACTIVE', 'DECEASED'] as const
 export const GENDERS = ['Male', 'Female', 'Other', 'Unknown'] as const
 
-const PatientStatus = Type.Union(
-  PATIENT_STATUSES.map((s) => Type.Literal(s)),
-  { description: 'ACTIVE: in care; INACTIVE: no longer seen here; DECEASED' },
-)
-const Gender = Type.Union(
-  GENDERS.map((g) => Type.Literal(g)),
-  { description: 'Administrative gender' },
-)
+const PatientStatus = StringEnum(PATIENT_STATUSES, {
+  description: 'ACTIVE: in care; INACTIVE: no longer seen here; DECEASED',
+})
+const Gender = StringEnum(GENDERS, { description: 'Administrative gender' })
 const Mrn = Type.String({
   pattern: '^[A-Za-z0-9][A-Za-z0-9-]{0,31}$',
   description: 'Medical record number, unique within the organization',
@@ -93,72 +92,81 @@ const patientInputProperties = {
   status: Type.Optional(PatientStatus),
 }
 
-export const CreatePatientBody = Type.Object(patientInputProperties, {
-  ...strict,
-  description:
-    'A new patient. `identification` is required; `mrn` is generated (MRNnnnnnnnn) when omitted; `status` defaults to ACTIVE.',
-  examples: [
-    {
-      identification: { firstName: 'Jane', lastName: 'Doe', dateOfBirth: '1984-07-12', gender: 'Female' },
-      contact: { email: 'jane.doe@example.com', phoneNumber: '+1 555 010 4477' },
-    },
-  ],
-})
+export const CreatePatientBody = Named(
+  'PatientCreate',
+  Type.Object(patientInputProperties, {
+    ...strict,
+    description:
+      'A new patient. `identification` is required; `mrn` is generated (MRNnnnnnnnn) when omitted; `status` defaults to ACTIVE.',
+    examples: [
+      {
+        identification: { firstName: 'Jane', lastName: 'Doe', dateOfBirth: '1984-07-12', gender: 'Female' },
+        contact: { email: 'jane.doe@example.com', phoneNumber: '+1 555 010 4477' },
+      },
+    ],
+  }),
+)
 export type CreatePatientBody = Static<typeof CreatePatientBody>
 
-export const UpdatePatientBody = Type.Object(patientInputProperties, {
-  ...strict,
-  description:
-    'Replaces the patient record. Optional fields left out are cleared, except `mrn` and `status`, which keep their current values when omitted.',
-  examples: [
-    {
-      identification: {
-        firstName: 'Jane',
-        lastName: 'Doe-Smith',
-        dateOfBirth: '1984-07-12',
-        gender: 'Female',
+export const UpdatePatientBody = Named(
+  'PatientUpdate',
+  Type.Object(patientInputProperties, {
+    ...strict,
+    description:
+      'Replaces the patient record. Optional fields left out are cleared, except `mrn` and `status`, which keep their current values when omitted.',
+    examples: [
+      {
+        identification: {
+          firstName: 'Jane',
+          lastName: 'Doe-Smith',
+          dateOfBirth: '1984-07-12',
+          gender: 'Female',
+        },
+        contact: { email: 'jane.doe@example.com', phoneNumber: '+1 555 010 4477' },
+        preferredLanguage: 'en',
       },
-      contact: { email: 'jane.doe@example.com', phoneNumber: '+1 555 010 4477' },
-      preferredLanguage: 'en',
-    },
-  ],
-})
+    ],
+  }),
+)
 export type UpdatePatientBody = Static<typeof UpdatePatientBody>
 
-export const Patient = Type.Object({
-  id: Id,
-  mrn: Type.String(),
-  status: PatientStatus,
-  identification: Type.Object({
-    firstName: Type.String(),
-    middleName: Nullable(Type.String()),
-    lastName: Type.String(),
-    dateOfBirth: DateString,
-    gender: Gender,
-  }),
-  contact: Type.Object({
-    email: Nullable(Type.String({ format: 'email' })),
-    phoneNumber: Nullable(Type.String()),
-    address: Type.Object({
-      street: Nullable(Type.String()),
-      city: Nullable(Type.String()),
-      state: Nullable(Type.String()),
-      postalCode: Nullable(Type.String()),
-      country: Nullable(Type.String()),
+export const Patient = Named(
+  'Patient',
+  Type.Object({
+    id: Id,
+    mrn: Type.String(),
+    status: PatientStatus,
+    identification: Type.Object({
+      firstName: Type.String(),
+      middleName: Nullable(Type.String()),
+      lastName: Type.String(),
+      dateOfBirth: DateString,
+      gender: Gender,
     }),
-  }),
-  emergencyContact: Nullable(
-    Type.Object({
-      name: Type.String(),
-      relationship: Nullable(Type.String()),
-      phoneNumber: Type.String(),
+    contact: Type.Object({
+      email: Nullable(Type.String({ format: 'email' })),
+      phoneNumber: Nullable(Type.String()),
+      address: Type.Object({
+        street: Nullable(Type.String()),
+        city: Nullable(Type.String()),
+        state: Nullable(Type.String()),
+        postalCode: Nullable(Type.String()),
+        country: Nullable(Type.String()),
+      }),
     }),
-  ),
-  preferredLanguage: Nullable(Type.String()),
-  createdAt: Timestamp,
-  updatedAt: Timestamp,
-  version: Version,
-})
+    emergencyContact: Nullable(
+      Type.Object({
+        name: Type.String(),
+        relationship: Nullable(Type.String()),
+        phoneNumber: Type.String(),
+      }),
+    ),
+    preferredLanguage: Nullable(Type.String()),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+    version: Version,
+  }),
+)
 export type Patient = Static<typeof Patient>
 
 export const PATIENT_SORT_FIELDS = [
@@ -198,17 +206,15 @@ export type PatientSearchQuery = Static<typeof PatientSearchQuery>
 
 export const PatientEnvelope = Envelope(Patient)
 export const PatientPageEnvelope = Envelope(Page(Patient, { tombstones: true }))
-export const PatientSearchPageEnvelope = Envelope(Page(Patient))
+export const PatientSearchPageEnvelope = Envelope(Page(Patient, { title: 'PatientSearchPage' }))
 
-export const PatchPatientBody = MergePatch(UpdatePatientBody, {
-  description:
-    'A JSON Merge Patch (RFC 7396) of the patient: only the members sent change, `null` removes an optional one (`"contact": {"email": null}` clears the e-mail and keeps the telephone), arrays and values are replaced. The merged record must pass the same checks as a full replacement (422). Read-only members (`id`, `version`, `createdAt`, …) are refused.',
-  examples: [{ contact: { phoneNumber: '+1 555 010 9999' }, preferredLanguage: null }],
-})
-export type PatchPatientBody = Static<typeof PatchPatientBody>
-export const PatientDeletedEnvelope = Envelope(
-  Type.Object(
-    { id: Id },
-    { description: 'The patient was removed from all reads; clinical records are kept' },
-  ),
+export const PatchPatientBody = Named(
+  'PatientPatch',
+  MergePatch(UpdatePatientBody, {
+    description:
+      'A JSON Merge Patch (RFC 7396) of the patient: only the members sent change, `null` removes an optional one (`"contact": {"email": null}` clears the e-mail and keeps the telephone), arrays and values are replaced. The merged record must pass the same checks as a full replacement (422). Read-only members (`id`, `version`, `createdAt`, …) are refused.',
+    examples: [{ contact: { phoneNumber: '+1 555 010 9999' }, preferredLanguage: null }],
+  }),
 )
+export type PatchPatientBody = Static<typeof PatchPatientBody>
+export const PatientDeletedEnvelope = Envelope(Deleted)

@@ -1,15 +1,18 @@
 import { type Static, Type } from '@sinclair/typebox'
 import {
   DateString,
+  Deleted,
   Email,
   EndTimeOfDay,
   Envelope,
   Id,
   ListQuery,
   MergePatch,
+  Named,
   Nullable,
   Page,
   PhoneNumber,
+  StringEnum,
   Text,
   TimeOfDay,
   Timestamp,
@@ -29,10 +32,7 @@ export const DAYS_OF_WEEK = [
   'SATURDAY',
   'SUNDAY',
 ] as const
-export const DayOfWeek = Type.Union(
-  DAYS_OF_WEEK.map((d) => Type.Literal(d)),
-  { description: 'Day of the week' },
-)
+export const DayOfWeek = StringEnum(DAYS_OF_WEEK, { description: 'Day of the week' })
 export type DayOfWeek = Static<typeof DayOfWeek>
 
 export const EXCEPTION_KINDS = ['TIME_OFF', 'EXTRA_HOURS'] as const
@@ -62,12 +62,15 @@ const SlotMinutes = Type.Integer({
   examples: [15, 20, 30],
 })
 
-export const WorkingInterval = Type.Object(
-  { dayOfWeek: DayOfWeek, startTime: TimeOfDay(), endTime: EndTimeOfDay },
-  {
-    ...strict,
-    description: 'One interval of weekly working hours; endTime after startTime (no overnight intervals)',
-  },
+export const WorkingInterval = Named(
+  'WorkingInterval',
+  Type.Object(
+    { dayOfWeek: DayOfWeek, startTime: TimeOfDay(), endTime: EndTimeOfDay },
+    {
+      ...strict,
+      description: 'One interval of weekly working hours; endTime after startTime (no overnight intervals)',
+    },
+  ),
 )
 export type WorkingInterval = Static<typeof WorkingInterval>
 
@@ -99,89 +102,104 @@ const providerInputProperties = {
   userId: Optional(Id),
 }
 
-export const CreateProviderBody = Type.Object(
-  { ...providerInputProperties, weeklyHours: Type.Optional(WeeklyHours) },
-  {
+export const CreateProviderBody = Named(
+  'ProviderCreate',
+  Type.Object(
+    { ...providerInputProperties, weeklyHours: Type.Optional(WeeklyHours) },
+    {
+      ...strict,
+      description:
+        'A new provider. `active` defaults to true, `slotMinutes` to 30, `weeklyHours` to none. `userId` optionally links the user account of the provider (a user of the same organization, linked to at most one provider).',
+      examples: [
+        {
+          firstName: 'Grace',
+          lastName: 'Hopper',
+          title: 'MD',
+          specialty: 'Family Medicine',
+          npi: '1234567893',
+          timeZone: 'America/New_York',
+          slotMinutes: 20,
+          weeklyHours: [{ dayOfWeek: 'MONDAY', startTime: '09:00:00', endTime: '17:00:00' }],
+        },
+      ],
+    },
+  ),
+)
+export type CreateProviderBody = Static<typeof CreateProviderBody>
+
+export const UpdateProviderBody = Named(
+  'ProviderUpdate',
+  Type.Object(providerInputProperties, {
     ...strict,
     description:
-      'A new provider. `active` defaults to true, `slotMinutes` to 30, `weeklyHours` to none. `userId` optionally links the user account of the provider (a user of the same organization, linked to at most one provider).',
+      'Replaces the provider record (weekly hours have their own operation). Optional fields left out are cleared, except `active` and `slotMinutes`, which keep their values when omitted. Changing `timeZone` leaves booked appointments at their instants (each keeps the zone it was booked in).',
     examples: [
       {
         firstName: 'Grace',
         lastName: 'Hopper',
         title: 'MD',
-        specialty: 'Family Medicine',
+        specialty: 'Internal Medicine',
         npi: '1234567893',
-        timeZone: 'America/New_York',
-        slotMinutes: 20,
-        weeklyHours: [{ dayOfWeek: 'MONDAY', startTime: '09:00:00', endTime: '17:00:00' }],
+        timeZone: 'America/Chicago',
       },
     ],
-  },
+  }),
 )
-export type CreateProviderBody = Static<typeof CreateProviderBody>
-
-export const UpdateProviderBody = Type.Object(providerInputProperties, {
-  ...strict,
-  description:
-    'Replaces the provider record (weekly hours have their own operation). Optional fields left out are cleared, except `active` and `slotMinutes`, which keep their values when omitted. Changing `timeZone` leaves booked appointments at their instants (each keeps the zone it was booked in).',
-  examples: [
-    {
-      firstName: 'Grace',
-      lastName: 'Hopper',
-      title: 'MD',
-      specialty: 'Internal Medicine',
-      npi: '1234567893',
-      timeZone: 'America/Chicago',
-    },
-  ],
-})
 export type UpdateProviderBody = Static<typeof UpdateProviderBody>
 
-export const PatchProviderBody = MergePatch(UpdateProviderBody, {
-  description:
-    'A JSON Merge Patch (RFC 7396) of the provider: only the members sent change, `null` removes an optional one (`"email": null` clears the e-mail), values are replaced. Weekly hours have their own operation. The merged record must pass the same checks as a full replacement (422). Read-only members (`id`, `version`, `weeklyHours`, `createdAt`, …) are refused.',
-  examples: [{ specialty: 'Internal Medicine', phoneNumber: null }],
-})
+export const PatchProviderBody = Named(
+  'ProviderPatch',
+  MergePatch(UpdateProviderBody, {
+    description:
+      'A JSON Merge Patch (RFC 7396) of the provider: only the members sent change, `null` removes an optional one (`"email": null` clears the e-mail), values are replaced. Weekly hours have their own operation. The merged record must pass the same checks as a full replacement (422). Read-only members (`id`, `version`, `weeklyHours`, `createdAt`, …) are refused.',
+    examples: [{ specialty: 'Internal Medicine', phoneNumber: null }],
+  }),
+)
 export type PatchProviderBody = Static<typeof PatchProviderBody>
 
-export const WeeklyHoursBody = Type.Object(
-  { weeklyHours: WeeklyHours },
-  {
-    ...strict,
-    description:
-      'Replaces the weekly working hours. Booked appointments stay as they are, also outside the new hours.',
-    examples: [
-      {
-        weeklyHours: [
-          { dayOfWeek: 'MONDAY', startTime: '09:00:00', endTime: '12:00:00' },
-          { dayOfWeek: 'MONDAY', startTime: '13:00:00', endTime: '17:00:00' },
-          { dayOfWeek: 'WEDNESDAY', startTime: '08:00:00', endTime: '14:00:00' },
-        ],
-      },
-    ],
-  },
+export const WeeklyHoursBody = Named(
+  'WeeklyHours',
+  Type.Object(
+    { weeklyHours: WeeklyHours },
+    {
+      ...strict,
+      description:
+        'Replaces the weekly working hours. Booked appointments stay as they are, also outside the new hours.',
+      examples: [
+        {
+          weeklyHours: [
+            { dayOfWeek: 'MONDAY', startTime: '09:00:00', endTime: '12:00:00' },
+            { dayOfWeek: 'MONDAY', startTime: '13:00:00', endTime: '17:00:00' },
+            { dayOfWeek: 'WEDNESDAY', startTime: '08:00:00', endTime: '14:00:00' },
+          ],
+        },
+      ],
+    },
+  ),
 )
 export type WeeklyHoursBody = Static<typeof WeeklyHoursBody>
 
-export const Provider = Type.Object({
-  id: Id,
-  firstName: Type.String(),
-  lastName: Type.String(),
-  title: Nullable(Type.String()),
-  specialty: Nullable(Type.String()),
-  npi: Type.String(),
-  email: Nullable(Type.String({ format: 'email' })),
-  phoneNumber: Nullable(Type.String()),
-  active: Type.Boolean(),
-  timeZone: Type.String(),
-  slotMinutes: Type.Integer(),
-  userId: Nullable(Id),
-  weeklyHours: Type.Array(WorkingInterval, { description: 'Sorted by day and start time' }),
-  createdAt: Timestamp,
-  updatedAt: Timestamp,
-  version: Version,
-})
+export const Provider = Named(
+  'Provider',
+  Type.Object({
+    id: Id,
+    firstName: Type.String(),
+    lastName: Type.String(),
+    title: Nullable(Type.String()),
+    specialty: Nullable(Type.String()),
+    npi: Type.String(),
+    email: Nullable(Type.String({ format: 'email' })),
+    phoneNumber: Nullable(Type.String()),
+    active: Type.Boolean(),
+    timeZone: Type.String(),
+    slotMinutes: Type.Integer(),
+    userId: Nullable(Id),
+    weeklyHours: Type.Array(WorkingInterval, { description: 'Sorted by day and start time' }),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+    version: Version,
+  }),
+)
 export type Provider = Static<typeof Provider>
 
 export const PROVIDER_SORT_FIELDS = [
@@ -201,34 +219,39 @@ export const ProviderListQuery = ListQuery(PROVIDER_SORT_FIELDS, {
 })
 export type ProviderListQuery = Static<typeof ProviderListQuery>
 
-export const ExceptionBody = Type.Object(
-  {
-    date: DateString,
-    kind: Type.Union(
-      EXCEPTION_KINDS.map((k) => Type.Literal(k)),
-      { description: 'TIME_OFF removes working time on the date; EXTRA_HOURS adds some' },
-    ),
-    startTime: Type.Optional(TimeOfDay()),
-    endTime: Type.Optional(EndTimeOfDay),
-    reason: Optional(Text(200)),
-  },
-  {
-    ...strict,
-    description:
-      'A dated exception to the weekly hours, in the provider’s time zone. EXTRA_HOURS needs startTime and endTime; TIME_OFF without them is the whole day. Time off wins over hours on the same date. Booked appointments are not cancelled by time off; they stay on the schedule.',
-    examples: [{ date: '2030-07-04', kind: 'TIME_OFF', reason: 'Holiday' }],
-  },
+export const ExceptionBody = Named(
+  'ScheduleExceptionCreate',
+  Type.Object(
+    {
+      date: DateString,
+      kind: StringEnum(EXCEPTION_KINDS, {
+        description: 'TIME_OFF removes working time on the date; EXTRA_HOURS adds some',
+      }),
+      startTime: Type.Optional(TimeOfDay()),
+      endTime: Type.Optional(EndTimeOfDay),
+      reason: Optional(Text(200)),
+    },
+    {
+      ...strict,
+      description:
+        'A dated exception to the weekly hours, in the provider’s time zone. EXTRA_HOURS needs startTime and endTime; TIME_OFF without them is the whole day. Time off wins over hours on the same date. Booked appointments are not cancelled by time off; they stay on the schedule.',
+      examples: [{ date: '2030-07-04', kind: 'TIME_OFF', reason: 'Holiday' }],
+    },
+  ),
 )
 export type ExceptionBody = Static<typeof ExceptionBody>
 
-export const ScheduleException = Type.Object({
-  id: Id,
-  date: DateString,
-  kind: Type.Union(EXCEPTION_KINDS.map((k) => Type.Literal(k))),
-  startTime: Nullable(Type.String()),
-  endTime: Nullable(Type.String()),
-  reason: Nullable(Type.String()),
-})
+export const ScheduleException = Named(
+  'ScheduleException',
+  Type.Object({
+    id: Id,
+    date: DateString,
+    kind: StringEnum(EXCEPTION_KINDS),
+    startTime: Nullable(Type.String()),
+    endTime: Nullable(Type.String()),
+    reason: Nullable(Type.String()),
+  }),
+)
 export type ScheduleException = Static<typeof ScheduleException>
 
 export const ExceptionParams = Type.Object({ id: Id, exceptionId: Id }, strict)
@@ -257,41 +280,47 @@ const TimeSpan = Type.Object({
   endsAt: Timestamp,
 })
 
-export const ScheduleDay = Type.Object({
-  date: DateString,
-  dayOfWeek: DayOfWeek,
-  workingHours: Type.Array(Interval, {
-    description: 'Weekly hours plus extra hours minus time off, joined where adjacent',
-  }),
-  exceptions: Type.Array(ScheduleException),
-  appointments: Type.Array(
-    Type.Object({
-      ...TimeSpan.properties,
-      id: Id,
-      status: Type.String(),
-      appointmentType: Type.String(),
+export const ScheduleDay = Named(
+  'ScheduleDay',
+  Type.Object({
+    date: DateString,
+    dayOfWeek: DayOfWeek,
+    workingHours: Type.Array(Interval, {
+      description: 'Weekly hours plus extra hours minus time off, joined where adjacent',
     }),
-    {
-      description:
-        'Appointments holding time on this day (all but CANCELLED and NO_SHOW), without patient identifiers; GET /api/appointments?providerId=… shows whose they are',
-    },
-  ),
-  freeSlots: Type.Array(TimeSpan, {
-    description: 'Slots of the provider’s slot length that are free and not in the past',
+    exceptions: Type.Array(ScheduleException),
+    appointments: Type.Array(
+      Type.Object({
+        ...TimeSpan.properties,
+        id: Id,
+        status: Type.String(),
+        appointmentType: Type.String(),
+      }),
+      {
+        description:
+          'Appointments holding time on this day (all but CANCELLED and NO_SHOW), without patient identifiers; GET /api/appointments?providerId=… shows whose they are',
+      },
+    ),
+    freeSlots: Type.Array(TimeSpan, {
+      description: 'Slots of the provider’s slot length that are free and not in the past',
+    }),
   }),
-})
+)
 export type ScheduleDay = Static<typeof ScheduleDay>
 
-export const ProviderSchedule = Type.Object({
-  providerId: Id,
-  timeZone: Type.String(),
-  slotMinutes: Type.Integer(),
-  days: Type.Array(ScheduleDay),
-})
+export const ProviderSchedule = Named(
+  'ProviderSchedule',
+  Type.Object({
+    providerId: Id,
+    timeZone: Type.String(),
+    slotMinutes: Type.Integer(),
+    days: Type.Array(ScheduleDay),
+  }),
+)
 export type ProviderSchedule = Static<typeof ProviderSchedule>
 
 export const ProviderEnvelope = Envelope(Provider)
 export const ProviderPageEnvelope = Envelope(Page(Provider))
 export const ScheduleExceptionEnvelope = Envelope(ScheduleException)
-export const ExceptionDeletedEnvelope = Envelope(Type.Object({ id: Id }))
+export const ExceptionDeletedEnvelope = Envelope(Deleted)
 export const ProviderScheduleEnvelope = Envelope(ProviderSchedule)

@@ -38,6 +38,7 @@ import { type HostResolver, systemResolver } from './outbox/targets.js'
 import audit from './plugins/audit.js'
 import auth from './plugins/auth.js'
 import background from './plugins/background.js'
+import compression from './plugins/compression.js'
 import conditionalRequests from './plugins/conditional-requests.js'
 import database from './plugins/database.js'
 import encryption from './plugins/encryption.js'
@@ -205,6 +206,8 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   await app.register(auth, { config })
   await app.register(rateLimits, { config })
   await app.register(routeConventions)
+  // Before every route: it marks each one, as it is added, compressed (list pages) or not.
+  await app.register(compression)
   await app.register(openapi)
   await app.register(health, { dataDir: config.DATA_DIR })
   await app.register(encryption, { key: encryptionKey, previousKeys: previousEncryptionKeys(config) })

@@ -1,3 +1,5 @@
+import type { ErrorEnvelope } from '../schemas/common.js'
+
 /**
  * The error table: every code the API returns, its usual HTTP status and default message, every
  * status it may carry and when. docs/reference/errors.md is generated from it (`npm run docs`);
@@ -35,7 +37,7 @@ export const ERRORS = {
     status: 422,
     message: 'Missing required field',
     statuses: [400, 422],
-    when: 'A required parameter (400) or body field (422) is missing',
+    when: 'Every problem found is a missing required parameter (400) or body field (422); with any other problem as well, VAL_001',
   },
   RES_001: {
     status: 404,
@@ -87,17 +89,23 @@ export type StatusOf<C extends ErrorCode> = (typeof ERRORS)[C]['statuses'][numbe
 export const allowsStatus = <C extends ErrorCode>(code: C, status: number): status is StatusOf<C> =>
   (ERRORS[code].statuses as readonly number[]).includes(status)
 
+/** The problems of a request that failed schema validation, one per field, for machines. */
+export type FieldProblems = NonNullable<ErrorEnvelope['error']['fields']>
+
 export class AppError<C extends ErrorCode = ErrorCode> extends Error {
   readonly status: number
+  /** Schema validation failures only: the problems `details` sums up. */
+  readonly fields: FieldProblems | undefined
 
   constructor(
     readonly code: C,
     readonly details: string,
-    options: { status?: StatusOf<C>; message?: string; cause?: unknown } = {},
+    options: { status?: StatusOf<C>; message?: string; cause?: unknown; fields?: FieldProblems } = {},
   ) {
     super(options.message ?? ERRORS[code].message, { cause: options.cause })
     this.name = 'AppError'
     this.status = options.status ?? ERRORS[code].status
+    this.fields = options.fields
   }
 }
 

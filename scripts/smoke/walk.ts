@@ -1,4 +1,5 @@
 import { randomBytes, randomInt } from 'node:crypto'
+import type { Middleware } from 'openapi-fetch'
 import { Webhook } from 'standardwebhooks'
 import { type ApiClient, createApiClient, type EventBody, type webhooks } from '../client/index.js'
 import { startWebhookReceiver } from './receiver.js'
@@ -21,6 +22,8 @@ export interface WalkOptions {
   webhookTimeoutMs?: number
   /** Called after each step, e.g. to print progress. */
   onStep?: (step: string, detail: string) => void
+  /** Added to every client the walk makes, e.g. to watch each response through a contract proxy. */
+  middleware?: Middleware
 }
 
 export interface WalkResult {
@@ -108,8 +111,13 @@ export async function walkPracticeDay(options: WalkOptions): Promise<WalkResult>
     steps.push(name)
     options.onStep?.(name, detail)
   }
+  const client = (token: () => string | undefined) => {
+    const created = createApiClient(options.baseUrl, token)
+    if (options.middleware) created.use(options.middleware)
+    return created
+  }
   let adminToken: string | undefined
-  const api = createApiClient(options.baseUrl, () => adminToken)
+  const api = client(() => adminToken)
   const receiver = await startWebhookReceiver(options.receiverHost)
   try {
     adminToken = await signIn(api, options.admin)
@@ -159,7 +167,7 @@ export async function walkPracticeDay(options: WalkOptions): Promise<WalkResult>
     step('create front desk user', `#${desk.id} ${desk.email} (${desk.roles.join(', ')})`)
 
     let deskToken: string | undefined
-    const frontDesk = createApiClient(options.baseUrl, () => deskToken)
+    const frontDesk = client(() => deskToken)
     deskToken = await firstSignIn(frontDesk, desk.email, desk.temporaryPassword)
     step('front desk signs in', 'temporary password refused (403 AUTH_004), changed, signed in')
 
@@ -273,7 +281,7 @@ export async function walkPracticeDay(options: WalkOptions): Promise<WalkResult>
     step('create and pay invoice', `#${invoice.id}, ${invoice.total} ${invoice.currency} paid`)
 
     let recipientToken = adminToken
-    const inbox = createApiClient(options.baseUrl, () => recipientToken)
+    const inbox = client(() => recipientToken)
     if (options.recipient) recipientToken = await signIn(inbox, options.recipient)
     const recipient = ok('recipient', await inbox.GET('/api/auth/me')).data
     const sent = ok(

@@ -10,5 +10,9 @@ export const ok = <T>(message: string, data: T) => ({ success: true as const, me
 export const errorBody = (error: AppError): ErrorEnvelope => ({
   success: false,
   message: error.message,
-  error: { code: error.code, details: error.details },
+  error: {
+    code: error.code,
+    details: error.details,
+    ...(error.fields === undefined ? {} : { fields: error.fields }),
+  },
 })

@@ -10,8 +10,37 @@ function describeStatus(status: number): string {
   return `${STATUS_CODES[status] ?? 'Error'} (${codes.join(', ')})`
 }
 
-/** The error envelope, described for one status code: by the error table unless the route says more. */
-export const errorResponse = (status: number, description = describeStatus(status)) => ({
-  ...ErrorEnvelope,
-  description,
-})
+const pascalCase = (text: string) =>
+  text.replace(/(?:^|[^A-Za-z0-9]+)([A-Za-z0-9])/g, (_, c: string) => c.toUpperCase())
+
+/** Names of responses the API description shares under `components.responses`, by status and description. */
+const RESPONSE_NAMES = new Map<string, string>()
+const responseKey = (status: number | string, description: string) => `${status} ${description}`
+
+/**
+ * Names the response of `status` described by `description`: the API description lists it once
+ * under `components.responses` with that name, and every operation that answers it refers to it.
+ */
+export function nameResponse(status: number | string, description: string, name: string): void {
+  const key = responseKey(status, description)
+  const existing = RESPONSE_NAMES.get(key)
+  if (existing !== undefined && existing !== name)
+    throw new Error(`The ${status} response "${description}" is named both ${existing} and ${name}`)
+  RESPONSE_NAMES.set(key, name)
+}
+
+/** The name given to a response by `nameResponse`, if any. */
+export const responseName = (status: number | string, description: string) =>
+  RESPONSE_NAMES.get(responseKey(status, description))
+
+/**
+ * The error envelope, described for one status code: by the error table (named after the status,
+ * e.g. NotFound) unless the route says more, in which case `name` names it if several use it.
+ */
+export function errorResponse(status: number, description?: string, name?: string) {
+  const text = description ?? describeStatus(status)
+  const shared =
+    name ?? (description === undefined ? pascalCase(STATUS_CODES[status] ?? `Status${status}`) : undefined)
+  if (shared) nameResponse(status, text, shared)
+  return { ...ErrorEnvelope, title: 'ErrorEnvelope', description: text }
+}

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError } from '../errors.js'
-import { errorResponse } from '../http/responses.js'
+import { errorResponse, nameResponse } from '../http/responses.js'
 import type { ExpectedVersion } from '../lib/versions.js'
 
 declare module 'fastify' {
@@ -43,6 +43,7 @@ const NOT_MODIFIED = {
   description: 'Not Modified: the record is still at a version `If-None-Match` names; no body',
   type: 'null',
 }
+nameResponse(304, NOT_MODIFIED.description, 'NotModified')
 
 /**
  * Conditional requests (RFC 9110) for versioned records. Every successful answer holding one record

@@ -1,39 +1,26 @@
+import type { ErrorObject } from 'ajv'
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError, allowsStatus, type ErrorCode, fromDatabaseError } from '../errors.js'
 import { errorBody } from '../http/envelope.js'
-
-type ValidationIssue = NonNullable<FastifyError['validation']>[number]
-
-function fieldOf(issue: ValidationIssue): string {
-  const path = issue.instancePath.split('/').filter(Boolean)
-  const params = issue.params as Record<string, unknown>
-  if (issue.keyword === 'required') path.push(String(params.missingProperty))
-  if (issue.keyword === 'additionalProperties') path.push(String(params.additionalProperty))
-  return path.join('.')
-}
-
-function describeIssue(issue: ValidationIssue, context: string): string {
-  const field = fieldOf(issue)
-  const where = field || (context === 'body' ? 'body' : context)
-  if (issue.keyword === 'required') return `${where} is required`
-  if (issue.keyword === 'additionalProperties') return `${where} is not a known field`
-  return `${where} ${issue.message ?? 'is invalid'}`
-}
+import { describeProblems, problemsText } from '../http/validation-messages.js'
 
 /**
- * Schema validation failures. A body that parses but breaks the schema is 422; a malformed path or
- * query parameter (or header) is 400. A missing field is VAL_002, anything else VAL_001.
+ * Schema validation failures, every problem at once (up to 20, then a count). A body that parses
+ * but breaks the schema is 422; a malformed path or query parameter (or header) is 400. VAL_002 when
+ * every problem is a missing required member (adding them fixes the request), VAL_001 as soon as
+ * one value is wrong. `details` lists the problems in words; `fields` lists them for machines.
  */
 function fromValidation(error: FastifyError): AppError {
   const context = error.validationContext ?? 'body'
-  const issue = error.validation?.[0]
+  const found = describeProblems((error.validation ?? []) as ErrorObject[])
   const status = context === 'body' ? 422 : 400
-  const code: ErrorCode = issue?.keyword === 'required' ? 'VAL_002' : 'VAL_001'
-  const details = issue ? describeIssue(issue, context) : error.message
+  const code: ErrorCode = found.onlyMissing ? 'VAL_002' : 'VAL_001'
+  const details = found.problems.length > 0 ? problemsText(found, context) : error.message
   return new AppError(code, details, {
     status,
     message: context === 'body' ? undefined : 'Invalid request parameters',
+    fields: found.problems,
   })
 }
 

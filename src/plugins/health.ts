@@ -61,7 +61,13 @@ const health: FastifyPluginAsyncTypebox<{ dataDir: string }> = async (app, { dat
         operationId: 'health',
         summary: 'Overall health with the db, diskSpace and ping components',
         security: [],
-        response: { 200: Health, 503: Health },
+        response: {
+          200: { ...Health, description: 'UP: every component answers' },
+          503: {
+            ...Health,
+            description: 'DOWN: at least one component does not answer; `components` says which',
+          },
+        },
       },
     },
     async (_request, reply) => {
@@ -78,7 +84,13 @@ const health: FastifyPluginAsyncTypebox<{ dataDir: string }> = async (app, { dat
         operationId: 'readiness',
         summary: 'Ready for traffic: the database answers and the service is not shutting down',
         security: [],
-        response: { 200: Probe, 503: Probe },
+        response: {
+          200: { ...Probe, description: 'UP: ready for traffic' },
+          503: {
+            ...Probe,
+            description: 'DOWN: the database does not answer or the service is shutting down',
+          },
+        },
       },
     },
     async (_request, reply) => {

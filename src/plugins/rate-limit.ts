@@ -19,6 +19,9 @@ const LOCAL_KEYS_MAX = 50_000
 const NAMESPACE = 'ehr-rate-limit:'
 // Probes, metrics and the API explorer's own files are never limited.
 const UNLIMITED = /^\/(actuator\/|swagger-ui|v3\/api-docs)/
+
+/** Whether requests to `url` are counted (and carry the X-RateLimit headers). */
+export const isRateLimited = (url: string) => !UNLIMITED.test(url)
 // The scheme is case-insensitive (RFC 9110 §11.1), and the token verifier accepts any case: a
 // lowercase `bearer` must be counted against its caller, not the address's anonymous allowance.
 const BEARER = /^Bearer\s/i
@@ -197,7 +200,7 @@ const rateLimits: FastifyPluginAsync<{ config: Config }> = async (app, { config 
     },
     // CORS preflights carry no token, so they would count against the anonymous limit of the
     // caller's IP (a whole clinic behind one NAT), once per distinct URL; the CORS plugin answers them.
-    allowList: (request) => request.method === 'OPTIONS' || UNLIMITED.test(request.url),
+    allowList: (request) => request.method === 'OPTIONS' || !isRateLimited(request.url),
     errorResponseBuilder: (request, context) => {
       app.serviceMetrics.rateLimited(request.principal ? 'authenticated' : 'anonymous')
       return new AppError(

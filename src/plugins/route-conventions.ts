@@ -4,23 +4,37 @@ import fp from 'fastify-plugin'
 import { hasAnyRole } from '../access/roles.js'
 import { describeAccess, ROUTE_ACCESS, type RouteAccess, routeKey } from '../access/route-access.js'
 import { forbidden } from '../errors.js'
-import { errorResponse } from '../http/responses.js'
+import { errorResponse, nameResponse } from '../http/responses.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** `METHOD /path` of every registered /api route, in registration order. */
     apiRoutes: string[]
   }
+  interface FastifyContextConfig {
+    /** Every member of the body is optional, so the body itself may be left out. */
+    optionalBody?: boolean
+  }
 }
 
 /** Error statuses any route of this shape can produce, whatever its handler does. */
-function standardErrors(route: RouteOptions, access: RouteAccess): Record<number, TSchema> {
+const SERVER_ERROR = errorResponse(
+  500,
+  'The service failed (SYS_001, 500) or a dependency such as the database is unavailable (SYS_002, 503)',
+)
+nameResponse('5XX', SERVER_ERROR.description, 'ServerError')
+
+function standardErrors(route: RouteOptions, access: RouteAccess): Record<number | string, TSchema> {
   const schema = route.schema ?? {}
-  const statuses = [429, 500, 503]
+  const statuses = [429]
   if (access.allow !== 'public') statuses.push(401, 403)
   if (schema.querystring || schema.params) statuses.push(400)
   if (schema.body) statuses.push(400, 413, 415, 422)
-  return Object.fromEntries(statuses.map((status) => [status, errorResponse(status)]))
+  return {
+    ...Object.fromEntries(statuses.map((status) => [status, errorResponse(status)])),
+    // 500 (SYS_001) and 503 (SYS_002) alike: one range, as any route may fail either way.
+    '5xx': SERVER_ERROR,
+  }
 }
 
 function guard(access: RouteAccess): onRequestHookHandler {
@@ -51,6 +65,11 @@ function defaultsOptional<T>(schema: T): T {
   return copy
 }
 
+/** A route whose body members are all optional takes a request without a body as `{}`. */
+async function noBodyAsEmpty(request: FastifyRequest) {
+  request.body ??= {}
+}
+
 const asArray = <T>(value: T | T[] | undefined): T[] =>
   value === undefined ? [] : Array.isArray(value) ? value : [value]
 
@@ -78,12 +97,14 @@ const routeConventions: FastifyPluginAsync = async (app) => {
       ...(schema.querystring ? { querystring: defaultsOptional(schema.querystring) } : {}),
       ...(schema.body ? { body: defaultsOptional(schema.body) } : {}),
       description: [schema.description, describeAccess(access)].filter(Boolean).join('\n\n'),
-      security: access.allow === 'public' ? [] : [{ bearerAuth: [] }],
+      // The document's default is the bearer token; public operations say they need none.
+      ...(access.allow === 'public' ? { security: [] } : {}),
       response: { ...standardErrors(route, access), ...(schema.response as object) },
     }
     route.config = { ...route.config, access }
     // After the rate limiter's hook, which is already in place, so floods of bad tokens are counted too.
     if (access.allow !== 'public') route.onRequest = [...asArray(route.onRequest), guard(access)]
+    if (route.config.optionalBody) route.preValidation = [...asArray(route.preValidation), noBodyAsEmpty]
   })
 }
 

@@ -5,6 +5,7 @@ import type { App } from '../../src/app.js'
 import { ERRORS } from '../../src/errors.js'
 import { openPrivateKey } from '../../src/identity/signing-keys.js'
 import { buildTestApp } from '../helpers/app.js'
+import { dereference } from '../helpers/dereference.js'
 import { bearer, newOrganization, TEST_PASSWORD, type TestUser, tokenFor } from '../helpers/factories.js'
 
 let app: App
@@ -178,7 +179,7 @@ describe('POST /api/auth/login', () => {
     })
 
     it('declares the 403 in the contract with data.requiresPasswordChange, and AUTH_004 in the error table', async () => {
-      const document = app.swagger() as {
+      const document = dereference(app.swagger()) as {
         paths: Record<
           string,
           { post: { responses: Record<string, { content: Record<string, { schema: object }> }> } }
@@ -199,7 +200,11 @@ describe('POST /api/auth/login', () => {
       payload: { username: 'a@b.c' },
     })
     expect(response.statusCode).toBe(422)
-    expect(response.json().error).toEqual({ code: 'VAL_002', details: 'password is required' })
+    expect(response.json().error).toEqual({
+      code: 'VAL_002',
+      details: 'password is required',
+      fields: [{ path: 'password', message: 'is required' }],
+    })
   })
 })
 

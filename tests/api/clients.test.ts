@@ -10,7 +10,8 @@ import { bearer, newOrganization, type TestOrganization, type TestUser } from '.
 import { type OidcProviderHarness, type OidcTestUser, startOidcProvider } from '../helpers/oidc-provider.js'
 
 // A tiny overlap, so that a test can see the previous secret expire without a long wait.
-const OVERLAP_SECONDS = 1
+// Long enough for two rotations and three sign-ins on a loaded machine; one test waits it out.
+const OVERLAP_SECONDS = 4
 
 let app: App
 

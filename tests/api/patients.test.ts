@@ -158,7 +158,11 @@ describe('POST /api/patients', () => {
       payload: { identification: { firstName: 'A', dateOfBirth: '1990-01-01', gender: 'Male' } },
     })
     expect(response.statusCode).toBe(422)
-    expect(response.json().error).toEqual({ code: 'VAL_002', details: 'identification.lastName is required' })
+    expect(response.json().error).toEqual({
+      code: 'VAL_002',
+      details: 'identification.lastName is required',
+      fields: [{ path: 'identification.lastName', message: 'is required' }],
+    })
   })
 
   it('returns 422 for an invalid e-mail and for an unknown field', async () => {
@@ -178,7 +182,11 @@ describe('POST /api/patients', () => {
       payload: patientBody({ allergie: 'peanuts' }),
     })
     expect(misspelled.statusCode).toBe(422)
-    expect(misspelled.json().error).toEqual({ code: 'VAL_001', details: 'allergie is not a known field' })
+    expect(misspelled.json().error).toEqual({
+      code: 'VAL_001',
+      details: 'allergie is not a known field',
+      fields: [{ path: 'allergie', message: 'is not a known field' }],
+    })
   })
 
   it('returns 400 for malformed JSON, 415 for a non-JSON body and 413 for an oversized body', async () => {

@@ -264,17 +264,19 @@ describe('delivery', () => {
       const other = await setup({ url: fast.url })
       for (let i = 0; i < 6; i++) await createPatientAs(app, slow.admin, patientBody())
       await createPatientAs(app, other.admin, patientBody())
-      const started = Date.now()
       await app.outbox.drainOnce()
 
       expect(slow.requests()).toHaveLength(6)
       expect(fast.received).toHaveLength(1)
-      expect((fast.received[0]?.receivedAt as number) - started).toBeLessThan(250)
-      const arrivals = slow.requests().map((request) => request.receivedAt)
+      const arrivals = slow
+        .requests()
+        .map((request) => request.receivedAt)
+        .sort((a, b) => a - b)
       // Two at a time: the third request arrives only after the first two answered.
-      expect(arrivals.sort((a, b) => a - b)[2] as number).toBeGreaterThanOrEqual(
-        (arrivals[0] as number) + 250,
-      )
+      expect(arrivals[2] as number).toBeGreaterThanOrEqual((arrivals[0] as number) + 250)
+      // The other host is not queued behind them: it is served before the slow host's third round
+      // (measured against the slow host's own arrivals, so a loaded machine does not decide it).
+      expect(fast.received[0]?.receivedAt as number).toBeLessThan(arrivals[4] as number)
     } finally {
       await fast.close()
     }

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { ROUTE_ACCESS, type RouteAccess, routeKey } from '../../src/access/route-access.js'
+import { dereference } from './dereference.js'
 import type { JsonSchema } from './schema-arbitrary.js'
 
 export interface OpenApiParameter {
@@ -31,9 +32,11 @@ export interface Operation {
  * suites built on it are collected per operation and cover a new route without being told.
  */
 export function documentedOperations(): Operation[] {
-  const document = JSON.parse(readFileSync(new URL('../../openapi.json', import.meta.url), 'utf8')) as {
-    paths: Record<string, Record<string, OpenApiOperation>>
-  }
+  const document = dereference(
+    JSON.parse(readFileSync(new URL('../../openapi.json', import.meta.url), 'utf8')) as {
+      paths: Record<string, Record<string, OpenApiOperation>>
+    },
+  )
   return Object.entries(document.paths).flatMap(([path, operations]) =>
     Object.entries(operations).map(([method, operation]) => {
       const upper = method.toUpperCase() as Operation['method']

@@ -7,10 +7,11 @@ import { errorResponse } from '../../http/responses.js'
 import { providerSchedule } from './schedule.js'
 
 const tags = ['Providers']
-const notFound = errorResponse(404, 'No such provider (RES_001)')
+const notFound = errorResponse(404, 'No such provider (RES_001)', 'ProviderNotFound')
 const otherOrganization = errorResponse(
   403,
   'Missing role, or the provider belongs to another organization (AUTH_003)',
+  'ProviderForbidden',
 )
 
 /**

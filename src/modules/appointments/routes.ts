@@ -28,14 +28,20 @@ import {
 } from './service.js'
 
 const tags = ['Appointments']
-const notFound = errorResponse(404, 'No such appointment, or no such patient or provider (RES_001)')
+const notFound = errorResponse(
+  404,
+  'No such appointment, or no such patient or provider (RES_001)',
+  'AppointmentNotFound',
+)
 const otherOrganization = errorResponse(
   403,
   'Missing role, or the appointment, patient or provider belongs to another organization (AUTH_003)',
+  'AppointmentForbidden',
 )
 const conflictOnBooking = errorResponse(
   409,
   'The provider already has an appointment overlapping this time, the provider is inactive, or the status does not allow the change (RES_002)',
+  'AppointmentConflict',
 )
 
 const appointmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -76,8 +82,12 @@ const appointmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
         querystring: AvailableSlotsQuery,
         response: {
           200: AvailableSlotsEnvelope,
-          403: errorResponse(403, 'Missing role, or the provider belongs to another organization (AUTH_003)'),
-          404: errorResponse(404, 'No such provider (RES_001)'),
+          403: errorResponse(
+            403,
+            'Missing role, or the provider belongs to another organization (AUTH_003)',
+            'ProviderForbidden',
+          ),
+          404: errorResponse(404, 'No such provider (RES_001)', 'ProviderNotFound'),
         },
       },
     },
@@ -184,9 +194,7 @@ const appointmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/:id/cancel',
     {
       // Both fields are optional, so a request without any body is a cancellation without reason.
-      preValidation: async (request) => {
-        request.body ??= {}
-      },
+      config: { optionalBody: true },
       schema: {
         tags,
         operationId: 'cancelAppointment',

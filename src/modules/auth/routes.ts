@@ -16,11 +16,14 @@ import {
 import { AppError } from '../../errors.js'
 import { errorBody, ok } from '../../http/envelope.js'
 import { principalOf } from '../../http/principal.js'
-import { errorResponse } from '../../http/responses.js'
+import { errorResponse, nameResponse } from '../../http/responses.js'
 import type { IssuedTokens, SignInResult } from '../../identity/backends.js'
 import type { Mailer } from '../../lib/mailer.js'
 import passwordRoutes from './password-routes.js'
 import { currentUser, presentedRefreshToken } from './service.js'
+
+const SIGN_IN_REFUSED =
+  "The password is temporary: change it first (AUTH_004, with data.requiresPasswordChange). External provider: the token's groups match no organization (AUTH_003)"
 
 const tags = ['Authentication']
 
@@ -83,15 +86,16 @@ const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
     })
   }
 
+  nameResponse(403, SIGN_IN_REFUSED, 'SignInForbidden')
   const signInSchema = {
     200: flat ? FlatLoginResponse : LoginEnvelope,
-    401: errorResponse(401, 'Invalid username or password (AUTH_001)'),
-    403: {
-      ...SignInRefused,
-      description:
-        "The password is temporary: change it first (AUTH_004, with data.requiresPasswordChange). External provider: the token's groups match no organization (AUTH_003)",
-    },
-    503: errorResponse(503, 'The database or the identity provider is unavailable (SYS_002, SYS_001)'),
+    401: errorResponse(401, 'Invalid username or password (AUTH_001)', 'InvalidCredentials'),
+    403: { ...SignInRefused, description: SIGN_IN_REFUSED },
+    503: errorResponse(
+      503,
+      'The database or the identity provider is unavailable (SYS_002, SYS_001)',
+      'IdentityUnavailable',
+    ),
   }
   const issuerNote = external
     ? 'This deployment forwards to its external identity provider.'

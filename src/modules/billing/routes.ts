@@ -28,9 +28,14 @@ const tags = ['Billing']
 const otherOrganization = errorResponse(
   403,
   'Missing role, or the record belongs to another organization (AUTH_003)',
+  'RecordForbidden',
 )
-const noInvoice = errorResponse(404, 'No such invoice (RES_001)')
-const stateConflict = errorResponse(409, 'The invoice is not in a state that allows this (RES_002)')
+const noInvoice = errorResponse(404, 'No such invoice (RES_001)', 'InvoiceNotFound')
+const stateConflict = errorResponse(
+  409,
+  'The invoice is not in a state that allows this (RES_002)',
+  'InvoiceStateConflict',
+)
 
 const billingRoutes: FastifyPluginAsyncTypebox<{ settings: BillingSettings }> = async (app, { settings }) => {
   app.post(
@@ -45,7 +50,7 @@ const billingRoutes: FastifyPluginAsyncTypebox<{ settings: BillingSettings }> = 
         response: {
           201: InvoiceEnvelope,
           403: otherOrganization,
-          404: errorResponse(404, 'No such patient (RES_001)'),
+          404: errorResponse(404, 'No such patient (RES_001)', 'PatientNotFound'),
         },
       },
     },
@@ -151,7 +156,22 @@ const billingRoutes: FastifyPluginAsyncTypebox<{ settings: BillingSettings }> = 
           'Changes the invoice balance and status in the same transaction. Emits payment.received.',
         headers: PaymentHeaders,
         body: RecordPaymentBody,
-        response: { 201: PaymentEnvelope, 403: otherOrganization, 404: noInvoice, 409: stateConflict },
+        response: {
+          201: {
+            ...PaymentEnvelope,
+            headers: {
+              'Idempotent-Replayed': {
+                type: 'string',
+                enum: ['true'],
+                description:
+                  'Present when this answer repeats the payment first recorded under the same Idempotency-Key',
+              },
+            },
+          },
+          403: otherOrganization,
+          404: noInvoice,
+          409: stateConflict,
+        },
       },
     },
     async (request, reply) => {

@@ -27,14 +27,16 @@ import {
 } from './service.js'
 
 const tags = ['Clients']
-const notFound = errorResponse(404, 'No such client (RES_001)')
+const notFound = errorResponse(404, 'No such client (RES_001)', 'ClientNotFound')
 const otherOrganization = errorResponse(
   403,
   'Missing role, or the client belongs to another organization (AUTH_003)',
+  'ClientForbidden',
 )
 const externalProvider = errorResponse(
   409,
   'An external identity provider is configured: integrations are registered there (RES_002)',
+  'ClientsExternal',
 )
 
 /** Confidential clients of the caller's organization: server-to-server integrations and their secrets. */

@@ -36,8 +36,9 @@ const tags = ['Clinical records']
 const patientRule = errorResponse(
   403,
   'Missing role, or the patient belongs to another organization (AUTH_003)',
+  'PatientForbidden',
 )
-const noPatient = errorResponse(404, 'No such patient (RES_001)')
+const noPatient = errorResponse(404, 'No such patient (RES_001)', 'PatientNotFound')
 
 type App = Parameters<FastifyPluginAsyncTypebox>[0]
 
@@ -49,8 +50,12 @@ function registerKind<I extends TObject, D extends TObject>(app: App, kind: Clin
   const name = kind.label
   const operation = kind.path.replace(/-(\w)/g, (_, letter: string) => letter.toUpperCase())
   const suffix = operation[0]?.toUpperCase() + operation.slice(1)
-  const missing = errorResponse(404, `No such patient or ${name} (RES_001)`)
-  const withdrawn = errorResponse(409, `The ${name} was entered in error (RES_002)`)
+  const missing = errorResponse(404, `No such patient or ${name} (RES_001)`, `${suffix}NotFound`)
+  const withdrawn = errorResponse(
+    409,
+    `The ${name} was entered in error (RES_002)`,
+    `${suffix}EnteredInError`,
+  )
   const patchBody = RecordPatch(kind.input, name)
   const ListQuery = ClinicalListQuery({
     [kind.statusField]: Type.Optional(kind.data.properties[kind.statusField] ?? Type.String()),

@@ -1,5 +1,6 @@
 import multipart from '@fastify/multipart'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
 import { IfMatchHeaders } from '../../../schemas/common.js'
 import {
   DocumentDeletedEnvelope,
@@ -31,14 +32,46 @@ const tags = ['Documents']
 const patientRule = errorResponse(
   403,
   'Missing role, or the patient belongs to another organization (AUTH_003)',
+  'PatientForbidden',
 )
 const documentRule = errorResponse(
   403,
   'Missing role, or the document belongs to another organization (AUTH_003)',
+  'DocumentForbidden',
 )
-const binary = (description: string) => ({
+/** The headers of a download: what the bytes are and which of them were sent. */
+const downloadHeaders = {
+  ETag: {
+    type: 'string',
+    description: 'The SHA-256 of the whole document, quoted: send it in `If-None-Match`',
+  },
+  'Accept-Ranges': { type: 'string', description: '`bytes`: a single `Range` may be asked for' },
+  'Content-Disposition': { type: 'string', description: '`attachment`, with the stored file name' },
+  'Content-Range': { type: 'string', description: '`bytes first-last/size` (206), or `bytes */size` (416)' },
+}
+
+/** A download answers with the document's stored content type, whatever it was uploaded as. */
+const binary = (description: string, headers: (keyof typeof downloadHeaders)[]) => ({
   description,
-  content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+  headers: Object.fromEntries(headers.map((name) => [name, downloadHeaders[name]])),
+  content: { '*/*': { schema: { type: 'string', format: 'binary' } } },
+})
+
+/** The request headers a download reads. */
+const DownloadHeaders = Type.Object({
+  range: Type.Optional(
+    Type.String({
+      maxLength: 200,
+      description:
+        'One byte range, `bytes=first-last`, `bytes=first-` or `bytes=-suffix` (206); other forms get the whole document',
+    }),
+  ),
+  'if-none-match': Type.Optional(
+    Type.String({
+      maxLength: 1024,
+      description: 'The ETag held: 304 without a body when it is still current',
+    }),
+  ),
 })
 
 // Housekeeping runs at start and then this often (interrupted uploads, purge after retention).
@@ -82,7 +115,7 @@ const documentRoutes: FastifyPluginAsyncTypebox<DocumentRoutesOptions> = async (
         response: {
           201: DocumentEnvelope,
           403: patientRule,
-          404: errorResponse(404, 'No such patient (RES_001)'),
+          404: errorResponse(404, 'No such patient (RES_001)', 'PatientNotFound'),
         },
       },
     },
@@ -122,7 +155,7 @@ const documentRoutes: FastifyPluginAsyncTypebox<DocumentRoutesOptions> = async (
         response: {
           200: DocumentPageEnvelope,
           403: patientRule,
-          404: errorResponse(404, 'No such patient (RES_001)'),
+          404: errorResponse(404, 'No such patient (RES_001)', 'PatientNotFound'),
         },
       },
     },
@@ -152,13 +185,30 @@ const documentRoutes: FastifyPluginAsyncTypebox<DocumentRoutesOptions> = async (
         description:
           'Streams the stored bytes with their content type, Content-Length, Content-Disposition: attachment and an ETag (the SHA-256). Supports a single Range (206) and If-None-Match (304).',
         params: DocumentIdParams,
+        headers: DownloadHeaders,
         response: {
-          200: binary('The whole document, in its stored content type'),
-          206: binary('The requested byte range'),
-          304: { description: 'Unchanged (If-None-Match matched the ETag)', type: 'null' },
+          200: binary('The whole document, in its stored content type', [
+            'ETag',
+            'Accept-Ranges',
+            'Content-Disposition',
+          ]),
+          206: binary('The requested byte range', [
+            'ETag',
+            'Accept-Ranges',
+            'Content-Disposition',
+            'Content-Range',
+          ]),
+          304: {
+            description: 'Unchanged (If-None-Match matched the ETag)',
+            type: 'null',
+            headers: { ETag: downloadHeaders.ETag },
+          },
           403: documentRule,
-          404: errorResponse(404, 'No such document (RES_001)'),
-          416: errorResponse(416, 'The range is outside the document (VAL_001)'),
+          404: errorResponse(404, 'No such document (RES_001)', 'DocumentNotFound'),
+          416: {
+            ...errorResponse(416, 'The range is outside the document (VAL_001)'),
+            headers: { 'Content-Range': downloadHeaders['Content-Range'] },
+          },
         },
       },
     },
@@ -204,7 +254,7 @@ const documentRoutes: FastifyPluginAsyncTypebox<DocumentRoutesOptions> = async (
         response: {
           200: DocumentDeletedEnvelope,
           403: documentRule,
-          404: errorResponse(404, 'No such document (RES_001)'),
+          404: errorResponse(404, 'No such document (RES_001)', 'DocumentNotFound'),
         },
       },
     },

@@ -26,16 +26,19 @@ import {
 } from './service.js'
 
 const tags = ['Encounters']
-const notFound = errorResponse(404, 'No such encounter (RES_001)')
+const notFound = errorResponse(404, 'No such encounter (RES_001)', 'EncounterNotFound')
 const otherOrganization = errorResponse(
   403,
   'Missing role, or the encounter belongs to another organization (AUTH_003)',
+  'EncounterForbidden',
 )
 const notTheAuthor = errorResponse(
   403,
   'Missing role, the encounter belongs to another organization, or the caller is neither the encounter’s provider nor an administrator (AUTH_003)',
+  'EncounterNotAuthor',
 )
-const wrongStatus = (description: string) => errorResponse(409, `${description} (RES_002)`)
+const wrongStatus = (description: string, name?: string) =>
+  errorResponse(409, `${description} (RES_002)`, name)
 
 const encounterRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
@@ -124,7 +127,7 @@ const encounterRoutes: FastifyPluginAsyncTypebox = async (app) => {
           200: EncounterEnvelope,
           403: notTheAuthor,
           404: notFound,
-          409: wrongStatus('The encounter is signed'),
+          409: wrongStatus('The encounter is signed', 'EncounterSigned'),
         },
       },
     },
@@ -159,7 +162,7 @@ const encounterRoutes: FastifyPluginAsyncTypebox = async (app) => {
           200: EncounterEnvelope,
           403: notTheAuthor,
           404: notFound,
-          409: wrongStatus('The encounter is signed'),
+          409: wrongStatus('The encounter is signed', 'EncounterSigned'),
         },
       },
     },

@@ -12,7 +12,7 @@ import { errorResponse } from '../../http/responses.js'
 import { getMessage, listMessages, readMessage, sendMessage, syncMessages } from './service.js'
 
 const tags = ['Messages']
-const notVisible = errorResponse(404, 'No such message among yours (RES_001)')
+const notVisible = errorResponse(404, 'No such message among yours (RES_001)', 'MessageNotFound')
 
 const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
@@ -25,8 +25,12 @@ const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
         body: SendMessageBody,
         response: {
           201: MessageEnvelope,
-          403: errorResponse(403, 'Missing role, or the patient belongs to another organization (AUTH_003)'),
-          404: errorResponse(404, 'No such patient (RES_001)'),
+          403: errorResponse(
+            403,
+            'Missing role, or the patient belongs to another organization (AUTH_003)',
+            'PatientForbidden',
+          ),
+          404: errorResponse(404, 'No such patient (RES_001)', 'PatientNotFound'),
         },
       },
     },

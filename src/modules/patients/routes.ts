@@ -28,10 +28,11 @@ import {
 } from './service.js'
 
 const tags = ['Patients']
-const notFound = errorResponse(404, 'No such patient (RES_001)')
+const notFound = errorResponse(404, 'No such patient (RES_001)', 'PatientNotFound')
 const otherOrganization = errorResponse(
   403,
   'Missing role, or the patient belongs to another organization (AUTH_003)',
+  'PatientForbidden',
 )
 const duplicate = errorResponse(409, 'The MRN is already used in this organization (RES_002)')
 

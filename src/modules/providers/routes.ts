@@ -26,6 +26,7 @@ import {
 const duplicate = errorResponse(
   409,
   'The NPI is already used in this organization, or the user account is linked to another provider (RES_002)',
+  'ProviderConflict',
 )
 
 /** The provider directory: who works here, their identifiers, time zone and weekly hours. */

@@ -11,6 +11,7 @@ const tags = ['Telehealth']
 const otherOrganization = errorResponse(
   403,
   'Missing role, or the record belongs to another organization (AUTH_003)',
+  'RecordForbidden',
 )
 
 const telehealthRoutes: FastifyPluginAsyncTypebox<{ jitsi: JitsiSettings | undefined }> = async (
@@ -52,7 +53,7 @@ const telehealthRoutes: FastifyPluginAsyncTypebox<{ jitsi: JitsiSettings | undef
         response: {
           200: RoomEnvelope,
           403: otherOrganization,
-          404: errorResponse(404, 'No such room (RES_001)'),
+          404: errorResponse(404, 'No such room (RES_001)', 'RoomNotFound'),
         },
       },
     },
@@ -70,7 +71,7 @@ const telehealthRoutes: FastifyPluginAsyncTypebox<{ jitsi: JitsiSettings | undef
         response: {
           200: RoomEnvelope,
           403: otherOrganization,
-          404: errorResponse(404, 'No such room (RES_001)'),
+          404: errorResponse(404, 'No such room (RES_001)', 'RoomNotFound'),
         },
       },
     },
@@ -93,7 +94,7 @@ const telehealthRoutes: FastifyPluginAsyncTypebox<{ jitsi: JitsiSettings | undef
             403,
             'Another organization’s room, or an identity you may not act for (AUTH_003)',
           ),
-          404: errorResponse(404, 'No such room (RES_001)'),
+          404: errorResponse(404, 'No such room (RES_001)', 'RoomNotFound'),
           409: errorResponse(409, 'The room is closed or its appointment cancelled (RES_002)'),
           503: errorResponse(
             503,

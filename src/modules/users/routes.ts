@@ -27,16 +27,18 @@ import {
 } from './service.js'
 
 const tags = ['Users']
-const notFound = errorResponse(404, 'No such account of a person (RES_001)')
+const notFound = errorResponse(404, 'No such account of a person (RES_001)', 'UserNotFound')
 const otherOrganization = errorResponse(
   403,
   'Missing role, or the account belongs to another organization (AUTH_003)',
+  'UserForbidden',
 )
 const externalNote =
   'With an external identity provider (OIDC_ISSUER_URL) the accounts are the provider’s: this answers 409 RES_002.'
 const roleConflict = errorResponse(
   409,
   'The change would remove the last active ADMIN of the organization or the caller’s own ADMIN role, or accounts belong to an external identity provider (RES_002)',
+  'UserRoleConflict',
 )
 
 interface UserRoutesOptions {

@@ -13,7 +13,11 @@ import { errorResponse } from '../../http/responses.js'
 import { otherOrganization, tags, webhookNotFound } from './routes.js'
 import { getDelivery, listDeliveries, redeliver, syncDeliveries } from './service.js'
 
-const deliveryNotFound = errorResponse(404, 'No such webhook, or no such delivery of it (RES_001)')
+const deliveryNotFound = errorResponse(
+  404,
+  'No such webhook, or no such delivery of it (RES_001)',
+  'DeliveryNotFound',
+)
 
 const deliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(

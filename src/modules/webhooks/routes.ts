@@ -31,14 +31,16 @@ import {
 } from './service.js'
 
 export const tags = ['Webhooks']
-export const webhookNotFound = errorResponse(404, 'No such webhook (RES_001)')
+export const webhookNotFound = errorResponse(404, 'No such webhook (RES_001)', 'WebhookNotFound')
 export const otherOrganization = errorResponse(
   403,
   'Missing role, or the webhook belongs to another organization (AUTH_003)',
+  'WebhookForbidden',
 )
 const refused = errorResponse(
   422,
   'The body failed validation, or the url is not https or resolves to an internal address (VAL_001, VAL_002)',
+  'WebhookTargetRefused',
 )
 const inactive = errorResponse(409, 'The webhook is inactive (RES_002)')
 

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { ALLERGY_CATEGORIES, AllergyData, AllergyInput } from '../../../../schemas/clinical.js'
+import { StringEnum } from '../../../../schemas/common.js'
 import type { ClinicalKind } from '../kind.js'
 import { orNull, pastDate } from './checks.js'
 
@@ -19,7 +20,7 @@ export const allergies: ClinicalKind<typeof AllergyInput, typeof AllergyData> = 
   input: AllergyInput,
   data: AllergyData,
   statusField: 'status',
-  listFilters: { category: Type.Optional(Type.Union(ALLERGY_CATEGORIES.map((c) => Type.Literal(c)))) },
+  listFilters: { category: Type.Optional(StringEnum(ALLERGY_CATEGORIES)) },
   writers: ['PROVIDER'],
   uniqueness: {
     constraint: 'clinical_records_active_allergy_key',
