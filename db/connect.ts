@@ -98,23 +98,32 @@ function discardingSilentConnections(pool: pg.Pool): void {
   }
   const dropSocket = (client: pg.PoolClient) =>
     (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy()
-  const connect = pool.connect.bind(pool)
-  pool.connect = (async () => {
-    const client = await connect()
-    let silent = false
+  // The clients that went silent. A client is handed out many times: its `query` is wrapped once
+  // (wrapping it on every checkout would nest the wrappers until the stack overflows), while pg-pool
+  // gives it a new `release` on every checkout, which is wrapped each time.
+  const silent = new WeakSet<pg.PoolClient>()
+  const watched = new WeakSet<pg.PoolClient>()
+  const watch = (client: pg.PoolClient) => {
+    if (watched.has(client)) return
+    watched.add(client)
     const query = client.query.bind(client) as (...args: unknown[]) => unknown
     client.query = ((...args: unknown[]) => {
       const result = query(...args)
       if (result instanceof Promise) {
         result.catch((error: unknown) => {
-          if (isSilentConnection(error)) silent = true
+          if (isSilentConnection(error)) silent.add(client)
         })
       }
       return result
     }) as typeof client.query
+  }
+  const connect = pool.connect.bind(pool)
+  pool.connect = (async () => {
+    const client = await connect()
+    watch(client)
     const release = client.release
     client.release = ((error?: Error | boolean) => {
-      if (!silent) return release(error)
+      if (!silent.has(client)) return release(error)
       dropSocket(client)
       release(new Error('The connection stopped answering'))
       for (const idle of [...internals._idle]) {

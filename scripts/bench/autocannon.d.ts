@@ -11,6 +11,7 @@ declare module 'autocannon' {
     non2xx: number
     errors: number
     timeouts: number
+    statusCodeStats: Record<string, { count: number }>
   }
   interface Request {
     method?: string

@@ -231,7 +231,9 @@ async function pairedRatios(baseline: Plan, scenario: Plan): Promise<PairedRatio
     const base = await drive(baseline)
     const measured = await drive(scenario)
     if ([base, measured].some((m) => m.non2xx > 0 || m.total === 0))
-      throw new Error('non-2xx answers, or none at all, in a paired round')
+      throw new Error(
+        `non-2xx answers, or none at all, in a paired round: ${JSON.stringify({ base, measured })}`,
+      )
     ratios.rps.push(measured.rps / base.rps)
     ratios.p99.push(measured.p99 / Math.max(base.p99, 1))
     ratios.p50.push(measured.p50 / Math.max(base.p50, 1))

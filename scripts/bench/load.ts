@@ -42,5 +42,9 @@ process.stdout.write(
     p99: result.latency.p99,
     non2xx: result.non2xx + result.errors + result.timeouts,
     total: result.requests.total,
+    // What the failures were, when there were any.
+    ...(result.non2xx + result.errors + result.timeouts > 0
+      ? { statuses: result.statusCodeStats, errors: result.errors, timeouts: result.timeouts }
+      : {}),
   })}\n`,
 )

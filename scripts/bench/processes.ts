@@ -22,6 +22,13 @@ export interface Started {
   stop(): Promise<void>
 }
 
+/** The log lines of level warn (40) and above in a chunk of the service's output, to stderr. */
+function passOnProblems(chunk: Buffer) {
+  const text = chunk.toString()
+  if (!/"level":[4-6]0/.test(text)) return
+  for (const line of text.split('\n')) if (/"level":[4-6]0/.test(line)) process.stderr.write(`${line}\n`)
+}
+
 /** Starts a node process and waits (up to a minute) until its output contains `ready`. */
 export async function startProcess(
   args: string[],
@@ -44,10 +51,11 @@ export async function startProcess(
       output += chunk
       if (ready.test(output)) {
         clearTimeout(timer)
-        // Past start-up the output is drained and dropped unread (the service logs every request at
-        // info): a reader that falls behind would block the service on its own log writes.
-        child.stdout?.off('data', watch).on('data', () => {})
-        child.stderr?.off('data', watch).on('data', () => {})
+        // Past start-up the output is drained (the service logs every request at info: a reader
+        // that falls behind would block the service on its own log writes); only warnings and
+        // errors are passed on, so that a failed run says why.
+        child.stdout?.off('data', watch).on('data', passOnProblems)
+        child.stderr?.off('data', watch).on('data', (chunk: Buffer) => process.stderr.write(chunk))
         resolve()
       }
     }
