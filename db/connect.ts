@@ -17,6 +17,13 @@ export interface PoolStats {
 
 export type Unlisten = () => Promise<void>
 
+/** A session advisory lock held by a connection of its own. */
+export interface SessionLock {
+  /** False once released, or once its connection was lost (the server released the lock with it). */
+  readonly held: boolean
+  release(): Promise<void>
+}
+
 /** Told about every query (its duration, and its error if it failed) and every lost connection. */
 export interface DatabaseObserver {
   query(seconds: number, error?: unknown): void
@@ -35,6 +42,12 @@ export interface DatabaseHandle {
    * listening (re)starts, since notifications sent while not listening are lost.
    */
   listen(channel: string, onNotify: () => void): Promise<Unlisten>
+  /**
+   * Takes the session advisory lock `key` if no other session holds it (undefined if one does), on
+   * a connection of its own that keeps it until `release()`: a pooled connection would be handed to
+   * other queries, and behind a pooler in transaction mode each statement may reach another session.
+   */
+  sessionLock(key: bigint): Promise<SessionLock | undefined>
   close(): Promise<void>
 }
 
@@ -64,6 +77,12 @@ function observation() {
 
 export interface PostgresOptions {
   url: string
+  /**
+   * A direct connection to the same primary, for what needs a session of its own (LISTEN, session
+   * locks); default `url`. Differs from it when `url` goes through a pooler in transaction mode,
+   * which hands each transaction to any of its server connections.
+   */
+  directUrl?: string
   poolMax: number
   /** How many distinct statements to prepare per connection; 0 prepares none (for a pooler in transaction mode). */
   preparedStatements?: number
@@ -137,6 +156,7 @@ function discardingSilentConnections(pool: pg.Pool): void {
 
 export function openPostgres({
   url,
+  directUrl = url,
   poolMax,
   preparedStatements = DEFAULT_PREPARED_STATEMENTS,
   statementTimeoutMs = 30_000,
@@ -147,6 +167,8 @@ export function openPostgres({
     max: poolMax,
     connectionTimeoutMillis: statementTimeoutMs || 30_000,
     idleTimeoutMillis: 30_000,
+    // A startup parameter: costs nothing per query, but PgBouncer refuses connections that send
+    // it unless told to ignore it, and then its own server-side limit applies (docs/operations.md).
     statement_timeout: statementTimeoutMs,
     ...(statementTimeoutMs > 0 ? { query_timeout: statementTimeoutMs + CLIENT_GRACE_MS } : {}),
     // A dead peer is noticed by the operating system too, not only by a query waiting on it.
@@ -199,7 +221,7 @@ export function openPostgres({
     }),
     observe: observed.observe,
     listen: async (channel, onNotify) => {
-      const stop = listenOnPostgres(url, channel, onNotify, onPoolError)
+      const stop = listenOnPostgres(directUrl, channel, onNotify, onPoolError)
       const unlisten = async () => {
         listeners.delete(unlisten)
         await stop()
@@ -207,6 +229,7 @@ export function openPostgres({
       listeners.add(unlisten)
       return unlisten
     },
+    sessionLock: (key) => sessionLockOnPostgres(directUrl, key, onPoolError),
     close: async () => {
       await Promise.all([...listeners].map((unlisten) => unlisten()))
       await db.destroy()
@@ -217,7 +240,9 @@ export function openPostgres({
 const LISTEN_RETRY_MS = 1000
 
 /**
- * LISTEN needs a session of its own that stays open (a pooled client would be handed to queries).
+ * LISTEN needs a session of its own that stays open (a pooled client would be handed to queries),
+ * hence the direct URL: behind a pooler in transaction mode the LISTEN would stay behind on
+ * whichever server connection ran it, and its notifications would never reach this client.
  * A lost connection is re-opened after a pause; the caller's polling covers the gap.
  */
 function listenOnPostgres(
@@ -275,6 +300,54 @@ function listenOnPostgres(
   }
 }
 
+/**
+ * The lock lives as long as its connection: ending the connection releases it, and so does the
+ * server when the connection is lost, after which `held` turns false.
+ */
+async function sessionLockOnPostgres(
+  url: string,
+  key: bigint,
+  onError?: (error: Error) => void,
+): Promise<SessionLock | undefined> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000, keepAlive: true })
+  let held = false
+  client.on('error', (error) => {
+    held = false
+    onError?.(error)
+  })
+  client.on('end', () => {
+    held = false
+  })
+  try {
+    await client.connect()
+    const { rows } = await client.query<{ locked: boolean }>(
+      'select pg_try_advisory_lock($1::bigint) as locked',
+      [key.toString()],
+    )
+    held = rows[0]?.locked === true
+  } catch (error) {
+    await client.end().catch(() => {})
+    throw error
+  }
+  if (!held) {
+    await client.end().catch(() => {})
+    return undefined
+  }
+  return {
+    get held() {
+      return held
+    },
+    release: async () => {
+      if (held) {
+        held = false
+        // Unlocked before the connection ends, so that another instance asking right after finds it free.
+        await client.query('select pg_advisory_unlock($1::bigint)', [key.toString()]).catch(() => {})
+      }
+      await client.end().catch(() => {})
+    },
+  }
+}
+
 export interface PgliteOptions {
   /** Directory for the data files; omitted, the database lives in memory. */
   dataDir?: string
@@ -327,6 +400,19 @@ export async function openPglite({ dataDir, loadDataDir }: PgliteOptions): Promi
       const unsubscribe = await db.connection().execute(() => pglite.listen(channel, () => onNotify()))
       onNotify()
       return () => db.connection().execute(() => unsubscribe())
+    },
+    // One process at a time opens the embedded database (its data directory is locked), so no
+    // other instance can be running the same job.
+    sessionLock: async () => {
+      let held = true
+      return {
+        get held() {
+          return held
+        },
+        release: async () => {
+          held = false
+        },
+      }
     },
     close: async () => {
       await db.destroy()

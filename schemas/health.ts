@@ -12,7 +12,17 @@ export const Health = Named(
   'Health',
   Type.Object({
     status: Status,
-    components: Type.Object({ db: Component, diskSpace: Component, ping: Component }),
+    components: Type.Object({
+      db: Component,
+      diskSpace: Component,
+      ping: Component,
+      replicas: Type.Optional(
+        Type.Object(Component.properties, {
+          description:
+            'With read replicas (DATABASE_READ_URLS): each one’s state (UP, LAGGING, DOWN) and lag. UP only when every replica takes reads; the service stays UP without them, reading the primary',
+        }),
+      ),
+    }),
   }),
 )
 export type Health = Static<typeof Health>

@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyServerOptions, LogController } from 'fastify'
 import { type DatabaseHandle, openPglite, openPostgres } from '../db/connect.js'
 import { migrateToLatest } from '../db/migrator.js'
+import { openReadReplicas } from '../db/replicas.js'
 import type { Config } from './config.js'
 import { clientErrorHandler } from './http/client-errors.js'
 import { serializersOnFirstUse } from './lib/lazy-compile.js'
@@ -49,6 +50,7 @@ import metrics from './plugins/metrics.js'
 import openapi from './plugins/openapi.js'
 import outbox from './plugins/outbox.js'
 import rateLimits from './plugins/rate-limit.js'
+import readReplicas from './plugins/read-replicas.js'
 import requestContext, { requestIdFor } from './plugins/request-context.js'
 import routeConventions from './plugins/route-conventions.js'
 import securityHeaders from './plugins/security-headers.js'
@@ -140,6 +142,7 @@ export async function openConfiguredDatabase(config: Config, onPoolError: (error
   return config.DATABASE_URL
     ? openPostgres({
         url: config.DATABASE_URL,
+        directUrl: config.DATABASE_DIRECT_URL,
         poolMax: config.DATABASE_POOL_MAX,
         preparedStatements: config.DATABASE_PREPARED_STATEMENTS,
         statementTimeoutMs: config.DATABASE_QUERY_TIMEOUT_MS,
@@ -148,13 +151,30 @@ export async function openConfiguredDatabase(config: Config, onPoolError: (error
     : openPglite({ dataDir: path.join(config.DATA_DIR, 'pgdata') })
 }
 
+/** The read replicas of DATABASE_READ_URLS, if any, pooled and checked like the primary. */
+function openConfiguredReplicas(config: Config, primary: DatabaseHandle) {
+  const urls = config.DATABASE_READ_URLS.split(',').filter(Boolean)
+  if (urls.length === 0 || primary.kind !== 'postgres') return undefined
+  return openReadReplicas({
+    primary,
+    urls,
+    maxLagMs: config.DATABASE_REPLICA_MAX_LAG_MS,
+    checkIntervalMs: config.DATABASE_REPLICA_CHECK_INTERVAL_MS,
+    poolMax: config.DATABASE_POOL_MAX,
+    statementTimeoutMs: config.DATABASE_QUERY_TIMEOUT_MS,
+    preparedStatements: config.DATABASE_PREPARED_STATEMENTS,
+  })
+}
+
 /**
  * Brings the schema up to date. On PostgreSQL over a connection of its own with no statement
- * limit: a migration may rewrite a large table, far past what a request may wait.
+ * limit: a migration may rewrite a large table, far past what a request may wait. Direct, since a
+ * pooler in front would impose its own limit.
  */
 async function migrate(config: Config, handle: DatabaseHandle) {
   if (!config.DATABASE_URL || handle.kind !== 'postgres') return migrateToLatest(handle.db)
-  const unlimited = openPostgres({ url: config.DATABASE_URL, poolMax: 1, statementTimeoutMs: 0 })
+  const url = config.DATABASE_DIRECT_URL ?? config.DATABASE_URL
+  const unlimited = openPostgres({ url, poolMax: 1, statementTimeoutMs: 0 })
   try {
     await migrateToLatest(unlimited.db)
   } finally {
@@ -200,6 +220,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   await app.register(database, { handle })
   // Early, so that the plugins after it can count and every route gets its latency histogram.
   await app.register(metrics)
+  await app.register(readReplicas, { replicas: openConfiguredReplicas(config, handle) })
   await app.register(audit, { flushIntervalMs: config.AUDIT_FLUSH_INTERVAL_MS })
   await app.register(background)
   await app.register(housekeeping, { config })
@@ -224,9 +245,10 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   // Before the routes: exports give way to the requests they serve.
   const fhirBase = `${config.PUBLIC_URL}/fhir/R4`
   const fhirTypes = resourceTypes({ mrnSystem: config.FHIR_MRN_SYSTEM, base: fhirBase })
+  // Direct: behind a pooler its statement limit would cut exports short of their own.
   const exportDatabase = config.DATABASE_URL
     ? openPostgres({
-        url: config.DATABASE_URL,
+        url: config.DATABASE_DIRECT_URL ?? config.DATABASE_URL,
         poolMax: config.BULK_EXPORT_POOL_MAX,
         preparedStatements: 0,
         statementTimeoutMs: config.BULK_EXPORT_STATEMENT_TIMEOUT_MS,

@@ -36,6 +36,13 @@ export const ConfigSchema = Type.Object({
         '`postgres://…` to use PostgreSQL (pooled; version 15 or later, with the `pg_trgm` and `btree_gist` extensions available); unset = embedded PGlite under `$DATA_DIR/pgdata`',
     }),
   ),
+  DATABASE_DIRECT_URL: Type.Optional(
+    Type.String({
+      pattern: '^postgres(ql)?://',
+      description:
+        'A direct connection to the same PostgreSQL primary, not through a pooler, for what needs a session of its own or its own statement limits: LISTEN/NOTIFY (webhook delivery and change feed wake-ups), the housekeeping lock, migrations and bulk exports; a few connections per instance. Set it when `DATABASE_URL` goes through PgBouncer in transaction mode (see docs/operations.md, Behind PgBouncer); unset = `DATABASE_URL`',
+    }),
+  ),
   DATABASE_POOL_MAX: Type.Integer({
     minimum: 1,
     maximum: 200,
@@ -48,6 +55,25 @@ export const ConfigSchema = Type.Object({
     default: 5000,
     description:
       'The longest a request waits on PostgreSQL: for a pooled connection, and for one statement (the server cancels it, and the client gives up on a connection that stops answering, as over a cut network, and replaces it). The request then answers 503 SYS_002. Bulk exports and migrations have limits of their own',
+  }),
+  DATABASE_READ_URLS: Type.String({
+    default: '',
+    pattern: '^(postgres(ql)?://[^,]+(,postgres(ql)?://[^,]+)*)?$',
+    description:
+      'Comma-separated `postgres://…` addresses of read replicas of DATABASE_URL (streaming replication). Lists, searches and charts are read from a replica that is in rotation and has replayed the caller’s own writes; everything else reads the primary. Empty: every query goes to DATABASE_URL',
+  }),
+  DATABASE_REPLICA_MAX_LAG_MS: Type.Integer({
+    minimum: 100,
+    maximum: 600_000,
+    default: 5000,
+    description:
+      'A read replica further behind the primary than this is taken out of rotation until it catches up (its lag is in `ehr_db_replica_lag_seconds` and the health check)',
+  }),
+  DATABASE_REPLICA_CHECK_INTERVAL_MS: Type.Integer({
+    minimum: 100,
+    maximum: 60_000,
+    default: 1000,
+    description: 'How often each read replica’s position and health are checked',
   }),
   DATABASE_PREPARED_STATEMENTS: Type.Integer({
     minimum: 0,
@@ -490,7 +516,8 @@ export type Config = Readonly<
 export class ConfigError extends Error {}
 
 /** Values of these variables may carry credentials and are never echoed back in errors. */
-const SECRET_NAMES = /PASSWORD$|SECRET|DATABASE_URL|SMTP_URL|REDIS_URL|ENCRYPTION_KEY/
+const SECRET_NAMES =
+  /PASSWORD$|SECRET|DATABASE_URL|DATABASE_DIRECT_URL|DATABASE_READ_URLS|SMTP_URL|REDIS_URL|ENCRYPTION_KEY/
 
 /**
  * Validates the environment once. Throws a ConfigError naming each bad variable, so a
@@ -515,6 +542,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   if (raw.WEBHOOK_LEASE_SECONDS * 1000 <= raw.WEBHOOK_TIMEOUT_MS) {
     throw new ConfigError(
       'Invalid configuration:\n  WEBHOOK_LEASE_SECONDS: must be longer than WEBHOOK_TIMEOUT_MS (an attempt must end within its lease)',
+    )
+  }
+  // Replicas of the embedded database do not exist: the setting would silently do nothing.
+  if (raw.DATABASE_READ_URLS !== '' && raw.DATABASE_URL === undefined) {
+    throw new ConfigError(
+      'Invalid configuration:\n  DATABASE_READ_URLS: read replicas need DATABASE_URL (the primary they replicate)',
     )
   }
   // The audit trail is a regulatory record: a typo such as 30 must not purge all but a month of it.

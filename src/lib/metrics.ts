@@ -13,6 +13,8 @@ export const METRIC = {
   dbPoolWaitingClients: 'ehr_db_pool_waiting_clients',
   dbQueryDuration: 'ehr_db_query_duration_seconds',
   dbConnectionErrors: 'ehr_db_connection_errors_total',
+  dbReplicaLag: 'ehr_db_replica_lag_seconds',
+  dbReplicaInRotation: 'ehr_db_replica_in_rotation',
   webhookDeliveries: 'ehr_webhook_deliveries_total',
   webhookAttemptDuration: 'ehr_webhook_attempt_duration_seconds',
   outboxBacklog: 'ehr_outbox_backlog',

@@ -46,10 +46,31 @@ const health: FastifyPluginAsyncTypebox<{ dataDir: string }> = async (app, { dat
     }
   }
 
+  /** Each read replica as of its last check; the primary serves reads while none can. */
+  function replicas(): ComponentStatus | undefined {
+    const statuses = app.readReplicas?.statuses()
+    if (!statuses) return undefined
+    return {
+      status: statuses.every((replica) => replica.state === 'UP') ? 'UP' : 'DOWN',
+      details: Object.fromEntries(
+        statuses.map(({ name, state, lagSeconds }) => [name, `${state}, ${lagSeconds.toFixed(1)} s behind`]),
+      ),
+    }
+  }
+
   async function check(): Promise<Health> {
     const [db, disk] = await Promise.all([database(), diskSpace()])
     const up = db.status === 'UP' && disk.status === 'UP'
-    return { status: up ? 'UP' : 'DOWN', components: { db, diskSpace: disk, ping: { status: 'UP' } } }
+    const replicaStatus = replicas()
+    return {
+      status: up ? 'UP' : 'DOWN',
+      components: {
+        db,
+        diskSpace: disk,
+        ping: { status: 'UP' },
+        ...(replicaStatus ? { replicas: replicaStatus } : {}),
+      },
+    }
   }
 
   const tags = ['Operations']

@@ -29,7 +29,7 @@ export interface Housekeeping {
 const BATCH_ROWS = 1000
 const MAX_BATCHES_PER_TABLE = 100
 const FIRST_RUN_DELAY_MS = 60_000
-// pg_try_advisory_lock key of this job ("ehrhouse" in ASCII): one instance purges at a time.
+// Session advisory lock key of this job ("ehrhouse" in ASCII): one instance purges at a time.
 const LOCK_KEY = 0x6568_7268_6f75_7365n
 
 type Db = Kysely<Database>
@@ -192,9 +192,14 @@ async function purgeAll(
  * Housekeeping: removes rows that have served their purpose (expired password reset and refresh
  * tokens) or outlived their retention (finished webhook deliveries and their attempts after
  * WEBHOOK_DELIVERY_RETENTION_DAYS, audit records after AUDIT_RETENTION_DAYS), in bounded batches,
- * every HOUSEKEEPING_INTERVAL_MINUTES. On PostgreSQL a session advisory lock, held on a connection
- * of its own for the run, lets one instance at a time do it (the others skip that run); the
- * embedded database has a single instance and just runs.
+ * every HOUSEKEEPING_INTERVAL_MINUTES. On PostgreSQL a session advisory lock, held for the run on
+ * a direct connection of its own (DATABASE_DIRECT_URL), lets one instance at a time do it (the
+ * others skip that run); the batches themselves go through the pool. A transaction-scoped lock
+ * would need the whole run in one transaction (minutes of row locks and an all-or-nothing
+ * rollback, which the batches exist to avoid), and a session lock taken through the pool reaches,
+ * behind a pooler in transaction mode, whichever server session runs that statement: two instances
+ * could both "hold" it, and the unlock could miss it. The embedded database has a single instance
+ * and just runs.
  */
 const housekeeping: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => {
   const settings: Settings = {
@@ -210,26 +215,18 @@ const housekeeping: FastifyPluginAsync<{ config: Config }> = async (app, { confi
       purged[table] += rows
       if (rows > 0) app.serviceMetrics.purged(table, rows)
     }
-    const purgeWith = (db: Db) => purgeAll(db, settings, record, () => stopping)
-    let finished: boolean | undefined
-    if (app.database.kind === 'pglite') {
-      finished = await purgeWith(app.db)
-    } else {
-      finished = await app.db.connection().execute(async (connection) => {
-        const { rows } = await sql<{
-          locked: boolean
-        }>`select pg_try_advisory_lock(${LOCK_KEY}) as locked`.execute(connection)
-        if (!rows[0]?.locked) return undefined
-        try {
-          return await purgeWith(connection)
-        } finally {
-          await sql`select pg_advisory_unlock(${LOCK_KEY})`.execute(connection)
-        }
-      })
-    }
-    if (finished === undefined) {
+    const lock = await app.database.sessionLock(LOCK_KEY)
+    if (!lock) {
       app.serviceMetrics.housekeepingRun('skipped')
       return { outcome: 'skipped', purged }
+    }
+    let finished: boolean
+    try {
+      // Between batches: a lost lock connection means another instance may already have started.
+      finished = await purgeAll(app.db, settings, record, () => stopping || !lock.held)
+      if (!finished && !stopping) throw new Error('the connection holding the housekeeping lock was lost')
+    } finally {
+      await lock.release()
     }
     if (finished) app.serviceMetrics.housekeepingRun('completed')
     app.log.info({ purged }, finished ? 'housekeeping run completed' : 'housekeeping run stopped by shutdown')

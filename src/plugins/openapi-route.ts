@@ -32,6 +32,12 @@ export const RESPONSE_HEADERS = {
       'The record’s version as a weak ETag, `W/"<version>"`: send it back in `If-Match` or `If-None-Match`',
     example: 'W/"3"',
   },
+  'X-Write-Position': {
+    type: 'string',
+    description:
+      'With read replicas: the primary’s WAL position once this write had committed. Send it back as `X-Read-After` to read your own write from any instance',
+    example: '0/1A2B3C4D',
+  },
 } satisfies Record<string, HeaderSchema>
 
 const pick = (...names: (keyof typeof RESPONSE_HEADERS)[]) =>
@@ -43,16 +49,34 @@ function holdsVersionedRecord(schema: ResponseSchema): boolean {
   return data?.properties?.version !== undefined
 }
 
-/** The headers the service sets on an answer of this status to a request to `url`. */
-function headersOf(url: string, status: number, schema: ResponseSchema): Record<string, HeaderSchema> {
+const isWrite = (method: string) => !['GET', 'HEAD', 'OPTIONS'].includes(method)
+
+/** The headers the service sets on an answer of this status to a `method` request to `url`. */
+function headersOf(
+  method: string,
+  url: string,
+  status: number,
+  schema: ResponseSchema,
+): Record<string, HeaderSchema> {
   return {
     ...pick('X-Request-Id'),
     ...(isRateLimited(url) ? pick('X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset') : {}),
     ...(status === 429 ? pick('Retry-After') : {}),
     ...(status === 304 || (status < 300 && holdsVersionedRecord(schema)) ? pick('ETag') : {}),
+    ...(status < 300 && isWrite(method) && url.startsWith('/api/') ? pick('X-Write-Position') : {}),
     // What a route declares itself (a download's Content-Range, a payment's Idempotent-Replayed).
     ...schema.headers,
   }
+}
+
+/** What a read of the API takes with read replicas: read nothing older than a write position. */
+const readAfterParameter = {
+  'x-read-after': {
+    type: 'string',
+    pattern: '^[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}$',
+    description:
+      'With read replicas: the `X-Write-Position` of a write you made; the answer reflects that write, whichever instance serves it',
+  },
 }
 
 /** The request header every operation reads when the caller sends it. */
@@ -72,12 +96,14 @@ const requestIdParameter = {
  */
 export function documentRoute(schema: FastifySchema, url: string, route: RouteOptions): FastifySchema {
   if (!schema?.response) return schema
+  const method = [route.method].flat().join()
   const response = Object.fromEntries(
     Object.entries(schema.response as Record<string, ResponseSchema>).map(([status, answer]) => [
       status,
-      { ...answer, headers: headersOf(url, Number(status), answer) },
+      { ...answer, headers: headersOf(method, url, Number(status), answer) },
     ]),
   )
+  const reads = method === 'GET' && url.startsWith('/api/') ? readAfterParameter : {}
   const headers = (schema.headers ?? { type: 'object', properties: {} }) as {
     properties?: Record<string, unknown>
   }
@@ -85,6 +111,6 @@ export function documentRoute(schema: FastifySchema, url: string, route: RouteOp
     ...schema,
     ...(route.config?.optionalBody ? { body: { ...(schema.body as object), [OPTIONAL_BODY]: true } } : {}),
     response,
-    headers: { ...headers, properties: { ...requestIdParameter, ...headers.properties } },
+    headers: { ...headers, properties: { ...requestIdParameter, ...reads, ...headers.properties } },
   }
 }

@@ -77,6 +77,45 @@ describe('loadConfig', () => {
     }
   })
 
+  it('takes DATABASE_DIRECT_URL as a PostgreSQL URL and never echoes a bad one', () => {
+    expect(loadConfig({}).DATABASE_DIRECT_URL).toBeUndefined()
+    expect(
+      loadConfig({
+        DATABASE_URL: 'postgres://ehr@pgbouncer:6432/ehr',
+        DATABASE_DIRECT_URL: 'postgres://ehr@db/ehr',
+      }),
+    ).toMatchObject({ DATABASE_DIRECT_URL: 'postgres://ehr@db/ehr' })
+    expect(() => loadConfig({ DATABASE_DIRECT_URL: 'mysql://user:hunter2@db' })).toThrow(
+      /DATABASE_DIRECT_URL: .*\(value hidden\)/,
+    )
+    expect(() => loadConfig({ DATABASE_DIRECT_URL: 'mysql://user:hunter2@db' })).not.toThrow(/hunter2/)
+  })
+
+  it('takes DATABASE_READ_URLS only beside DATABASE_URL, and never echoes a bad one', () => {
+    expect(loadConfig({}).DATABASE_READ_URLS).toBe('')
+    const replicas = 'postgres://ehr:pw@replica1/ehr,postgres://ehr:pw@replica2/ehr'
+    expect(loadConfig({ DATABASE_URL: 'postgres://ehr@db/ehr', DATABASE_READ_URLS: replicas })).toMatchObject(
+      {
+        DATABASE_READ_URLS: replicas,
+      },
+    )
+    expect(() => loadConfig({ DATABASE_READ_URLS: replicas })).toThrow(
+      /DATABASE_READ_URLS: read replicas need DATABASE_URL/,
+    )
+    expect(() =>
+      loadConfig({
+        DATABASE_URL: 'postgres://ehr@db/ehr',
+        DATABASE_READ_URLS: 'postgres://a,mysql://u:hunter2@b',
+      }),
+    ).toThrow(/DATABASE_READ_URLS: .*\(value hidden\)/)
+    expect(() =>
+      loadConfig({
+        DATABASE_URL: 'postgres://ehr@db/ehr',
+        DATABASE_READ_URLS: 'postgres://a,mysql://u:hunter2@b',
+      }),
+    ).not.toThrow(/hunter2/)
+  })
+
   it('parses the webhook retry schedule and keeps a lease longer than an attempt', () => {
     expect(loadConfig({}).webhookRetrySeconds).toEqual([5, 300, 1800, 7200, 18000, 36000, 36000])
     expect(loadConfig({ WEBHOOK_RETRY_SCHEDULE: '0.5,2' }).webhookRetrySeconds).toEqual([0.5, 2])

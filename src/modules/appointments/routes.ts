@@ -64,9 +64,9 @@ const appointmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ? app.syncCursors.pageOf(
             request,
             request.query,
-            await syncAppointments(app.db, principalOf(request), request.query, sync),
+            await syncAppointments(app.readDb(request), principalOf(request), request.query, sync),
           )
-        : await listAppointments(app.db, principalOf(request), request.query)
+        : await listAppointments(app.readDb(request), principalOf(request), request.query)
       request.auditedIds = page.content.map((appointment) => appointment.id)
       return ok('Appointments retrieved', page)
     },

@@ -25,9 +25,9 @@ const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ? app.syncCursors.pageOf(
             request,
             request.query,
-            await syncAuditEvents(app.db, actor, request.query, sync),
+            await syncAuditEvents(app.readDb(request), actor, request.query, sync),
           )
-        : await listAuditEvents(app.db, actor, request.query)
+        : await listAuditEvents(app.readDb(request), actor, request.query)
       return ok('Audit events retrieved', page)
     },
   )

@@ -80,9 +80,9 @@ const billingRoutes: FastifyPluginAsyncTypebox<{ settings: BillingSettings }> = 
         ? app.syncCursors.pageOf(
             request,
             request.query,
-            await syncInvoices(app.db, principalOf(request), request.query, sync),
+            await syncInvoices(app.readDb(request), principalOf(request), request.query, sync),
           )
-        : await listInvoices(app.db, principalOf(request), request.query)
+        : await listInvoices(app.readDb(request), principalOf(request), request.query)
       return ok('Invoices retrieved', page)
     },
   )

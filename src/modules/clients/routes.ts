@@ -54,7 +54,7 @@ const clientRoutes: FastifyPluginAsyncTypebox<{ settings: ClientSettings }> = as
       },
     },
     async (request) => {
-      const page = await listClients(app.db, principalOf(request), request.query)
+      const page = await listClients(app.readDb(request), principalOf(request), request.query)
       request.auditedIds = page.content.map((client) => client.id)
       return ok('Clients retrieved', page)
     },

@@ -115,9 +115,9 @@ function registerKind<I extends TObject, D extends TObject>(app: App, kind: Clin
         ? app.syncCursors.pageOf(
             request,
             query,
-            await syncClinicalRecords(app.db, kind, actor, patientId, query, sync),
+            await syncClinicalRecords(app.readDb(request), kind, actor, patientId, query, sync),
           )
-        : await listClinicalRecords(app.db, kind, actor, patientId, query)
+        : await listClinicalRecords(app.readDb(request), kind, actor, patientId, query)
       request.auditedIds = result.content.map((record) => record.id)
       return ok(`${kind.path} retrieved`, result)
     },
@@ -261,7 +261,7 @@ const clinicalRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const chart = await getChart(app.db, principalOf(request), request.params.patientId)
+      const chart = await getChart(app.readDb(request), principalOf(request), request.params.patientId)
       request.auditedIds = [request.params.patientId]
       return ok('Chart retrieved', chart)
     },

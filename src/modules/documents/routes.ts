@@ -167,9 +167,9 @@ const documentRoutes: FastifyPluginAsyncTypebox<DocumentRoutesOptions> = async (
         ? app.syncCursors.pageOf(
             request,
             request.query,
-            await syncDocuments(app.db, actor, patientId, request.query, sync),
+            await syncDocuments(app.readDb(request), actor, patientId, request.query, sync),
           )
-        : await listDocuments(app.db, actor, patientId, request.query)
+        : await listDocuments(app.readDb(request), actor, patientId, request.query)
       request.auditedIds = page.content.map((document) => document.id)
       return ok('Documents retrieved', page)
     },

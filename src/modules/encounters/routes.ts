@@ -60,9 +60,9 @@ const encounterRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ? app.syncCursors.pageOf(
             request,
             request.query,
-            await syncEncounters(app.db, principalOf(request), request.query, sync),
+            await syncEncounters(app.readDb(request), principalOf(request), request.query, sync),
           )
-        : await listEncounters(app.db, principalOf(request), request.query)
+        : await listEncounters(app.readDb(request), principalOf(request), request.query)
       request.auditedIds = page.content.map((encounter) => encounter.id)
       return ok('Encounters retrieved', page)
     },

@@ -286,7 +286,7 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
       }
       const byId = { name: '_id', descending: false }
       const after = cursorAfter(query, order ?? byId)
-      const page = await type.search(app.db, scope, query, { after, size, order: order ?? byId })
+      const page = await type.search(app.readDb(request), scope, query, { after, size, order: order ?? byId })
       auditAs(request, type, page.resources, 'search')
       const references = new Set(
         includes.flatMap(({ follow }) =>

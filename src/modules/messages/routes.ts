@@ -60,9 +60,9 @@ const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ? app.syncCursors.pageOf(
             request,
             request.query,
-            await syncMessages(app.db, principalOf(request), request.query, sync),
+            await syncMessages(app.readDb(request), principalOf(request), request.query, sync),
           )
-        : await listMessages(app.db, principalOf(request), request.query)
+        : await listMessages(app.readDb(request), principalOf(request), request.query)
       request.auditedIds = page.content.map((message) => message.id)
       return ok('Messages retrieved', page)
     },

@@ -56,9 +56,9 @@ const patientRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ? app.syncCursors.pageOf(
             request,
             request.query,
-            await syncPatients(app.db, principalOf(request), request.query, sync),
+            await syncPatients(app.readDb(request), principalOf(request), request.query, sync),
           )
-        : await listPatients(app.db, principalOf(request), request.query)
+        : await listPatients(app.readDb(request), principalOf(request), request.query)
       request.auditedIds = page.content.map((patient) => patient.id)
       return ok('Patients retrieved', page)
     },
@@ -76,7 +76,7 @@ const patientRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const page = await searchPatients(app.db, principalOf(request), request.query)
+      const page = await searchPatients(app.readDb(request), principalOf(request), request.query)
       request.auditedIds = page.content.map((patient) => patient.id)
       return ok('Patients found', page)
     },

@@ -50,9 +50,9 @@ const providerRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ? app.syncCursors.pageOf(
             request,
             request.query,
-            await syncProviders(app.db, principalOf(request), request.query, sync),
+            await syncProviders(app.readDb(request), principalOf(request), request.query, sync),
           )
-        : await listProviders(app.db, principalOf(request), request.query)
+        : await listProviders(app.readDb(request), principalOf(request), request.query)
       return ok('Providers retrieved', page)
     },
   )

@@ -69,7 +69,7 @@ const userRoutes: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (app, { e
       },
     },
     async (request) => {
-      const page = await listUsers(app.db, principalOf(request), request.query)
+      const page = await listUsers(app.readDb(request), principalOf(request), request.query)
       request.auditedIds = page.content.map((user) => user.id)
       return ok('Users retrieved', page)
     },

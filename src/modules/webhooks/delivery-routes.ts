@@ -41,9 +41,9 @@ const deliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ? app.syncCursors.pageOf(
             request,
             request.query,
-            await syncDeliveries(app.db, actor, request.params.id, request.query, sync),
+            await syncDeliveries(app.readDb(request), actor, request.params.id, request.query, sync),
           )
-        : await listDeliveries(app.db, actor, request.params.id, request.query)
+        : await listDeliveries(app.readDb(request), actor, request.params.id, request.query)
       return ok('Deliveries retrieved', page)
     },
   )

@@ -84,9 +84,9 @@ const webhookRoutes: FastifyPluginAsyncTypebox<{ settings: WebhookSettings }> = 
         ? app.syncCursors.pageOf(
             request,
             request.query,
-            await syncWebhooks(app.db, principalOf(request), request.query, sync),
+            await syncWebhooks(app.readDb(request), principalOf(request), request.query, sync),
           )
-        : await listWebhooks(app.db, principalOf(request), request.query)
+        : await listWebhooks(app.readDb(request), principalOf(request), request.query)
       request.auditedIds = page.content.map((webhook) => webhook.id)
       return ok('Webhooks retrieved', page)
     },
