@@ -484,11 +484,11 @@ async function report(run: Report): Promise<void> {
 
 /**
  * The benchmarks with sections of their own (sync paging on a million patients, the change feed,
- * the FHIR Observation search, a bulk export of a million patients) run after this one, with their
+ * the FHIR Observation search, a bulk export of a million patients, read replicas) run after this one, with their
  * defaults, on the same server.
  */
 async function runOtherBenchmarks(): Promise<void> {
-  for (const command of ['bench:sync', 'bench:change-feed', 'bench:fhir', 'bench:export']) {
+  for (const command of ['bench:sync', 'bench:change-feed', 'bench:fhir', 'bench:export', 'bench:replicas']) {
     const code = await new Promise<number | null>((resolve) =>
       spawn('npm', ['run', '-s', command], {
         stdio: 'inherit',

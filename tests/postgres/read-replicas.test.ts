@@ -2,10 +2,10 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openPostgres } from '../../db/connect.js'
 import { migrateToLatest } from '../../db/migrator.js'
+import { type ReplicaCluster, startReplicaCluster } from '../../scripts/lib/replica-cluster.js'
 import type { App } from '../../src/app.js'
 import { buildTestApp } from '../helpers/app.js'
 import { bearer, newOrganization, patientBody, type TestUser } from '../helpers/factories.js'
-import { type ReplicaCluster, startReplicaCluster } from '../helpers/replica-cluster.js'
 
 // A primary and a streaming replica of their own (PostgreSQL's initdb, pg_basebackup, pg_ctl), with
 // the service reading lists from the replica. Nothing here touches the shared test server.

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs'
 import { connect } from 'node:net'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
-import { type ReplicaCluster, startReplicaCluster } from '../helpers/replica-cluster.js'
+import { type ReplicaCluster, startReplicaCluster } from '../../scripts/lib/replica-cluster.js'
 
 let cluster: ReplicaCluster
 
