@@ -24,9 +24,9 @@ export interface SessionLock {
   release(): Promise<void>
 }
 
-/** Told about every query (its duration, and its error if it failed) and every lost connection. */
+/** Told about every query (its duration, its error if it failed, its SQL) and every lost connection. */
 export interface DatabaseObserver {
-  query(seconds: number, error?: unknown): void
+  query(seconds: number, error: unknown, statement: string): void
   connectionError(): void
 }
 
@@ -66,7 +66,11 @@ function observation() {
   let observer: DatabaseObserver | undefined
   return {
     log: (event: LogEvent) => {
-      observer?.query(event.queryDurationMillis / 1000, event.level === 'error' ? event.error : undefined)
+      observer?.query(
+        event.queryDurationMillis / 1000,
+        event.level === 'error' ? event.error : undefined,
+        event.query.sql,
+      )
     },
     connectionError: () => observer?.connectionError(),
     observe: (next: DatabaseObserver) => {

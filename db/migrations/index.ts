@@ -21,6 +21,7 @@ import * as bulkExports from './0019_bulk_exports.js'
 import * as clientAssertionKeys from './0020_client_assertion_keys.js'
 import * as signingKeyEncryption from './0021_signing_key_encryption.js'
 import * as sessionRevocationIndex from './0022_session_revocation_index.js'
+import * as organizationKeys from './0023_organization_keys.js'
 
 /** Every migration, in order. Listed rather than scanned so tsx and compiled JS behave alike. */
 export const migrations: Record<string, Migration> = {
@@ -46,4 +47,5 @@ export const migrations: Record<string, Migration> = {
   '0020_client_assertion_keys': clientAssertionKeys,
   '0021_signing_key_encryption': signingKeyEncryption,
   '0022_session_revocation_index': sessionRevocationIndex,
+  '0023_organization_keys': organizationKeys,
 }

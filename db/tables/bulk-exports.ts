@@ -37,6 +37,7 @@ export interface BulkExportsTable {
 /** The NDJSON files of an export (an OperationOutcome file holds its errors). */
 export interface BulkExportFilesTable {
   export_id: string
+  organization_id: number
   sequence: number
   resource_type: string
   storage_key: string

@@ -3,6 +3,7 @@ import type { ColumnType, Generated, Insertable, Selectable } from 'kysely'
 /** A dated change to a provider's weekly hours: time off, or extra hours. */
 export interface ProviderExceptionsTable {
   id: ColumnType<number, never, never>
+  organization_id: number
   provider_id: number
   /** YYYY-MM-DD, kept as text like every date column. */
   date: string

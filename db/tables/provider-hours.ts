@@ -3,6 +3,7 @@ import type { ColumnType, Insertable, Selectable } from 'kysely'
 /** One interval of a provider's weekly working hours. */
 export interface ProviderHoursTable {
   id: ColumnType<number, never, never>
+  organization_id: number
   provider_id: number
   /** ISO weekday: 1 = Monday … 7 = Sunday. */
   weekday: number

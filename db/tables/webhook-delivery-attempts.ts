@@ -2,6 +2,7 @@ import type { ColumnType, Selectable } from 'kysely'
 
 export interface WebhookDeliveryAttemptsTable {
   id: ColumnType<number, never, never>
+  organization_id: number
   delivery_id: number
   attempted_at: Date
   status_code: number | null

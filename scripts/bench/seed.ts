@@ -172,6 +172,7 @@ export async function seed(db: Kysely<Database>, patients: number): Promise<Seed
       .values(
         [1, 2, 3, 4, 5, 6, 7].map((weekday) => ({
           provider_id: provider.id,
+          organization_id: organization.id,
           weekday,
           start_time: '08:00:00',
           end_time: '18:00:00',

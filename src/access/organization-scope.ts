@@ -1,4 +1,5 @@
 import { type RawBuilder, sql } from 'kysely'
+import { acrossOrganizations } from '../../db/across-organizations.js'
 import type { Db } from '../../db/database.js'
 import { forbidden, notFound } from '../errors.js'
 
@@ -47,7 +48,7 @@ const STILL_THERE: Partial<Record<OwnedTable, RawBuilder<unknown>>> = {
  * only to tell "not yours" (403) from "does not exist" (404). It returns nothing of the record.
  */
 export async function ownerOrganization(db: Db, table: OwnedTable, id: number): Promise<number | undefined> {
-  const { rows } = await sql<{ organization_id: number }>`
+  const { rows } = await sql<{ organization_id: number }>`${acrossOrganizations('owner probe')}
     select organization_id from ${sql.table(table)} where id = ${id} ${STILL_THERE[table] ?? sql``}`.execute(
     db,
   )

@@ -1,4 +1,5 @@
 import { type Kysely, sql } from 'kysely'
+import { acrossOrganizations } from '../../db/across-organizations.js'
 import type { Database } from '../../db/database.js'
 import type { NewAuditRow } from '../../db/tables/audit-log.js'
 
@@ -20,7 +21,7 @@ const CLOSE_RETRY_DELAY_MS = 1000
  * took a large share of the service's time under load, one string costs next to nothing.
  */
 async function insertBatch(db: Kysely<Database>, rows: NewAuditRow[]): Promise<void> {
-  await sql`
+  await sql`${acrossOrganizations('audit batches')}
     insert into audit_log (occurred_at, organization_id, user_id, action, resource_type, resource_ids,
       patient_id, outcome, status_code, request_id)
     select occurred_at, organization_id, user_id, action, resource_type, coalesce(resource_ids, '{}'),

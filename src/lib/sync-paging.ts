@@ -1,4 +1,5 @@
 import { type SelectQueryBuilder, sql } from 'kysely'
+import { acrossOrganizations } from '../../db/across-organizations.js'
 import type { Database, Db } from '../../db/database.js'
 import type { Tombstone } from '../../schemas/common.js'
 
@@ -79,6 +80,7 @@ export async function purgeTombstones(db: Db, retentionDays: number, now = new D
   const result = await db
     .deleteFrom('deleted_records')
     .where('deleted_at', '<', new Date(now.getTime() - retentionDays * 86_400_000))
+    .modifyEnd(acrossOrganizations('housekeeping'))
     .executeTakeFirst()
   return Number(result.numDeletedRows)
 }

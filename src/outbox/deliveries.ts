@@ -1,4 +1,5 @@
 import { type Kysely, sql } from 'kysely'
+import { acrossOrganizations } from '../../db/across-organizations.js'
 import type { Database } from '../../db/database.js'
 import type { StoredPayload } from '../../schemas/events.js'
 
@@ -32,7 +33,7 @@ export async function claimDeliveries(
     options.skipWebhookIds.length > 0
       ? sql`and candidate.webhook_id not in (${sql.join(options.skipWebhookIds)})`
       : sql``
-  const { rows } = await sql<ClaimedDelivery>`
+  const { rows } = await sql<ClaimedDelivery>`${acrossOrganizations('outbox worker')}
     update webhook_deliveries
     set locked_until = now() + ${options.leaseSeconds}::float8 * interval '1 second', locked_by = ${options.instanceId}
     from webhooks, outbox_events
@@ -68,6 +69,7 @@ export async function releaseDeliveries(db: Db, ids: readonly number[], instance
     .set({ locked_until: null, locked_by: null })
     .where('id', 'in', ids)
     .where('locked_by', '=', instanceId)
+    .modifyEnd(acrossOrganizations('outbox worker'))
     .execute()
 }
 
@@ -80,6 +82,7 @@ export async function releaseAllLeases(db: Db): Promise<void> {
     .updateTable('webhook_deliveries')
     .set({ locked_until: null, locked_by: null })
     .where('locked_until', 'is not', null)
+    .modifyEnd(acrossOrganizations('outbox worker'))
     .execute()
 }
 
@@ -129,10 +132,10 @@ export async function recordFailure(db: Db, result: FailedAttempt): Promise<{ de
     // would expire and the delivery be sent again, which at-least-once allows. It saves a disk
     // flush per attempt.
     await sql`set local synchronous_commit to off`.execute(trx)
-    return sql<{ deactivated: boolean }>`
+    return sql<{ deactivated: boolean }>`${acrossOrganizations('outbox worker')}
     with attempt as (
-      insert into webhook_delivery_attempts (delivery_id, attempted_at, status_code, error, latency_ms, instance_id)
-      select id, ${result.attemptedAt}, ${result.statusCode}, ${result.error}, ${result.latencyMs}, ${result.instanceId}
+      insert into webhook_delivery_attempts (delivery_id, organization_id, attempted_at, status_code, error, latency_ms, instance_id)
+      select id, organization_id, ${result.attemptedAt}, ${result.statusCode}, ${result.error}, ${result.latencyMs}, ${result.instanceId}
       from webhook_deliveries where id = ${result.deliveryId}
     ), delivery as (
       update webhook_deliveries set
@@ -182,13 +185,13 @@ export async function recordSuccesses(
   await db.transaction().execute(async (trx) => {
     // As in recordFailure: a lost commit only means a repeated delivery, which at-least-once allows.
     await sql`set local synchronous_commit to off`.execute(trx)
-    await sql`
+    await sql`${acrossOrganizations('outbox worker')}
     with input as (
       select * from unnest(${ids}::bigint[], ${attemptedAt}::timestamptz[], ${statusCodes}::int[], ${latencies}::int[])
         as t(delivery_id, attempted_at, status_code, latency_ms)
     ), attempt as (
-      insert into webhook_delivery_attempts (delivery_id, attempted_at, status_code, error, latency_ms, instance_id)
-      select d.id, input.attempted_at, input.status_code, null, input.latency_ms, ${instanceId}
+      insert into webhook_delivery_attempts (delivery_id, organization_id, attempted_at, status_code, error, latency_ms, instance_id)
+      select d.id, d.organization_id, input.attempted_at, input.status_code, null, input.latency_ms, ${instanceId}
       from input join webhook_deliveries d on d.id = input.delivery_id
     ), delivery as (
       update webhook_deliveries set
@@ -217,7 +220,11 @@ export async function recordSuccesses(
 export async function backlog(
   db: Db,
 ): Promise<{ pending: number; oldestAgeSeconds: number; deactivated: number }> {
-  const { rows } = await sql<{ pending: number; oldest_age_seconds: number | null; deactivated: number }>`
+  const { rows } = await sql<{
+    pending: number
+    oldest_age_seconds: number | null
+    deactivated: number
+  }>`${acrossOrganizations('operations metrics')}
     select count(*)::int as pending,
       extract(epoch from now() - min(webhook_deliveries.created_at))::float8 as oldest_age_seconds,
       (select count(*)::int from webhooks where not active and deactivation_reason = 'FAILING') as deactivated

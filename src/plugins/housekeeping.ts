@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { type Kysely, sql } from 'kysely'
+import { acrossOrganizations } from '../../db/across-organizations.js'
 import type { Database } from '../../db/database.js'
 import type { Config } from '../config.js'
 import { PURGED_TABLES, type PurgedTable } from '../lib/metrics.js'
@@ -103,9 +104,14 @@ async function purgeDeliveriesOf(
     const ids = rows.map((row) => row.id)
     const attempts = await trx
       .deleteFrom('webhook_delivery_attempts')
+      .where('organization_id', '=', webhook.organization_id)
       .where('delivery_id', 'in', ids)
       .executeTakeFirst()
-    const deliveries = await trx.deleteFrom('webhook_deliveries').where('id', 'in', ids).executeTakeFirst()
+    const deliveries = await trx
+      .deleteFrom('webhook_deliveries')
+      .where('organization_id', '=', webhook.organization_id)
+      .where('id', 'in', ids)
+      .executeTakeFirst()
     return { deliveries: deleted(deliveries), attempts: deleted(attempts) }
   })
 }
@@ -122,6 +128,8 @@ async function purgeAuditOf(db: Db, organizationId: number | null, days: number)
         .where('occurred_at', '<', olderThanDays(days))
         .limit(BATCH_ROWS),
     )
+    // Records of no organization: refusals before anyone was identified.
+    .$if(organizationId === null, (query) => query.modifyEnd(acrossOrganizations('housekeeping')))
     .executeTakeFirst()
   return deleted(result)
 }
@@ -163,7 +171,12 @@ async function purgeAll(
 
   if (settings.deliveryRetentionDays > 0) {
     const budget = { left: MAX_BATCHES_PER_TABLE }
-    const webhooks = await db.selectFrom('webhooks').select(['id', 'organization_id']).orderBy('id').execute()
+    const webhooks = await db
+      .selectFrom('webhooks')
+      .select(['id', 'organization_id'])
+      .orderBy('id')
+      .modifyEnd(acrossOrganizations('housekeeping'))
+      .execute()
     for (const webhook of webhooks) {
       await drain(budget, async () => {
         const { deliveries, attempts } = await purgeDeliveriesOf(db, webhook, settings.deliveryRetentionDays)

@@ -113,6 +113,7 @@ async function delivery(
       .insertInto('webhook_delivery_attempts')
       .values({
         delivery_id: row.id,
+        organization_id: org.id,
         attempted_at: lastChange,
         status_code: 500,
         error: null,

@@ -8,6 +8,7 @@ import { minutesOf } from '../../src/lib/zoned-time.js'
 const MONDAY = '2030-01-07'
 const hours = (weekday: number, start: string, end: string): ProviderHoursRow => ({
   id: 0,
+  organization_id: 1,
   provider_id: 1,
   weekday,
   start_time: `${start}:00`,
@@ -15,6 +16,7 @@ const hours = (weekday: number, start: string, end: string): ProviderHoursRow =>
 })
 const exception = (date: string, kind: string, start?: string, end?: string): ProviderExceptionRow => ({
   id: 0,
+  organization_id: 1,
   provider_id: 1,
   date,
   kind,

@@ -1,4 +1,5 @@
 import { type Kysely, sql } from 'kysely'
+import { acrossOrganizations } from '../../../db/across-organizations.js'
 import type { Database } from '../../../db/database.js'
 import type { DocumentRow } from '../../../db/tables/documents.js'
 import type { PageQuery } from '../../../schemas/common.js'
@@ -166,17 +167,27 @@ export function findSweepable(db: Kysely<Database>, pendingBefore: Date, deleted
     )
     .orderBy('id')
     .limit(limit)
+    .modifyEnd(acrossOrganizations('housekeeping'))
     .execute()
 }
 
 /** Housekeeping, over all organizations: removes the row of an abandoned upload the sweep found. */
 export function deleteAbandonedUpload(db: Kysely<Database>, id: number) {
-  return db.deleteFrom('documents').where('id', '=', id).execute()
+  return db
+    .deleteFrom('documents')
+    .where('id', '=', id)
+    .modifyEnd(acrossOrganizations('housekeeping'))
+    .execute()
 }
 
 /** Housekeeping, over all organizations: records that the sweep removed a document's bytes. */
 export function markSweptPurged(db: Kysely<Database>, id: number) {
-  return db.updateTable('documents').set({ purged_at: sql`now()` }).where('id', '=', id).execute()
+  return db
+    .updateTable('documents')
+    .set({ purged_at: sql`now()` })
+    .where('id', '=', id)
+    .modifyEnd(acrossOrganizations('housekeeping'))
+    .execute()
 }
 
 export function markPurged(db: Kysely<Database>, organizationId: number, id: number) {

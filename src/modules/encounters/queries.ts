@@ -61,11 +61,16 @@ export function updateEncounterRow(
  * Addenda of the given encounters, oldest first. Addenda have no organization column: they are
  * scoped by their encounter, which the caller found in its organization.
  */
-export function addendaOf(db: Db, encounterIds: number[]): Promise<EncounterAddendumRow[]> {
+export function addendaOf(
+  db: Db,
+  organizationId: number,
+  encounterIds: number[],
+): Promise<EncounterAddendumRow[]> {
   if (encounterIds.length === 0) return Promise.resolve([])
   return db
     .selectFrom('encounter_addenda')
     .selectAll()
+    .where('organization_id', '=', organizationId)
     .where('encounter_id', 'in', encounterIds)
     .orderBy('id')
     .execute()

@@ -109,7 +109,7 @@ export async function createEncounter(
 
 export async function getEncounter(db: Kysely<Database>, actor: Actor, id: number): Promise<Encounter> {
   const row = (await findEncounter(db, actor.organizationId, id)) ?? (await missingEncounter(db, actor, id))
-  return toEncounter(row, await addendaOf(db, [id]))
+  return toEncounter(row, await addendaOf(db, actor.organizationId, [id]))
 }
 
 /** Who edits a note: the actor and their roles (an administrator may edit any draft). */
@@ -205,12 +205,17 @@ export async function addAddendum(
   return db.transaction().execute(async (trx) => {
     const current = await lockEncounterAt(trx, actor, id, expectedVersion)
     checkOperation(current, 'addendum')
-    await insertAddendum(trx, { encounter_id: id, text: body.text, signed_by: actor.userId })
+    await insertAddendum(trx, {
+      encounter_id: id,
+      organization_id: actor.organizationId,
+      text: body.text,
+      signed_by: actor.userId,
+    })
     const amended = await updateEncounterRow(trx, actor.organizationId, id, {
       status: 'AMENDED',
       updated_by: actor.userId,
     })
-    return toEncounter(amended, await addendaOf(trx, [id]))
+    return toEncounter(amended, await addendaOf(trx, actor.organizationId, [id]))
   })
 }
 
@@ -239,6 +244,7 @@ export async function listEncounters(
   )
   const addenda = await addendaOf(
     db,
+    actor.organizationId,
     rows.map((row) => row.id),
   )
   return toPage(
@@ -260,6 +266,7 @@ export async function syncEncounters(
   const rows = await syncEncounterRows(db, actor.organizationId, filters, read)
   const addenda = await addendaOf(
     db,
+    actor.organizationId,
     rows.map((row) => row.id),
   )
   return syncPage(rows, (row) => toEncounter(row, addenda), read) as SyncResult<Encounter>

@@ -55,11 +55,13 @@ export function providerColumns(body: CreateProviderBody, timeZone: string) {
 }
 
 export function hoursRows(
+  organizationId: number,
   providerId: number,
   weeklyHours: readonly WorkingInterval[],
 ): NewProviderHoursRow[] {
   return weeklyHours.map((interval) => ({
     provider_id: providerId,
+    organization_id: organizationId,
     weekday: weekdayOf(interval.dayOfWeek),
     start_time: interval.startTime,
     end_time: interval.endTime,

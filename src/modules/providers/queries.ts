@@ -119,11 +119,16 @@ export async function isUserOfOrganization(db: Db, organizationId: number, userI
  * Weekly hours of the given providers, by provider, day and start. Hours and exceptions have no
  * organization column: they are scoped by their provider, which the caller found in its organization.
  */
-export function weeklyHoursOf(db: Db, providerIds: number[]): Promise<ProviderHoursRow[]> {
+export function weeklyHoursOf(
+  db: Db,
+  organizationId: number,
+  providerIds: number[],
+): Promise<ProviderHoursRow[]> {
   if (providerIds.length === 0) return Promise.resolve([])
   return db
     .selectFrom('provider_hours')
     .selectAll()
+    .where('organization_id', '=', organizationId)
     .where('provider_id', 'in', providerIds)
     .orderBy('provider_id')
     .orderBy('weekday')
@@ -134,16 +139,22 @@ export function weeklyHoursOf(db: Db, providerIds: number[]): Promise<ProviderHo
 /** Scoped by the provider, which the caller has locked in its organization. */
 export async function replaceWeeklyHours(
   trx: Trx,
+  organizationId: number,
   providerId: number,
   rows: NewProviderHoursRow[],
 ): Promise<void> {
-  await trx.deleteFrom('provider_hours').where('provider_id', '=', providerId).execute()
+  await trx
+    .deleteFrom('provider_hours')
+    .where('organization_id', '=', organizationId)
+    .where('provider_id', '=', providerId)
+    .execute()
   if (rows.length > 0) await trx.insertInto('provider_hours').values(rows).execute()
 }
 
 /** A provider's exceptions dated from `from` to `to`, both included (scoped by the provider, as above). */
 export function exceptionsBetween(
   db: Db,
+  organizationId: number,
   providerId: number,
   from: string,
   to: string,
@@ -151,6 +162,7 @@ export function exceptionsBetween(
   return db
     .selectFrom('provider_exceptions')
     .selectAll()
+    .where('organization_id', '=', organizationId)
     .where('provider_id', '=', providerId)
     .where('date', '>=', from)
     .where('date', '<=', to)
@@ -166,9 +178,15 @@ export function insertException(trx: Trx, row: NewProviderExceptionRow): Promise
 }
 
 /** Scoped by the provider, which the caller has locked in its organization. */
-export async function deleteException(trx: Trx, providerId: number, exceptionId: number): Promise<boolean> {
+export async function deleteException(
+  trx: Trx,
+  organizationId: number,
+  providerId: number,
+  exceptionId: number,
+): Promise<boolean> {
   const deleted = await trx
     .deleteFrom('provider_exceptions')
+    .where('organization_id', '=', organizationId)
     .where('provider_id', '=', providerId)
     .where('id', '=', exceptionId)
     .returning('id')

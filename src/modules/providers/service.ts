@@ -119,14 +119,19 @@ export async function createProvider(
       created_by: actor.userId,
       updated_by: actor.userId,
     })
-    await replaceWeeklyHourRows(trx, row.id, hoursRows(row.id, weeklyHours))
-    return toProvider(row, await weeklyHoursOf(trx, [row.id]))
+    await replaceWeeklyHourRows(
+      trx,
+      actor.organizationId,
+      row.id,
+      hoursRows(actor.organizationId, row.id, weeklyHours),
+    )
+    return toProvider(row, await weeklyHoursOf(trx, actor.organizationId, [row.id]))
   })
 }
 
 export async function getProvider(db: Kysely<Database>, actor: Actor, id: number): Promise<Provider> {
   const row = await requireProvider(db, actor, id)
-  return toProvider(row, await weeklyHoursOf(db, [row.id]))
+  return toProvider(row, await weeklyHoursOf(db, actor.organizationId, [row.id]))
 }
 
 export async function updateProvider(
@@ -145,7 +150,7 @@ export async function updateProvider(
       slot_minutes: body.slotMinutes ?? current.slot_minutes,
       updated_by: actor.userId,
     })
-    return toProvider(updated, await weeklyHoursOf(trx, [id]))
+    return toProvider(updated, await weeklyHoursOf(trx, actor.organizationId, [id]))
   })
 }
 
@@ -179,9 +184,14 @@ export async function replaceWeeklyHours(
   checkWeeklyHours(body.weeklyHours)
   return db.transaction().execute(async (trx) => {
     await lockProviderAt(trx, actor, id, expectedVersion)
-    await replaceWeeklyHourRows(trx, id, hoursRows(id, body.weeklyHours))
+    await replaceWeeklyHourRows(
+      trx,
+      actor.organizationId,
+      id,
+      hoursRows(actor.organizationId, id, body.weeklyHours),
+    )
     const updated = await updateProviderRow(trx, actor.organizationId, id, { updated_by: actor.userId })
-    return toProvider(updated, await weeklyHoursOf(trx, [id]))
+    return toProvider(updated, await weeklyHoursOf(trx, actor.organizationId, [id]))
   })
 }
 
@@ -211,6 +221,7 @@ export async function addException(
     await updateProviderRow(trx, actor.organizationId, id, { updated_by: actor.userId })
     const row = await insertException(trx, {
       provider_id: id,
+      organization_id: actor.organizationId,
       date: body.date,
       kind: body.kind,
       start_time: body.startTime ?? null,
@@ -232,7 +243,7 @@ export async function removeException(
 ): Promise<{ id: number }> {
   return db.transaction().execute(async (trx) => {
     await lockProviderAt(trx, actor, id, expectedVersion)
-    if (!(await deleteException(trx, id, exceptionId)))
+    if (!(await deleteException(trx, actor.organizationId, id, exceptionId)))
       throw notFound(`Exception ${exceptionId} of provider ${id}`)
     await updateProviderRow(trx, actor.organizationId, id, { updated_by: actor.userId })
     return { id: exceptionId }
@@ -257,6 +268,7 @@ export async function listProviders(
   )
   const hours = await weeklyHoursOf(
     db,
+    actor.organizationId,
     rows.map((row) => row.id),
   )
   return toPage(
@@ -277,6 +289,7 @@ export async function syncProviders(
   const rows = await syncProviderRows(db, actor.organizationId, filters, read)
   const hours = await weeklyHoursOf(
     db,
+    actor.organizationId,
     rows.map((row) => row.id),
   )
   return syncPage(rows, (row) => toProvider(row, hours), read) as SyncResult<Provider>
@@ -296,8 +309,8 @@ export async function checkProviderOfOrganization(
 
 /** A provider's working intervals on each date of a range; none while the provider is inactive. */
 export async function workingCalendar(db: Db, provider: ProviderRow, from: string, to: string) {
-  const hours = await weeklyHoursOf(db, [provider.id])
-  const exceptions = await exceptionsBetween(db, provider.id, from, to)
+  const hours = await weeklyHoursOf(db, provider.organization_id, [provider.id])
+  const exceptions = await exceptionsBetween(db, provider.organization_id, provider.id, from, to)
   return {
     exceptionsOn: (date: string) => exceptions.filter((e) => e.date === date).map(toScheduleException),
     intervalsOn: (date: string): Interval[] =>

@@ -1,4 +1,5 @@
 import { type Insertable, sql } from 'kysely'
+import { acrossOrganizations } from '../../../db/across-organizations.js'
 import type { Db } from '../../../db/database.js'
 import type { TelehealthRoomsTable } from '../../../db/tables/telehealth-rooms.js'
 
@@ -29,11 +30,15 @@ export function insertRoom(db: Db, room: Insertable<TelehealthRoomsTable>) {
     .executeTakeFirst()
 }
 
-/** Looks a room up by its name across organizations: only its organization id and state leave here. */
-export function findRoomByName(db: Db, name: string) {
+/** The organization's room of that name, with what joining it depends on. */
+export function findRoomByName(db: Db, organizationId: number, name: string) {
   return db
     .selectFrom('telehealth_rooms')
-    .leftJoin('appointments', 'appointments.id', 'telehealth_rooms.appointment_id')
+    .leftJoin('appointments', (join) =>
+      join
+        .onRef('appointments.id', '=', 'telehealth_rooms.appointment_id')
+        .onRef('appointments.organization_id', '=', 'telehealth_rooms.organization_id'),
+    )
     .select([
       'telehealth_rooms.id',
       'telehealth_rooms.organization_id',
@@ -42,8 +47,21 @@ export function findRoomByName(db: Db, name: string) {
       'telehealth_rooms.patient_id',
       'appointments.status as appointment_status',
     ])
+    .where('telehealth_rooms.organization_id', '=', organizationId)
     .where('telehealth_rooms.name', '=', name)
     .executeTakeFirst()
+}
+
+/** Whether a room of that name exists in any organization: tells 403 from 404, and returns nothing else. */
+export async function roomNameExists(db: Db, name: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('telehealth_rooms')
+    .select('id')
+    .where('name', '=', name)
+    .limit(1)
+    .modifyEnd(acrossOrganizations('owner probe'))
+    .executeTakeFirst()
+  return row !== undefined
 }
 
 export function closeRoom(db: Db, organizationId: number, id: number, userId: number) {

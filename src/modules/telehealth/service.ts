@@ -19,6 +19,7 @@ import {
   findRoomByName,
   findRoomOfAppointment,
   insertRoom,
+  roomNameExists,
 } from './queries.js'
 
 const ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789'
@@ -151,10 +152,11 @@ export async function joinRoom(
       },
     )
   }
-  const room = await findRoomByName(db, body.roomName)
-  if (!room) throw notFound(`Room ${body.roomName}`)
-  if (room.organization_id !== principal.organizationId)
-    throw forbidden('The room belongs to another organization')
+  const room = await findRoomByName(db, principal.organizationId, body.roomName)
+  if (!room) {
+    if (await roomNameExists(db, body.roomName)) throw forbidden('The room belongs to another organization')
+    throw notFound(`Room ${body.roomName}`)
+  }
   if (room.status !== 'OPEN') throw conflict('The room is closed')
   if (room.appointment_status === 'CANCELLED') throw conflict('The appointment of this room is cancelled')
   const participant = await participantFor(db, principal, room, body.identity)

@@ -140,10 +140,11 @@ export function findDelivery(db: Db, organizationId: number, webhookId: number, 
  * A delivery's attempts. They have no organization column: they are scoped by their delivery, which
  * the caller found in its organization.
  */
-export function listAttempts(db: Db, deliveryId: number) {
+export function listAttempts(db: Db, organizationId: number, deliveryId: number) {
   return db
     .selectFrom('webhook_delivery_attempts')
     .selectAll()
+    .where('organization_id', '=', organizationId)
     .where('delivery_id', '=', deliveryId)
     .orderBy('attempted_at')
     .orderBy('id')

@@ -300,7 +300,7 @@ export async function getDelivery(
   await requireWebhook(db, actor, webhookId)
   const delivery = await findDelivery(db, actor.organizationId, webhookId, deliveryId)
   if (!delivery) throw notFound(`Delivery ${deliveryId}`)
-  return toDeliveryDetail(delivery, await listAttempts(db, deliveryId))
+  return toDeliveryDetail(delivery, await listAttempts(db, actor.organizationId, deliveryId))
 }
 
 /** Sends a delivery again (failed or not), with the same `webhook-id` and a fresh retry schedule. */

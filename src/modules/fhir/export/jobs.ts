@@ -1,4 +1,5 @@
 import { type Kysely, type Selectable, sql } from 'kysely'
+import { acrossOrganizations } from '../../../../db/across-organizations.js'
 import type { Database, Db } from '../../../../db/database.js'
 import type { BulkExportPosition } from '../../../../db/tables/bulk-exports.js'
 
@@ -49,24 +50,34 @@ export function findExport(db: Db, organizationId: number, requestedBy: number, 
     .executeTakeFirst()
 }
 
-export function exportFiles(db: Db, exportId: string) {
+export function exportFiles(db: Db, organizationId: number, exportId: string) {
   return db
     .selectFrom('bulk_export_files')
     .selectAll()
+    .where('organization_id', '=', organizationId)
     .where('export_id', '=', exportId)
     .orderBy('sequence')
     .execute()
 }
 
 /** Removes an export and its file rows; returns the keys of its stored files. */
-export async function deleteExport(db: Kysely<Database>, id: string): Promise<string[]> {
+export async function deleteExport(
+  db: Kysely<Database>,
+  organizationId: number,
+  id: string,
+): Promise<string[]> {
   return db.transaction().execute(async (trx) => {
     const files = await trx
       .selectFrom('bulk_export_files')
       .select('storage_key')
+      .where('organization_id', '=', organizationId)
       .where('export_id', '=', id)
       .execute()
-    await trx.deleteFrom('bulk_exports').where('id', '=', id).execute()
+    await trx
+      .deleteFrom('bulk_exports')
+      .where('organization_id', '=', organizationId)
+      .where('id', '=', id)
+      .execute()
     return files.map((file) => file.storage_key)
   })
 }
@@ -81,7 +92,7 @@ export async function claimExport(
   leaseSeconds: number,
   perOrganization: number,
 ) {
-  const result = await sql<Selectable<Database['bulk_exports']>>`
+  const result = await sql<Selectable<Database['bulk_exports']>>`${acrossOrganizations('bulk export worker')}
     update bulk_exports set status = 'in-progress', lease_owner = ${owner},
       lease_until = now() + make_interval(secs => ${leaseSeconds})
     where id = (
@@ -114,6 +125,7 @@ export async function renewLease(db: Db, id: string, owner: string, leaseSeconds
     .where('id', '=', id)
     .where('lease_owner', '=', owner)
     .where('status', '=', 'in-progress')
+    .modifyEnd(acrossOrganizations('bulk export worker'))
     .executeTakeFirst()
   return result.numUpdatedRows > 0n
 }
@@ -125,6 +137,7 @@ export async function setTransactionTime(db: Db, id: string, owner: string, at: 
     .where('id', '=', id)
     .where('lease_owner', '=', owner)
     .where('status', '=', 'in-progress')
+    .modifyEnd(acrossOrganizations('bulk export worker'))
     .executeTakeFirst()
   return result.numUpdatedRows > 0n
 }
@@ -149,13 +162,16 @@ export async function recordFile(
       .where('id', '=', job.id)
       .where('lease_owner', '=', job.owner)
       .where('status', '=', 'in-progress')
+      .returning('organization_id')
+      .modifyEnd(acrossOrganizations('bulk export worker'))
       .executeTakeFirst()
-    if (moved.numUpdatedRows === 0n) return false
+    if (!moved) return false
     if (file) {
       await trx
         .insertInto('bulk_export_files')
         .values({
           export_id: job.id,
+          organization_id: moved.organization_id,
           sequence: file.sequence,
           resource_type: file.type,
           storage_key: file.key,
@@ -185,6 +201,7 @@ export async function finishExport(
     })
     .where('id', '=', job.id)
     .where('lease_owner', '=', job.owner)
+    .modifyEnd(acrossOrganizations('bulk export worker'))
     .execute()
 }
 
@@ -195,6 +212,7 @@ export async function releaseLease(db: Db, job: { id: string; owner: string }): 
     .set({ lease_owner: null, lease_until: null })
     .where('id', '=', job.id)
     .where('lease_owner', '=', job.owner)
+    .modifyEnd(acrossOrganizations('bulk export worker'))
     .execute()
 }
 
@@ -204,17 +222,18 @@ export async function releaseLeases(db: Db): Promise<void> {
     .updateTable('bulk_exports')
     .set({ lease_owner: null, lease_until: null })
     .where('status', '=', 'in-progress')
+    .modifyEnd(acrossOrganizations('bulk export worker'))
     .execute()
 }
 
-/** Up to `limit` expired exports: their ids. */
-export async function expiredExports(db: Db, limit: number): Promise<string[]> {
-  const rows = await db
+/** Up to `limit` expired exports. */
+export function expiredExports(db: Db, limit: number) {
+  return db
     .selectFrom('bulk_exports')
-    .select('id')
+    .select(['id', 'organization_id'])
     .where('expires_at', '<=', sql<Date>`now()`)
     .orderBy('expires_at')
     .limit(limit)
+    .modifyEnd(acrossOrganizations('housekeeping'))
     .execute()
-  return rows.map((row) => row.id)
 }

@@ -205,7 +205,7 @@ const exportRoutes: FastifyPluginAsync<ExportRoutesOptions> = async (app, option
           .header('retry-after', RETRY_AFTER_SECONDS)
           .send()
       }
-      const files = await exportFiles(app.db, job.id)
+      const files = await exportFiles(app.db, job.organization_id, job.id)
       const link = (file: { sequence: number }) => `${statusUrl(job.id)}/${file.sequence}.ndjson`
       reply.header('expires', job.expires_at.toUTCString())
       return reply.type('application/json; charset=utf-8').send({
@@ -227,7 +227,7 @@ const exportRoutes: FastifyPluginAsync<ExportRoutesOptions> = async (app, option
     { schema: { hide: true }, config: { access: audited('DELETE') } },
     async (request, reply) => {
       const job = await ownExport(request)
-      const keys = await deleteExport(app.db, job.id)
+      const keys = await deleteExport(app.db, job.organization_id, job.id)
       await Promise.all(keys.map((key) => store.remove(key)))
       return send(reply, 202, {
         ...operationOutcome(202, `Export ${job.id} cancelled and its files removed`),
@@ -246,7 +246,9 @@ const exportRoutes: FastifyPluginAsync<ExportRoutesOptions> = async (app, option
       const sequence = FILE_NAME.exec(request.params.file)?.[1]
       const file =
         job.status === 'completed' && sequence !== undefined
-          ? (await exportFiles(app.db, job.id)).find((candidate) => candidate.sequence === Number(sequence))
+          ? (await exportFiles(app.db, job.organization_id, job.id)).find(
+              (candidate) => candidate.sequence === Number(sequence),
+            )
           : undefined
       if (!file) throw notFound(`No file ${request.params.file} in export ${job.id}`)
       const size = Number(file.size_bytes)

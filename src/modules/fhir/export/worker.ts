@@ -138,8 +138,8 @@ export class ExportWorker {
 
   private async purgeExpired() {
     const { db, store } = this.options
-    for (const id of await expiredExports(db, 20)) {
-      const keys = await deleteExport(db, id)
+    for (const expired of await expiredExports(db, 20)) {
+      const keys = await deleteExport(db, expired.organization_id, expired.id)
       await Promise.all(keys.map((key) => store.remove(key)))
     }
   }
