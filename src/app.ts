@@ -220,7 +220,8 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   await app.register(database, { handle })
   // Early, so that the plugins after it can count and every route gets its latency histogram.
   await app.register(metrics)
-  await app.register(readReplicas, { replicas: openConfiguredReplicas(config, handle) })
+  const replicas = openConfiguredReplicas(config, handle)
+  await app.register(readReplicas, { replicas })
   await app.register(audit, { flushIntervalMs: config.AUDIT_FLUSH_INTERVAL_MS })
   await app.register(background)
   await app.register(housekeeping, { config })
@@ -258,6 +259,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   await app.register(bulkExportWorker, {
     run: config.BULK_EXPORT_WORKER,
     db: exportDatabase?.db ?? handle.db,
+    replicas,
     close: exportDatabase?.close,
     store,
     types: fhirTypes,

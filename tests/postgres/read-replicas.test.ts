@@ -1,10 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises'
+import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openPostgres } from '../../db/connect.js'
 import { migrateToLatest } from '../../db/migrator.js'
 import { type ReplicaCluster, startReplicaCluster } from '../../scripts/lib/replica-cluster.js'
 import type { App } from '../../src/app.js'
 import { buildTestApp } from '../helpers/app.js'
+import { exported, exportedResources } from '../helpers/bulk-export.js'
 import { bearer, newOrganization, patientBody, type TestUser } from '../helpers/factories.js'
 
 // A primary and a streaming replica of their own (PostgreSQL's initdb, pg_basebackup, pg_ctl), with
@@ -160,4 +162,43 @@ describe('reads from a streaming replica', () => {
     )
     expect(seen).toEqual(callers.map(() => 10))
   }, 60_000)
+
+  it('exports from the replica once it has replayed all before the transactionTime, else from the primary', async () => {
+    const organization = await newOrganization(app)
+    const doctor = { ...(await organization.user('ADMIN', 'PROVIDER')) }
+    const exportedIds = async () => {
+      const { manifest } = await exported(app, doctor, '/Patient/$export')
+      return ((await exportedResources(app, doctor, manifest)).get('Patient') ?? []).map(({ id }) =>
+        Number(id),
+      )
+    }
+    await cluster.pauseReplay()
+    try {
+      const id = (await createPatient(doctor, 'Exportedfirst')).json().data.id
+      // The replica has not replayed the patient: the export reads the primary, and misses nothing.
+      expect(await exportedIds()).toEqual([id])
+    } finally {
+      await cluster.resumeReplay()
+    }
+    await inRotation()
+    // Caught up: the export reads the replica, whose own statistics count the reads.
+    const before = await replicaPatientScans()
+    expect((await exportedIds()).length).toBe(1)
+    await expect.poll(replicaPatientScans, { timeout: 20_000, interval: 250 }).toBeGreaterThan(before)
+  }, 60_000)
 })
+
+/** Scans of the patients table the replica has served (its statistics reach the view within seconds). */
+async function replicaPatientScans(): Promise<number> {
+  const client = new pg.Client({ connectionString: cluster.replicaUrl })
+  await client.connect()
+  try {
+    const { rows } = await client.query<{ scans: string }>(
+      `select coalesce(sum(seq_scan + coalesce(idx_scan, 0)), 0) as scans from pg_stat_user_tables
+       where relname = 'patients'`,
+    )
+    return Number(rows[0]?.scans ?? 0)
+  } finally {
+    await client.end()
+  }
+}

@@ -5,7 +5,7 @@ import fp from 'fastify-plugin'
 import type { Kysely } from 'kysely'
 import type { Database } from '../../../../db/database.js'
 import type { FhirResourceType } from '../resource-type.js'
-import { type ExportFileStore, ExportWorker } from './worker.js'
+import { type ExportFileStore, ExportWorker, type ExportWorkerOptions } from './worker.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -18,6 +18,8 @@ export interface BulkExportWorkerOptions {
   run: boolean
   /** The exports' own database handle, and how to close it (undefined: it is the API's). */
   db: Kysely<Database>
+  /** Read replicas, if configured: exports read them once they have replayed far enough. */
+  replicas: ExportWorkerOptions['replicas']
   close: (() => Promise<void>) | undefined
   store: ExportFileStore
   types: readonly FhirResourceType[]
@@ -55,6 +57,7 @@ const bulkExportWorker: FastifyPluginAsync<BulkExportWorkerOptions> = async (app
   app.addHook('onRequestAbort', (request, next) => done(request, next))
   const worker = new ExportWorker({
     db: options.db,
+    replicas: options.replicas,
     store: options.store,
     types: options.types,
     log: app.log,

@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { Kysely } from 'kysely'
 import type { Database } from '../../../../db/database.js'
+import type { ReadReplicas } from '../../../../db/replicas.js'
 import type { BulkExportPosition } from '../../../../db/tables/bulk-exports.js'
 import type { ByteRange } from '../../../lib/byte-range.js'
 import { operationOutcome } from '../operation-outcome.js'
@@ -32,6 +33,8 @@ export interface ExportFileStore {
 export interface ExportWorkerOptions {
   /** The export's own connections (a pool of their own on PostgreSQL). */
   db: Kysely<Database>
+  /** Read replicas: an export reads one that has replayed every write before its transactionTime. */
+  replicas?: Pick<ReadReplicas, 'readerFor' | 'writePosition'>
   store: ExportFileStore
   types: readonly FhirResourceType[]
   log: FastifyBaseLogger
@@ -151,11 +154,14 @@ export class ExportWorker {
     try {
       const at = job.transaction_time ?? (await transactionTime(db, this.options.snapshotWaitMs))
       if (!job.transaction_time && !(await setTransactionTime(db, job.id, owner, at))) return
+      // Every transaction begun before `at` has ended, so a replica that has replayed the primary's
+      // position now holds all that the export may contain.
+      const readAfter = await this.options.replicas?.writePosition()
       let position = job.position
       while (position.typeIndex < job.types.length) {
         // Stopping: the job is left at its last finished file, for this or another instance to resume.
         if (this.stopping) return await releaseLease(db, handle)
-        const next = await this.writeFile(job, at, position)
+        const next = await this.writeFile(job, at, readAfter, position)
         if (!next) return
         position = next
       }
@@ -200,9 +206,12 @@ export class ExportWorker {
   private async writeFile(
     job: ExportJob,
     at: Date,
+    readAfter: bigint | undefined,
     position: BulkExportPosition,
   ): Promise<BulkExportPosition | undefined> {
-    const { db, store, fileMaxBytes, instanceId: owner, leaseSeconds } = this.options
+    const { db, replicas, store, fileMaxBytes, instanceId: owner, leaseSeconds } = this.options
+    // Chosen for each page: a replica that falls behind or fails mid-export leaves the rotation.
+    const reader = () => (replicas && readAfter !== undefined ? replicas.readerFor(readAfter) : db)
     const typeName = job.types[position.typeIndex] as string
     const served = this.byName.get(typeName)
     if (!served) throw new Error(`The export names a type no longer served: ${typeName}`)
@@ -224,7 +233,7 @@ export class ExportWorker {
       let bytes = 0
       for (;;) {
         const pageStarted = performance.now()
-        const page = await type.search(db, scope, query, {
+        const page = await type.search(reader(), scope, query, {
           after: { id: last },
           size: PAGE_SIZE,
           order: BY_ID,
