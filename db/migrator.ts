@@ -17,9 +17,16 @@ async function upToDate(db: Kysely<Database>): Promise<boolean> {
   return Object.keys(migrations).every((name) => applied.has(name))
 }
 
-/** Brings the schema up to the newest migration; concurrent callers wait on Kysely's migration lock. */
-export async function migrateToLatest(db: Kysely<Database>): Promise<MigrationResultSet> {
+/**
+ * Brings the schema up to the newest migration; concurrent callers wait on Kysely's migration lock.
+ * `onPending` hears, before anything is applied, that the schema is not up to date.
+ */
+export async function migrateToLatest(
+  db: Kysely<Database>,
+  onPending?: () => void,
+): Promise<MigrationResultSet> {
   if (await upToDate(db)) return { results: [] }
+  onPending?.()
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => migrations },

@@ -8,8 +8,8 @@ import type { Config } from './config.js'
 import { clientErrorHandler } from './http/client-errors.js'
 import { serializersOnFirstUse } from './lib/lazy-compile.js'
 import { configuredMailer } from './lib/mailer.js'
-
 import { loadEncryptionKey, previousEncryptionKeys } from './lib/secret-box.js'
+import { embeddedDatabaseDir, embeddedDatabaseStep, startupProgress } from './lib/startup-progress.js'
 import providerScheduleViewRoutes from './modules/appointments/provider-schedule-routes.js'
 import appointmentRoutes from './modules/appointments/routes.js'
 import auditRoutes from './modules/audit/routes.js'
@@ -60,8 +60,8 @@ import validation from './plugins/validation.js'
 export interface AppOverrides {
   /** An already open database (tests); otherwise opened from the configuration. */
   database?: DatabaseHandle
-  /** Where log lines go instead of standard output (tests that check what is logged). */
-  logStream?: { write(line: string): void }
+  /** Where log lines go instead of standard output; `flush` writes out what it buffers. */
+  logStream?: { write(line: string): void; flush?(): void }
   /** How webhook hosts are resolved (tests stub DNS so that no packet leaves loopback). */
   resolveHost?: HostResolver
 }
@@ -148,7 +148,7 @@ export async function openConfiguredDatabase(config: Config, onPoolError: (error
         statementTimeoutMs: config.DATABASE_QUERY_TIMEOUT_MS,
         onPoolError,
       })
-    : openPglite({ dataDir: path.join(config.DATA_DIR, 'pgdata') })
+    : openPglite({ dataDir: embeddedDatabaseDir(config.DATA_DIR) })
 }
 
 /** The read replicas of DATABASE_READ_URLS, if any, pooled and checked like the primary. */
@@ -171,12 +171,12 @@ function openConfiguredReplicas(config: Config, primary: DatabaseHandle) {
  * limit: a migration may rewrite a large table, far past what a request may wait. Direct, since a
  * pooler in front would impose its own limit.
  */
-async function migrate(config: Config, handle: DatabaseHandle) {
-  if (!config.DATABASE_URL || handle.kind !== 'postgres') return migrateToLatest(handle.db)
+async function migrate(config: Config, handle: DatabaseHandle, onPending: () => void) {
+  if (!config.DATABASE_URL || handle.kind !== 'postgres') return migrateToLatest(handle.db, onPending)
   const url = config.DATABASE_DIRECT_URL ?? config.DATABASE_URL
   const unlimited = openPostgres({ url, poolMax: 1, statementTimeoutMs: 0 })
   try {
-    await migrateToLatest(unlimited.db)
+    return await migrateToLatest(unlimited.db, onPending)
   } finally {
     await unlimited.close()
   }
@@ -206,12 +206,21 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
     sharedDatabase: config.DATABASE_URL !== undefined,
   })
   const mailer = configuredMailer(config, app.log)
+  const progress = startupProgress(app.log, overrides.logStream)
+  if (!overrides.database && !config.DATABASE_URL) progress(embeddedDatabaseStep(config.DATA_DIR))
   const handle =
     overrides.database ??
     (await openConfiguredDatabase(config, (error) =>
       app.log.error({ err: { message: error.message } }, 'database pool error'),
     ))
-  if (config.MIGRATE_ON_START) await migrate(config, handle)
+  if (config.MIGRATE_ON_START) {
+    const started = performance.now()
+    const applied =
+      (await migrate(config, handle, () => progress('applying database migrations'))).results ?? []
+    if (applied.length > 0) {
+      progress(`applied ${applied.length} migrations in ${Math.round(performance.now() - started)} ms`)
+    }
+  }
 
   await app.register(validation)
   await app.register(requestContext)

@@ -26,11 +26,13 @@ const BOOTSTRAP_LOCK = 727_001
 export async function bootstrapAdmin(
   db: Kysely<Database>,
   config: Config,
+  onCreate?: () => void,
 ): Promise<BootstrapResult | undefined> {
   return db.transaction().execute(async (trx) => {
     await sql`select pg_advisory_xact_lock(${BOOTSTRAP_LOCK})`.execute(trx)
     const existing = await trx.selectFrom('organizations').select('id').limit(1).executeTakeFirst()
     if (existing) return undefined
+    onCreate?.()
     const organization = await createOrganization(trx, {
       name: config.BOOTSTRAP_ORGANIZATION,
       groupPath: `/${slug(config.BOOTSTRAP_ORGANIZATION)}`,

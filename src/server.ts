@@ -2,6 +2,7 @@ import pino from 'pino'
 import { buildApp } from './app.js'
 import { bootstrapAdmin, firstStartBanner } from './bootstrap.js'
 import { ConfigError, loadConfig } from './config.js'
+import { startupProgress } from './lib/startup-progress.js'
 
 // In-flight requests get this long to finish on shutdown before the process exits anyway.
 const SHUTDOWN_GRACE_MS = 15_000
@@ -29,7 +30,9 @@ async function main(): Promise<void> {
   const logStream = bufferedStdout()
   const app = await buildApp(config, { logStream })
 
-  const bootstrap = await bootstrapAdmin(app.db, config)
+  const bootstrap = await bootstrapAdmin(app.db, config, () =>
+    startupProgress(app.log, logStream)('creating the administrator account'),
+  )
   // Straight to the console, not the log: a generated password is shown exactly once.
   if (bootstrap) process.stdout.write(firstStartBanner(config, bootstrap))
 

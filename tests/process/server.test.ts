@@ -41,6 +41,19 @@ describe('the server process', () => {
       const first = await startServer(dataDir, { AUDIT_FLUSH_INTERVAL_MS: '60000' })
       const printed = first.output().match(/Bootstrap administrator created: admin@example\.com \/ (\S+)/)
       expect(printed?.[1]).toBeTruthy()
+      // A line per step of a first start, in order, each as it begins.
+      const steps = [
+        /"creating the embedded database in [^"]+ \(first start only\)"/,
+        /"applying database migrations"/,
+        /"applied \d+ migrations in \d+ ms"/,
+        /"creating the administrator account"/,
+        /Bootstrap administrator created/,
+      ].map((step) => first.output().search(step))
+      expect(
+        steps.every((at) => at >= 0),
+        String(steps),
+      ).toBe(true)
+      expect([...steps].sort((a, b) => a - b)).toEqual(steps)
       expect(first.output()).toMatch(/Explorer +http:\/\/localhost:\d+\/swagger-ui\.html/)
       expect(first.output()).toMatch(/Metrics +http:\/\/localhost:\d+\/actuator\/prometheus/)
       // Without ENCRYPTION_KEY the embedded default keeps a generated key beside its data.
@@ -72,6 +85,8 @@ describe('the server process', () => {
 
       const second = await startServer(dataDir)
       expect(second.output()).not.toContain('Bootstrap administrator created')
+      expect(second.output()).toMatch(/"opening the embedded database in [^"]+"/)
+      expect(second.output()).not.toMatch(/"applying database migrations"|"creating the/)
       expect(second.output()).not.toContain('swagger-ui.html')
       const again = await login(second.baseUrl, 'admin@example.com', password)
       expect(again.status).toBe(200)
