@@ -171,7 +171,11 @@ function openConfiguredReplicas(config: Config, primary: DatabaseHandle) {
  * limit: a migration may rewrite a large table, far past what a request may wait. Direct, since a
  * pooler in front would impose its own limit.
  */
-async function migrate(config: Config, handle: DatabaseHandle, onPending: () => void) {
+export async function migrateDatabase(
+  config: Config,
+  handle: DatabaseHandle,
+  onPending: () => void = () => {},
+) {
   if (!config.DATABASE_URL || handle.kind !== 'postgres') return migrateToLatest(handle.db, onPending)
   const url = config.DATABASE_DIRECT_URL ?? config.DATABASE_URL
   const unlimited = openPostgres({ url, poolMax: 1, statementTimeoutMs: 0 })
@@ -216,7 +220,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   if (config.MIGRATE_ON_START) {
     const started = performance.now()
     const applied =
-      (await migrate(config, handle, () => progress('applying database migrations'))).results ?? []
+      (await migrateDatabase(config, handle, () => progress('applying database migrations'))).results ?? []
     if (applied.length > 0) {
       progress(`applied ${applied.length} migrations in ${Math.round(performance.now() - started)} ms`)
     }

@@ -1,7 +1,7 @@
-import path from 'node:path'
 import { openConfiguredDatabase } from '../../src/app.js'
 import { type Config, ConfigError } from '../../src/config.js'
 import { fromDatabaseError } from '../../src/errors.js'
+import { embeddedDatabaseDir } from '../../src/lib/startup-progress.js'
 
 /** A failure the operator can act on: printed as its message alone, one line, exit code 1. */
 export class CommandError extends Error {}
@@ -21,7 +21,7 @@ export async function openCommandDatabase(config: Config) {
     )
   } catch (error) {
     if (config.DATABASE_URL) throw error
-    const directory = path.join(config.DATA_DIR, 'pgdata')
+    const directory = embeddedDatabaseDir(config.DATA_DIR)
     const message = ((error as Error).message ?? String(error)).split('\n')[0]
     const busy = message?.match(EMBEDDED_BUSY)
     throw new CommandError(

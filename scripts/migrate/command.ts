@@ -1,4 +1,4 @@
-import { migrateToLatest } from '../../db/migrator.js'
+import { migrateDatabase } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { CommandError, openCommandDatabase } from '../cli/run.js'
 
@@ -18,7 +18,8 @@ export async function migrateMain(argv: string[]): Promise<number> {
   const config = loadConfig(process.env)
   const handle = await openCommandDatabase(config)
   try {
-    const { results = [] } = await migrateToLatest(handle.db).catch((error: unknown) => {
+    // On PostgreSQL through a connection of its own without the query timeout, as at start.
+    const { results = [] } = await migrateDatabase(config, handle).catch((error: unknown) => {
       throw new CommandError(`Migration failed: ${(error as Error).message}`, { cause: error })
     })
     const applied = results.filter((result) => result.status === 'Success')
