@@ -2,18 +2,23 @@ import pino from 'pino'
 import { buildApp } from './app.js'
 import { bootstrapAdmin, firstStartBanner } from './bootstrap.js'
 import { ConfigError, loadConfig } from './config.js'
+import { chunkedLog } from './lib/chunked-log.js'
 import { startupProgress } from './lib/startup-progress.js'
 
 // In-flight requests get this long to finish on shutdown before the process exits anyway.
 const SHUTDOWN_GRACE_MS = 15_000
-// Log lines are written in chunks of this size, and at least this often: one write per request was
-// a tenth of the service's time under load. A kill -9 loses at most this last second of lines.
-const LOG_BUFFER_BYTES = 4096
+// Log lines are written in chunks of this size, and at least this often: one write per request was a
+// tenth of the service's time under load, and each write wakes whoever reads the log. A kill -9
+// loses at most this last second of lines.
+const LOG_CHUNK_BYTES = 60 * 1024
 const LOG_FLUSH_INTERVAL_MS = 1000
 
 /** Standard output, buffered; written out on every exit path that runs JavaScript. */
 function bufferedStdout() {
-  const destination = pino.destination({ dest: 1, sync: false, minLength: LOG_BUFFER_BYTES })
+  const destination = chunkedLog(
+    pino.destination({ dest: 1, sync: false, maxWrite: 2 * LOG_CHUNK_BYTES }),
+    LOG_CHUNK_BYTES,
+  )
   setInterval(() => destination.flush(), LOG_FLUSH_INTERVAL_MS).unref()
   process.on('exit', () => {
     try {

@@ -1,16 +1,13 @@
 import { spawn } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { mkdtemp, rm } from 'node:fs/promises'
 import { loadavg, tmpdir } from 'node:os'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
-import { sql } from 'kysely'
-import { openPostgres } from '../../db/connect.js'
-import { migrateToLatest } from '../../db/migrator.js'
 import { writeBenchmarkSection } from '../lib/benchmarks-file.js'
 import type { LoadPlan } from './load.js'
 import { freePort, peakMemoryMb, runJson, type Started, startProcess } from './processes.js'
-import { BENCH_PASSWORD, FIRST_NAMES, LAST_NAMES, type Seeded, seed } from './seed.js'
+import { FIRST_NAMES, LAST_NAMES, type Seeded } from './seed.js'
+import { adminUrl, login, prepareDatabase, script, startService, UPLOAD_MB } from './service.js'
 import { uploadMemoryGrowthMb } from './upload.js'
 
 const { values } = parseArgs({
@@ -26,11 +23,7 @@ const PATIENTS = Number(values.patients)
 const SECONDS = Number(values.seconds)
 const CONNECTIONS = Number(values.connections)
 const ROUNDS = Number(values.rounds)
-const UPLOAD_MB = 100
 const loadAtStart = loadavg()[0]?.toFixed(1)
-const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
-const dist = path.resolve(import.meta.dirname, '..', '..')
-const script = (file: string) => path.join(dist, file)
 
 interface Measure {
   rps: number
@@ -38,73 +31,6 @@ interface Measure {
   p99: number
   non2xx: number
   total: number
-}
-
-async function prepareDatabase(
-  patients: number,
-): Promise<{ url: string; seeded: Seeded; seedSeconds: number }> {
-  const name = `ehr_bench_${patients}`
-  const admin = openPostgres({ url: adminUrl, poolMax: 1 })
-  await sql`drop database if exists ${sql.id(name)} with (force)`.execute(admin.db)
-  await sql`create database ${sql.id(name)}`.execute(admin.db)
-  await admin.close()
-  const url = new URL(adminUrl)
-  url.pathname = `/${name}`
-  const handle = openPostgres({ url: url.toString(), poolMax: 2 })
-  await migrateToLatest(handle.db)
-  const started = Date.now()
-  const seeded = await seed(handle.db, patients)
-  const seedSeconds = (Date.now() - started) / 1000
-  await handle.close()
-  return { url: url.toString(), seeded, seedSeconds }
-}
-
-const encryptionKey = randomBytes(32).toString('base64')
-
-/** The service is started as `npm run start:prod` starts it: the same node options and bundle. */
-async function productionCommand(): Promise<string[]> {
-  const { scripts } = JSON.parse(await readFile(path.join(dist, '..', 'package.json'), 'utf8')) as {
-    scripts: Record<string, string>
-  }
-  const [node, ...args] = (scripts['start:prod'] as string).split(' ')
-  if (node !== 'node') throw new Error('start:prod no longer starts with node; update the benchmark')
-  return args.map((arg) => (arg.startsWith('dist/') ? path.join(dist, arg.slice('dist/'.length)) : arg))
-}
-
-async function startService(
-  databaseUrl: string | undefined,
-  dataDir: string,
-): Promise<Started & { url: string }> {
-  const port = await freePort()
-  const service = await startProcess(
-    await productionCommand(),
-    {
-      NODE_ENV: 'production',
-      LOG_LEVEL: 'info',
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      // One public address for every instance, as behind a load balancer: tokens name it as their
-      // issuer, so a token from one instance is accepted by the others.
-      PUBLIC_URL: 'http://127.0.0.1',
-      DATA_DIR: dataDir,
-      ...(databaseUrl
-        ? {
-            DATABASE_URL: databaseUrl,
-            ENCRYPTION_KEY: encryptionKey,
-            MIGRATE_ON_START: 'false',
-            // No mail leaves a benchmark.
-            MAIL_TRANSPORT: 'log',
-          }
-        : {}),
-      ADMIN_PASSWORD: BENCH_PASSWORD,
-      MAX_UPLOAD_BYTES: String(UPLOAD_MB * 2 * 1024 * 1024),
-      // Raised for the run: the benchmark is one client sending far beyond a real user's allowance.
-      RATE_LIMIT_AUTHENTICATED: '1000000000',
-      RATE_LIMIT_ANONYMOUS: '1000000000',
-    },
-    /Server listening at/,
-  )
-  return { ...service, url: `http://127.0.0.1:${port}` }
 }
 
 async function startCeiling(kind: string, databaseUrl: string) {
@@ -115,16 +41,6 @@ async function startCeiling(kind: string, databaseUrl: string) {
     /ready/,
   )
   return { ...ceiling, url: `http://127.0.0.1:${port}` }
-}
-
-async function login(url: string, email: string): Promise<string> {
-  const response = await fetch(`${url}/api/auth/login`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ username: email, password: BENCH_PASSWORD }),
-  })
-  const body = (await response.json()) as { data: { token: string } }
-  return body.data.token
 }
 
 function drive(

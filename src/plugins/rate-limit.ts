@@ -5,6 +5,7 @@ import type { Redis } from 'ioredis'
 import type { Config } from '../config.js'
 import { AppError } from '../errors.js'
 import type { ServiceMetrics } from '../lib/metrics.js'
+import { type Count, defineCountCommand, redisWindowCounter } from '../lib/redis-window-counter.js'
 
 const RESET_HEADER = 'x-ratelimit-reset'
 const REDIS_STARTUP_WAIT_MS = 2000
@@ -39,12 +40,6 @@ function parseClientLimits(setting: string): Map<string, number> {
   )
 }
 
-interface Count {
-  current: number
-  /** Milliseconds until the window of the key ends. */
-  ttl: number
-}
-
 /** Fixed windows counted in this process, least recently used keys forgotten past `LOCAL_KEYS_MAX`. */
 function localCounter() {
   const windows = new Map<string, { count: number; endsAt: number }>()
@@ -60,21 +55,6 @@ function localCounter() {
   }
 }
 
-// One round trip: count, start the window on the first request, and say how long it has left (a
-// key left without an expiry by an interrupted script gets one).
-const COUNT_SCRIPT = `
-local current = redis.call('INCR', KEYS[1])
-local ttl = redis.call('PTTL', KEYS[1])
-if current == 1 or ttl < 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  ttl = tonumber(ARGV[1])
-end
-return {current, ttl}`
-
-type CountingRedis = Redis & {
-  ehrRateLimitCount(key: string, windowMs: number): Promise<[number, number]>
-}
-
 /**
  * The counters of the limits: in Redis when REDIS_URL is set (shared by every instance), and in
  * this process when it is not, or while Redis cannot be reached. An outage therefore never lifts
@@ -82,8 +62,9 @@ type CountingRedis = Redis & {
  * over N instances gets up to N times the allowance meanwhile). The switch both ways is logged
  * once, and `ehr_rate_limit_fallback_active` shows it.
  */
-function counters(redis: CountingRedis | undefined, log: FastifyBaseLogger, metrics: ServiceMetrics) {
+function counters(redis: Redis | undefined, log: FastifyBaseLogger, metrics: ServiceMetrics) {
   const local = localCounter()
+  const shared = redis && redisWindowCounter(redis)
   let degraded = false
   let retryAt = 0
 
@@ -110,12 +91,12 @@ function counters(redis: CountingRedis | undefined, log: FastifyBaseLogger, metr
   if (redis && redis.status !== 'ready') fallBack(new Error(`not connected (${redis.status})`))
 
   return async (key: string, windowMs: number): Promise<Count> => {
-    if (!redis) return local(key, windowMs)
+    if (!redis || !shared) return local(key, windowMs)
     if (degraded && Date.now() < retryAt) return countLocally(key, windowMs)
     try {
-      const [current, ttl] = await redis.ehrRateLimitCount(`${NAMESPACE}${key}`, windowMs)
+      const count = await shared(`${NAMESPACE}${key}`, windowMs)
       recovered()
-      return { current, ttl }
+      return count
     } catch (error) {
       fallBack(error)
       return countLocally(key, windowMs)
@@ -138,14 +119,14 @@ function storeOf(count: (key: string, windowMs: number) => Promise<Count>) {
   }
 }
 
-async function connectRedis(url: string, log: FastifyBaseLogger): Promise<CountingRedis> {
+async function connectRedis(url: string, log: FastifyBaseLogger): Promise<Redis> {
   const redis = new (await import('ioredis')).Redis(url, {
     connectTimeout: 2000,
     commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
   })
-  redis.defineCommand('ehrRateLimitCount', { numberOfKeys: 1, lua: COUNT_SCRIPT })
+  defineCountCommand(redis)
   redis.on('error', (error: Error) =>
     log.debug({ err: { message: error.message } }, 'rate limit store error'),
   )
@@ -158,7 +139,7 @@ async function connectRedis(url: string, log: FastifyBaseLogger): Promise<Counti
       resolve()
     })
   })
-  return redis as CountingRedis
+  return redis
 }
 
 /**

@@ -1,0 +1,177 @@
+import { copyFile, mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
+import { SourceMap } from 'node:module'
+import { loadavg, tmpdir } from 'node:os'
+import path from 'node:path'
+import { parseArgs } from 'node:util'
+import type { LoadPlan } from '../bench/load.js'
+import { runJson } from '../bench/processes.js'
+import { dist, login, prepareDatabase, script, startService } from '../bench/service.js'
+import { writeBenchmarkSection } from '../lib/benchmarks-file.js'
+
+/**
+ * Where the by-id read spends its time: the service (production bundle, PostgreSQL, Redis rate
+ * limits) under `node --cpu-prof` while autocannon drives GET /api/patients/{id}, and the profile's
+ * self time summed per function and per package, mapped back to the sources through the bundle's
+ * source map. `--label` names the section, so a before and an after stand side by side.
+ */
+const { values } = parseArgs({
+  options: {
+    label: { type: 'string', default: 'latest' },
+    patients: { type: 'string', default: '100000' },
+    seconds: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '50' },
+    top: { type: 'string', default: '20' },
+    // Where to keep the raw profile (for Chrome DevTools' Performance panel); by default it is dropped.
+    save: { type: 'string' },
+  },
+})
+
+interface ProfileNode {
+  id: number
+  callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number }
+}
+interface CpuProfile {
+  nodes: ProfileNode[]
+  samples: number[]
+  timeDeltas: number[]
+}
+
+const PSEUDO_FRAMES = new Set(['(root)', '(program)', '(idle)', '(garbage collector)'])
+const projectRoot = path.resolve(dist, '..')
+
+/** `node_modules/<package>`, the project's top-level folder, or where V8 and Node keep their own code. */
+function areaOf(source: string): string {
+  if (source === '') return '(V8 and native)'
+  if (source.startsWith('node:')) return 'node: built-ins'
+  const inModules = source.match(/node_modules\/((?:@[^/]+\/)?[^/]+)/)
+  if (inModules) return inModules[1] as string
+  const [top, second] = source.split('/')
+  return second ? `${top}/${second.endsWith('.ts') ? '' : second}`.replace(/\/$/, '') : (top as string)
+}
+
+function sourceLocator(map: SourceMap | undefined, bundleUrl: string) {
+  return (frame: ProfileNode['callFrame']): { source: string; line: number } => {
+    if (map && frame.url === bundleUrl) {
+      const entry = map.findEntry(frame.lineNumber, frame.columnNumber) as {
+        originalSource?: string
+        originalLine?: number
+      }
+      if (entry.originalSource) {
+        const file = entry.originalSource.startsWith('file://')
+          ? new URL(entry.originalSource).pathname
+          : path.resolve(path.dirname(bundleUrl.replace('file://', '')), entry.originalSource)
+        return { source: path.relative(projectRoot, file), line: (entry.originalLine ?? 0) + 1 }
+      }
+    }
+    const url = frame.url.replace('file://', '')
+    const source = url.startsWith('/') ? path.relative(projectRoot, url) : url
+    return { source, line: frame.lineNumber + 1 }
+  }
+}
+
+interface Summary {
+  busyMs: number
+  idleMs: number
+  frames: [string, number][]
+  areas: [string, number][]
+}
+
+function summarise(profile: CpuProfile, locate: ReturnType<typeof sourceLocator>): Summary {
+  const byNode = new Map(profile.nodes.map((node) => [node.id, node]))
+  const selfMs = new Map<number, number>()
+  profile.samples.forEach((id, index) => {
+    selfMs.set(id, (selfMs.get(id) ?? 0) + (profile.timeDeltas[index] ?? 0) / 1000)
+  })
+  const frames = new Map<string, number>()
+  const areas = new Map<string, number>()
+  let idleMs = 0
+  let busyMs = 0
+  for (const [id, ms] of selfMs) {
+    const frame = (byNode.get(id) as ProfileNode).callFrame
+    if (frame.functionName === '(idle)') {
+      idleMs += ms
+      continue
+    }
+    busyMs += ms
+    const pseudo = PSEUDO_FRAMES.has(frame.functionName)
+    const { source, line } = pseudo ? { source: '', line: 0 } : locate(frame)
+    const name = `${frame.functionName || '(anonymous)'}${source ? ` — ${source}:${line}` : ''}`
+    frames.set(name, (frames.get(name) ?? 0) + ms)
+    const area = pseudo ? frame.functionName : areaOf(source)
+    areas.set(area, (areas.get(area) ?? 0) + ms)
+  }
+  const sorted = (map: Map<string, number>) => [...map].sort((a, b) => b[1] - a[1])
+  return { busyMs, idleMs, frames: sorted(frames), areas: sorted(areas) }
+}
+
+async function main(): Promise<void> {
+  const loadAtStart = loadavg()[0]?.toFixed(1)
+  process.stdout.write(`Seeding ${values.patients} patients…\n`)
+  const database = await prepareDatabase(Number(values.patients))
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'ehr-profile-'))
+  const profileDir = path.join(dataDir, 'profile')
+  try {
+    const service = await startService(database.url, dataDir, ['--cpu-prof', `--cpu-prof-dir=${profileDir}`])
+    const token = await login(service.url, database.seeded.email)
+    const plan: LoadPlan = {
+      url: service.url,
+      method: 'GET',
+      path: '/api/patients/{id}',
+      idRange: [database.seeded.firstPatientId, database.seeded.lastPatientId],
+      headers: { authorization: `Bearer ${token}` },
+      connections: Number(values.connections),
+      warmupSeconds: 3,
+      seconds: Number(values.seconds),
+    }
+    process.stdout.write('Driving GET /api/patients/{id} under the profiler…\n')
+    const measured = await runJson<{ rps: number; non2xx: number }>([
+      script('scripts/bench/load.js'),
+      JSON.stringify(plan),
+    ])
+    await service.stop()
+    if (measured.non2xx > 0) throw new Error(`${measured.non2xx} non-2xx answers while profiling`)
+    const [file] = (await readdir(profileDir)).filter((name) => name.endsWith('.cpuprofile'))
+    if (!file) throw new Error('the service wrote no CPU profile')
+    if (values.save) await copyFile(path.join(profileDir, file), values.save)
+    const profile = JSON.parse(await readFile(path.join(profileDir, file), 'utf8')) as CpuProfile
+    const bundle = path.join(dist, 'server.mjs')
+    const map = await readFile(`${bundle}.map`, 'utf8').then(
+      (text) => new SourceMap(JSON.parse(text)),
+      () => undefined,
+    )
+    const summary = summarise(profile, sourceLocator(map, `file://${bundle}`))
+    await report(summary, measured.rps, loadAtStart)
+  } finally {
+    await rm(dataDir, { recursive: true, force: true })
+  }
+}
+
+const percent = (ms: number, of: number) => `${((100 * ms) / of).toFixed(1)} %`
+
+async function report(summary: Summary, rps: number, loadAtStart: string | undefined): Promise<void> {
+  const top = Number(values.top)
+  const heading = `CPU profile: GET /api/patients/{id} (${values.label})`
+  const section = [
+    `## ${heading}`,
+    '',
+    `\`npm run bench:profile -- --label "${values.label}" --patients ${values.patients} --seconds ${values.seconds} --connections ${values.connections}\` — ${new Date().toISOString().slice(0, 10)}, Node ${process.version}; the production bundle on PostgreSQL with rate limits counted in Redis, under \`node --cpu-prof\`, ${values.connections} connections for ${values.seconds} s after 3 s of warm-up (${Math.round(rps)} req/s while profiled); machine load average ${loadAtStart} at the start. Self time is the time a function ran its own code (not its callees'), as a share of the service's busy time (${Math.round(summary.busyMs)} ms busy, ${Math.round(summary.idleMs)} ms idle).`,
+    '',
+    '| where | self time |',
+    '|---|---|',
+    ...summary.areas.slice(0, top).map(([area, ms]) => `| ${area} | ${percent(ms, summary.busyMs)} |`),
+    '',
+    '| function — source | self time |',
+    '|---|---|',
+    ...summary.frames
+      .slice(0, top)
+      .map(([name, ms]) => `| ${name.replaceAll('|', '\\|')} | ${percent(ms, summary.busyMs)} |`),
+    '',
+  ].join('\n')
+  process.stdout.write(`\n${section}\n`)
+  await writeBenchmarkSection(heading, section)
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${(error as Error).stack}\n`)
+  process.exit(1)
+})
