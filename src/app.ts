@@ -6,6 +6,7 @@ import { migrateToLatest } from '../db/migrator.js'
 import { openReadReplicas } from '../db/replicas.js'
 import type { Config } from './config.js'
 import { clientErrorHandler } from './http/client-errors.js'
+import { lazyChildLoggers } from './lib/lazy-child-logger.js'
 import { serializersOnFirstUse } from './lib/lazy-compile.js'
 import { configuredMailer } from './lib/mailer.js'
 import { loadEncryptionKey, previousEncryptionKeys } from './lib/secret-box.js'
@@ -193,6 +194,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
     genReqId: requestIdFor,
     // One access line per request (request-context.ts) instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
+    childLoggerFactory: lazyChildLoggers,
     bodyLimit: config.BODY_LIMIT_BYTES,
     // Fastify's default (0) would let a client hold a connection open forever sending a request slowly.
     requestTimeout: config.REQUEST_TIMEOUT_MS,
