@@ -8,6 +8,7 @@ export type CrossOrganizationWork =
   | 'audit batches'
   | 'owner probe'
   | 'operations metrics'
+  | 'change feed waiter'
 
 /**
  * Marks a statement that works across organizations by design. The mark is a comment in the SQL, so

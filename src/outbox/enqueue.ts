@@ -6,12 +6,6 @@ import { ALL_EVENTS } from '../../schemas/webhooks.js'
 export const OUTBOX_CHANNEL = 'outbox_events'
 
 /**
- * Sent with every event row (payload: the organization id), folded per transaction and delivered
- * on commit: the change feed's long polls wake on it instead of polling the table.
- */
-export const FEED_CHANNEL = 'outbox_feed'
-
-/**
  * The deliveries of the event row `inserted`: one for each active webhook of the organization that
  * subscribed to it. Each delivery sends the same NOTIFY, which PostgreSQL folds into one per
  * transaction and sends on commit only: listeners wake when there is something to deliver.
@@ -43,7 +37,7 @@ export async function enqueueEvent<E extends EmittedEvent>(
     with inserted as (
       insert into outbox_events (organization_id, event_type, payload)
       values (${organizationId}, ${event}, ${JSON.stringify(payload)}::jsonb)
-      returning id, pg_notify(${FEED_CHANNEL}, organization_id::text)
+      returning id
     ), ${deliveriesOf(organizationId, event)}
     select from inserted
   `.execute(trx)
@@ -69,7 +63,7 @@ export async function changeWithEvent<R, E extends EmittedEvent>(
     inserted as (
       insert into outbox_events (organization_id, event_type, payload)
       select ${organizationId}, ${event}, ${payload} from changed
-      returning id, pg_notify(${FEED_CHANNEL}, organization_id::text)
+      returning id
     ), ${deliveriesOf(organizationId, event)}
     select * from changed
   `.execute(db)
@@ -91,7 +85,7 @@ export async function enqueueTestDelivery(
     with inserted as (
       insert into outbox_events (organization_id, event_type, payload)
       values (${organizationId}, ${TEST_EVENT}, ${JSON.stringify(payload)}::jsonb)
-      returning id, pg_notify(${FEED_CHANNEL}, organization_id::text)
+      returning id
     ), delivery as (
       insert into webhook_deliveries (webhook_id, organization_id, event_id, event_type)
       select ${webhookId}, ${organizationId}, inserted.id, ${TEST_EVENT} from inserted

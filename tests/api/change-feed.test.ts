@@ -2,6 +2,7 @@ import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
 import { FeedWaiter } from '../../src/modules/events/feed-waiter.js'
+import { newestEventId } from '../../src/modules/events/queries.js'
 import { readChangeFeed } from '../../src/modules/events/service.js'
 import { buildTestApp } from '../helpers/app.js'
 import { bearer, createPatient, newOrganization, type TestUser } from '../helpers/factories.js'
@@ -265,7 +266,7 @@ describe('GET /api/events', () => {
   it('stops waiting when the client goes away', async () => {
     const { admin } = await practice(1)
     const principal = { organizationId: admin.organizationId } as Parameters<typeof readChangeFeed>[2]
-    const waiter = new FeedWaiter(app.database.listen)
+    const waiter = new FeedWaiter(() => newestEventId(app.db))
     const caller = new AbortController()
     try {
       const started = Date.now()

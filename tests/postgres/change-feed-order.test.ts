@@ -2,7 +2,6 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openPostgres } from '../../db/connect.js'
 import type { App } from '../../src/app.js'
-import { FEED_CHANNEL } from '../../src/outbox/enqueue.js'
 import { buildTestApp, newPostgresDatabase } from '../helpers/app.js'
 import { bearer, newOrganization, type TestUser } from '../helpers/factories.js'
 
@@ -76,8 +75,8 @@ async function writeEvent(client: pg.Client, organizationId: number, label: numb
   const { rows } = await client.query<{ id: string; transaction_id: string }>(
     `insert into outbox_events (organization_id, event_type, payload)
      values ($1, 'patient.created', jsonb_build_object('event', 'patient.created', 'timestamp', now(), 'data', jsonb_build_object('id', $2::int)))
-     returning id::text, transaction_id::text, pg_notify($3, organization_id::text)`,
-    [organizationId, label, FEED_CHANNEL],
+     returning id::text, transaction_id::text`,
+    [organizationId, label],
   )
   const row = rows[0] as { id: string; transaction_id: string }
   return { id: Number(row.id), position: `${row.transaction_id}-${row.id}` }

@@ -1,19 +1,28 @@
-import type { DatabaseHandle, Unlisten } from '../../../db/connect.js'
-import { FEED_CHANNEL } from '../../outbox/enqueue.js'
+import { setTimeout as sleep } from 'node:timers/promises'
+
+/** How often the newest event is read while long polls wait. */
+export const FEED_POLL_MS = 100
 
 /**
- * Wakes the change feed's long polls when an event commits. One LISTEN per app, opened by the first
- * long poll and closed with the app; every notification wakes every waiter, which then reads the
- * feed again. (`DatabaseHandle.listen` reports a notification without its payload, so long polls
- * of other organizations wake too; a re-read is one short index range scan, and the service
- * spaces them.)
+ * Wakes the change feed's long polls when a new event has committed. While any long poll waits,
+ * one query per app reads the id of the newest event every `pollMs`; when it has changed, every
+ * waiter wakes and reads its feed again (long polls of other organizations too: a re-read is one
+ * short index range scan, and the service spaces them). An event that commits after a newer one
+ * was seen wakes nobody; its poll finds it at the next recheck.
+ *
+ * Reading rather than a NOTIFY sent by each writing transaction: PostgreSQL takes one lock for all
+ * notifying commits of a database and holds it while the commit is flushed to disk, which made every
+ * write of the service wait for every other.
  */
 export class FeedWaiter {
   private readonly waiters = new Set<() => void>()
-  private listening: Promise<Unlisten> | undefined
+  private polling: Promise<void> | undefined
   private closed = false
 
-  constructor(private readonly listen: DatabaseHandle['listen']) {}
+  constructor(
+    private readonly newestEvent: () => Promise<string | null>,
+    private readonly pollMs = FEED_POLL_MS,
+  ) {}
 
   /** How many long polls are waiting right now. */
   get waiting(): number {
@@ -25,52 +34,52 @@ export class FeedWaiter {
   }
 
   /**
-   * Resolves on the next notification (`true`), or with `false` after `ms`, when `signal` aborts
-   * or when the app closes, whichever comes first; never rejects.
+   * Resolves when a new event is seen (`true`), or with `false` after `ms`, when `signal` aborts or
+   * when the app closes, whichever comes first; never rejects.
    */
   async wait(ms: number, signal: AbortSignal): Promise<boolean> {
     if (this.closed || signal.aborted || ms <= 0) return false
-    await this.startListening()
-    if (this.closed || signal.aborted) return false
     return new Promise<boolean>((resolve) => {
-      const finish = (notified: boolean) => {
+      const finish = (woken: boolean) => {
         clearTimeout(timer)
         signal.removeEventListener('abort', stop)
         this.waiters.delete(wake)
-        resolve(notified)
+        resolve(woken)
       }
       const wake = () => finish(true)
       const stop = () => finish(false)
       const timer = setTimeout(stop, ms)
       signal.addEventListener('abort', stop, { once: true })
       this.waiters.add(wake)
+      this.polling ??= this.poll().finally(() => {
+        this.polling = undefined
+      })
     })
   }
 
-  /** Ends every wait at once (the app is closing) and stops listening. */
+  /** Ends every wait at once (the app is closing) and stops reading. */
   async close(): Promise<void> {
     this.closed = true
-    // Woken as by a notification; the feed sees the waiter closed and answers with what it has.
+    // Woken as by a new event; the feed sees the waiter closed and answers with what it has.
     this.wakeAll()
-    const listening = this.listening
-    this.listening = undefined
-    if (listening) await (await listening.catch(() => async () => {}))()
+    await this.polling
   }
 
   private wakeAll(): void {
     for (const wake of [...this.waiters]) wake()
   }
 
-  private startListening(): Promise<unknown> {
-    if (!this.listening) {
-      const started = this.listen(FEED_CHANNEL, () => this.wakeAll())
-      this.listening = started
-      // A failed LISTEN leaves the waits to their timers (the feed re-reads every second anyway);
-      // the next long poll tries again.
-      started.catch(() => {
-        if (this.listening === started) this.listening = undefined
-      })
+  private async poll(): Promise<void> {
+    // A failed read leaves the waits to their timers (the feed re-reads every second anyway).
+    const read = () => this.newestEvent().catch(() => undefined)
+    let seen = await read()
+    while (this.waiters.size > 0 && !this.closed) {
+      await sleep(this.pollMs)
+      if (this.waiters.size === 0 || this.closed) break
+      const newest = await read()
+      if (newest === undefined) continue
+      if (seen !== undefined && newest !== seen) this.wakeAll()
+      seen = newest
     }
-    return this.listening.catch(() => undefined)
   }
 }

@@ -1,5 +1,6 @@
-import { sql } from 'kysely'
-import type { Db, Trx } from '../../../db/database.js'
+import { type Kysely, sql } from 'kysely'
+import { acrossOrganizations } from '../../../db/across-organizations.js'
+import type { Database, Db, Trx } from '../../../db/database.js'
 import type { StoredPayload } from '../../../schemas/events.js'
 
 /** A place in the feed: the writing transaction (xid8, decimal) and the event id within it. */
@@ -75,4 +76,11 @@ export async function readHorizon(db: Db): Promise<string> {
     select pg_snapshot_xmin(pg_current_snapshot())::text as xmin
   `.execute(db)
   return (rows[0] as { xmin: string }).xmin
+}
+
+/** The id of the newest event of any organization, which the change feed's waiter watches. */
+export async function newestEventId(db: Kysely<Database>): Promise<string | null> {
+  const { rows } = await sql<{ newest: string | null }>`${acrossOrganizations('change feed waiter')}
+    select max(id)::text as newest from outbox_events`.execute(db)
+  return rows[0]?.newest ?? null
 }
