@@ -92,22 +92,24 @@ const conditionalRequests: FastifyPluginAsync<{ requireIfMatch: boolean }> = asy
     }
   })
 
-  app.addHook('preSerialization', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+  // Both hooks call back rather than return a promise: they run on every response, and neither waits.
+  app.addHook('preSerialization', (request: FastifyRequest, reply: FastifyReply, payload: unknown, done) => {
     const version = reply.statusCode < 300 ? versionOf(payload) : undefined
-    if (version === undefined) return payload
-    reply.header('etag', etagOf(version))
-    if (request.method === 'GET' && namesVersion(request.headers['if-none-match'], version)) {
-      reply.code(304)
+    if (version !== undefined) {
+      reply.header('etag', etagOf(version))
+      if (request.method === 'GET' && namesVersion(request.headers['if-none-match'], version)) {
+        reply.code(304)
+      }
     }
-    return payload
+    done(null, payload)
   })
 
   // A 304 carries the ETag and no body (RFC 9110 §15.4.5).
-  app.addHook('onSend', async (_request, reply, payload) => {
-    if (reply.statusCode !== 304) return payload
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (reply.statusCode !== 304) return done(null, payload)
     reply.removeHeader('content-type')
     reply.removeHeader('content-length')
-    return null
+    done(null, null)
   })
 }
 

@@ -175,7 +175,7 @@ const rateLimits: FastifyPluginAsync<{ config: Config }> = async (app, { config 
     skipOnError: false,
     timeWindow: config.RATE_LIMIT_WINDOW_SECONDS * 1000,
     keyGenerator: keyOf,
-    max: async (request, key) => {
+    max: (request, key) => {
       if (!key.startsWith('sub:')) return config.RATE_LIMIT_ANONYMOUS
       return clientLimits.get(request.principal?.clientId ?? '') ?? config.RATE_LIMIT_AUTHENTICATED
     },
