@@ -1,8 +1,10 @@
+import { existsSync } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
 import type { PGlite } from '@electric-sql/pglite'
 import { Kysely, type LogEvent, PostgresDialect } from 'kysely'
 import pg from 'pg'
+import { copyDataDir } from './data-dir-copy.js'
 import { lockDataDir } from './data-dir-lock.js'
 import type { Database } from './database.js'
 import { PgliteDialect } from './pglite-dialect.js'
@@ -357,6 +359,8 @@ export interface PgliteOptions {
   dataDir?: string
   /** A data directory dump (from `dumpDataDir`) to start from instead of running initdb. */
   loadDataDir?: Blob
+  /** A prepared data directory (db/embedded-template.ts) that a new `dataDir` starts as a copy of, instead of running initdb. */
+  template?: string
 }
 
 /**
@@ -372,7 +376,7 @@ export async function loadPglite() {
   return { PGlite, types, extensions: { pg_trgm, btree_gist } }
 }
 
-export async function openPglite({ dataDir, loadDataDir }: PgliteOptions): Promise<DatabaseHandle> {
+export async function openPglite({ dataDir, loadDataDir, template }: PgliteOptions): Promise<DatabaseHandle> {
   let unlock = async () => {}
   if (dataDir) {
     await mkdir(path.dirname(path.resolve(dataDir)), { recursive: true })
@@ -380,6 +384,7 @@ export async function openPglite({ dataDir, loadDataDir }: PgliteOptions): Promi
   }
   let pglite: PGlite
   try {
+    if (dataDir && template && !existsSync(dataDir)) await copyDataDir(template, dataDir)
     const { PGlite, types, extensions } = await loadPglite()
     pglite = await PGlite.create({
       ...(dataDir ? { dataDir } : {}),

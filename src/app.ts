@@ -2,6 +2,7 @@ import path from 'node:path'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyServerOptions, LogController } from 'fastify'
 import { type DatabaseHandle, openPglite, openPostgres } from '../db/connect.js'
+import { findTemplate } from '../db/embedded-template.js'
 import { migrateToLatest } from '../db/migrator.js'
 import { openReadReplicas } from '../db/replicas.js'
 import type { Config } from './config.js'
@@ -65,6 +66,8 @@ export interface AppOverrides {
   logStream?: { write(line: string): void; flush?(): void }
   /** How webhook hosts are resolved (tests stub DNS so that no packet leaves loopback). */
   resolveHost?: HostResolver
+  /** Where a new embedded database's template is looked for; default `templateCache()` (tests point it elsewhere). */
+  templateCache?: string
 }
 
 /**
@@ -139,7 +142,12 @@ function trustProxySetting(value: string): boolean | string[] {
   return value.split(',').map((entry) => entry.trim())
 }
 
-export async function openConfiguredDatabase(config: Config, onPoolError: (error: Error) => void) {
+/** `template`: what a new embedded database starts as a copy of (db/embedded-template.ts); else initdb. */
+export async function openConfiguredDatabase(
+  config: Config,
+  onPoolError: (error: Error) => void,
+  template?: string,
+) {
   return config.DATABASE_URL
     ? openPostgres({
         url: config.DATABASE_URL,
@@ -149,7 +157,7 @@ export async function openConfiguredDatabase(config: Config, onPoolError: (error
         statementTimeoutMs: config.DATABASE_QUERY_TIMEOUT_MS,
         onPoolError,
       })
-    : openPglite({ dataDir: embeddedDatabaseDir(config.DATA_DIR) })
+    : openPglite({ dataDir: embeddedDatabaseDir(config.DATA_DIR), template })
 }
 
 /** The read replicas of DATABASE_READ_URLS, if any, pooled and checked like the primary. */
@@ -213,11 +221,15 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   })
   const mailer = configuredMailer(config, app.log)
   const progress = startupProgress(app.log, overrides.logStream)
-  if (!overrides.database && !config.DATABASE_URL) progress(embeddedDatabaseStep(config.DATA_DIR))
+  const embedded = !overrides.database && !config.DATABASE_URL
+  const template = embedded ? findTemplate(overrides.templateCache) : undefined
+  if (embedded) progress(embeddedDatabaseStep(config.DATA_DIR, template !== undefined))
   const handle =
     overrides.database ??
-    (await openConfiguredDatabase(config, (error) =>
-      app.log.error({ err: { message: error.message } }, 'database pool error'),
+    (await openConfiguredDatabase(
+      config,
+      (error) => app.log.error({ err: { message: error.message } }, 'database pool error'),
+      template,
     ))
   if (config.MIGRATE_ON_START) {
     const started = performance.now()

@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { loadavg, tmpdir } from 'node:os'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
+import { findTemplate } from '../../db/embedded-template.js'
 import { writeBenchmarkSection } from '../lib/benchmarks-file.js'
 import type { LoadPlan } from './load.js'
 import { freePort, peakMemoryMb, runJson, type Started, startProcess } from './processes.js'
@@ -190,17 +191,37 @@ async function driveTwoInstances(
   }
 }
 
-async function measureColdStarts(databaseUrl: string): Promise<{ pglite: number; postgres: number }> {
-  const dataDir = await mkdtemp(path.join(tmpdir(), 'ehr-bench-'))
+interface Starts {
+  /** Each on a new data directory, embedded: the database created, migrated and given its administrator. */
+  first: number[]
+  fromTemplate: boolean
+  pglite: number
+  postgres: number
+}
+
+// A first start's few seconds sway with the machine's load more than the rest: the median of these.
+const FIRST_START_ROUNDS = 3
+
+/** Milliseconds from spawn to ready: first starts, then cold starts on the database the last one made. */
+async function measureStarts(databaseUrl: string): Promise<Starts> {
+  const fromTemplate = findTemplate() !== undefined
+  const root = await mkdtemp(path.join(tmpdir(), 'ehr-bench-'))
   try {
-    await (await startService(undefined, dataDir)).stop()
+    const first: number[] = []
+    let dataDir = root
+    for (let round = 0; round < FIRST_START_ROUNDS; round++) {
+      dataDir = await mkdtemp(path.join(root, 'data-'))
+      const started = await startService(undefined, dataDir)
+      first.push(started.startupMs)
+      await started.stop()
+    }
     const pglite = await startService(undefined, dataDir)
     await pglite.stop()
     const postgres = await startService(databaseUrl, dataDir)
     await postgres.stop()
-    return { pglite: pglite.startupMs, postgres: postgres.startupMs }
+    return { first, fromTemplate, pglite: pglite.startupMs, postgres: postgres.startupMs }
   } finally {
-    await rm(dataDir, { recursive: true, force: true })
+    await rm(root, { recursive: true, force: true })
   }
 }
 
@@ -305,7 +326,7 @@ async function main(): Promise<void> {
   const twoInstances = await driveTwoInstances(service, main.url, dataDir, plans['GET /api/patients/{id}'])
   await service.stop()
 
-  const coldStarts = await measureColdStarts(main.url)
+  const starts = await measureStarts(main.url)
   await rm(dataDir, { recursive: true, force: true })
   await report({
     ceilingA,
@@ -316,7 +337,7 @@ async function main(): Promise<void> {
     results,
     peak,
     growth,
-    coldStarts,
+    starts,
     twoInstances,
     upload,
     paired,
@@ -333,7 +354,7 @@ interface Report {
   results: Record<string, Measure>
   peak: number
   growth: Growth | undefined
-  coldStarts: { pglite: number; postgres: number }
+  starts: Starts
   twoInstances: Measure
   upload: { growthMb: number; statusCode: number }
   paired: {
@@ -370,7 +391,8 @@ async function report(run: Report): Promise<void> {
     `- Two instances on one database, ${CONNECTIONS} connections split between them, GET /api/patients/{id}: ${round(run.twoInstances.rps)} req/s, ${round(run.twoInstances.rps / byId.rps, 2)} × one instance (p99 ${run.twoInstances.p99} ms, non-2xx ${run.twoInstances.non2xx})`,
     `- Peak resident memory of the service: ${round(run.peak)} MB (target ≤ 200)`,
     `- A ${UPLOAD_MB} MB document upload (answered ${run.upload.statusCode}) raised resident memory by ${round(run.upload.growthMb)} MB (target < 30)`,
-    `- Cold start to ready on an existing database: PGlite ${run.coldStarts.pglite} ms (target < 2000), PostgreSQL ${run.coldStarts.postgres} ms (target < 1000)`,
+    `- First start to ready on a new data directory, embedded (${run.starts.fromTemplate ? 'from the prepared template' : 'no template prepared: initdb and every migration'}), the median of ${run.starts.first.length}: ${median(run.starts.first)} ms (${run.starts.first.join(', ')}) (target ≤ 5000)`,
+    `- Cold start to ready on an existing database: PGlite ${run.starts.pglite} ms (target ≤ 1000), PostgreSQL ${run.starts.postgres} ms (target ≤ 500)`,
     `- Seeding ${PATIENTS} patients: ${run.seedSeconds.toFixed(1)} s`,
   ]
   const growthRows = run.growth

@@ -1,3 +1,4 @@
+import { findTemplate } from '../../db/embedded-template.js'
 import { openConfiguredDatabase } from '../../src/app.js'
 import { type Config, ConfigError } from '../../src/config.js'
 import { fromDatabaseError } from '../../src/errors.js'
@@ -16,8 +17,10 @@ const EMBEDDED_BUSY = /in use by process (\d+)/
  */
 export async function openCommandDatabase(config: Config) {
   try {
-    return await openConfiguredDatabase(config, (error) =>
-      process.stderr.write(`database pool error: ${error.message}\n`),
+    return await openConfiguredDatabase(
+      config,
+      (error) => process.stderr.write(`database pool error: ${error.message}\n`),
+      config.DATABASE_URL ? undefined : findTemplate(),
     )
   } catch (error) {
     if (config.DATABASE_URL) throw error

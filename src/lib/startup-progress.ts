@@ -16,9 +16,10 @@ export function startupProgress(log: FastifyBaseLogger, stream?: { flush?(): voi
   }
 }
 
-export function embeddedDatabaseStep(dataDir: string): string {
+export function embeddedDatabaseStep(dataDir: string, fromTemplate: boolean): string {
   const directory = embeddedDatabaseDir(dataDir)
-  return existsSync(directory)
-    ? `opening the embedded database in ${directory}`
+  if (existsSync(directory)) return `opening the embedded database in ${directory}`
+  return fromTemplate
+    ? `creating the embedded database in ${directory} from its prepared template (first start only)`
     : `creating the embedded database in ${directory} (first start only)`
 }
