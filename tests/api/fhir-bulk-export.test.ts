@@ -1,7 +1,8 @@
 import type { OperationOutcome } from '@medplum/fhirtypes'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
-import { buildTestApp } from '../helpers/app.js'
+import { ExportWorker, type ExportWorkerOptions } from '../../src/modules/fhir/export/worker.js'
+import { buildTestApp, openTestDatabase } from '../helpers/app.js'
 import {
   ASYNC,
   danglingReferences,
@@ -312,6 +313,44 @@ describe('FHIR bulk export: consecutive exports', () => {
       expect(seen).toEqual(patients)
     } finally {
       await small.close()
+    }
+  })
+})
+
+describe('FHIR bulk export worker at shutdown', () => {
+  it('waits for a look for work under way, so nothing queries the database once it has stopped', async () => {
+    const database = await openTestDatabase()
+    const finished: number[] = []
+    database.observe({ query: () => void finished.push(performance.now()), connectionError() {} })
+    const errors: unknown[] = []
+    const worker = new ExportWorker({
+      db: database.db,
+      store: { remove: async () => {} } as unknown as ExportWorkerOptions['store'],
+      types: [],
+      log: { error: (entry: unknown) => void errors.push(entry) } as unknown as ExportWorkerOptions['log'],
+      instanceId: 'shutdown-test',
+      fileMaxBytes: 1_000_000,
+      retentionHours: 1,
+      leaseSeconds: 30,
+      perOrganization: 1,
+      concurrency: 1,
+      pollIntervalMs: 60_000,
+      snapshotWaitMs: 1000,
+      releaseLeasesAtStart: false,
+      busy: () => false,
+    })
+    try {
+      await worker.start()
+      // Its first look for work starts on the next timer turn and is then waiting on the database.
+      await new Promise((resolve) => setTimeout(resolve, 0))
+      await worker.stop()
+      const stoppedAt = performance.now()
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      expect(finished.length).toBeGreaterThan(0)
+      expect(finished.filter((at) => at > stoppedAt)).toEqual([])
+      expect(errors).toEqual([])
+    } finally {
+      await database.close()
     }
   })
 })

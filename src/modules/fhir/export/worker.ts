@@ -73,6 +73,8 @@ export class ExportWorker {
   private stopping = false
   private readonly active = new Set<Promise<void>>()
   private timer: NodeJS.Timeout | undefined
+  /** The look for work under way, if any: stopping waits for it, or it would query a closed pool. */
+  private polling: Promise<void> | undefined
   private readonly byName: Map<string, FhirResourceType>
 
   constructor(private readonly options: ExportWorkerOptions) {
@@ -90,6 +92,7 @@ export class ExportWorker {
     this.running = false
     this.stopping = true
     if (this.timer) clearTimeout(this.timer)
+    await this.polling
     await Promise.allSettled([...this.active])
   }
 
@@ -112,7 +115,12 @@ export class ExportWorker {
 
   private schedule(delayMs: number) {
     if (this.timer) clearTimeout(this.timer)
-    this.timer = setTimeout(() => void this.poll(), delayMs)
+    this.timer = setTimeout(() => {
+      const polling = this.poll().finally(() => {
+        if (this.polling === polling) this.polling = undefined
+      })
+      this.polling = polling
+    }, delayMs)
     this.timer.unref()
   }
 
