@@ -40,10 +40,10 @@ export interface DatabaseHandle {
   /** Sets who hears about queries and lost connections (the metrics); replaces any earlier one. */
   observe(observer: DatabaseObserver): void
   /**
-   * Calls `onNotify` for every NOTIFY on `channel` (sent on commit), and once more whenever
-   * listening (re)starts, since notifications sent while not listening are lost.
+   * Calls `onNotify` with the payload of every NOTIFY on `channel` (sent on commit), and once more
+   * without one whenever listening (re)starts, since notifications sent while not listening are lost.
    */
-  listen(channel: string, onNotify: () => void): Promise<Unlisten>
+  listen(channel: string, onNotify: (payload?: string) => void): Promise<Unlisten>
   /**
    * Takes the session advisory lock `key` if no other session holds it (undefined if one does), on
    * a connection of its own that keeps it until `release()`: a pooled connection would be handed to
@@ -254,7 +254,7 @@ const LISTEN_RETRY_MS = 1000
 function listenOnPostgres(
   url: string,
   channel: string,
-  onNotify: () => void,
+  onNotify: (payload?: string) => void,
   onError?: (error: Error) => void,
 ): Unlisten {
   let client: pg.Client | undefined
@@ -280,7 +280,7 @@ function listenOnPostgres(
     candidate.on('error', onLost)
     candidate.on('end', () => onLost())
     candidate.on('notification', (message) => {
-      if (message.channel === channel) onNotify()
+      if (message.channel === channel) onNotify(message.payload)
     })
     try {
       await candidate.connect()
@@ -406,7 +406,9 @@ export async function openPglite({ dataDir, loadDataDir, template }: PgliteOptio
     // Through Kysely's connection, so the LISTEN cannot land inside another caller's transaction
     // (and be undone by its rollback) on PGlite's single session.
     listen: async (channel, onNotify) => {
-      const unsubscribe = await db.connection().execute(() => pglite.listen(channel, () => onNotify()))
+      const unsubscribe = await db
+        .connection()
+        .execute(() => pglite.listen(channel, (payload) => onNotify(payload)))
       onNotify()
       return () => db.connection().execute(() => unsubscribe())
     },

@@ -7,8 +7,9 @@ export const OUTBOX_CHANNEL = 'outbox_events'
 
 /**
  * The deliveries of the event row `inserted`: one for each active webhook of the organization that
- * subscribed to it. Each delivery sends the same NOTIFY, which PostgreSQL folds into one per
- * transaction and sends on commit only: listeners wake when there is something to deliver.
+ * subscribed to it. Each delivery sends a NOTIFY naming its webhook, which PostgreSQL folds into one
+ * per webhook and transaction and sends on commit only: listeners wake when there is something to
+ * deliver, and a worker whose queue for that webhook's receiver is already full need not claim.
  */
 function deliveriesOf(organizationId: number, event: EmittedEvent) {
   return sql`deliveries as (
@@ -18,7 +19,7 @@ function deliveriesOf(organizationId: number, event: EmittedEvent) {
       where webhooks.organization_id = ${organizationId}
         and webhooks.active
         and (${event} = any(webhooks.events) or ${ALL_EVENTS} = any(webhooks.events))
-      returning pg_notify(${OUTBOX_CHANNEL}, event_id::text)
+      returning pg_notify(${OUTBOX_CHANNEL}, webhook_id::text)
     )`
 }
 
@@ -91,12 +92,15 @@ export async function enqueueTestDelivery(
       select ${webhookId}, ${organizationId}, inserted.id, ${TEST_EVENT} from inserted
       returning id
     )
-    select delivery.id, pg_notify(${OUTBOX_CHANNEL}, inserted.id::text) from delivery, inserted
+    select delivery.id, pg_notify(${OUTBOX_CHANNEL}, ${webhookId}::text) from delivery
   `.execute(trx)
   return (rows[0] as { id: number }).id
 }
 
-/** Wakes the workers on commit, for work that is due again without a new event (a redelivery). */
+/**
+ * Wakes the workers on commit, for work that is due again without a new event (a redelivery); the
+ * empty payload names no webhook, so every worker claims.
+ */
 export async function notifyWorkers(trx: Trx): Promise<void> {
   await sql`select pg_notify(${OUTBOX_CHANNEL}, '')`.execute(trx)
 }

@@ -34,7 +34,7 @@ const LEASE_MARGIN_MS = 2000
 
 export interface WorkerOptions {
   db: Kysely<Database>
-  listen: (channel: string, onNotify: () => void) => Promise<Unlisten>
+  listen: (channel: string, onNotify: (payload?: string) => void) => Promise<Unlisten>
   sender: Sender
   secretBox: SecretBox
   metrics: OutboxMetrics
@@ -49,6 +49,8 @@ export interface WorkerOptions {
   attemptTimeoutMs: number
   /** Only one process can open an embedded database: any lease found at start is stale. */
   releaseLeasesAtStart: boolean
+  /** Claim with planner settings that do without statistics (the embedded database has none). */
+  pinClaimPlan: boolean
 }
 
 const hostOf = (url: string) => {
@@ -78,6 +80,7 @@ export class OutboxWorker {
   private stopping = false
   private claiming: Promise<unknown> | undefined
   private wakeAgain = false
+  private wakeScheduled = false
   /** Attempts started so far (drainOnce counts with it). */
   private attempts = 0
   private unlisten: Unlisten | undefined
@@ -92,7 +95,7 @@ export class OutboxWorker {
   async start(): Promise<void> {
     if (this.options.releaseLeasesAtStart) await releaseAllLeases(this.options.db)
     this.running = true
-    this.unlisten = await this.options.listen(OUTBOX_CHANNEL, () => this.wake())
+    this.unlisten = await this.options.listen(OUTBOX_CHANNEL, (payload) => this.notified(payload))
     this.timer = setInterval(() => this.wake(), this.options.pollIntervalMs)
     this.timer.unref()
     this.wake()
@@ -135,7 +138,28 @@ export class OutboxWorker {
     }
   }
 
+  /** A commit created deliveries for the webhook `payload` names (no payload: anything may be due). */
+  private notified(payload?: string): void {
+    // Its receiver has a whole batch queued here: the attempts that shorten the queue claim more.
+    if (payload && this.busyWebhooks().includes(Number(payload))) return
+    this.wake()
+  }
+
+  /**
+   * Claims on the next turn of the event loop: the wake-ups of one turn (commits, answers) share a
+   * claim, and a request whose commit woke the worker is answered before the claim runs, which on
+   * the embedded database shares the process with the API.
+   */
   private wake(): void {
+    if (!this.running || this.stopping || this.wakeScheduled) return
+    this.wakeScheduled = true
+    setImmediate(() => {
+      this.wakeScheduled = false
+      this.claimNow()
+    })
+  }
+
+  private claimNow(): void {
     if (!this.running || this.stopping) return
     if (this.claiming) {
       this.wakeAgain = true
@@ -149,7 +173,7 @@ export class OutboxWorker {
         this.claiming = undefined
         if (this.wakeAgain) {
           this.wakeAgain = false
-          this.wake()
+          this.claimNow()
         }
       })
   }
@@ -191,12 +215,15 @@ export class OutboxWorker {
         leaseSeconds,
         instanceId,
         skipWebhookIds: this.busyWebhooks(),
+        pinPlan: this.options.pinClaimPlan,
       })
       const claimedAt = Date.now()
       const overflow: number[] = []
+      const touched = new Set<HostState>()
       for (const delivery of claimed) {
         const host = hostOf(delivery.url)
         const state = this.hostState(host)
+        touched.add(state)
         state.webhooks.add(delivery.webhook_id)
         if (state.inFlight < hostConcurrency) this.begin(delivery, host)
         else if (state.queue.length < HOST_QUEUE) state.queue.push({ delivery, claimedAt })
@@ -204,6 +231,10 @@ export class OutboxWorker {
       }
       await releaseDeliveries(db, overflow, instanceId)
       if (claimed.length < limit) return
+      // Claiming again now would skip every host this claim filled up and could only find other
+      // hosts' work, which the next notification, answer or poll claims as well; under a backlog
+      // for one receiver that saves an empty claim per batch.
+      if ([...touched].every((state) => state.queue.length >= CLAIM_BATCH)) return
     }
   }
 

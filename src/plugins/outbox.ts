@@ -44,6 +44,7 @@ const outbox: FastifyPluginAsync<{ config: Config; targets: TargetPolicy }> = as
     deactivateAfterSeconds: config.WEBHOOK_DEACTIVATE_AFTER_SECONDS,
     attemptTimeoutMs: config.WEBHOOK_TIMEOUT_MS,
     releaseLeasesAtStart: app.database.kind === 'pglite',
+    pinClaimPlan: app.database.kind === 'pglite',
   })
   app.decorate('outbox', worker)
 
