@@ -91,7 +91,7 @@ function counters(redis: Redis | undefined, log: FastifyBaseLogger, metrics: Ser
   if (redis && redis.status !== 'ready') fallBack(new Error(`not connected (${redis.status})`))
 
   return async (key: string, windowMs: number): Promise<Count> => {
-    if (!redis || !shared) return local(key, windowMs)
+    if (!shared) return local(key, windowMs)
     if (degraded && Date.now() < retryAt) return countLocally(key, windowMs)
     try {
       const count = await shared(`${NAMESPACE}${key}`, windowMs)
