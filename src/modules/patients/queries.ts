@@ -142,22 +142,56 @@ function filteredPatients(db: Kysely<Database>, organizationId: number, filters:
   return query
 }
 
-export function listPatients(
+// The patient list as a practice opens it (no filter but perhaps the status) is the busiest page,
+// hence compiled once per sort order and status filter; the sort comes from PATIENT_SORT_COLUMNS,
+// so there are at most a few dozen. Its total comes from the maintained counts.
+type PageQueryFn = (
+  db: Db,
+  organizationId: number,
+  size: number,
+  offset: number,
+  status?: string,
+) => Promise<PatientRow[]>
+const openingPages = new Map<string, PageQueryFn>()
+
+function openingPage(sort: SortOrder, byStatus: boolean): PageQueryFn {
+  const key = `${sort.column} ${sort.direction}${byStatus ? ' by status' : ''}`
+  let page = openingPages.get(key)
+  if (!page) {
+    page = precompiledQuery((db, organizationId: number, size: number, offset: number, status?: string) => {
+      const query = live(db, organizationId).select(PATIENT_COLUMNS)
+      return (byStatus ? query.where('status', '=', status as PatientRow['status']) : query)
+        .orderBy(orderByExpression(sort))
+        .limit(size)
+        .offset(offset)
+    })
+    openingPages.set(key, page)
+  }
+  return page
+}
+
+export async function listPatients(
   db: Kysely<Database>,
   organizationId: number,
   filters: PatientFilters,
   sort: SortOrder,
   paging: PageQuery,
 ) {
-  const query = filteredPatients(db, organizationId, filters)
-  const ordered = query.orderBy(orderByExpression(sort))
   const onlyByStatus = Object.entries(filters).every(
     ([name, value]) => name === 'status' || value === undefined,
   )
-  // The total is counted apart from the page (for other filters through their index alone): a
-  // window count in the page's query would read every matching row.
-  const total = onlyByStatus ? countLivePatients(db, organizationId, filters.status) : countRows(db, query)
-  return fetchPageOfKnownTotal(ordered, paging, total)
+  if (onlyByStatus) {
+    const page = openingPage(sort, filters.status !== undefined)
+    const [rows, total] = await Promise.all([
+      page(db, organizationId, paging.size, paging.page * paging.size, filters.status),
+      countLivePatients(db, organizationId, filters.status),
+    ])
+    return { rows, total }
+  }
+  const query = filteredPatients(db, organizationId, filters)
+  // The total is counted apart from the page, through the filters' index alone: a window count in
+  // the page's query would read every matching row.
+  return fetchPageOfKnownTotal(query.orderBy(orderByExpression(sort)), paging, countRows(db, query))
 }
 
 /** A sync page of the organization's live patients matching the filters, with tombstones. */
@@ -174,19 +208,22 @@ export async function syncPatients(
   return { rows, tombstones }
 }
 
-/** The maintained count of an organization's live patients (of one status, if given). */
-async function countLivePatients(
-  db: Kysely<Database>,
-  organizationId: number,
-  status?: string,
-): Promise<number> {
-  let query = db
+const liveCount = (db: Db, organizationId: number) =>
+  db
     .selectFrom('patient_counts')
     .select(sql<number>`coalesce(sum(live_count), 0)::int`.as('total'))
     .where('organization_id', '=', organizationId)
-  if (status) query = query.where('status', '=', status)
-  const row = await query.executeTakeFirstOrThrow()
-  return Number(row.total)
+const allLiveCount = precompiledQuery(liveCount)
+const liveCountOfStatus = precompiledQuery((db, organizationId: number, status: string) =>
+  liveCount(db, organizationId).where('status', '=', status),
+)
+
+/** The maintained count of an organization's live patients (of one status, if given). */
+async function countLivePatients(db: Db, organizationId: number, status?: string): Promise<number> {
+  const [row] = await (status === undefined
+    ? allLiveCount(db, organizationId)
+    : liveCountOfStatus(db, organizationId, status))
+  return Number(row?.total ?? 0)
 }
 
 const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`)
