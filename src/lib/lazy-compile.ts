@@ -1,5 +1,6 @@
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import type { FastifySchemaCompiler, FastifyServerOptions } from 'fastify'
+import { withNullableTypeLists } from './nullable-type-lists.js'
 
 type Validator = ReturnType<FastifySchemaCompiler<unknown>>
 
@@ -23,13 +24,16 @@ type SerializerFactory = NonNullable<
   NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildSerializer']
 >
 
-/** Fastify's own response serializers (fast-json-stringify), each built on its first response. */
+/**
+ * Fastify's own response serializers (fast-json-stringify), each built on its first response, from
+ * the route's schema with its nullable fields as type lists (see withNullableTypeLists).
+ */
 export const serializersOnFirstUse: SerializerFactory = (externalSchemas, options) => {
   const build = SerializerSelector()(externalSchemas, options)
   return (route) => {
     let serialize: ((data: unknown) => string) | undefined
     return (data) => {
-      serialize ??= build(route)
+      serialize ??= build({ ...route, schema: withNullableTypeLists(route.schema) })
       return serialize(data)
     }
   }
