@@ -9,6 +9,7 @@ import { lockDataDir } from './data-dir-lock.js'
 import type { Database } from './database.js'
 import { PgliteDialect } from './pglite-dialect.js'
 import { DEFAULT_PREPARED_STATEMENTS, preparingPool, statementNamer } from './prepared-statements.js'
+import { parseTimestamptz, TIMESTAMPTZ_OID } from './utc-timestamp.js'
 
 export interface PoolStats {
   total: number
@@ -184,6 +185,7 @@ export function openPostgres({
       getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
         if (oid === INT8_OID) return Number
         if (oid === DATE_OID) return keepText
+        if (oid === TIMESTAMPTZ_OID) return parseTimestamptz
         return pg.types.getTypeParser(oid, format)
       }) as typeof pg.types.getTypeParser,
     },
