@@ -9,14 +9,17 @@ import { dist, login, prepareDatabase, script, startService } from '../bench/ser
 import { writeBenchmarkSection } from '../lib/benchmarks-file.js'
 
 /**
- * Where the by-id read spends its time: the service (production bundle, PostgreSQL, Redis rate
- * limits) under `node --cpu-prof` while autocannon drives GET /api/patients/{id}, and the profile's
+ * Where a hot read spends its time: the service (production bundle, PostgreSQL, Redis rate limits)
+ * under `node --cpu-prof` while autocannon drives GET /api/patients/{id} (or, with `--route
+ * sorted-page`, the first page of 20 patients by last name), and the profile's
  * self time summed per function and per package, mapped back to the sources through the bundle's
  * source map. `--label` names the section, so a before and an after stand side by side.
  */
 const { values } = parseArgs({
   options: {
     label: { type: 'string', default: 'latest' },
+    // `by-id` (GET /api/patients/{id}) or `sorted-page` (GET /api/patients, 20 by last name).
+    route: { type: 'string', default: 'by-id' },
     patients: { type: 'string', default: '100000' },
     seconds: { type: 'string', default: '10' },
     connections: { type: 'string', default: '50' },
@@ -35,6 +38,17 @@ interface CpuProfile {
   samples: number[]
   timeDeltas: number[]
 }
+
+const ROUTES = {
+  'by-id': { title: 'GET /api/patients/{id}', path: '/api/patients/{id}', byId: true },
+  'sorted-page': {
+    title: 'GET /api/patients (sorted page)',
+    path: '/api/patients?size=20&sort=lastName,asc',
+    byId: false,
+  },
+} as const
+const route = ROUTES[values.route as keyof typeof ROUTES]
+if (!route) throw new Error(`--route must be one of ${Object.keys(ROUTES).join(', ')}`)
 
 const PSEUDO_FRAMES = new Set(['(root)', '(program)', '(idle)', '(garbage collector)'])
 const projectRoot = path.resolve(dist, '..')
@@ -116,14 +130,14 @@ async function main(): Promise<void> {
     const plan: LoadPlan = {
       url: service.url,
       method: 'GET',
-      path: '/api/patients/{id}',
-      idRange: [database.seeded.firstPatientId, database.seeded.lastPatientId],
+      path: route.path,
+      ...(route.byId && { idRange: [database.seeded.firstPatientId, database.seeded.lastPatientId] }),
       headers: { authorization: `Bearer ${token}` },
       connections: Number(values.connections),
       warmupSeconds: 3,
       seconds: Number(values.seconds),
     }
-    process.stdout.write('Driving GET /api/patients/{id} under the profiler…\n')
+    process.stdout.write(`Driving ${route.title} under the profiler…\n`)
     const measured = await runJson<{ rps: number; non2xx: number }>([
       script('scripts/bench/load.js'),
       JSON.stringify(plan),
@@ -150,11 +164,11 @@ const percent = (ms: number, of: number) => `${((100 * ms) / of).toFixed(1)} %`
 
 async function report(summary: Summary, rps: number, loadAtStart: string | undefined): Promise<void> {
   const top = Number(values.top)
-  const heading = `CPU profile: GET /api/patients/{id} (${values.label})`
+  const heading = `CPU profile: ${route.title} (${values.label})`
   const section = [
     `## ${heading}`,
     '',
-    `\`npm run bench:profile -- --label "${values.label}" --patients ${values.patients} --seconds ${values.seconds} --connections ${values.connections}\` — ${new Date().toISOString().slice(0, 10)}, Node ${process.version}; the production bundle on PostgreSQL with rate limits counted in Redis, under \`node --cpu-prof\`, ${values.connections} connections for ${values.seconds} s after 3 s of warm-up (${Math.round(rps)} req/s while profiled); machine load average ${loadAtStart} at the start. Self time is the time a function ran its own code (not its callees'), as a share of the service's busy time (${Math.round(summary.busyMs)} ms busy, ${Math.round(summary.idleMs)} ms idle).`,
+    `\`npm run bench:profile -- --route ${values.route} --label "${values.label}" --patients ${values.patients} --seconds ${values.seconds} --connections ${values.connections}\` — ${new Date().toISOString().slice(0, 10)}, Node ${process.version}; the production bundle on PostgreSQL with rate limits counted in Redis, under \`node --cpu-prof\`, ${values.connections} connections for ${values.seconds} s after 3 s of warm-up (${Math.round(rps)} req/s while profiled); machine load average ${loadAtStart} at the start. Self time is the time a function ran its own code (not its callees'), as a share of the service's busy time (${Math.round(summary.busyMs)} ms busy, ${Math.round(summary.idleMs)} ms idle).`,
     '',
     '| where | self time |',
     '|---|---|',
