@@ -80,7 +80,7 @@ export const ConfigSchema = Type.Object({
     maximum: 10_000,
     default: DEFAULT_PREPARED_STATEMENTS,
     description:
-      'How many distinct statements each PostgreSQL connection prepares (parsed and planned once, then reused): inserts, updates and deletes, and key lookups; other reads are planned for their values on every call. `0` for a connection pooler in transaction mode that cannot keep them (PgBouncer before 1.21)',
+      'How many distinct statements each PostgreSQL connection prepares (parsed and planned once, then reused): inserts, updates and deletes, key lookups, and the patient list opened without filters (whose plan PostgreSQL still makes for the values while a general one would cost more); other reads are planned for their values on every call. `0` for a connection pooler in transaction mode that cannot keep them (PgBouncer before 1.21)',
   }),
   DATA_DIR: Type.String({
     minLength: 1,
