@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto'
 import { tmpdir } from 'node:os'
 import { type Kysely, sql } from 'kysely'
 import { openPostgres } from '../../db/connect.js'
@@ -57,12 +56,16 @@ export async function seededDatabase(
   return urlOf(serverUrl, name)
 }
 
+// The seeded databases are kept from run to run, and so is the token-signing key the service stores
+// in them, encrypted: a new encryption key per run could not open it, and the next run failed.
+const BENCH_ENCRYPTION_KEY = Buffer.alloc(32, 2).toString('base64')
+
 /** The service in this process on a seeded database, and the bearer header of the seeded user. */
 export async function seededBenchApp(url: string, settings: Record<string, string> = {}) {
   const app = await buildApp(
     loadConfig({
       DATABASE_URL: url,
-      ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+      ENCRYPTION_KEY: BENCH_ENCRYPTION_KEY,
       LOG_LEVEL: 'silent',
       DATA_DIR: tmpdir(),
       OUTBOX_WORKER: 'false',
