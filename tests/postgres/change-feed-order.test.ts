@@ -162,6 +162,42 @@ describe('GET /api/events with transactions committing out of order', () => {
     expect([...answer.events, ...rest].map((e) => e.data.id)).toEqual([1, 2])
   })
 
+  it('wakes a long poll as soon as a transaction that wrote nothing stops holding its event back', async () => {
+    const { organization, admin } = await practice()
+    const start = (await readFeed(admin, 'after=now')).position
+    const holder = await session()
+    const writer = await session()
+    await holder.query('begin')
+    await holder.query('select pg_current_xact_id()')
+    await writer.query('begin')
+    await writeEvent(writer, organization.id, 1)
+    await writer.query('commit')
+
+    let answeredAt = 0
+    const polled = readFeed(admin, `after=${start}&wait=10`).then((answer) => {
+      answeredAt = Date.now()
+      return answer
+    })
+    // Long enough for the poll to have been woken by the event and to have found it held back.
+    await new Promise((resolve) => setTimeout(resolve, 400))
+    expect(answeredAt).toBe(0)
+    await holder.query('commit')
+    // Counted from when a plain read first returns the event: another test's transaction on the
+    // same server may hold it back a little longer than ours did.
+    let readableAt = Date.now()
+    for (let probe = 0; probe < 2000 && answeredAt === 0; probe++) {
+      const started = Date.now()
+      if ((await readFeed(admin, `after=${start}`)).events.length > 0) {
+        readableAt = started
+        break
+      }
+    }
+    const answer = await polled
+    expect(answer.events.map((e) => e.data.id)).toEqual([1])
+    // The once-a-second recheck alone would answer anywhere up to a second later.
+    expect(answeredAt - readableAt).toBeLessThan(500)
+  })
+
   it('gives a reader following the feed every event of many concurrent writers exactly once, in position order', async () => {
     const { organization, admin } = await practice()
     const start = (await readFeed(admin, 'after=now')).position

@@ -78,9 +78,15 @@ export async function readHorizon(db: Db): Promise<string> {
   return (rows[0] as { xmin: string }).xmin
 }
 
-/** The id of the newest event of any organization, which the change feed's waiter watches. */
-export async function newestEventId(db: Kysely<Database>): Promise<string | null> {
-  const { rows } = await sql<{ newest: string | null }>`${acrossOrganizations('change feed waiter')}
-    select max(id)::text as newest from outbox_events`.execute(db)
-  return rows[0]?.newest ?? null
+/**
+ * What the change feed's waiter watches: the newest event of any organization, and whether it has
+ * become readable yet (its transaction below the horizon). The mark changes when a long poll may
+ * find something new: a newer event, or the newest one coming out from behind an older open
+ * transaction (of any database on the server: transaction ids are the server's).
+ */
+export async function feedMark(db: Kysely<Database>): Promise<string | null> {
+  const { rows } = await sql<{ mark: string }>`${acrossOrganizations('change feed waiter')}
+    select id::text || case when transaction_id < pg_snapshot_xmin(pg_current_snapshot()) then '' else ' pending' end as mark
+    from outbox_events order by id desc limit 1`.execute(db)
+  return rows[0]?.mark ?? null
 }

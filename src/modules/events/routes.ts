@@ -4,7 +4,7 @@ import { CHANGE_FEED_DESCRIPTION, ChangeFeedEnvelope, ChangeFeedQuery } from '..
 import { ok } from '../../http/envelope.js'
 import { principalOf } from '../../http/principal.js'
 import { FeedWaiter } from './feed-waiter.js'
-import { newestEventId } from './queries.js'
+import { feedMark } from './queries.js'
 import { readChangeFeed } from './service.js'
 
 /** Aborts when the client goes away before its answer is sent, so a long poll stops waiting for nobody. */
@@ -17,7 +17,7 @@ function clientGone(request: FastifyRequest, reply: FastifyReply): AbortSignal {
 }
 
 const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const waiter = new FeedWaiter(() => newestEventId(app.db))
+  const waiter = new FeedWaiter(() => feedMark(app.db))
   // Before the server waits for open requests to end: held long polls answer at once.
   app.addHook('preClose', () => waiter.close())
 

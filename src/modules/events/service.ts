@@ -12,14 +12,11 @@ import type { Principal } from '../../identity/principal.js'
 import type { FeedWaiter } from './feed-waiter.js'
 import { type FeedPosition, type FeedRow, readFeedRows, readHorizon } from './queries.js'
 
-// A long poll reads again at least this often: the horizon moves when any transaction ends,
-// including ones that wrote no event and so sent no notification.
+// A long poll reads again at least this often, in case it was not woken: an event that became
+// readable after a newer one did changes nothing the waiter watches.
 const RECHECK_MS = 1000
-// A notification whose event is not visible yet means an older transaction is still open; it is
-// usually about to end, and its end sends nothing if it wrote no event: look again soon.
-const FOLLOW_UP_MS = 100
-// …and at most this often: every notification wakes every long poll (whatever its organization),
-// so under a stream of commits each poll still costs at most 40 reads a second.
+// …and at most this often: every change wakes every long poll (whatever its organization), so
+// under a stream of commits each poll still costs at most 40 reads a second.
 const MIN_READ_INTERVAL_MS = 25
 
 const BEGINNING: FeedPosition = { transactionId: '0', eventId: '0' }
@@ -87,9 +84,9 @@ async function startOf(db: Kysely<Database>, after: string | undefined): Promise
 
 /**
  * One answer of the change feed: the caller's organization's events after `query.after`. With
- * `wait`, an empty answer is held until an event commits (the waiter wakes it), a recheck is due,
- * the time is up, the client has gone (`signal`) or the app is closing; at most `wait` seconds
- * plus one read.
+ * `wait`, an empty answer is held until an event may have become readable (the waiter wakes it),
+ * a recheck is due, the time is up, the client has gone (`signal`) or the app is closing; at most
+ * `wait` seconds plus one read.
  */
 export async function readChangeFeed(
   db: Kysely<Database>,
@@ -101,17 +98,27 @@ export async function readChangeFeed(
   const types = query.types === undefined ? EVENT_NAMES : [...new Set(query.types.split(','))]
   const after = await startOf(db, query.after)
   const deadline = Date.now() + query.wait * 1000
-  let readAt = Date.now()
-  let page = await readPage(db, actor.organizationId, after, types, query.limit)
-  let pause = RECHECK_MS
-  while (page.events.length === 0 && !signal.aborted && !waiter.isClosed && Date.now() < deadline) {
-    const notified = await waiter.wait(Math.min(pause, deadline - Date.now()), signal)
-    pause = notified ? FOLLOW_UP_MS : RECHECK_MS
-    const spacing = readAt + MIN_READ_INTERVAL_MS - Date.now()
-    if (spacing > 0) await sleep(spacing)
-    if (signal.aborted || waiter.isClosed) break
-    readAt = Date.now()
-    page = await readPage(db, actor.organizationId, after, types, query.limit)
+  // Before the first read, so that an event committing during it wakes this poll.
+  const watch = query.wait > 0 ? await waiter.watch() : undefined
+  try {
+    let readAt = Date.now()
+    let page = await readPage(db, actor.organizationId, after, types, query.limit)
+    while (
+      watch &&
+      page.events.length === 0 &&
+      !signal.aborted &&
+      !waiter.isClosed &&
+      Date.now() < deadline
+    ) {
+      await watch.next(Math.min(RECHECK_MS, deadline - Date.now()), signal)
+      const spacing = readAt + MIN_READ_INTERVAL_MS - Date.now()
+      if (spacing > 0) await sleep(spacing)
+      if (signal.aborted || waiter.isClosed) break
+      readAt = Date.now()
+      page = await readPage(db, actor.organizationId, after, types, query.limit)
+    }
+    return page
+  } finally {
+    watch?.end()
   }
-  return page
 }
