@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
+import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Kysely } from 'kysely'
 import type { Database } from '../../../../db/database.js'
+import { requestsInFlight } from '../../../http/requests-in-flight.js'
 import type { FhirResourceType } from '../resource-type.js'
 import { type ExportFileStore, ExportWorker, type ExportWorkerOptions } from './worker.js'
 
@@ -44,17 +45,7 @@ const SNAPSHOT_WAIT_MS = 60_000
  */
 const bulkExportWorker: FastifyPluginAsync<BulkExportWorkerOptions> = async (app, options) => {
   // Requests being served, so that exports give way to them; registered before the routes.
-  const serving = new Set<FastifyRequest>()
-  const done = (request: FastifyRequest, next: () => void) => {
-    serving.delete(request)
-    next()
-  }
-  app.addHook('onRequest', (request, _reply, next) => {
-    serving.add(request)
-    next()
-  })
-  app.addHook('onResponse', (request, _reply, next) => done(request, next))
-  app.addHook('onRequestAbort', (request, next) => done(request, next))
+  const serving = requestsInFlight(app)
   const worker = new ExportWorker({
     db: options.db,
     replicas: options.replicas,
@@ -66,7 +57,7 @@ const bulkExportWorker: FastifyPluginAsync<BulkExportWorkerOptions> = async (app
     concurrency: JOBS_PER_INSTANCE,
     snapshotWaitMs: SNAPSHOT_WAIT_MS,
     releaseLeasesAtStart: options.embedded,
-    busy: () => serving.size > 0,
+    busy: () => serving() > 0,
   })
   app.decorate('bulkExports', worker)
   if (options.run) app.addHook('onReady', () => worker.start())
