@@ -43,22 +43,22 @@ const issue = (instancePath: string, keyword: string, message: string): ErrorObj
 // at any depth, is refused by validation like any other malformed value.
 const NUL = '\u0000'
 
-/** The JSON Pointer of the first string holding a NUL, or undefined. */
-function nulPath(value: unknown, path = ''): string | undefined {
-  if (typeof value === 'string') return value.includes(NUL) ? path : undefined
+/** The JSON Pointer of the first string holding a NUL, or undefined (built only once one is found). */
+function nulPath(value: unknown): string | undefined {
+  if (typeof value === 'string') return value.includes(NUL) ? '' : undefined
   if (typeof value !== 'object' || value === null) return undefined
   if (Array.isArray(value)) {
     for (let index = 0; index < value.length; index++) {
-      const found = nulPath(value[index], `${path}/${index}`)
-      if (found !== undefined) return found
+      const found = nulPath(value[index])
+      if (found !== undefined) return `/${index}${found}`
     }
     return undefined
   }
-  for (const [key, member] of Object.entries(value)) {
+  for (const key of Object.keys(value)) {
     // The member's name counts as input too.
-    if (key.includes(NUL)) return `${path}/${key.replaceAll(NUL, '')}`
-    const found = nulPath(member, `${path}/${key}`)
-    if (found !== undefined) return found
+    if (key.includes(NUL)) return `/${key.replaceAll(NUL, '')}`
+    const found = nulPath((value as Record<string, unknown>)[key])
+    if (found !== undefined) return `/${key}${found}`
   }
   return undefined
 }
@@ -151,9 +151,25 @@ function everyProblemOfSmallBodies(firstProblem: Validator, every: Ajv, schema: 
   return validate
 }
 
+const nulIssue = (path: string) => issue(path, 'nul', 'must not contain a NUL character (U+0000)')
+
 const noNul = (data: unknown) => {
   const path = nulPath(data)
-  return path === undefined ? undefined : issue(path, 'nul', 'must not contain a NUL character (U+0000)')
+  return path === undefined ? undefined : nulIssue(path)
+}
+
+/**
+ * Headers are checked for a NUL in the members the schema declares only: those are the ones the
+ * service reads through validation, and walking every header of every request (a bearer token is
+ * a kilobyte) cost about 1 % of a read's time.
+ */
+const noNulAmong = (names: readonly string[]) => (data: unknown) => {
+  if (typeof data !== 'object' || data === null) return undefined
+  for (const name of names) {
+    const path = nulPath((data as Record<string, unknown>)[name])
+    if (path !== undefined) return nulIssue(`/${name}${path}`)
+  }
+  return undefined
 }
 
 /**
@@ -187,7 +203,9 @@ const validation: FastifyPluginAsync = async (app) => {
           ? undefined
           : issue(`/${name}`, 'canonical', 'must be an integer in canonical decimal form (digits only)')
       }
-      return withChecks(parameters.compile(schema), [noNul, canonical])
+      const nul =
+        httpPart === 'headers' ? noNulAmong(Object.keys((schema as SchemaNode).properties ?? {})) : noNul
+      return withChecks(parameters.compile(schema), [nul, canonical])
     })
   })
 }

@@ -83,6 +83,17 @@ describe('a NUL character in any string input', () => {
       error: { code: 'VAL_001', details: expect.stringMatching(/^q must not contain a NUL/) },
     })
   })
+  it('in a header the route declares is 400 VAL_001', async () => {
+    const response = await app.inject({
+      url: `/api/patients/${patientId}`,
+      headers: { ...bearer(nurse.token), 'if-none-match': '"a\u0000b"' },
+    })
+    expect(response.statusCode).toBe(400)
+    expect(response.json().error).toMatchObject({
+      code: 'VAL_001',
+      details: expect.stringMatching(/^if-none-match must not contain a NUL/),
+    })
+  })
 })
 
 describe('ids and page numbers', () => {
