@@ -17,18 +17,31 @@ const CLOSE_ATTEMPTS = 3
 const CLOSE_RETRY_DELAY_MS = 1000
 
 /**
- * Writes a batch as one JSON parameter: building and binding a statement of 500 rows × 10 values
- * took a large share of the service's time under load, one string costs next to nothing.
+ * Writes a batch as one array parameter per column: building and binding a statement of 500 rows ×
+ * 10 values took a large share of the service's time under load. Arrays cost the database about a
+ * third less to read than the same rows as one JSON document, and less to build here. A row's
+ * resource ids travel as array text (`{1,2}`), since PostgreSQL has no array of arrays of any length.
  */
 async function insertBatch(db: Kysely<Database>, rows: NewAuditRow[]): Promise<void> {
+  const column = <T>(value: (row: NewAuditRow) => T) => rows.map(value)
   await sql`${acrossOrganizations('audit batches')}
     insert into audit_log (occurred_at, organization_id, user_id, action, resource_type, resource_ids,
       patient_id, outcome, status_code, request_id)
-    select occurred_at, organization_id, user_id, action, resource_type, coalesce(resource_ids, '{}'),
+    select occurred_at, organization_id, user_id, action, resource_type, resource_ids::integer[],
       patient_id, outcome, status_code, request_id
-    from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as batch(occurred_at timestamptz,
-      organization_id integer, user_id integer, action text, resource_type text, resource_ids integer[],
-      patient_id integer, outcome text, status_code integer, request_id text)
+    from unnest(
+      ${column((row) => row.occurred_at.toISOString())}::timestamptz[],
+      ${column((row) => row.organization_id ?? null)}::integer[],
+      ${column((row) => row.user_id ?? null)}::integer[],
+      ${column((row) => row.action)}::text[],
+      ${column((row) => row.resource_type)}::text[],
+      ${column((row) => `{${(row.resource_ids ?? []).join(',')}}`)}::text[],
+      ${column((row) => row.patient_id ?? null)}::integer[],
+      ${column((row) => row.outcome)}::text[],
+      ${column((row) => row.status_code)}::integer[],
+      ${column((row) => row.request_id)}::text[]
+    ) as batch(occurred_at, organization_id, user_id, action, resource_type, resource_ids, patient_id,
+      outcome, status_code, request_id)
   `.execute(db)
 }
 

@@ -57,4 +57,37 @@ describe('AuditLog', () => {
     await log.close()
     expect(Number(await storedWith(prefix))).toBe(3)
   })
+
+  it('stores every column as recorded: several, one or no resource ids, and nulls beside values', async () => {
+    const log = new AuditLog(handle.db, { flushIntervalMs: 3_600_000, onFlushError: () => {} })
+    const prefix = randomUUID()
+    const occurredAt = new Date('2026-03-04T05:06:07.089Z')
+    const rows = [
+      { ...record(`${prefix}-a`), occurred_at: occurredAt, resource_ids: [3, 1, 2147483647], user_id: 7 },
+      { ...record(`${prefix}-b`), resource_ids: [], organization_id: 5, patient_id: 9, status_code: 404 },
+      { ...record(`${prefix}-c`), action: 'SEARCH', resource_type: 'APPOINTMENT', outcome: 'DENIED' },
+    ]
+    for (const row of rows) log.record(row)
+    await log.close()
+    const stored = await handle.db
+      .selectFrom('audit_log')
+      .select([
+        'occurred_at',
+        'organization_id',
+        'user_id',
+        'action',
+        'resource_type',
+        'resource_ids',
+        'patient_id',
+        'outcome',
+        'status_code',
+        'request_id',
+      ])
+      .where('request_id', 'like', `${prefix}%`)
+      .orderBy('request_id')
+      .execute()
+    expect(stored.map((row) => ({ ...row, occurred_at: new Date(row.occurred_at).toISOString() }))).toEqual(
+      rows.map((row) => ({ ...row, occurred_at: row.occurred_at.toISOString() })),
+    )
+  })
 })
