@@ -113,12 +113,12 @@ function loggerOptions(config: Config, stream: AppOverrides['logStream']): Fasti
 
 /**
  * An S3-compatible bucket when S3_BUCKET is set (instances share it), else files under DATA_DIR.
- * The S3 client is loaded only when used: it is large, and start-up time matters.
+ * The S3 client is loaded only when used (s3-store.ts): it is large, and start-up time matters.
  */
 async function documentStore(config: Config) {
   if (!config.S3_BUCKET) return failingAsUnavailable(localStore(path.join(config.DATA_DIR, 'documents')))
   const { s3Store } = await import('./modules/documents/s3-store.js')
-  const store = s3Store({
+  const store = await s3Store({
     bucket: config.S3_BUCKET,
     region: config.S3_REGION,
     endpoint: config.S3_ENDPOINT,

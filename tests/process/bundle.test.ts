@@ -1,8 +1,8 @@
-import { mkdir, mkdtemp, rm } from 'node:fs/promises'
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { bundleServer } from '../../scripts/bundle/index.js'
+import { bundleServer, ON_DEMAND } from '../../scripts/bundle/index.js'
 import { startServer, stopServer } from '../helpers/server-process.js'
 
 let bundleDir: string
@@ -23,6 +23,14 @@ describe('the production bundle (npm run build, npm run start:prod)', () => {
   it('starts on the embedded database and serves the API, its document and the explorer', async () => {
     const file = path.join(bundleDir, 'server.mjs')
     await bundleServer(file)
+    // Packages a setting asks for are imported when it does, not on every start.
+    const staticImports = [...(await readFile(file, 'utf8')).matchAll(/^import .* from "([^"]+)";$/gm)]
+    const onDemand = (name: string) =>
+      ON_DEMAND.some((pattern) =>
+        pattern.endsWith('/*') ? name.startsWith(pattern.slice(0, -1)) : name === pattern,
+      )
+    expect(staticImports.map(([, name]) => name).filter((name) => onDemand(name as string))).toEqual([])
+    expect(staticImports.length).toBeGreaterThan(0)
     const server = await startServer({ DATA_DIR: dataDir, NODE_ENV: 'production' }, [file])
     try {
       const readiness = await fetch(`${server.baseUrl}/actuator/health/readiness`)
