@@ -14,13 +14,14 @@ declare module 'fastify' {
 }
 
 /**
- * Pages compressed with the encoding the client prefers. Below 1 KB (the plugin's default threshold)
- * an answer fits in one packet either way, so compressing it costs CPU and saves no round trip: an
- * empty page (~170 bytes) or a page of one patient (~650) stays as it is, while a page of 20
- * patients goes from ~10 KB to ~1.4 KB. Brotli at quality 4 (the plugin's default): per request,
- * the higher levels cost far more time than the bytes they save.
+ * Pages (and FHIR searchsets, which mark their routes with it) compressed with the encoding the
+ * client prefers. Below 1 KB (the plugin's default threshold) an answer fits in one packet either
+ * way, so compressing it costs CPU and saves no round trip: an empty page (~170 bytes) or a page of
+ * one patient (~650) stays as it is, while a page of 20 patients goes from ~10 KB to ~1.4 KB.
+ * Brotli at quality 4 (the plugin's default): per request, the higher levels cost far more time
+ * than the bytes they save.
  */
-const PAGE_COMPRESSION = {
+export const PAGE_COMPRESSION = {
   threshold: 1024,
   encodings: ['br', 'gzip'],
 } satisfies FastifyCompressOptions
@@ -28,7 +29,7 @@ const PAGE_COMPRESSION = {
 /**
  * A list operation: a GET under /api whose 200 answer is the envelope around a Page (`content` and
  * `pageable`, schemas/common.ts). Single records (the hot path), downloads (bytes, Range and 206),
- * the change feed's long poll, FHIR and its bulk files, and every write are left alone.
+ * the change feed's long poll, FHIR reads and bulk files, and every write are left alone.
  */
 function isPageList(route: RouteOptions): boolean {
   if ([route.method].flat().join() !== 'GET' || !route.url.startsWith('/api/')) return false
@@ -50,9 +51,8 @@ const compression: FastifyPluginAsync = async (app) => {
   app.decorate('compressedRoutes', compressed)
   // Before the plugin's own onRoute hook, registered next, which reads `route.compress`.
   app.addHook('onRoute', (route) => {
-    if (route.compress !== undefined) return
-    route.compress = isPageList(route) ? PAGE_COMPRESSION : false
-    if (route.compress) compressed.push(route.url)
+    route.compress ??= isPageList(route) ? PAGE_COMPRESSION : false
+    if (route.compress) compressed.push(`${route.method} ${route.url}`)
   })
   // `global: false` also leaves request decompression off: a compressed body could inflate far past
   // the body limit, which counts the bytes received.

@@ -124,13 +124,41 @@ describe('GET /swagger-ui/json', () => {
 })
 
 describe('Which routes compress', () => {
-  it('compresses the list pages under /api and nothing else', () => {
+  it('compresses the list pages under /api and the FHIR searches, and nothing else', () => {
     const routes = app.compressedRoutes
-    expect(routes).toContain('/api/patients')
-    expect(routes).toContain('/api/patients/:patientId/documents')
-    expect(routes).not.toContain('/api/patients/:id')
-    expect(routes).not.toContain('/api/events')
-    expect(routes.filter((url) => !url.startsWith('/api/') || url.includes('download'))).toEqual([])
+    expect(routes).toContain('GET /api/patients')
+    expect(routes).toContain('GET /api/patients/:patientId/documents')
+    expect(routes).toContain('GET /fhir/R4/Patient')
+    expect(routes).toContain('POST /fhir/R4/Observation/_search')
+    expect(routes).not.toContain('GET /api/patients/:id')
+    expect(routes).not.toContain('GET /fhir/R4/Patient/:id')
+    expect(routes).not.toContain('GET /api/events')
+    const others = routes.filter(
+      (route) =>
+        !route.startsWith('GET /api/') && !/^(GET|POST) \/fhir\/R4\/[A-Za-z]+(\/_search)?$/.test(route),
+    )
+    expect(others).toEqual([])
+    expect(routes.filter((route) => route.includes('download'))).toEqual([])
+  })
+})
+
+describe('GET /fhir/R4/Patient (a FHIR search)', () => {
+  it('returns the searchset in gzip above 1 KB when the client accepts gzip, and as is when it does not', async () => {
+    const nurse = await (await newOrganization(app)).user('NURSE')
+    for (let i = 0; i < 5; i++) await createPatient(app, nurse)
+    const search = (headers: Record<string, string>) =>
+      app.inject({ url: '/fhir/R4/Patient?_count=5', headers: { ...bearer(nurse.token), ...headers } })
+    const compressed = await search({ 'accept-encoding': 'gzip' })
+    expect(compressed.statusCode).toBe(200)
+    expect(compressed.headers['content-encoding']).toBe('gzip')
+    expect(compressed.headers['content-type']).toMatch(/^application\/fhir\+json/)
+    const bundle = JSON.parse(gunzipSync(compressed.rawPayload).toString())
+    expect(bundle).toMatchObject({ resourceType: 'Bundle', type: 'searchset' })
+    expect(bundle.entry).toHaveLength(5)
+    const plain = await search({})
+    expect(plain.headers['content-encoding']).toBeUndefined()
+    expect(plain.rawPayload.length).toBeGreaterThan(1024)
+    expect(plain.json()).toEqual(bundle)
   })
 })
 

@@ -2,6 +2,7 @@ import formbody from '@fastify/formbody'
 import type { Bundle, BundleEntry, Resource } from '@medplum/fhirtypes'
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, forbidden } from '../../errors.js'
+import { PAGE_COMPRESSION } from '../../plugins/compression.js'
 import { toAppError } from '../../plugins/error-handler.js'
 import { accessOf, typeGrant } from './access.js'
 import binaryRoutes, { type DocumentBytes } from './binary-routes.js'
@@ -317,15 +318,16 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
       )
     }
 
+    // A searchset is a list page: compressed like the API's pages.
     app.get(
       `/${type.type}`,
-      { schema: { hide: true }, config: { access: accessOf(type.restSearch) } },
+      { schema: { hide: true }, compress: PAGE_COMPRESSION, config: { access: accessOf(type.restSearch) } },
       async (request, reply) =>
         search(request, reply, searchQueryOf(request.query as Record<string, unknown>)),
     )
     app.post(
       `/${type.type}/_search`,
-      { schema: { hide: true }, config: { access: accessOf(type.restSearch) } },
+      { schema: { hide: true }, compress: PAGE_COMPRESSION, config: { access: accessOf(type.restSearch) } },
       async (request, reply) =>
         search(
           request,
