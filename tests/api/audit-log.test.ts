@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { DatabaseHandle } from '../../db/connect.js'
-import { AuditLog } from '../../src/audit/audit-log.js'
+import { AUDIT_BATCH_SIZE, AuditLog } from '../../src/audit/audit-log.js'
 import { openTestDatabase } from '../helpers/app.js'
 
 let handle: DatabaseHandle
@@ -40,13 +40,19 @@ describe('AuditLog', () => {
     // A timer that never fires within the test: only full batches may go out by themselves.
     const log = new AuditLog(handle.db, { flushIntervalMs: 3_600_000, onFlushError: () => {} })
     const prefix = randomUUID()
-    for (let i = 0; i < 1200; i++) log.record(record(`${prefix}-${i}`))
-    await expect.poll(() => log.flushed, { timeout: 10_000 }).toBe(1000)
+    const full = 2 * AUDIT_BATCH_SIZE
+    const rest = Math.floor(AUDIT_BATCH_SIZE / 2)
+    for (let i = 0; i < full + rest; i++) log.record(record(`${prefix}-${i}`))
+    await expect.poll(() => log.flushed, { timeout: 10_000 }).toBe(full)
     // Give a draining writer the time it would take to send the remainder too.
     await new Promise((resolve) => setTimeout(resolve, 200))
-    expect([log.flushed, log.buffered, Number(await storedWith(prefix))]).toEqual([1000, 200, 1000])
+    expect([log.flushed, log.buffered, Number(await storedWith(prefix))]).toEqual([full, rest, full])
     await log.flush()
-    expect([log.flushed, log.buffered, Number(await storedWith(prefix))]).toEqual([1200, 0, 1200])
+    expect([log.flushed, log.buffered, Number(await storedWith(prefix))]).toEqual([
+      full + rest,
+      0,
+      full + rest,
+    ])
     await log.close()
   })
 
