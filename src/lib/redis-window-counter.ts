@@ -19,6 +19,9 @@ return {current, ttl}`
 
 type Replies = [Error | null, [number, number] | undefined][]
 
+// Keys with counts reserved ahead (or a reservation planned); past this many the oldest is forgotten.
+const LEASES_MAX = 10_000
+
 /** A pipeline of `redis` once the counting script is defined on it. */
 interface CountingPipeline {
   ehrRateLimitCount(key: string, windowMs: number, increment: number): unknown
@@ -32,26 +35,107 @@ export function defineCountCommand(redis: Redis): void {
 
 interface Waiting {
   windowMs: number
+  max: number
   waiters: { resolve(count: Count): void; reject(error: unknown): void }[]
 }
+
+// A caller counting faster than one request per LEASE_MS gets counts reserved ahead: about
+// LEASE_MS of its requests at its rate in the window so far (measured over at least
+// RATE_FLOOR_MS, so the first requests of a window do not look like a flood).
+const LEASE_MS = 50
+const RATE_FLOOR_MS = 1000
+// At most this share of what the caller has left, so that near the limit the reservations
+// shrink to nothing and the last counts go out one by one, exactly as asked.
+const HEADROOM_SHARE = 10
+const LEASE_MAX = 1000
+
+/** How many counts to reserve ahead for a key that Redis has just counted to `current`. */
+export function leaseSize(current: number, ttl: number, windowMs: number, max: number): number {
+  const perMs = current / Math.max(windowMs - ttl, RATE_FLOOR_MS)
+  const size = Math.min(Math.floor(perMs * LEASE_MS), Math.floor((max - current) / HEADROOM_SHARE), LEASE_MAX)
+  return Math.max(size, 0)
+}
+
+/** Counts reserved in Redis for one key and not yet handed out, in the order they were reserved. */
+interface Lease {
+  ranges: { next: number; last: number }[]
+  endsAt: number
+  /** How many to reserve with the key's next count. */
+  ahead: number
+}
+
+export type WindowCounter = (key: string, windowMs: number, max: number) => Promise<Count>
 
 /**
  * Fixed-window counters in Redis, the requests counted in one turn of the event loop sent together
  * once the turn's other work is done: one pipeline (one write, one read) per turn, and one INCRBY
  * per key however many of its requests came in that turn. Each request still gets a count of its
  * own: the n requests of a key that raised it to `current` get `current - n + 1` … `current`, in the
- * order they asked. Under load this takes Redis from one round trip per request to one per turn.
+ * order they asked.
+ *
+ * A key far from its limit and counting fast (a sync job, a busy integration) also reserves counts
+ * ahead in the same INCRBY (`leaseSize`), and its next requests take those without asking Redis:
+ * one command per key every LEASE_MS or so instead of one per turn. Redis holds every count handed
+ * out, so no caller ever gets past its limit, on any number of instances; the cost is that counts
+ * an instance reserved and its caller never came back for are spent (at most a tenth of what the
+ * caller had left, and never past the end of the window).
  */
-export function redisWindowCounter(redis: Redis): (key: string, windowMs: number) => Promise<Count> {
+export function redisWindowCounter(redis: Redis, leasesMax = LEASES_MAX): WindowCounter {
   let pending: Map<string, Waiting> | undefined
+  const leases = new Map<string, Lease>()
+
+  function takeLeased(key: string): Count | undefined {
+    const lease = leases.get(key)
+    if (!lease) return undefined
+    const now = Date.now()
+    const range = lease.ranges[0]
+    if (now >= lease.endsAt) {
+      leases.delete(key)
+      return undefined
+    }
+    if (!range) return undefined
+    const current = range.next++
+    if (range.next > range.last) lease.ranges.shift()
+    if (lease.ranges.length === 0 && lease.ahead === 0) leases.delete(key)
+    return { current, ttl: lease.endsAt - now }
+  }
+
+  /** After a count: keeps what was reserved ahead, and how much to reserve with the key's next one. */
+  function keepLease(
+    key: string,
+    reserved: Lease['ranges'][number] | undefined,
+    ttl: number,
+    ahead: number,
+    windowStarted: boolean,
+  ) {
+    const endsAt = Date.now() + ttl
+    let lease = leases.get(key)
+    // Counts left from an earlier window count for nothing in this one.
+    if (!lease || windowStarted || lease.endsAt <= Date.now()) {
+      leases.delete(key)
+      if (!reserved && ahead === 0) return
+      lease = { ranges: [], endsAt, ahead }
+      leases.set(key, lease)
+      if (leases.size > leasesMax) leases.delete(leases.keys().next().value as string)
+    }
+    lease.endsAt = endsAt
+    lease.ahead = ahead
+    if (reserved) lease.ranges.push(reserved)
+    if (lease.ranges.length === 0 && ahead === 0) leases.delete(key)
+  }
 
   async function send(batch: Map<string, Waiting>): Promise<void> {
     const pipeline = redis.pipeline() as unknown as CountingPipeline
-    for (const [key, { windowMs, waiters }] of batch)
-      pipeline.ehrRateLimitCount(key, windowMs, waiters.length)
+    const ahead = new Map<string, number>()
+    for (const [key, { windowMs, waiters }] of batch) {
+      const lease = leases.get(key)
+      const extra = lease && lease.endsAt > Date.now() ? lease.ahead : 0
+      ahead.set(key, extra)
+      pipeline.ehrRateLimitCount(key, windowMs, waiters.length + extra)
+    }
     const replies = await pipeline.exec().catch((error: unknown) => error as Error)
     let index = 0
-    for (const { waiters } of batch.values()) {
+    for (const [key, { windowMs, max, waiters }] of batch) {
       const [error, reply]: Replies[number] =
         replies instanceof Error ? [replies, undefined] : (replies?.[index++] ?? [null, undefined])
       if (!reply) {
@@ -59,8 +143,11 @@ export function redisWindowCounter(redis: Redis): (key: string, windowMs: number
         continue
       }
       const [current, ttl] = reply
-      const first = current - waiters.length + 1
+      const extra = ahead.get(key) as number
+      const first = current - extra - waiters.length + 1
       for (const [position, waiter] of waiters.entries()) waiter.resolve({ current: first + position, ttl })
+      const reserved = extra > 0 ? { next: current - extra + 1, last: current } : undefined
+      keepLease(key, reserved, ttl, leaseSize(current, ttl, windowMs, max), first === 1)
     }
   }
 
@@ -70,14 +157,17 @@ export function redisWindowCounter(redis: Redis): (key: string, windowMs: number
     void send(batch)
   }
 
-  return (key, windowMs) =>
-    new Promise((resolve, reject) => {
+  return (key, windowMs, max) => {
+    const leased = takeLeased(key)
+    if (leased) return Promise.resolve(leased)
+    return new Promise((resolve, reject) => {
       if (!pending) {
         pending = new Map()
         setImmediate(flush)
       }
       const waiting = pending.get(key)
       if (waiting) waiting.waiters.push({ resolve, reject })
-      else pending.set(key, { windowMs, waiters: [{ resolve, reject }] })
+      else pending.set(key, { windowMs, max, waiters: [{ resolve, reject }] })
     })
+  }
 }

@@ -5,7 +5,12 @@ import type { Redis } from 'ioredis'
 import type { Config } from '../config.js'
 import { AppError } from '../errors.js'
 import type { ServiceMetrics } from '../lib/metrics.js'
-import { type Count, defineCountCommand, redisWindowCounter } from '../lib/redis-window-counter.js'
+import {
+  type Count,
+  defineCountCommand,
+  redisWindowCounter,
+  type WindowCounter,
+} from '../lib/redis-window-counter.js'
 
 const RESET_HEADER = 'x-ratelimit-reset'
 const REDIS_STARTUP_WAIT_MS = 2000
@@ -90,11 +95,11 @@ function counters(redis: Redis | undefined, log: FastifyBaseLogger, metrics: Ser
   }
   if (redis && redis.status !== 'ready') fallBack(new Error(`not connected (${redis.status})`))
 
-  return async (key: string, windowMs: number): Promise<Count> => {
+  return async (key: string, windowMs: number, max: number): Promise<Count> => {
     if (!shared) return local(key, windowMs)
     if (degraded && Date.now() < retryAt) return countLocally(key, windowMs)
     try {
-      const count = await shared(`${NAMESPACE}${key}`, windowMs)
+      const count = await shared(`${NAMESPACE}${key}`, windowMs, max)
       recovered()
       return count
     } catch (error) {
@@ -105,10 +110,15 @@ function counters(redis: Redis | undefined, log: FastifyBaseLogger, metrics: Ser
 }
 
 /** The store @fastify/rate-limit counts with; one key space for every route (no route has its own limit). */
-function storeOf(count: (key: string, windowMs: number) => Promise<Count>) {
+function storeOf(count: WindowCounter) {
   return class Store implements FastifyRateLimitStore {
-    incr(key: string, callback: (error: Error | null, result?: Count) => void, timeWindow: number) {
-      count(key, timeWindow).then(
+    incr(
+      key: string,
+      callback: (error: Error | null, result?: Count) => void,
+      timeWindow: number,
+      max: number,
+    ) {
+      count(key, timeWindow, max).then(
         (result) => callback(null, result),
         (error: Error) => callback(error),
       )

@@ -38,7 +38,7 @@ describe('rate limits with REDIS_URL', () => {
     expect(statuses).toEqual([401, 401, 401, 401, 429, 429])
   })
 
-  it('give a caller of one instance every count once, in Redis too, in bursts far from the limit', async () => {
+  it('give a caller of one instance every count once, all held in Redis, in bursts far from the limit', async () => {
     const remoteAddress = newAddress()
     const remaining: number[] = []
     for (let burst = 0; burst < 12; burst++) {
@@ -51,9 +51,11 @@ describe('rate limits with REDIS_URL', () => {
     expect([...remaining].sort((a, b) => b - a)).toEqual(
       Array.from({ length: sent }, (_, index) => WIDE_LIMIT - 1 - index),
     )
-    await expect
-      .poll(async () => Number(await redis.get(`ehr-rate-limit:ip:${remoteAddress}`)), { timeout: 5000 })
-      .toBe(sent)
+    // Redis holds them all, and at most a tenth of what was left besides: counts reserved ahead
+    // that the caller has not come back for yet.
+    const inRedis = Number(await redis.get(`ehr-rate-limit:ip:${remoteAddress}`))
+    expect(inRedis).toBeGreaterThanOrEqual(sent)
+    expect(inRedis - sent).toBeLessThanOrEqual(Math.floor((WIDE_LIMIT - sent) / 10))
   })
 
   it('hold one instance’s caller to the limit exactly, however many requests come at once', async () => {
