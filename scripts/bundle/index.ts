@@ -8,10 +8,11 @@ import { build } from 'esbuild'
  * build or the Docker image runs them with `node` alone, without tsx or the TypeScript sources.
  *
  * Left out of the bundle, loaded from node_modules as usual: packages that find their own files at
- * run time (PGlite's WebAssembly, the explorer's static pages) and packages loaded only when a
- * setting asks for them (S3, Redis, SMTP, an external identity provider, webhook delivery).
+ * run time (PGlite's WebAssembly; the explorer is told where its files are, src/plugins/openapi.ts)
+ * and packages loaded only when a setting asks for them (S3, Redis, SMTP, an external identity
+ * provider, webhook delivery).
  */
-const FINDING_THEIR_FILES = ['@electric-sql/pglite', '@fastify/swagger-ui']
+const FINDING_THEIR_FILES = ['@electric-sql/pglite']
 /**
  * Imported with `await import()` where a setting needs them, never statically: a static import of
  * an external package is loaded on every start (the S3 SDK alone took about 50 ms of each).

@@ -108,4 +108,22 @@ describe('the API explorer', () => {
     expect(page.statusCode).toBe(200)
     expect(page.body).toContain('swagger')
   })
+
+  it('serves its own files and nothing beside them, and a path it does not know is a 404 envelope', async () => {
+    const script = await app.inject({ url: '/swagger-ui/static/swagger-ui-bundle.js' })
+    expect(script.statusCode).toBe(200)
+    expect(script.headers['content-type']).toMatch(/javascript/)
+    for (const url of [
+      '/swagger-ui/no-such-file.js',
+      '/swagger-ui/../package.json',
+      '/swagger-ui/%2e%2e/package.json',
+      '/swagger-ui/static/%2e%2e/%2e%2e/package.json',
+    ]) {
+      const answer = await app.inject({ url })
+      expect(answer.statusCode, url).toBe(404)
+      expect(answer.body, url).not.toContain('"name"')
+    }
+    const unknown = await app.inject({ url: '/swagger-ui/no-such-file.js' })
+    expect(unknown.json()).toMatchObject({ success: false, error: { code: 'RES_001' } })
+  })
 })
