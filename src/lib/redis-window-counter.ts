@@ -36,6 +36,8 @@ export function defineCountCommand(redis: Redis): void {
 interface Waiting {
   windowMs: number
   max: number
+  /** Counts reserved ahead with this turn's, set when the turn is sent. */
+  extra: number
   waiters: { resolve(count: Count): void; reject(error: unknown): void }[]
 }
 
@@ -80,7 +82,7 @@ export type WindowCounter = (key: string, windowMs: number, max: number) => Prom
  * an instance reserved and its caller never came back for are spent (at most a tenth of what the
  * caller had left, and never past the end of the window).
  */
-export function redisWindowCounter(redis: Redis, leasesMax = LEASES_MAX): WindowCounter {
+export function redisWindowCounter(redis: Redis): WindowCounter {
   let pending: Map<string, Waiting> | undefined
   const leases = new Map<string, Lease>()
 
@@ -88,11 +90,11 @@ export function redisWindowCounter(redis: Redis, leasesMax = LEASES_MAX): Window
     const lease = leases.get(key)
     if (!lease) return undefined
     const now = Date.now()
-    const range = lease.ranges[0]
     if (now >= lease.endsAt) {
       leases.delete(key)
       return undefined
     }
+    const range = lease.ranges[0]
     if (!range) return undefined
     const current = range.next++
     if (range.next > range.last) lease.ranges.shift()
@@ -108,15 +110,16 @@ export function redisWindowCounter(redis: Redis, leasesMax = LEASES_MAX): Window
     ahead: number,
     windowStarted: boolean,
   ) {
-    const endsAt = Date.now() + ttl
+    const now = Date.now()
+    const endsAt = now + ttl
     let lease = leases.get(key)
     // Counts left from an earlier window count for nothing in this one.
-    if (!lease || windowStarted || lease.endsAt <= Date.now()) {
+    if (!lease || windowStarted || lease.endsAt <= now) {
       leases.delete(key)
       if (!reserved && ahead === 0) return
       lease = { ranges: [], endsAt, ahead }
       leases.set(key, lease)
-      if (leases.size > leasesMax) leases.delete(leases.keys().next().value as string)
+      if (leases.size > LEASES_MAX) leases.delete(leases.keys().next().value as string)
     }
     lease.endsAt = endsAt
     lease.ahead = ahead
@@ -126,16 +129,14 @@ export function redisWindowCounter(redis: Redis, leasesMax = LEASES_MAX): Window
 
   async function send(batch: Map<string, Waiting>): Promise<void> {
     const pipeline = redis.pipeline() as unknown as CountingPipeline
-    const ahead = new Map<string, number>()
-    for (const [key, { windowMs, waiters }] of batch) {
+    for (const [key, waiting] of batch) {
       const lease = leases.get(key)
-      const extra = lease && lease.endsAt > Date.now() ? lease.ahead : 0
-      ahead.set(key, extra)
-      pipeline.ehrRateLimitCount(key, windowMs, waiters.length + extra)
+      waiting.extra = lease && lease.endsAt > Date.now() ? lease.ahead : 0
+      pipeline.ehrRateLimitCount(key, waiting.windowMs, waiting.waiters.length + waiting.extra)
     }
     const replies = await pipeline.exec().catch((error: unknown) => error as Error)
     let index = 0
-    for (const [key, { windowMs, max, waiters }] of batch) {
+    for (const [key, { windowMs, max, extra, waiters }] of batch) {
       const [error, reply]: Replies[number] =
         replies instanceof Error ? [replies, undefined] : (replies?.[index++] ?? [null, undefined])
       if (!reply) {
@@ -143,7 +144,6 @@ export function redisWindowCounter(redis: Redis, leasesMax = LEASES_MAX): Window
         continue
       }
       const [current, ttl] = reply
-      const extra = ahead.get(key) as number
       const first = current - extra - waiters.length + 1
       for (const [position, waiter] of waiters.entries()) waiter.resolve({ current: first + position, ttl })
       const reserved = extra > 0 ? { next: current - extra + 1, last: current } : undefined
@@ -167,7 +167,7 @@ export function redisWindowCounter(redis: Redis, leasesMax = LEASES_MAX): Window
       }
       const waiting = pending.get(key)
       if (waiting) waiting.waiters.push({ resolve, reject })
-      else pending.set(key, { windowMs, max, waiters: [{ resolve, reject }] })
+      else pending.set(key, { windowMs, max, extra: 0, waiters: [{ resolve, reject }] })
     })
   }
 }
