@@ -46,6 +46,6 @@ EXPOSE 8080
 # database is unreachable. The first start creates the embedded database, hence the start period.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + process.env.PORT + '/actuator/health/readiness').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# node itself is PID 1 and handles SIGTERM (graceful shutdown in src/server.ts); the options are
+# node itself is PID 1 and handles SIGTERM (graceful shutdown in src/start.ts); the options are
 # those of `npm run start:prod` (README, Operations).
 CMD ["node", "--max-old-space-size=256", "dist/server.mjs"]

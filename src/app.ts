@@ -195,7 +195,7 @@ export async function migrateDatabase(
   }
 }
 
-/** Builds the whole service as a Fastify instance; `server.ts` only starts it. */
+/** Builds the whole service as a Fastify instance; `start.ts` only starts it. */
 export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   const app = Fastify({
     logger: loggerOptions(config, overrides.logStream),

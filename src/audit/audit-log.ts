@@ -15,7 +15,7 @@ export interface AuditLogOptions {
 // by-id read's p99 from 10–13 to 9 ms and its rate up 4 % in paired rounds, at 5 × the statements.
 export const AUDIT_BATCH_SIZE = 100
 const MAX_PENDING = 50_000
-// Shutdown has a 15 s grace period (server.ts); three tries a second apart stay well inside it.
+// Shutdown has a 15 s grace period (start.ts); three tries a second apart stay well inside it.
 const CLOSE_ATTEMPTS = 3
 const CLOSE_RETRY_DELAY_MS = 1000
 

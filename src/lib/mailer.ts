@@ -21,7 +21,7 @@ export function smtpMailer(url: string, from: string): Mailer {
   let transport: Promise<Transporter> | undefined
   return {
     async send(mail) {
-      transport ??= import('nodemailer').then(({ createTransport }) =>
+      transport ??= import('./on-demand/nodemailer.js').then(({ createTransport }) =>
         createTransport({ url, ...SMTP_TIMEOUTS }, { from }),
       )
       await (await transport).sendMail(mail)

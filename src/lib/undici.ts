@@ -4,10 +4,10 @@ import type { Agent } from 'undici'
  * undici, loaded on first use: it takes a good part of start-up time, and most instances send no
  * webhook and call no identity provider in their first moments (many never call one).
  */
-let loaded: Promise<typeof import('undici')> | undefined
+let loaded: Promise<typeof import('./on-demand/undici.js')> | undefined
 
 const loadUndici = () => {
-  loaded ??= import('undici')
+  loaded ??= import('./on-demand/undici.js')
   return loaded
 }
 

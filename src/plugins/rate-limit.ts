@@ -130,7 +130,8 @@ function storeOf(count: WindowCounter) {
 }
 
 async function connectRedis(url: string, log: FastifyBaseLogger): Promise<Redis> {
-  const redis = new (await import('ioredis')).Redis(url, {
+  const { Redis: RedisClient } = await import('../lib/on-demand/ioredis.js')
+  const redis = new RedisClient(url, {
     connectTimeout: 2000,
     commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
     maxRetriesPerRequest: 1,

@@ -11,7 +11,7 @@ import path from 'node:path'
  */
 export type Sources = Map<string, string>
 
-const ENTRY = new Set(['src/server.ts', 'src/app.ts', 'src/bootstrap.ts'])
+const ENTRY = new Set(['src/server.ts', 'src/start.ts', 'src/app.ts', 'src/bootstrap.ts'])
 const KIT = ['src/http/', 'src/plugins/', 'src/identity/', 'src/outbox/', 'src/audit/', 'src/access/']
 const BASE = ['src/lib/', 'src/config.ts', 'src/errors.ts', 'schemas/', 'db/']
 
