@@ -5,10 +5,11 @@ import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { findTemplate } from '../../db/embedded-template.js'
 import { writeBenchmarkSection } from '../lib/benchmarks-file.js'
+import { imageRuntime } from './image-node.js'
 import type { LoadPlan } from './load.js'
 import { freePort, peakMemoryMb, runJson, type Started, startProcess } from './processes.js'
 import { FIRST_NAMES, LAST_NAMES, type Seeded } from './seed.js'
-import { adminUrl, login, prepareDatabase, script, startService, UPLOAD_MB } from './service.js'
+import { adminUrl, dist, login, prepareDatabase, script, startService, UPLOAD_MB } from './service.js'
 import { uploadMemoryGrowthMb } from './upload.js'
 
 const { values } = parseArgs({
@@ -191,12 +192,19 @@ async function driveTwoInstances(
   }
 }
 
+interface ColdStarts {
+  /** The Node.js they ran on. */
+  version: string
+  pglite: number[]
+  postgres: number[]
+}
+
 interface Starts {
   /** Each on a new data directory, embedded: the database created, migrated and given its administrator. */
   first: number[]
   fromTemplate: boolean
-  pglite: number[]
-  postgres: number[]
+  /** On the benchmark's Node.js, then on the Docker image's if that is another. */
+  cold: ColdStarts[]
 }
 
 // A first start's few seconds sway with the machine's load more than the rest: the median of these.
@@ -204,8 +212,16 @@ const FIRST_START_ROUNDS = 3
 // One start is swayed by whatever else the machine does in that second; a target is held to the median.
 const COLD_START_ROUNDS = 3
 
-/** Milliseconds from spawn to ready: first starts, then cold starts on the database the last one made. */
+/**
+ * Milliseconds from spawn to ready: first starts, then cold starts on the database the last one
+ * made, on each runtime in turn within a round. A runtime's cold starts follow one start of its own
+ * that is not counted: a restart finds the compile cache (Node.js 22 and later) the start before it
+ * left.
+ */
 async function measureStarts(databaseUrl: string): Promise<Starts> {
+  const runtimes = [{ version: process.version, node: process.execPath }]
+  const image = await imageRuntime(path.resolve(dist, '..'))
+  if (image.node !== process.execPath) runtimes.push(image)
   const fromTemplate = findTemplate() !== undefined
   const root = await mkdtemp(path.join(tmpdir(), 'ehr-bench-'))
   try {
@@ -217,19 +233,26 @@ async function measureStarts(databaseUrl: string): Promise<Starts> {
       first.push(started.startupMs)
       await started.stop()
     }
-    const pglite: number[] = []
-    const postgres: number[] = []
+    const cold = runtimes.map(({ version }) => ({
+      version,
+      pglite: [] as number[],
+      postgres: [] as number[],
+    }))
+    for (const { node } of runtimes) await (await startService(undefined, dataDir, [], node)).stop()
     for (let round = 0; round < COLD_START_ROUNDS; round++) {
-      for (const [databaseUrlOf, times] of [
-        [undefined, pglite],
-        [databaseUrl, postgres],
-      ] as const) {
-        const started = await startService(databaseUrlOf, dataDir)
-        times.push(started.startupMs)
-        await started.stop()
+      for (const [index, { node }] of runtimes.entries()) {
+        const times = cold[index] as ColdStarts
+        for (const [databaseUrlOf, list] of [
+          [undefined, times.pglite],
+          [databaseUrl, times.postgres],
+        ] as const) {
+          const started = await startService(databaseUrlOf, dataDir, [], node)
+          list.push(started.startupMs)
+          await started.stop()
+        }
       }
     }
-    return { first, fromTemplate, pglite, postgres }
+    return { first, fromTemplate, cold }
   } finally {
     await rm(root, { recursive: true, force: true })
   }
@@ -402,7 +425,10 @@ async function report(run: Report): Promise<void> {
     `- Peak resident memory of the service: ${round(run.peak)} MB (target ≤ 200)`,
     `- A ${UPLOAD_MB} MB document upload (answered ${run.upload.statusCode}) raised resident memory by ${round(run.upload.growthMb)} MB (target < 30)`,
     `- First start to ready on a new data directory, embedded (${run.starts.fromTemplate ? 'from the prepared template' : 'no template prepared: initdb and every migration'}), the median of ${run.starts.first.length}: ${median(run.starts.first)} ms (${run.starts.first.join(', ')}) (target ≤ 5000)`,
-    `- Cold start to ready on an existing database, the median of ${run.starts.pglite.length}: PGlite ${median(run.starts.pglite)} ms (${run.starts.pglite.join(', ')}) (target ≤ 1000), PostgreSQL ${median(run.starts.postgres)} ms (${run.starts.postgres.join(', ')}) (target ≤ 500)`,
+    ...run.starts.cold.map(
+      ({ version, pglite, postgres }, index) =>
+        `- Cold start to ready on an existing database, on Node.js ${version} (${index === 0 ? "the benchmark's" : "the Docker image's"}), the median of ${pglite.length}: PGlite ${median(pglite)} ms (${pglite.join(', ')}) (target ≤ 1000), PostgreSQL ${median(postgres)} ms (${postgres.join(', ')}) (target ≤ 500)`,
+    ),
     `- Seeding ${PATIENTS} patients: ${run.seedSeconds.toFixed(1)} s`,
   ]
   const growthRows = run.growth

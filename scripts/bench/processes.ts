@@ -29,14 +29,15 @@ function passOnProblems(chunk: Buffer) {
   for (const line of text.split('\n')) if (/"level":[4-6]0/.test(line)) process.stderr.write(`${line}\n`)
 }
 
-/** Starts a node process and waits (up to a minute) until its output contains `ready`. */
+/** Starts a process of `node` (default: this one's) and waits (up to a minute) until its output contains `ready`. */
 export async function startProcess(
   args: string[],
   env: Record<string, string>,
   ready: RegExp,
+  node = process.execPath,
 ): Promise<Started> {
   const started = Date.now()
-  const child = spawn(process.execPath, args, {
+  const child = spawn(node, args, {
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })

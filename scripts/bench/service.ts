@@ -51,12 +51,13 @@ async function productionCommand(): Promise<string[]> {
 /**
  * The service in production mode on a free port: on PostgreSQL at `databaseUrl` with the rate
  * limiter counting in Redis, or embedded (PGlite in `dataDir`) without one. `nodeOptions` go before
- * the bundle (e.g. `--cpu-prof`).
+ * the bundle (e.g. `--cpu-prof`); `node` is the Node.js binary (default: the benchmark's own).
  */
 export async function startService(
   databaseUrl: string | undefined,
   dataDir: string,
   nodeOptions: string[] = [],
+  node?: string,
 ): Promise<Started & { url: string }> {
   const port = await freePort()
   const service = await startProcess(
@@ -88,6 +89,7 @@ export async function startService(
       RATE_LIMIT_ANONYMOUS: '1000000000',
     },
     /Server listening at/,
+    node,
   )
   return { ...service, url: `http://127.0.0.1:${port}` }
 }
