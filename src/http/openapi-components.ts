@@ -1,6 +1,6 @@
-import { STATUS_CODES } from 'node:http'
 import { isDeepStrictEqual } from 'node:util'
 import { responseName } from './responses.js'
+import { STATUS_CODES } from './status-codes.js'
 
 type Node = Record<string, unknown>
 type Components = Record<'schemas' | 'parameters' | 'responses' | 'headers', Record<string, unknown>>

@@ -1,6 +1,6 @@
-import { STATUS_CODES } from 'node:http'
 import { ErrorEnvelope } from '../../schemas/common.js'
 import { ERRORS } from '../errors.js'
+import { STATUS_CODES } from './status-codes.js'
 
 /** The codes of the error table that may come with a status, as the document describes them. */
 function describeStatus(status: number): string {

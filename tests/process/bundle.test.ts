@@ -92,6 +92,8 @@ describe('what a start reads', () => {
       ),
     )
     expect(imported.map((entry) => entry.path).filter(onDemand)).toEqual([])
+    // On Node.js 22 and later, an ES import of node:http loads Node's bundled undici too (src/http/status-codes.ts).
+    expect(imported.map((entry) => entry.path)).not.toContain('node:http')
   })
 
   it('has a chunk of its own for each on-demand package, offering what the service takes from it', async () => {
