@@ -1,7 +1,12 @@
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
 import type { OperationOutcome } from '@medplum/fhirtypes'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
+import { localStore } from '../../src/modules/documents/store.js'
 import { ExportWorker, type ExportWorkerOptions } from '../../src/modules/fhir/export/worker.js'
+import { resourceTypes } from '../../src/modules/fhir/resource-types.js'
 import { buildTestApp, openTestDatabase } from '../helpers/app.js'
 import {
   ASYNC,
@@ -351,6 +356,87 @@ describe('FHIR bulk export worker at shutdown', () => {
       expect(errors).toEqual([])
     } finally {
       await database.close()
+    }
+  })
+})
+
+describe('FHIR bulk export worker with a lease shorter than a file takes', () => {
+  it('renews the lease with every file and never runs one export twice at once: every resource exactly once', async () => {
+    const small = await buildTestApp({})
+    const files = await mkdtemp(path.join(tmpdir(), 'ehr-export-lease-'))
+    const errors: unknown[] = []
+    let writes = 0
+    const local = localStore(files)
+    const store: ExportWorkerOptions['store'] = {
+      ...local,
+      // The second file takes longer than the lease: the lease lapses while this instance writes it.
+      async write(key, source) {
+        writes += 1
+        await new Promise((resolve) => setTimeout(resolve, writes === 2 ? 1500 : 100))
+        return local.write(key, source)
+      },
+    }
+    const worker = new ExportWorker({
+      db: small.db,
+      store,
+      types: resourceTypes({ mrnSystem: 'urn:oid:2.999', base: 'http://127.0.0.1/fhir/R4' }),
+      log: { error: (entry: unknown) => void errors.push(entry) } as unknown as ExportWorkerOptions['log'],
+      instanceId: 'lease-test',
+      // One resource per file.
+      fileMaxBytes: 1,
+      retentionHours: 1,
+      leaseSeconds: 1,
+      perOrganization: 1,
+      concurrency: 2,
+      pollIntervalMs: 20,
+      snapshotWaitMs: 1000,
+      releaseLeasesAtStart: false,
+      busy: () => false,
+    })
+    try {
+      const org = await newOrganization(small)
+      const doctor = await org.user('PROVIDER')
+      const nurse = await org.user('NURSE')
+      const patients: number[] = []
+      for (let i = 0; i < 5; i++) patients.push(await createPatient(small, nurse))
+      const started = await small.inject({
+        url: '/fhir/R4/$export?_type=Patient',
+        headers: { ...bearer(doctor.token), ...ASYNC },
+      })
+      const id = String(started.headers['content-location']).split('/').at(-1) as string
+      await worker.start()
+      const deadline = Date.now() + 30_000
+      const statusOf = () =>
+        small.db.selectFrom('bulk_exports').select('status').where('id', '=', id).executeTakeFirstOrThrow()
+      while ((await statusOf()).status !== 'completed' && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+      await worker.stop()
+      expect(errors).toEqual([])
+      expect((await statusOf()).status).toBe('completed')
+      const recorded = await small.db
+        .selectFrom('bulk_export_files')
+        .select(['sequence', 'storage_key'])
+        .where('export_id', '=', id)
+        .orderBy('sequence')
+        .execute()
+      const ids: number[] = []
+      for (const file of recorded) {
+        let body = ''
+        for await (const chunk of await local.read(file.storage_key)) body += chunk
+        ids.push(
+          ...body
+            .split('\n')
+            .filter(Boolean)
+            .map((line) => Number(JSON.parse(line).id)),
+        )
+      }
+      expect(recorded.map((file) => file.sequence)).toEqual([0, 1, 2, 3, 4])
+      expect(ids).toEqual(patients)
+    } finally {
+      await worker.stop()
+      await small.close()
+      await rm(files, { recursive: true, force: true })
     }
   })
 })

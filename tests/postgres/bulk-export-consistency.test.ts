@@ -112,11 +112,11 @@ describe('claiming bulk exports', () => {
     const jobs = [job(0), job(0), job(1)]
     for (const each of jobs) await insertExport(handle.db, each)
     const claimed = [
-      await claimExport(handle.db, 'instance-a', 60, 1),
-      await claimExport(handle.db, 'instance-b', 60, 1),
-      await claimExport(handle.db, 'instance-c', 60, 1),
+      await claimExport(handle.db, 'instance-a', 60, 1, []),
+      await claimExport(handle.db, 'instance-b', 60, 1, []),
+      await claimExport(handle.db, 'instance-c', 60, 1, []),
     ]
     expect(claimed.map((each) => each?.id)).toEqual([jobs[0]?.id, jobs[2]?.id, undefined])
-    expect((await claimExport(handle.db, 'instance-d', 60, 2))?.id).toBe(jobs[1]?.id)
+    expect((await claimExport(handle.db, 'instance-d', 60, 2, []))?.id).toBe(jobs[1]?.id)
   })
 })

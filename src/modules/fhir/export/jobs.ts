@@ -83,14 +83,17 @@ export async function deleteExport(
 }
 
 /**
- * Claims the oldest export that is waiting, or running under a lapsed lease (its instance stopped),
- * while its organization has fewer than `perOrganization` exports running under live leases.
+ * Claims the oldest export that is waiting, or running under a lapsed lease (its instance stopped,
+ * or is too slow to keep it), while its organization has fewer than `perOrganization` exports
+ * running under live leases. `running`: the exports the claiming instance is running now, which it
+ * never takes a second time, lapsed lease or not; another instance may.
  */
 export async function claimExport(
   db: Kysely<Database>,
   owner: string,
   leaseSeconds: number,
   perOrganization: number,
+  running: readonly string[],
 ) {
   const result = await sql<Selectable<Database['bulk_exports']>>`${acrossOrganizations('bulk export worker')}
     update bulk_exports set status = 'in-progress', lease_owner = ${owner},
@@ -99,6 +102,7 @@ export async function claimExport(
       select j.id from bulk_exports j
       where j.status in ('accepted', 'in-progress')
         and (j.lease_until is null or j.lease_until < now())
+        and j.id <> all(${[...running]}::uuid[])
         and j.expires_at > now()
         and (select count(*) from bulk_exports r
              where r.organization_id = j.organization_id and r.status = 'in-progress'
@@ -145,10 +149,11 @@ export async function setTransactionTime(db: Db, id: string, owner: string, at: 
 /**
  * Records a finished file (if it holds any resource) and moves the export to `next`, together, and
  * only while the export is still this owner's; false otherwise (the file is then not the export's).
+ * The lease is renewed with it: a file is progress, however few pages it took.
  */
 export async function recordFile(
   db: Kysely<Database>,
-  job: { id: string; owner: string },
+  job: { id: string; owner: string; leaseSeconds: number },
   file: { sequence: number; type: string; key: string; count: number; size: number } | undefined,
   next: BulkExportPosition,
 ): Promise<boolean> {
@@ -158,6 +163,7 @@ export async function recordFile(
       .set({
         position: JSON.stringify(next),
         exported: sql<number>`exported + ${file?.type === 'OperationOutcome' ? 0 : (file?.count ?? 0)}`,
+        lease_until: sql<Date>`now() + make_interval(secs => ${job.leaseSeconds})`,
       })
       .where('id', '=', job.id)
       .where('lease_owner', '=', job.owner)

@@ -72,6 +72,8 @@ export class ExportWorker {
   private running = false
   private stopping = false
   private readonly active = new Set<Promise<void>>()
+  /** The exports running here: a lease of one that lapses while it runs must not let this instance start it again. */
+  private readonly runningIds = new Set<string>()
   private timer: NodeJS.Timeout | undefined
   /** The look for work under way, if any: stopping waits for it, or it would query a closed pool. */
   private polling: Promise<void> | undefined
@@ -130,8 +132,10 @@ export class ExportWorker {
       while (this.running && this.active.size < this.options.concurrency) {
         const job = await this.claim()
         if (!job) break
+        this.runningIds.add(job.id)
         const run = this.run(job).finally(() => {
           this.active.delete(run)
+          this.runningIds.delete(job.id)
           this.wake()
         })
         this.active.add(run)
@@ -144,7 +148,7 @@ export class ExportWorker {
 
   private claim() {
     const { db, instanceId, leaseSeconds, perOrganization } = this.options
-    return claimExport(db, instanceId, leaseSeconds, perOrganization)
+    return claimExport(db, instanceId, leaseSeconds, perOrganization, [...this.runningIds])
   }
 
   private async purgeExpired() {
@@ -284,14 +288,14 @@ export class ExportWorker {
       ? { typeIndex: position.typeIndex + 1, after: 0, sequence: position.sequence + (file ? 1 : 0) }
       : { typeIndex: position.typeIndex, after: last, sequence: position.sequence + 1 }
     if (!typeDone && count === 0) return undefined // the lease was lost before anything was written
-    if (await recordFile(db, { id: job.id, owner }, file, next)) return next
+    if (await recordFile(db, { id: job.id, owner, leaseSeconds }, file, next)) return next
     if (file) await store.remove(key)
     return undefined
   }
 
   /** The OperationOutcome file: what the export left out, and why. */
   private async writeIssues(job: ExportJob, position: BulkExportPosition): Promise<boolean> {
-    const { db, store, instanceId: owner } = this.options
+    const { db, store, instanceId: owner, leaseSeconds } = this.options
     const key = exportFileKey(job.id, position.sequence)
     const lines = job.issues.map((issue) => {
       const outcome = operationOutcome(403, issue)
@@ -313,7 +317,7 @@ export class ExportWorker {
       size: stored.size,
     }
     const next = { ...position, sequence: position.sequence + 1 }
-    if (await recordFile(db, { id: job.id, owner }, file, next)) return true
+    if (await recordFile(db, { id: job.id, owner, leaseSeconds }, file, next)) return true
     await store.remove(key)
     return false
   }
