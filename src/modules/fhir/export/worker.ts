@@ -71,9 +71,11 @@ export const exportFileKey = (exportId: string, sequence: number) => `bulk-expor
 export class ExportWorker {
   private running = false
   private stopping = false
-  private readonly active = new Set<Promise<void>>()
-  /** The exports running here: a lease of one that lapses while it runs must not let this instance start it again. */
-  private readonly runningIds = new Set<string>()
+  /**
+   * The jobs running here, by id: a lease of one that lapses while it runs must not let this
+   * instance start it a second time.
+   */
+  private readonly active = new Map<string, Promise<void>>()
   private timer: NodeJS.Timeout | undefined
   /** The look for work under way, if any: stopping waits for it, or it would query a closed pool. */
   private polling: Promise<void> | undefined
@@ -95,7 +97,7 @@ export class ExportWorker {
     this.stopping = true
     if (this.timer) clearTimeout(this.timer)
     await this.polling
-    await Promise.allSettled([...this.active])
+    await Promise.allSettled([...this.active.values()])
   }
 
   /** Looks for work now (after a kick-off) rather than at the next poll. */
@@ -132,13 +134,11 @@ export class ExportWorker {
       while (this.running && this.active.size < this.options.concurrency) {
         const job = await this.claim()
         if (!job) break
-        this.runningIds.add(job.id)
         const run = this.run(job).finally(() => {
-          this.active.delete(run)
-          this.runningIds.delete(job.id)
+          this.active.delete(job.id)
           this.wake()
         })
-        this.active.add(run)
+        this.active.set(job.id, run)
       }
     } catch (error) {
       this.options.log.error({ err: { message: (error as Error).message } }, 'bulk export poll failed')
@@ -148,7 +148,7 @@ export class ExportWorker {
 
   private claim() {
     const { db, instanceId, leaseSeconds, perOrganization } = this.options
-    return claimExport(db, instanceId, leaseSeconds, perOrganization, [...this.runningIds])
+    return claimExport(db, instanceId, leaseSeconds, perOrganization, [...this.active.keys()])
   }
 
   private async purgeExpired() {
