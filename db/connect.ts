@@ -1,13 +1,8 @@
-import { existsSync } from 'node:fs'
-import { mkdir } from 'node:fs/promises'
-import path from 'node:path'
-import type { PGlite } from '@electric-sql/pglite'
 import { Kysely, type LogEvent, PostgresDialect } from 'kysely'
 import pg from 'pg'
-import { copyDataDir } from './data-dir-copy.js'
-import { lockDataDir } from './data-dir-lock.js'
 import type { Database } from './database.js'
 import { PgliteDialect } from './pglite-dialect.js'
+import { type PgliteOptions, startPglite, takeStartedAhead } from './pglite-start.js'
 import { DEFAULT_PREPARED_STATEMENTS, preparingPool, statementNamer } from './prepared-statements.js'
 import { parseTimestamptz, TIMESTAMPTZ_OID } from './utc-timestamp.js'
 
@@ -58,7 +53,7 @@ const INT8_OID = 20
 const DATE_OID = 1082
 
 // Dates stay 'YYYY-MM-DD' text (a Date object would shift a birth date across time zones);
-// int8 values (counts, bigint ids) become numbers on both drivers.
+// int8 values (counts, bigint ids) become numbers. PGlite's thread parses alike (db/pglite-thread.mjs).
 const keepText = (value: string) => value
 
 /**
@@ -356,48 +351,8 @@ async function sessionLockOnPostgres(
   }
 }
 
-export interface PgliteOptions {
-  /** Directory for the data files; omitted, the database lives in memory. */
-  dataDir?: string
-  /** A data directory dump (from `dumpDataDir`) to start from instead of running initdb. */
-  loadDataDir?: Blob
-  /** A prepared data directory (db/embedded-template.ts) that a new `dataDir` starts as a copy of, instead of running initdb. */
-  template?: string
-}
-
-/**
- * PGlite and the extensions the schema needs, loaded only when the embedded database is used (a
- * PostgreSQL deployment starts faster without them).
- */
-export async function loadPglite() {
-  const [{ PGlite, types }, { pg_trgm }, { btree_gist }] = await Promise.all([
-    import('@electric-sql/pglite'),
-    import('@electric-sql/pglite/contrib/pg_trgm'),
-    import('@electric-sql/pglite/contrib/btree_gist'),
-  ])
-  return { PGlite, types, extensions: { pg_trgm, btree_gist } }
-}
-
-export async function openPglite({ dataDir, loadDataDir, template }: PgliteOptions): Promise<DatabaseHandle> {
-  let unlock = async () => {}
-  if (dataDir) {
-    await mkdir(path.dirname(path.resolve(dataDir)), { recursive: true })
-    unlock = await lockDataDir(`${path.resolve(dataDir)}.lock`, `The embedded database in ${dataDir}`)
-  }
-  let pglite: PGlite
-  try {
-    if (dataDir && template && !existsSync(dataDir)) await copyDataDir(template, dataDir)
-    const { PGlite, types, extensions } = await loadPglite()
-    pglite = await PGlite.create({
-      ...(dataDir ? { dataDir } : {}),
-      ...(loadDataDir ? { loadDataDir } : {}),
-      extensions,
-      parsers: { [types.INT8]: Number, [types.DATE]: keepText },
-    })
-  } catch (error) {
-    await unlock()
-    throw error
-  }
+export async function openPglite(options: PgliteOptions): Promise<DatabaseHandle> {
+  const { pglite, unlock } = await (takeStartedAhead(options.dataDir) ?? startPglite(options))
   const observed = observation()
   const db = new Kysely<Database>({ dialect: new PgliteDialect(pglite), log: observed.log })
   return {

@@ -1,4 +1,3 @@
-import type { PGlite } from '@electric-sql/pglite'
 import {
   CompiledQuery,
   type DatabaseConnection,
@@ -11,17 +10,15 @@ import {
   type QueryResult,
   type TransactionSettings,
 } from 'kysely'
-
-// Long enough for a few statements (a simple one takes 0.1–1.5 ms), short against webhook latency.
-const TURN_BUDGET_MS = 2
+import type { PgliteThread } from './pglite-thread-client.js'
 
 const MUTATING_COMMAND = /^\s*(insert|update|delete|merge|with)\b/i
 
 class PgliteConnection implements DatabaseConnection {
-  constructor(private readonly pglite: PGlite) {}
+  constructor(private readonly pglite: PgliteThread) {}
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
-    const result = await this.pglite.query<R>(query.sql, [...query.parameters])
+    const result = await this.pglite.query<R>(query.sql, query.parameters)
     return {
       rows: result.rows,
       numAffectedRows:
@@ -40,23 +37,15 @@ class PgliteConnection implements DatabaseConnection {
 /**
  * PGlite is a single connection. Kysely may ask for several at once (a transaction and a query
  * beside it), so connections are handed out one at a time; otherwise statements of different
- * transactions would interleave on the one session.
- *
- * PGlite also runs in this thread and answers without waiting on any I/O, so callers would be
- * served back to back in one turn of the event loop for as long as there are any, while nothing
- * else (webhook answers, new requests, timers) is read. So once TURN_BUDGET_MS have passed since
- * the connection last waited for a turn, it is handed to the next caller on the next turn:
- * statements interleave fairly with the process's network events, and neither the webhook worker
- * nor the API waits behind a run of the other's. Handing it over after every statement cost the
- * API about 7% of its throughput in turns of the loop; with the budget the cost was within noise.
+ * transactions would interleave on the one session. Each statement is answered by PGlite's thread,
+ * so the event loop serves the process's other events between any two of them.
  */
 class PgliteDriver implements Driver {
   private readonly connection: PgliteConnection
   private queue: Promise<void> = Promise.resolve()
   private release: (() => void) | undefined
-  private turnStarted = 0
 
-  constructor(pglite: PGlite) {
+  constructor(pglite: PgliteThread) {
     this.connection = new PgliteConnection(pglite)
   }
 
@@ -76,15 +65,7 @@ class PgliteDriver implements Driver {
   async releaseConnection(): Promise<void> {
     const release = this.release
     this.release = undefined
-    if (!release) return
-    if (performance.now() - this.turnStarted < TURN_BUDGET_MS) {
-      release()
-      return
-    }
-    setImmediate(() => {
-      this.turnStarted = performance.now()
-      release()
-    })
+    release?.()
   }
 
   async beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
@@ -122,9 +103,9 @@ function quoteIdentifier(name: string): string {
   return `"${name.replaceAll('"', '""')}"`
 }
 
-/** A Kysely dialect over an open PGlite instance. Closing the instance is the caller's job. */
+/** A Kysely dialect over PGlite on its thread. Closing the thread is the caller's job. */
 export class PgliteDialect implements Dialect {
-  constructor(private readonly pglite: PGlite) {}
+  constructor(private readonly pglite: PgliteThread) {}
 
   createAdapter() {
     return new PostgresAdapter()

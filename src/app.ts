@@ -195,6 +195,15 @@ export async function migrateDatabase(
   }
 }
 
+async function migrateOnStart(config: Config, handle: DatabaseHandle, progress: (step: string) => void) {
+  const started = performance.now()
+  const applied =
+    (await migrateDatabase(config, handle, () => progress('applying database migrations'))).results ?? []
+  if (applied.length > 0) {
+    progress(`applied ${applied.length} migrations in ${Math.round(performance.now() - started)} ms`)
+  }
+}
+
 /** Builds the whole service as a Fastify instance; `start.ts` only starts it. */
 export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   const app = Fastify({
@@ -231,14 +240,10 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
       (error) => app.log.error({ err: { message: error.message } }, 'database pool error'),
       template,
     ))
-  if (config.MIGRATE_ON_START) {
-    const started = performance.now()
-    const applied =
-      (await migrateDatabase(config, handle, () => progress('applying database migrations'))).results ?? []
-    if (applied.length > 0) {
-      progress(`applied ${applied.length} migrations in ${Math.round(performance.now() - started)} ms`)
-    }
-  }
+  // Awaited once every plugin and route is registered, none of which reads the database before
+  // the app is ready: the embedded database opens on its own thread meanwhile.
+  const migrated = config.MIGRATE_ON_START ? migrateOnStart(config, handle, progress) : Promise.resolve()
+  migrated.catch(() => {})
 
   await app.register(validation)
   await app.register(requestContext)
@@ -369,6 +374,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
     jwksUrls: webhookTargets,
   })
 
+  await migrated
   return app
 }
 

@@ -1,4 +1,4 @@
-import { rm } from 'node:fs/promises'
+import { copyFile, rm } from 'node:fs/promises'
 import path from 'node:path'
 import { build, type Metafile } from 'esbuild'
 
@@ -18,6 +18,9 @@ import { build, type Metafile } from 'esbuild'
  * run time (PGlite's WebAssembly; the explorer is told where its files are, src/plugins/openapi.ts),
  * the S3 SDK (loaded when a bucket is configured; it is large and imports its own parts on demand)
  * and pg's optional native binding.
+ *
+ * The embedded database's thread (db/pglite-thread.mjs) is started from a file, found beside the
+ * code that starts it: it is copied next to each output that holds that code.
  */
 const EXTERNAL = ['@electric-sql/pglite', '@aws-sdk/*', 'pg-native']
 /** Packages that must never be read on a start that does not ask for them. */
@@ -25,6 +28,21 @@ export const ON_DEMAND = ['@aws-sdk/*', 'ioredis', 'nodemailer', 'undici', 'pg-n
 
 // Run from source (npm run build uses tsx), so the project is two levels up.
 const root = path.resolve(import.meta.dirname, '..', '..')
+
+const THREAD_CLIENT = 'db/pglite-thread-client.ts'
+const THREAD_FILE = 'db/pglite-thread.mjs'
+
+async function placeThreadFile(metafile: Metafile): Promise<void> {
+  // esbuild names inputs and outputs relative to the working directory.
+  const client = path.relative(process.cwd(), path.join(root, THREAD_CLIENT))
+  for (const [output, { inputs }] of Object.entries(metafile.outputs)) {
+    if (!(client in inputs)) continue
+    await copyFile(
+      path.join(root, THREAD_FILE),
+      path.resolve(path.dirname(output), path.basename(THREAD_FILE)),
+    )
+  }
+}
 
 /** Bundles `entry` into `<outdir>/<name>.mjs` and its chunks; returns esbuild's account of the output. */
 async function bundle(entry: string, name: string, outdir: string): Promise<Metafile> {
@@ -47,6 +65,7 @@ async function bundle(entry: string, name: string, outdir: string): Promise<Meta
     },
     logLevel: 'warning',
   })
+  await placeThreadFile(metafile)
   return metafile
 }
 

@@ -76,8 +76,12 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
   if (config.embeddedIssuer) {
     // Its own box from the config (this plugin comes before `encryption`): same key, same rule.
     const secretBox = await loadSecretBox(config)
-    signingKey = await ensureSigningKey(app.db, secretBox)
-    resolveKey = embeddedKeyResolver(app.db, await loadVerificationKeys(app.db))
+    // Read once the app is ready, not while it is built: the database may still be opening or
+    // migrating then (src/app.ts). No request is served before.
+    app.addHook('onReady', async () => {
+      signingKey = await ensureSigningKey(app.db, secretBox)
+      resolveKey = embeddedKeyResolver(app.db, await loadVerificationKeys(app.db))
+    })
     // Picks up a key rotated by another instance or by `npm run keys -- rotate`.
     const refresh = setInterval(() => {
       ensureSigningKey(app.db, secretBox).then(
@@ -103,8 +107,11 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
   }
 
   await app.register(fastifyJwt, {
+    // The current signing key, read when asked for: it is read once the app is ready, and a
+    // rotation replaces it. The token issuer passes it with every token it signs.
     secret: {
-      private: signingKey?.privateKey,
+      private: (_request: FastifyRequest, _token: unknown, done: (error: null, key?: string) => void) =>
+        done(null, signingKey?.privateKey),
       public: (_request: FastifyRequest, token: unknown) => resolveKey((token as { header: object }).header),
     },
     decode: { complete: true },
@@ -140,7 +147,7 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
   const revokedSessions = new RevokedSessions(app.db, REVOCATION_POLL_MS, (error) =>
     app.log.warn({ err: { message: error.message } }, 'reading revoked sessions failed; will retry'),
   )
-  await revokedSessions.start()
+  app.addHook('onReady', () => revokedSessions.start())
   app.addHook('onClose', async () => revokedSessions.stop())
   const ended = (request: FastifyRequest, principal: Principal) => {
     if (!principal.sessionId || !revokedSessions.has(principal.sessionId)) return principal
@@ -179,7 +186,7 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
     request.principal = ended(request, principal)
     return principal
   })
-  const tokenIssuer = signingKey
+  const tokenIssuer = config.embeddedIssuer
     ? createTokenIssuer(app.jwt, {
         issuer: config.tokenIssuer,
         clientId: config.OIDC_CLIENT_ID,

@@ -357,9 +357,11 @@ describe('GET /api/patients/{id} under concurrent reads', () => {
       expect(refused.statusCode).toBe(403)
       expect(refused.json().error.code).toBe('AUTH_003')
     }
-    // 18 reads: one query per organization for the reads, the two refusals' ownership checks, and
-    // the metrics scrape's own query; one query per read would be 20.
-    expect(queries).toBeLessThanOrEqual(5)
+    // 18 reads: one query per organization for the reads and the two refusals' ownership checks;
+    // besides, each of the two scrapes makes one query (for the backlog gauges) that prom-client
+    // collects beside the counter, so it is counted in its own scrape or only in the next one.
+    // One query per read would be 20 or more.
+    expect(queries).toBeLessThanOrEqual(6)
   })
 })
 

@@ -4,10 +4,11 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { Kysely, sql } from 'kysely'
 import type { TestProject } from 'vitest/node'
-import { loadPglite, openPostgres } from '../../db/connect.js'
+import { openPostgres } from '../../db/connect.js'
 import type { Database } from '../../db/database.js'
 import { migrateToLatest } from '../../db/migrator.js'
 import { PgliteDialect } from '../../db/pglite-dialect.js'
+import { PgliteThread } from '../../db/pglite-thread-client.js'
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -54,12 +55,11 @@ export default async function setup(project: TestProject) {
   }
 
   const directory = await mkdtemp(path.join(tmpdir(), 'ehr-test-'))
-  const { PGlite, extensions } = await loadPglite()
-  const pglite = await PGlite.create({ extensions })
+  const pglite = new PgliteThread()
   const db = new Kysely<Database>({ dialect: new PgliteDialect(pglite) })
   await migrateToLatest(db)
   const file = path.join(directory, 'template.tar.gz')
-  await writeFile(file, Buffer.from(await (await pglite.dumpDataDir('gzip')).arrayBuffer()))
+  await writeFile(file, Buffer.from(await pglite.dump()))
   await db.destroy()
   await pglite.close()
   project.provide('postgresTemplate', undefined)

@@ -1,0 +1,78 @@
+// The embedded database's own thread: PGlite runs here, off the service's event loop. Plain
+// JavaScript, so that it runs as it is wherever the service does (tsx, vitest, the bundle).
+// Messages in: { id, op: 'query', sql, params } · { id, op: 'listen', channel } · { id, op: 'unlisten',
+// listener } · { id, op: 'dump' } · { id, op: 'close' }. Out: { op: 'ready' } or { op: 'failed', error }
+// once, then { id, result } or { id, error } per message, and { op: 'notify', listener, payload }.
+import { parentPort, workerData } from 'node:worker_threads'
+
+/** What crosses to the service of an error: its message and PostgreSQL's fields (code, constraint…). */
+function plain(error) {
+  const fields = { message: error instanceof Error ? error.message : String(error) }
+  if (error && typeof error === 'object') {
+    for (const [key, value] of Object.entries(error)) {
+      if (typeof value === 'string' || typeof value === 'number') fields[key] = value
+    }
+  }
+  return fields
+}
+
+async function open({ dataDir, loadDataDir }) {
+  const [{ PGlite, types }, { pg_trgm }, { btree_gist }] = await Promise.all([
+    import('@electric-sql/pglite'),
+    import('@electric-sql/pglite/contrib/pg_trgm'),
+    import('@electric-sql/pglite/contrib/btree_gist'),
+  ])
+  return PGlite.create({
+    ...(dataDir ? { dataDir } : {}),
+    ...(loadDataDir ? { loadDataDir: new Blob([loadDataDir]) } : {}),
+    extensions: { pg_trgm, btree_gist },
+    // The same types as on PostgreSQL (db/connect.ts): int8 values are numbers, dates stay
+    // 'YYYY-MM-DD' text (a Date would shift a birth date across time zones).
+    parsers: { [types.INT8]: Number, [types.DATE]: (value) => value },
+  })
+}
+
+let pglite
+try {
+  pglite = await open(workerData)
+} catch (error) {
+  parentPort.postMessage({ op: 'failed', error: plain(error) })
+  parentPort.close()
+}
+
+if (pglite) {
+  const listeners = new Map()
+  const operations = {
+    query: async ({ sql, params }) => {
+      const { rows, affectedRows } = await pglite.query(sql, params)
+      return { rows, affectedRows }
+    },
+    listen: async ({ id, channel }) => {
+      listeners.set(
+        id,
+        await pglite.listen(channel, (payload) =>
+          parentPort.postMessage({ op: 'notify', listener: id, payload }),
+        ),
+      )
+      return id
+    },
+    unlisten: async ({ listener }) => {
+      const unsubscribe = listeners.get(listener)
+      listeners.delete(listener)
+      await unsubscribe?.()
+    },
+    dump: async () => (await pglite.dumpDataDir('gzip')).arrayBuffer(),
+    close: () => pglite.close(),
+  }
+  parentPort.on('message', async (message) => {
+    try {
+      const result = await operations[message.op](message)
+      parentPort.postMessage({ id: message.id, result }, result instanceof ArrayBuffer ? [result] : [])
+    } catch (error) {
+      parentPort.postMessage({ id: message.id, error: plain(error) })
+    }
+    // With its port closed and PGlite closed, the thread has nothing left to do and ends.
+    if (message.op === 'close') parentPort.close()
+  })
+  parentPort.postMessage({ op: 'ready' })
+}
