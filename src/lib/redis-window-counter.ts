@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis'
+import { withinDeadline } from './deadline.js'
 
 export interface Count {
   current: number
@@ -81,8 +82,13 @@ export type WindowCounter = (key: string, windowMs: number, max: number) => Prom
  * out, so no caller ever gets past its limit, on any number of instances; the cost is that counts
  * an instance reserved and its caller never came back for are spent (at most a tenth of what the
  * caller had left, and never past the end of the window).
+ *
+ * A pipeline not answered within `answerWithinMs` fails its counts (the caller counts them itself).
  */
-export function redisWindowCounter(redis: Redis): WindowCounter {
+export function redisWindowCounter(
+  redis: Redis,
+  { answerWithinMs }: { answerWithinMs: number },
+): WindowCounter {
   let pending: Map<string, Waiting> | undefined
   const leases = new Map<string, Lease>()
 
@@ -134,7 +140,11 @@ export function redisWindowCounter(redis: Redis): WindowCounter {
       waiting.extra = lease && lease.endsAt > Date.now() ? lease.ahead : 0
       pipeline.ehrRateLimitCount(key, waiting.windowMs, waiting.waiters.length + waiting.extra)
     }
-    const replies = await pipeline.exec().catch((error: unknown) => error as Error)
+    const replies = await withinDeadline(
+      pipeline.exec(),
+      answerWithinMs,
+      () => new Error(`the rate limit store did not answer within ${answerWithinMs} ms`),
+    ).catch((error: unknown) => error as Error)
     let index = 0
     for (const [key, { windowMs, max, extra, waiters }] of batch) {
       const [error, reply]: Replies[number] =

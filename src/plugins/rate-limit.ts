@@ -14,9 +14,13 @@ import {
 
 const RESET_HEADER = 'x-ratelimit-reset'
 const REDIS_STARTUP_WAIT_MS = 2000
-// A Redis that accepts connections but stops answering must not hold requests: past this a command
-// counts as failed and the request is counted by this instance.
-const REDIS_COMMAND_TIMEOUT_MS = 500
+// A Redis that accepts connections but stops answering must not hold requests: past this a count
+// has failed and the request is counted by this instance.
+const REDIS_ANSWER_WITHIN_MS = 500
+// The client's own limit, well past that one, only clears commands of a silent connection from
+// its queue: the deadline above also reads an answer that came while the event loop was busy
+// (src/lib/deadline.ts), which the client's timer would take for silence.
+const REDIS_COMMAND_TIMEOUT_MS = 10 * REDIS_ANSWER_WITHIN_MS
 // While Redis is unreachable, one request per second tries it again; the others do not wait on it.
 const REDIS_RETRY_INTERVAL_MS = 1000
 // Per-instance counters kept at most (the least recently counted are forgotten first); an entry
@@ -69,7 +73,7 @@ function localCounter() {
  */
 function counters(redis: Redis | undefined, log: FastifyBaseLogger, metrics: ServiceMetrics) {
   const local = localCounter()
-  const shared = redis && redisWindowCounter(redis)
+  const shared = redis && redisWindowCounter(redis, { answerWithinMs: REDIS_ANSWER_WITHIN_MS })
   let degraded = false
   let retryAt = 0
 

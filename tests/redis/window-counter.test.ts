@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { Redis } from 'ioredis'
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
 import { defineCountCommand, leaseSize, redisWindowCounter } from '../../src/lib/redis-window-counter.js'
+import { startTcpProxy } from '../helpers/tcp-proxy.js'
 
 const redis = new Redis(process.env.TEST_REDIS_URL as string, { enableOfflineQueue: false })
 defineCountCommand(redis)
@@ -21,7 +22,7 @@ const newKey = () => `test-counter:${randomUUID()}`
 describe('the Redis window counter', () => {
   it('sends the counts of one turn in one pipeline and gives every request a count of its own', async () => {
     await ready()
-    const count = redisWindowCounter(redis)
+    const count = redisWindowCounter(redis, { answerWithinMs: 500 })
     const [first, second] = [`test-counter:${randomUUID()}`, `test-counter:${randomUUID()}`]
     const pipelines = vi.spyOn(redis, 'pipeline')
 
@@ -48,10 +49,44 @@ describe('the Redis window counter', () => {
       maxRetriesPerRequest: 0,
     })
     defineCountCommand(unreachable)
-    const count = redisWindowCounter(unreachable)
+    const count = redisWindowCounter(unreachable, { answerWithinMs: 500 })
     const results = await Promise.allSettled([count('a', WINDOW_MS, FAR), count('b', WINDOW_MS, FAR)])
     expect(results.map(({ status }) => status)).toEqual(['rejected', 'rejected'])
     unreachable.disconnect()
+  })
+
+  it('fails the counts of a pipeline not answered in time, as from a Redis that stopped answering', async () => {
+    const { hostname, port } = new URL(process.env.TEST_REDIS_URL as string)
+    const proxy = await startTcpProxy(hostname, Number(port || 6379))
+    const stalled = new Redis(`redis://127.0.0.1:${proxy.port}`, { enableOfflineQueue: false })
+    defineCountCommand(stalled)
+    try {
+      await new Promise((resolve) => stalled.once('ready', resolve))
+      const count = redisWindowCounter(stalled, { answerWithinMs: 100 })
+      expect((await count(newKey(), WINDOW_MS, FAR)).current).toBe(1)
+      proxy.blackHole()
+      const started = performance.now()
+      await expect(count(newKey(), WINDOW_MS, FAR)).rejects.toThrow('did not answer within 100 ms')
+      expect(performance.now() - started).toBeLessThan(2000)
+    } finally {
+      stalled.disconnect()
+      await proxy.cut()
+    }
+  })
+
+  it('takes an answer that came while the event loop was kept busy past the deadline', async () => {
+    await ready()
+    const count = redisWindowCounter(redis, { answerWithinMs: 20 })
+    const key = newKey()
+    // The counting script is loaded into Redis by a first count, so the next is one round trip.
+    await count(newKey(), WINDOW_MS, FAR)
+    const counted = count(key, WINDOW_MS, FAR)
+    // Once the pipeline is out, the loop is held far past the deadline while Redis answers.
+    await new Promise((resolve) => setImmediate(resolve))
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300)
+    expect((await counted).current).toBe(1)
+    expect(await redis.get(key)).toBe('1')
+    await redis.del(key)
   })
 
   it('sizes a reservation by the caller’s rate in the window so far and by what it has left', () => {
@@ -68,7 +103,7 @@ describe('the Redis window counter', () => {
 
   it('reserves counts ahead for a caller counting fast far from its limit, and hands them out without Redis', async () => {
     await ready()
-    const count = redisWindowCounter(redis)
+    const count = redisWindowCounter(redis, { answerWithinMs: 500 })
     const key = newKey()
     const pipelines = vi.spyOn(redis, 'pipeline')
 
@@ -93,7 +128,7 @@ describe('the Redis window counter', () => {
 
   it('counts one by one, reserving nothing, near the limit', async () => {
     await ready()
-    const count = redisWindowCounter(redis)
+    const count = redisWindowCounter(redis, { answerWithinMs: 500 })
     const key = newKey()
     await Promise.all(Array.from({ length: 200 }, () => count(key, WINDOW_MS, 205)))
     for (let expected = 201; expected <= 207; expected++) {
@@ -105,7 +140,7 @@ describe('the Redis window counter', () => {
 
   it('drops what it reserved when the window ends', async () => {
     await ready()
-    const count = redisWindowCounter(redis)
+    const count = redisWindowCounter(redis, { answerWithinMs: 500 })
     const key = newKey()
     // Long enough that no stall of a busy machine ends the window before the second count.
     const shortWindowMs = 1000
@@ -123,7 +158,10 @@ describe('the Redis window counter', () => {
 
   it('never gives two instances’ callers the same count, and Redis holds every count handed out', async () => {
     await ready()
-    const instances = [redisWindowCounter(redis), redisWindowCounter(redis)]
+    const instances = [
+      redisWindowCounter(redis, { answerWithinMs: 500 }),
+      redisWindowCounter(redis, { answerWithinMs: 500 }),
+    ]
     const key = newKey()
     const counts: number[] = []
     for (let turn = 0; turn < 40; turn++) {
