@@ -5,7 +5,7 @@ import module from 'node:module'
 // reads it instead of compiling the bundle and its packages again: about a tenth of a cold start.
 // It holds for what is imported after this line, hence the service in a module of its own.
 ;(module as { enableCompileCache?: () => unknown }).enableCompileCache?.()
-// The embedded database's boot, the longest step of a start, begins before the service is read.
-const { openDatabaseAhead } = await import('./open-ahead.js')
-openDatabaseAhead(process.env)
+// The embedded database's boot, the longest step of a start, begins before the service is read;
+// a start on PostgreSQL does not even read how.
+if (!process.env.DATABASE_URL) (await import('./open-ahead.js')).openDatabaseAhead(process.env)
 await import('./start.js')

@@ -35,6 +35,8 @@ export async function benchApp(serverUrl: string | undefined, name: string) {
   const app = await buildApp(config, {
     database: url ? openPostgres({ url, poolMax: 10 }) : await openPglite({}),
   })
+  // Tokens are signed with the key the app reads when it is ready.
+  await app.ready()
   return {
     app,
     kind: url ? 'PostgreSQL' : 'PGlite (embedded, in memory)',

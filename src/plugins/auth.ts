@@ -190,7 +190,11 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
     ? createTokenIssuer(app.jwt, {
         issuer: config.tokenIssuer,
         clientId: config.OIDC_CLIENT_ID,
-        signingKey: () => signingKey as SigningKey,
+        signingKey: () => {
+          if (!signingKey)
+            throw new Error('The signing key is read when the app is ready: await app.ready() first')
+          return signingKey
+        },
       })
     : undefined
   app.decorate('tokenIssuer', tokenIssuer)

@@ -324,3 +324,31 @@ describe('access token verification', () => {
     expect((await me(inactive.token)).statusCode).toBe(401)
   })
 })
+
+describe('the embedded token issuer', () => {
+  it('signs once the app is ready, having read its signing key then, and says so if asked before', async () => {
+    const user = {
+      subject: 'issuer-test',
+      email: 'issuer-test@example.com',
+      firstName: 'Issuer',
+      lastName: 'Test',
+      roles: ['PROVIDER' as const],
+      groupPath: '/issuer-test',
+    }
+    let early: unknown
+    const app = await buildTestApp({}, (built) => {
+      try {
+        built.tokenIssuer?.issueAccessToken(user, 'session')
+      } catch (error) {
+        early = error
+      }
+    })
+    try {
+      expect((early as Error).message).toContain('await app.ready() first')
+      const token = app.tokenIssuer?.issueAccessToken(user, 'session') as string
+      expect(decodeJwt(token).sub).toBe('issuer-test')
+    } finally {
+      await app.close()
+    }
+  })
+})
