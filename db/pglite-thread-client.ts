@@ -42,7 +42,7 @@ const THREAD_FILE = new URL('./pglite-thread.mjs', import.meta.url)
 
 /**
  * PGlite on a thread of its own (db/pglite-thread.mjs). Its boot (the WebAssembly PostgreSQL and its
- * file system, about half a second) then overlaps the rest of a start, and its statements run beside
+ * file system, 0.7 to 0.9 s) then overlaps the rest of a start, and its statements run beside
  * the event loop instead of on it. Requests sent before the database is open wait in the thread's
  * queue; if it fails to open, they and every later one fail with its error.
  *
