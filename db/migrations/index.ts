@@ -22,6 +22,7 @@ import * as clientAssertionKeys from './0020_client_assertion_keys.js'
 import * as signingKeyEncryption from './0021_signing_key_encryption.js'
 import * as sessionRevocationIndex from './0022_session_revocation_index.js'
 import * as organizationKeys from './0023_organization_keys.js'
+import * as tokenExpiryIndexes from './0024_token_expiry_indexes.js'
 
 /** Every migration, in order. Listed rather than scanned so tsx and compiled JS behave alike. */
 export const migrations: Record<string, Migration> = {
@@ -48,4 +49,5 @@ export const migrations: Record<string, Migration> = {
   '0021_signing_key_encryption': signingKeyEncryption,
   '0022_session_revocation_index': sessionRevocationIndex,
   '0023_organization_keys': organizationKeys,
+  '0024_token_expiry_indexes': tokenExpiryIndexes,
 }

@@ -38,30 +38,26 @@ type Db = Kysely<Database>
 const olderThanDays = (days: number) => sql<Date>`now() - ${days} * interval '1 day'`
 const deleted = (result: { numDeletedRows: bigint }) => Number(result.numDeletedRows)
 
-/** Reset links expire after 30 minutes; used or not, an expired one is of no further use. */
-async function purgeResetTokens(db: Db): Promise<number> {
-  const result = await db
-    .deleteFrom('password_reset_tokens')
-    .where('id', 'in', (eb) =>
-      eb
-        .selectFrom('password_reset_tokens')
-        .select('id')
-        .where('expires_at', '<', sql<Date>`now()`)
-        .limit(BATCH_ROWS),
-    )
-    .executeTakeFirst()
-  return deleted(result)
-}
-
 /**
+ * The statements that purge expired tokens, one batch each, found through their expires_at
+ * indexes. Reset links expire after 30 minutes; used or not, an expired one is of no further use.
  * An exchanged refresh token is kept while its session could still be refreshed: presenting it
  * again is how a stolen copy is noticed (the session is revoked). Once the token has expired and
  * its session has ended (expired or revoked), it is of no further use.
  */
-async function purgeRefreshTokens(db: Db): Promise<number> {
-  const result = await db
-    .deleteFrom('refresh_tokens')
-    .where('id', 'in', (eb) =>
+export const expiredTokenPurges = {
+  password_reset_tokens: (db: Db) =>
+    db
+      .deleteFrom('password_reset_tokens')
+      .where('id', 'in', (eb) =>
+        eb
+          .selectFrom('password_reset_tokens')
+          .select('id')
+          .where('expires_at', '<', sql<Date>`now()`)
+          .limit(BATCH_ROWS),
+      ),
+  refresh_tokens: (db: Db) =>
+    db.deleteFrom('refresh_tokens').where('id', 'in', (eb) =>
       eb
         .selectFrom('refresh_tokens')
         .innerJoin('sessions', 'sessions.id', 'refresh_tokens.session_id')
@@ -71,10 +67,11 @@ async function purgeRefreshTokens(db: Db): Promise<number> {
           w.or([w('sessions.expires_at', '<=', sql<Date>`now()`), w('sessions.revoked_at', 'is not', null)]),
         )
         .limit(BATCH_ROWS),
-    )
-    .executeTakeFirst()
-  return deleted(result)
+    ),
 }
+
+const purgeExpired = (table: keyof typeof expiredTokenPurges) => async (db: Db) =>
+  deleted(await expiredTokenPurges[table](db).executeTakeFirst())
 
 /**
  * Finished deliveries of one webhook past the retention, with their attempts, one batch in one
@@ -166,8 +163,8 @@ async function purgeAll(
       return rows
     })
 
-  await simple('password_reset_tokens', purgeResetTokens)
-  await simple('refresh_tokens', purgeRefreshTokens)
+  await simple('password_reset_tokens', purgeExpired('password_reset_tokens'))
+  await simple('refresh_tokens', purgeExpired('refresh_tokens'))
 
   if (settings.deliveryRetentionDays > 0) {
     const budget = { left: MAX_BATCHES_PER_TABLE }

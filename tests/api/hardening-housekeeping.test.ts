@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto'
+import { CompiledQuery, sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
+import { expiredTokenPurges } from '../../src/plugins/housekeeping.js'
 import { buildTestApp } from '../helpers/app.js'
 import { newOrganization, type TestOrganization } from '../helpers/factories.js'
 
@@ -197,6 +199,20 @@ describe('app.housekeeping.runOnce()', () => {
         unexpiredOfRevoked,
       ]),
     ).toEqual([keptForReuseDetection, current, unexpiredOfRevoked].sort())
+  })
+
+  it('finds expired tokens through an index on their expiry, not by reading every token', async () => {
+    for (const [table, purge] of Object.entries(expiredTokenPurges)) {
+      // With sequential scans priced out, the plan shows which index the planner can use; on tables
+      // this small it would otherwise read the table whatever indexes exist.
+      const plan = await app.db.transaction().execute(async (trx) => {
+        await sql`set local enable_seqscan = off`.execute(trx)
+        const { sql: text, parameters } = purge(trx).compile()
+        const plan = await trx.executeQuery(CompiledQuery.raw(`explain ${text}`, [...parameters]))
+        return plan.rows.map((row) => Object.values(row as object).join(' ')).join('\n')
+      })
+      expect(plan, table).toContain(`${table}_expires_idx`)
+    }
   })
 
   it('purges finished deliveries past WEBHOOK_DELIVERY_RETENTION_DAYS with their attempts, never pending ones', async () => {
