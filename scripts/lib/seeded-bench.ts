@@ -32,7 +32,9 @@ export async function seededDatabase(
       const seeding = `${name}_seeding`
       await sql`drop database if exists ${sql.id(seeding)} with (force)`.execute(admin.db)
       await sql`create database ${sql.id(seeding)}`.execute(admin.db)
-      const handle = openPostgres({ url: urlOf(serverUrl, seeding), poolMax: 2 })
+      // Seeding is a batch job, not a request: a million rows in one statement may well take longer
+      // than the service's 30 s statement limit on a busy machine.
+      const handle = openPostgres({ url: urlOf(serverUrl, seeding), poolMax: 2, statementTimeoutMs: 0 })
       try {
         await migrateToLatest(handle.db)
         process.stdout.write(`Seeding ${patients} patients…\n`)
