@@ -16,7 +16,7 @@ function plain(error) {
   return fields
 }
 
-async function open({ dataDir, loadDataDir }) {
+async function open({ dataDir, loadDataDir, sharedBuffersMb }) {
   const [{ PGlite, types }, { pg_trgm }, { btree_gist }] = await Promise.all([
     import('@electric-sql/pglite'),
     import('@electric-sql/pglite/contrib/pg_trgm'),
@@ -26,6 +26,8 @@ async function open({ dataDir, loadDataDir }) {
     ...(dataDir ? { dataDir } : {}),
     ...(loadDataDir ? { loadDataDir: new Blob([loadDataDir]) } : {}),
     extensions: { pg_trgm, btree_gist },
+    // Rather than the data directory's 128 MB, which are zeroed in WebAssembly memory at every open.
+    startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${sharedBuffersMb}MB`],
     // The same types as on PostgreSQL (db/connect.ts): int8 values are numbers, dates stay
     // 'YYYY-MM-DD' text (a Date would shift a birth date across time zones).
     parsers: { [types.INT8]: Number, [types.DATE]: (value) => value },

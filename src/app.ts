@@ -157,7 +157,11 @@ export async function openConfiguredDatabase(
         statementTimeoutMs: config.DATABASE_QUERY_TIMEOUT_MS,
         onPoolError,
       })
-    : openPglite({ dataDir: embeddedDatabaseDir(config.DATA_DIR), template })
+    : openPglite({
+        dataDir: embeddedDatabaseDir(config.DATA_DIR),
+        template,
+        sharedBuffersMb: config.EMBEDDED_SHARED_BUFFERS_MB,
+      })
 }
 
 /** The read replicas of DATABASE_READ_URLS, if any, pooled and checked like the primary. */

@@ -13,5 +13,6 @@ export function openDatabaseAhead(env: Record<string, string | undefined>): void
   } catch {
     return
   }
-  if (!config.DATABASE_URL) startPgliteAhead(embeddedDatabaseDir(config.DATA_DIR))
+  if (!config.DATABASE_URL)
+    startPgliteAhead(embeddedDatabaseDir(config.DATA_DIR), config.EMBEDDED_SHARED_BUFFERS_MB)
 }

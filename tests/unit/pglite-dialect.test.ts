@@ -5,7 +5,7 @@ import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type DatabaseHandle, openPglite } from '../../db/connect.js'
 import { startPgliteAhead, takeStartedAhead } from '../../db/pglite-start.js'
-import { PgliteThread } from '../../db/pglite-thread-client.js'
+import { EMBEDDED_SHARED_BUFFERS_MB, PgliteThread } from '../../db/pglite-thread-client.js'
 import { fromDatabaseError } from '../../src/errors.js'
 
 let handle: DatabaseHandle
@@ -28,6 +28,18 @@ describe('the embedded database connection', () => {
     clearInterval(timer)
     // PGlite on the event loop's own thread would have held every tick until the statement ended.
     expect(ticks).toBeGreaterThan(5)
+  })
+
+  it("opens with the shared buffers asked for, EMBEDDED_SHARED_BUFFERS_MB by default, not initdb's 128 MB", async () => {
+    const sharedBuffers = async (db: DatabaseHandle['db']) =>
+      (await sql<{ shared_buffers: string }>`show shared_buffers`.execute(db)).rows[0]?.shared_buffers
+    expect(await sharedBuffers(handle.db)).toBe(`${EMBEDDED_SHARED_BUFFERS_MB}MB`)
+    const larger = await openPglite({ sharedBuffersMb: 64 })
+    try {
+      expect(await sharedBuffers(larger.db)).toBe('64MB')
+    } finally {
+      await larger.close()
+    }
   })
 
   it('keeps a statement queued beside a transaction out of it, on the one session', async () => {
