@@ -1,7 +1,9 @@
+import { readFileSync } from 'node:fs'
 import { copyFile, mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
 import { SourceMap } from 'node:module'
 import { loadavg, tmpdir } from 'node:os'
 import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import type { LoadPlan } from '../bench/load.js'
 import { runJson } from '../bench/processes.js'
@@ -63,17 +65,34 @@ function areaOf(source: string): string {
   return second ? `${top}/${second.endsWith('.ts') ? '' : second}`.replace(/\/$/, '') : (top as string)
 }
 
-function sourceLocator(map: SourceMap | undefined, bundleUrl: string) {
+/** The source map beside each file of the bundle (`server.mjs` and its chunks), read on first use. */
+function bundleMaps(): (url: string) => SourceMap | undefined {
+  const maps = new Map<string, SourceMap | undefined>()
+  return (url) => {
+    if (!url.startsWith(`file://${dist}/`)) return undefined
+    if (!maps.has(url)) {
+      try {
+        maps.set(url, new SourceMap(JSON.parse(readFileSync(`${fileURLToPath(url)}.map`, 'utf8'))))
+      } catch {
+        maps.set(url, undefined)
+      }
+    }
+    return maps.get(url)
+  }
+}
+
+function sourceLocator(mapOf: (url: string) => SourceMap | undefined) {
   return (frame: ProfileNode['callFrame']): { source: string; line: number } => {
-    if (map && frame.url === bundleUrl) {
+    const map = mapOf(frame.url)
+    if (map) {
       const entry = map.findEntry(frame.lineNumber, frame.columnNumber) as {
         originalSource?: string
         originalLine?: number
       }
       if (entry.originalSource) {
         const file = entry.originalSource.startsWith('file://')
-          ? new URL(entry.originalSource).pathname
-          : path.resolve(path.dirname(bundleUrl.replace('file://', '')), entry.originalSource)
+          ? fileURLToPath(entry.originalSource)
+          : path.resolve(path.dirname(fileURLToPath(frame.url)), entry.originalSource)
         return { source: path.relative(projectRoot, file), line: (entry.originalLine ?? 0) + 1 }
       }
     }
@@ -148,12 +167,7 @@ async function main(): Promise<void> {
     if (!file) throw new Error('the service wrote no CPU profile')
     if (values.save) await copyFile(path.join(profileDir, file), values.save)
     const profile = JSON.parse(await readFile(path.join(profileDir, file), 'utf8')) as CpuProfile
-    const bundle = path.join(dist, 'server.mjs')
-    const map = await readFile(`${bundle}.map`, 'utf8').then(
-      (text) => new SourceMap(JSON.parse(text)),
-      () => undefined,
-    )
-    const summary = summarise(profile, sourceLocator(map, `file://${bundle}`))
+    const summary = summarise(profile, sourceLocator(bundleMaps()))
     await report(summary, measured.rps, loadAtStart)
   } finally {
     await rm(dataDir, { recursive: true, force: true })
