@@ -7,7 +7,7 @@ import { findTemplate } from '../../db/embedded-template.js'
 import { writeBenchmarkSection } from '../lib/benchmarks-file.js'
 import { imageRuntime } from './image-node.js'
 import type { LoadPlan } from './load.js'
-import { freePort, peakMemoryMb, runJson, type Started, startProcess } from './processes.js'
+import { freePort, peakMemoryMb, residentMemoryMb, runJson, type Started, startProcess } from './processes.js'
 import { FIRST_NAMES, LAST_NAMES, type Seeded } from './seed.js'
 import { adminUrl, dist, login, prepareDatabase, script, startService, UPLOAD_MB } from './service.js'
 import { uploadMemoryGrowthMb } from './upload.js'
@@ -197,6 +197,8 @@ interface ColdStarts {
   version: string
   pglite: number[]
   postgres: number[]
+  /** Resident memory of each PGlite start when ready (its thread's WebAssembly memory included), MB. */
+  pgliteMemory: number[]
 }
 
 interface Starts {
@@ -237,6 +239,7 @@ async function measureStarts(databaseUrl: string): Promise<Starts> {
       version,
       pglite: [] as number[],
       postgres: [] as number[],
+      pgliteMemory: [] as number[],
     }))
     for (const { node } of runtimes) await (await startService(undefined, dataDir, [], node)).stop()
     for (let round = 0; round < COLD_START_ROUNDS; round++) {
@@ -248,6 +251,8 @@ async function measureStarts(databaseUrl: string): Promise<Starts> {
         ] as const) {
           const started = await startService(databaseUrlOf, dataDir, [], node)
           list.push(started.startupMs)
+          if (!databaseUrlOf)
+            times.pgliteMemory.push(Math.round(residentMemoryMb(started.child.pid as number)))
           await started.stop()
         }
       }
@@ -426,8 +431,8 @@ async function report(run: Report): Promise<void> {
     `- A ${UPLOAD_MB} MB document upload (answered ${run.upload.statusCode}) raised resident memory by ${round(run.upload.growthMb)} MB (target < 30)`,
     `- First start to ready on a new data directory, embedded (${run.starts.fromTemplate ? 'from the prepared template' : 'no template prepared: initdb and every migration'}), the median of ${run.starts.first.length}: ${median(run.starts.first)} ms (${run.starts.first.join(', ')}) (target ≤ 5000)`,
     ...run.starts.cold.map(
-      ({ version, pglite, postgres }, index) =>
-        `- Cold start to ready on an existing database, on Node.js ${version} (${index === 0 ? "the benchmark's" : "the Docker image's"}), the median of ${pglite.length}: PGlite ${median(pglite)} ms (${pglite.join(', ')}) (target ≤ 1000), PostgreSQL ${median(postgres)} ms (${postgres.join(', ')}) (target ≤ 500)`,
+      ({ version, pglite, postgres, pgliteMemory }, index) =>
+        `- Cold start to ready on an existing database, on Node.js ${version} (${index === 0 ? "the benchmark's" : "the Docker image's"}), the median of ${pglite.length}: PGlite ${median(pglite)} ms (${pglite.join(', ')}) (target ≤ 1000), PostgreSQL ${median(postgres)} ms (${postgres.join(', ')}) (target ≤ 500); resident memory of the PGlite start when ready ${median(pgliteMemory)} MB (${pgliteMemory.join(', ')})`,
     ),
     `- Seeding ${PATIENTS} patients: ${run.seedSeconds.toFixed(1)} s`,
   ]
