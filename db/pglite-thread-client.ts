@@ -9,11 +9,7 @@ export interface PgliteThreadOptions {
   sharedBuffersMb?: number
 }
 
-/**
- * Zeroed in WebAssembly memory at every open: 32 MB opens about a third of a second sooner and
- * holds about 100 MB less memory than PostgreSQL's 128 MB, for random reads of a 62 MB table about
- * a fifth slower (their misses are read from the operating system's cache).
- */
+/** The default of EMBEDDED_SHARED_BUFFERS_MB, whose description (src/config.ts) says why. */
 export const EMBEDDED_SHARED_BUFFERS_MB = 32
 
 export interface PgliteQueryResult<R> {

@@ -70,9 +70,6 @@ export const expiredTokenPurges = {
     ),
 }
 
-const purgeExpired = (table: keyof typeof expiredTokenPurges) => async (db: Db) =>
-  deleted(await expiredTokenPurges[table](db).executeTakeFirst())
-
 /**
  * Finished deliveries of one webhook past the retention, with their attempts, one batch in one
  * transaction. Found through the (organization, webhook, updated_at) index; pending deliveries stay
@@ -163,8 +160,11 @@ async function purgeAll(
       return rows
     })
 
-  await simple('password_reset_tokens', purgeExpired('password_reset_tokens'))
-  await simple('refresh_tokens', purgeExpired('refresh_tokens'))
+  for (const [table, purge] of Object.entries(expiredTokenPurges)) {
+    await simple(table as keyof typeof expiredTokenPurges, async (db) =>
+      deleted(await purge(db).executeTakeFirst()),
+    )
+  }
 
   if (settings.deliveryRetentionDays > 0) {
     const budget = { left: MAX_BATCHES_PER_TABLE }
