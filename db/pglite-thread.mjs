@@ -28,7 +28,7 @@ async function open({ dataDir, loadDataDir, sharedBuffersMb }) {
     extensions: { pg_trgm, btree_gist },
     // Rather than the data directory's 128 MB, which are zeroed in WebAssembly memory at every open.
     startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${sharedBuffersMb}MB`],
-    // The same types as on PostgreSQL (db/connect.ts): int8 values are numbers, dates stay
+    // The same types as on PostgreSQL (db/postgres.ts): int8 values are numbers, dates stay
     // 'YYYY-MM-DD' text (a Date would shift a birth date across time zones).
     parsers: { [types.INT8]: Number, [types.DATE]: (value) => value },
   })

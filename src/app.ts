@@ -1,10 +1,9 @@
 import path from 'node:path'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyServerOptions, LogController } from 'fastify'
-import { type DatabaseHandle, openPglite, openPostgres } from '../db/connect.js'
+import { type DatabaseHandle, openPglite } from '../db/connect.js'
 import { findTemplate } from '../db/embedded-template.js'
 import { migrateToLatest } from '../db/migrator.js'
-import { openReadReplicas } from '../db/replicas.js'
 import type { Config } from './config.js'
 import { clientErrorHandler } from './http/client-errors.js'
 import { lazyChildLoggers } from './lib/lazy-child-logger.js'
@@ -147,27 +146,30 @@ export async function openConfiguredDatabase(
   config: Config,
   onPoolError: (error: Error) => void,
   template?: string,
-) {
-  return config.DATABASE_URL
-    ? openPostgres({
-        url: config.DATABASE_URL,
-        directUrl: config.DATABASE_DIRECT_URL,
-        poolMax: config.DATABASE_POOL_MAX,
-        preparedStatements: config.DATABASE_PREPARED_STATEMENTS,
-        statementTimeoutMs: config.DATABASE_QUERY_TIMEOUT_MS,
-        onPoolError,
-      })
-    : openPglite({
-        dataDir: embeddedDatabaseDir(config.DATA_DIR),
-        template,
-        sharedBuffersMb: config.EMBEDDED_SHARED_BUFFERS_MB,
-      })
+): Promise<DatabaseHandle> {
+  if (!config.DATABASE_URL) {
+    return openPglite({
+      dataDir: embeddedDatabaseDir(config.DATA_DIR),
+      template,
+      sharedBuffersMb: config.EMBEDDED_SHARED_BUFFERS_MB,
+    })
+  }
+  const { openPostgres } = await import('../db/postgres.js')
+  return openPostgres({
+    url: config.DATABASE_URL,
+    directUrl: config.DATABASE_DIRECT_URL,
+    poolMax: config.DATABASE_POOL_MAX,
+    preparedStatements: config.DATABASE_PREPARED_STATEMENTS,
+    statementTimeoutMs: config.DATABASE_QUERY_TIMEOUT_MS,
+    onPoolError,
+  })
 }
 
 /** The read replicas of DATABASE_READ_URLS, if any, pooled and checked like the primary. */
-function openConfiguredReplicas(config: Config, primary: DatabaseHandle) {
+async function openConfiguredReplicas(config: Config, primary: DatabaseHandle) {
   const urls = config.DATABASE_READ_URLS.split(',').filter(Boolean)
   if (urls.length === 0 || primary.kind !== 'postgres') return undefined
+  const { openReadReplicas } = await import('../db/replicas.js')
   return openReadReplicas({
     primary,
     urls,
@@ -191,6 +193,7 @@ export async function migrateDatabase(
 ) {
   if (!config.DATABASE_URL || handle.kind !== 'postgres') return migrateToLatest(handle.db, onPending)
   const url = config.DATABASE_DIRECT_URL ?? config.DATABASE_URL
+  const { openPostgres } = await import('../db/postgres.js')
   const unlimited = openPostgres({ url, poolMax: 1, statementTimeoutMs: 0 })
   try {
     return await migrateToLatest(unlimited.db, onPending)
@@ -256,7 +259,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   await app.register(database, { handle })
   // Early, so that the plugins after it can count and every route gets its latency histogram.
   await app.register(metrics)
-  const replicas = openConfiguredReplicas(config, handle)
+  const replicas = await openConfiguredReplicas(config, handle)
   await app.register(readReplicas, { replicas })
   await app.register(audit, { flushIntervalMs: config.AUDIT_FLUSH_INTERVAL_MS })
   await app.register(background)
@@ -284,7 +287,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   const fhirTypes = resourceTypes({ mrnSystem: config.FHIR_MRN_SYSTEM, base: fhirBase })
   // Direct: behind a pooler its statement limit would cut exports short of their own.
   const exportDatabase = config.DATABASE_URL
-    ? openPostgres({
+    ? (await import('../db/postgres.js')).openPostgres({
         url: config.DATABASE_DIRECT_URL ?? config.DATABASE_URL,
         poolMax: config.BULK_EXPORT_POOL_MAX,
         preparedStatements: 0,

@@ -11,8 +11,9 @@ import { build, type Metafile } from 'esbuild'
  *
  * What is imported with `await import()` goes into a chunk of its own (dist/chunks), read only when
  * first asked for: the service itself, after the entry has turned on Node's compile cache
- * (src/server.ts), and the packages only some settings need (src/lib/on-demand). Read from
- * node_modules instead, the Redis client alone took about 70 ms of every start on PostgreSQL.
+ * (src/server.ts), and the packages only some settings need (src/lib/on-demand; pg through
+ * db/postgres.ts). Read from node_modules instead, the Redis client alone took about 70 ms of every
+ * start on PostgreSQL.
  *
  * Left out of the bundle, loaded from node_modules as usual: packages that find their own files at
  * run time (PGlite's WebAssembly; the explorer is told where its files are, src/plugins/openapi.ts),
@@ -23,8 +24,17 @@ import { build, type Metafile } from 'esbuild'
  * code that starts it: it is copied next to each output that holds that code.
  */
 const EXTERNAL = ['@electric-sql/pglite', '@aws-sdk/*', 'pg-native']
-/** Packages that must never be read on a start that does not ask for them. */
-export const ON_DEMAND = ['@aws-sdk/*', 'ioredis', 'nodemailer', 'undici', 'pg-native']
+/** Packages that must never be read on a start that does not ask for them (pg: only on PostgreSQL). */
+export const ON_DEMAND = [
+  '@aws-sdk/*',
+  'ioredis',
+  'nodemailer',
+  'undici',
+  'pg',
+  'pg-pool',
+  'pg-protocol',
+  'pg-native',
+]
 
 // Run from source (npm run build uses tsx), so the project is two levels up.
 const root = path.resolve(import.meta.dirname, '..', '..')

@@ -4,11 +4,11 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { Kysely, sql } from 'kysely'
 import type { TestProject } from 'vitest/node'
-import { openPostgres } from '../../db/connect.js'
 import type { Database } from '../../db/database.js'
 import { migrateToLatest } from '../../db/migrator.js'
 import { PgliteDialect } from '../../db/pglite-dialect.js'
 import { PgliteThread } from '../../db/pglite-thread-client.js'
+import { openPostgres } from '../../db/postgres.js'
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -1,6 +1,6 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { openPostgres } from '../../db/connect.js'
+import { openPostgres } from '../../db/postgres.js'
 import type { App } from '../../src/app.js'
 import { buildTestApp, newPostgresDatabase } from '../helpers/app.js'
 import { bearer, newOrganization, type TestUser } from '../helpers/factories.js'

@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { openPostgres } from '../../db/connect.js'
+import { openPostgres } from '../../db/postgres.js'
 import { type App, buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { newPostgresDatabase, testEnvironment } from '../helpers/app.js'

@@ -1,6 +1,7 @@
 import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type DatabaseHandle, openPostgres } from '../../db/connect.js'
+import type { DatabaseHandle } from '../../db/connect.js'
+import { openPostgres } from '../../db/postgres.js'
 import { type App, openConfiguredDatabase } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import type { HousekeepingRun } from '../../src/plugins/housekeeping.js'

@@ -1,6 +1,7 @@
 import { sql } from 'kysely'
 import { afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { type DatabaseHandle, openPostgres } from '../../db/connect.js'
+import type { DatabaseHandle } from '../../db/connect.js'
+import { openPostgres } from '../../db/postgres.js'
 import { precompiledQuery } from '../../db/precompiled-query.js'
 import { newPostgresDatabase } from '../helpers/app.js'
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type DatabaseHandle, openPostgres } from '../../db/connect.js'
+import type { DatabaseHandle } from '../../db/connect.js'
+import { openPostgres } from '../../db/postgres.js'
 import type { App } from '../../src/app.js'
 import { buildTestApp, newPostgresDatabase, TEST_ENCRYPTION_KEY } from '../helpers/app.js'
 import { newOrganization, patientBody } from '../helpers/factories.js'

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { openPostgres } from '../../db/connect.js'
+import { openPostgres } from '../../db/postgres.js'
 import type { App } from '../../src/app.js'
 import { buildTestApp, newPostgresDatabase } from '../helpers/app.js'
 import { newOrganization, patientBody } from '../helpers/factories.js'

@@ -113,5 +113,7 @@ describe('what a start reads', () => {
     ])
     const mail = await load('src/lib/on-demand/nodemailer.ts')
     expect(typeof mail.createTransport).toBe('function')
+    const postgres = await load('db/postgres.ts')
+    expect(typeof postgres.openPostgres).toBe('function')
   })
 })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { formatLsn, parseLsn } from '../../db/replicas.js'
+import { formatLsn, parseLsn } from '../../db/wal-positions.js'
 
 describe('WAL positions (X-Write-Position, X-Read-After)', () => {
   it('reads PostgreSQL’s notation as bytes, orders by it and writes it back', () => {
