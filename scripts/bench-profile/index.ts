@@ -7,20 +7,23 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import type { LoadPlan } from '../bench/load.js'
 import { runJson } from '../bench/processes.js'
+import { CREATED_PATIENT } from '../bench/seed.js'
 import { dist, login, prepareDatabase, script, startService } from '../bench/service.js'
 import { writeBenchmarkSection } from '../lib/benchmarks-file.js'
 
 /**
- * Where a hot read spends its time: the service (production bundle, PostgreSQL, Redis rate limits)
+ * Where a hot route spends its time: the service (production bundle, PostgreSQL, Redis rate limits)
  * under `node --cpu-prof` while autocannon drives GET /api/patients/{id} (or, with `--route
- * sorted-page`, the first page of 20 patients by last name), and the profile's
+ * sorted-page`, the first page of 20 patients by last name; with `--route create`, POST
+ * /api/patients), and the profile's
  * self time summed per function and per package, mapped back to the sources through the bundle's
  * source map. `--label` names the section, so a before and an after stand side by side.
  */
 const { values } = parseArgs({
   options: {
     label: { type: 'string', default: 'latest' },
-    // `by-id` (GET /api/patients/{id}) or `sorted-page` (GET /api/patients, 20 by last name).
+    // `by-id` (GET /api/patients/{id}), `sorted-page` (GET /api/patients, 20 by last name) or
+    // `create` (POST /api/patients).
     route: { type: 'string', default: 'by-id' },
     patients: { type: 'string', default: '100000' },
     seconds: { type: 'string', default: '10' },
@@ -41,16 +44,24 @@ interface CpuProfile {
   timeDeltas: number[]
 }
 
-const ROUTES = {
-  'by-id': { title: 'GET /api/patients/{id}', path: '/api/patients/{id}', byId: true },
+const ROUTES: Record<
+  string,
+  { title: string; method: 'GET' | 'POST'; path: string; byId?: true; body?: string }
+> = {
+  'by-id': { title: 'GET /api/patients/{id}', method: 'GET', path: '/api/patients/{id}', byId: true },
   'sorted-page': {
     title: 'GET /api/patients (sorted page)',
+    method: 'GET',
     path: '/api/patients?size=20&sort=lastName,asc',
-    byId: false,
   },
-} as const
-const route = ROUTES[values.route as keyof typeof ROUTES]
-if (!route) throw new Error(`--route must be one of ${Object.keys(ROUTES).join(', ')}`)
+  create: { title: 'POST /api/patients', method: 'POST', path: '/api/patients', body: CREATED_PATIENT },
+}
+function chosenRoute() {
+  const chosen = ROUTES[values.route]
+  if (!chosen) throw new Error(`--route must be one of ${Object.keys(ROUTES).join(', ')}`)
+  return chosen
+}
+const route = chosenRoute()
 
 const PSEUDO_FRAMES = new Set(['(root)', '(program)', '(idle)', '(garbage collector)'])
 const projectRoot = path.resolve(dist, '..')
@@ -148,9 +159,10 @@ async function main(): Promise<void> {
     const token = await login(service.url, database.seeded.email)
     const plan: LoadPlan = {
       url: service.url,
-      method: 'GET',
+      method: route.method,
       path: route.path,
       ...(route.byId && { idRange: [database.seeded.firstPatientId, database.seeded.lastPatientId] }),
+      ...(route.body && { body: route.body }),
       headers: { authorization: `Bearer ${token}` },
       connections: Number(values.connections),
       warmupSeconds: 3,

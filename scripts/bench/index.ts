@@ -8,7 +8,7 @@ import { writeBenchmarkSection } from '../lib/benchmarks-file.js'
 import { imageRuntime } from './image-node.js'
 import type { LoadPlan } from './load.js'
 import { freePort, peakMemoryMb, residentMemoryMb, runJson, type Started, startProcess } from './processes.js'
-import { FIRST_NAMES, LAST_NAMES, type Seeded } from './seed.js'
+import { CREATED_PATIENT, FIRST_NAMES, LAST_NAMES, type Seeded } from './seed.js'
 import { adminUrl, dist, login, prepareDatabase, script, startService, UPLOAD_MB } from './service.js'
 import { uploadMemoryGrowthMb } from './upload.js'
 
@@ -58,10 +58,6 @@ const futureDate = () => new Date(Date.now() + 7 * 86_400_000).toISOString().sli
 function scenarios(service: string, token: string, seeded: Seeded) {
   const auth = { authorization: `Bearer ${token}` }
   const ids: [number, number] = [seeded.firstPatientId, seeded.lastPatientId]
-  const patientBody = JSON.stringify({
-    identification: { firstName: 'Bench', lastName: 'Created', dateOfBirth: '1980-01-01', gender: 'Other' },
-    contact: { email: 'bench.created@example.test' },
-  })
   return {
     'GET /api/patients/{id}': {
       url: service,
@@ -99,7 +95,7 @@ function scenarios(service: string, token: string, seeded: Seeded) {
       url: service,
       method: 'POST',
       path: '/api/patients',
-      body: patientBody,
+      body: CREATED_PATIENT,
       headers: auth,
     },
     'GET /api/appointments/available-slots': {

@@ -7,6 +7,12 @@ import { hashPassword } from '../../src/lib/passwords.js'
 
 export const BENCH_PASSWORD = 'benchmark-password-1'
 
+/** The body of every patient a benchmark creates through the API. */
+export const CREATED_PATIENT = JSON.stringify({
+  identification: { firstName: 'Bench', lastName: 'Created', dateOfBirth: '1980-01-01', gender: 'Other' },
+  contact: { email: 'bench.created@example.test' },
+})
+
 export const FIRST_NAMES = [
   'James',
   'Mary',
