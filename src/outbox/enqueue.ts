@@ -45,6 +45,30 @@ export async function enqueueEvent<E extends EmittedEvent>(
 }
 
 /**
+ * The statement of `changeWithEvent`, with the event's `timestamp` given: a precompiled statement
+ * (db/precompiled-query.ts) builds it once with placeholders for its values.
+ */
+export function changeWithEventStatement<R, E extends EmittedEvent>(
+  organizationId: number,
+  event: E,
+  change: Compilable<R> & OperationNodeSource,
+  data: (changed: RawBuilder<unknown>) => RawBuilder<EventData<E>>,
+  timestamp: string,
+): RawBuilder<R> {
+  const payload = sql`jsonb_build_object(
+    'event', ${event}::text, 'timestamp', ${timestamp}::text, 'data', ${data(sql.table('changed'))})`
+  return sql<R>`
+    with changed as (${change}),
+    inserted as (
+      insert into outbox_events (organization_id, event_type, payload)
+      select ${organizationId}, ${event}, ${payload} from changed
+      returning id
+    ), ${deliveriesOf(organizationId, event)}
+    select * from changed
+  `
+}
+
+/**
  * Makes a change and records its event in one statement, which is atomic by itself: no transaction
  * is needed for the pair, and it costs one round trip. `change` is an INSERT or UPDATE … RETURNING
  * of one row; `data` builds the event's data in SQL from that row (the table `changed`). Returns
@@ -57,17 +81,8 @@ export async function changeWithEvent<R, E extends EmittedEvent>(
   change: Compilable<R> & OperationNodeSource,
   data: (changed: RawBuilder<unknown>) => RawBuilder<EventData<E>>,
 ): Promise<R | undefined> {
-  const payload = sql`jsonb_build_object(
-    'event', ${event}::text, 'timestamp', ${new Date().toISOString()}::text, 'data', ${data(sql.table('changed'))})`
-  const { rows } = await sql<R>`
-    with changed as (${change}),
-    inserted as (
-      insert into outbox_events (organization_id, event_type, payload)
-      select ${organizationId}, ${event}, ${payload} from changed
-      returning id
-    ), ${deliveriesOf(organizationId, event)}
-    select * from changed
-  `.execute(db)
+  const statement = changeWithEventStatement(organizationId, event, change, data, new Date().toISOString())
+  const { rows } = await statement.execute(db)
   return rows[0]
 }
 

@@ -1,6 +1,8 @@
+import type { Insertable } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { DatabaseHandle } from '../../db/connect.js'
 import { precompiledQuery } from '../../db/precompiled-query.js'
+import type { OrganizationsTable } from '../../db/tables/organizations.js'
 import { openTestDatabase } from '../helpers/app.js'
 
 let handle: DatabaseHandle
@@ -69,5 +71,34 @@ describe('precompiledQuery', () => {
       return inside
     })
     expect(seen.map((row) => row.name)).toEqual(['Precompiled D'])
+  })
+
+  it('takes a row as one value per field, compiled once for each set of fields', async () => {
+    const insertOrganization = precompiledQuery((db, row: Insertable<OrganizationsTable>) =>
+      db.insertInto('organizations').values(row).returning(['name', 'group_path', 'created_at']),
+    )
+    const chosen = new Date('2001-02-03T04:05:06.000Z')
+    const [plain] = await insertOrganization(handle.db, { name: 'Precompiled E', group_path: '/E' })
+    const [dated] = await insertOrganization(handle.db, {
+      name: 'Precompiled F',
+      group_path: '/F',
+      created_at: chosen,
+    })
+    // A field left undefined is left out, so the column takes its default as Kysely would give it.
+    const [undated] = await insertOrganization(handle.db, {
+      created_at: undefined,
+      group_path: '/G',
+      name: 'Precompiled G',
+    })
+    expect(plain).toMatchObject({ name: 'Precompiled E', group_path: '/E' })
+    expect(dated).toEqual({ name: 'Precompiled F', group_path: '/F', created_at: chosen })
+    expect(undated).toMatchObject({ name: 'Precompiled G', group_path: '/G' })
+    for (const row of [plain, undated]) {
+      expect(Date.now() - (row as { created_at: Date }).created_at.getTime()).toBeLessThan(60_000)
+    }
+    await handle.db
+      .deleteFrom('organizations')
+      .where('name', 'in', ['Precompiled E', 'Precompiled F', 'Precompiled G'])
+      .execute()
   })
 })
