@@ -404,7 +404,7 @@ export const ConfigSchema = Type.Object({
     maximum: 600_000,
     default: 1000,
     description:
-      'How often the worker looks for due deliveries besides being woken by commits (NOTIFY) and its own retry timers',
+      "How often the worker looks for due deliveries besides being woken by this instance's commits, by NOTIFY from instances that run no worker (`OUTBOX_WORKER=false`) and by its own retry timers",
   }),
   WEBHOOK_ALLOW_HTTP: Type.Boolean({
     default: false,

@@ -2,14 +2,13 @@ import { type Compilable, type OperationNodeSource, type RawBuilder, sql } from 
 import type { Db, Trx } from '../../db/database.js'
 import { type EmittedEvent, type EventData, TEST_EVENT } from '../../schemas/events.js'
 import { ALL_EVENTS } from '../../schemas/webhooks.js'
-
-export const OUTBOX_CHANNEL = 'outbox_events'
+import { announceDeliveries } from './doorbell.js'
 
 /**
  * The deliveries of the event row `inserted`: one for each active webhook of the organization that
- * subscribed to it. Each delivery sends a NOTIFY naming its webhook, which PostgreSQL folds into one
- * per webhook and transaction and sends on commit only: listeners wake when there is something to
- * deliver, and a worker whose queue for that webhook's receiver is already full need not claim.
+ * subscribed to it, each returning its webhook, so that the writer can announce them once it has
+ * committed (src/outbox/doorbell.ts): a worker whose queue for that webhook's receiver is already
+ * full need not claim.
  */
 function deliveriesOf(organizationId: number, event: EmittedEvent) {
   return sql`deliveries as (
@@ -19,13 +18,14 @@ function deliveriesOf(organizationId: number, event: EmittedEvent) {
       where webhooks.organization_id = ${organizationId}
         and webhooks.active
         and (${event} = any(webhooks.events) or ${ALL_EVENTS} = any(webhooks.events))
-      returning pg_notify(${OUTBOX_CHANNEL}, webhook_id::text)
+      returning webhook_id
     )`
 }
 
 /**
  * Records an event in the same transaction as the change that caused it, so the event exists
- * exactly when the change does, with its deliveries.
+ * exactly when the change does, with its deliveries. The transaction is opened by
+ * `transactionWithEvents`, which announces the deliveries once it commits.
  */
 export async function enqueueEvent<E extends EmittedEvent>(
   trx: Trx,
@@ -34,19 +34,28 @@ export async function enqueueEvent<E extends EmittedEvent>(
   data: EventData<E>,
 ): Promise<void> {
   const payload = { event, timestamp: new Date().toISOString(), data }
-  await sql`
+  const { rows } = await sql<{ webhook_id: number }>`
     with inserted as (
       insert into outbox_events (organization_id, event_type, payload)
       values (${organizationId}, ${event}, ${JSON.stringify(payload)}::jsonb)
       returning id
     ), ${deliveriesOf(organizationId, event)}
-    select from inserted
+    select webhook_id from deliveries
   `.execute(trx)
+  announceDeliveries(
+    trx,
+    rows.map((row) => row.webhook_id),
+  )
 }
+
+/** The column in which a change-and-event statement returns the webhooks its deliveries are for. */
+const DELIVERED_TO = 'outbox_delivered_to'
+type WithDeliveries<R> = R & { [DELIVERED_TO]: number[] | null }
 
 /**
  * The statement of `changeWithEvent`, with the event's `timestamp` given: a precompiled statement
- * (db/precompiled-query.ts) builds it once with placeholders for its values.
+ * (db/precompiled-query.ts) builds it once with placeholders for its values. Its rows go through
+ * `changedRow`.
  */
 export function changeWithEventStatement<R, E extends EmittedEvent>(
   organizationId: number,
@@ -54,18 +63,27 @@ export function changeWithEventStatement<R, E extends EmittedEvent>(
   change: Compilable<R> & OperationNodeSource,
   data: (changed: RawBuilder<unknown>) => RawBuilder<EventData<E>>,
   timestamp: string,
-): RawBuilder<R> {
+): RawBuilder<WithDeliveries<R>> {
   const payload = sql`jsonb_build_object(
     'event', ${event}::text, 'timestamp', ${timestamp}::text, 'data', ${data(sql.table('changed'))})`
-  return sql<R>`
+  return sql<WithDeliveries<R>>`
     with changed as (${change}),
     inserted as (
       insert into outbox_events (organization_id, event_type, payload)
       select ${organizationId}, ${event}, ${payload} from changed
       returning id
     ), ${deliveriesOf(organizationId, event)}
-    select * from changed
+    select changed.*, (select array_agg(webhook_id) from deliveries) as ${sql.id(DELIVERED_TO)} from changed
   `
+}
+
+/** The row a change-and-event statement changed, if any, once the deliveries it created are announced. */
+export function changedRow<R>(db: Db, rows: WithDeliveries<R>[]): R | undefined {
+  const row = rows[0]
+  if (!row) return undefined
+  const { [DELIVERED_TO]: webhookIds, ...changed } = row
+  if (webhookIds) announceDeliveries(db, webhookIds)
+  return changed as R
 }
 
 /**
@@ -82,8 +100,7 @@ export async function changeWithEvent<R, E extends EmittedEvent>(
   data: (changed: RawBuilder<unknown>) => RawBuilder<EventData<E>>,
 ): Promise<R | undefined> {
   const statement = changeWithEventStatement(organizationId, event, change, data, new Date().toISOString())
-  const { rows } = await statement.execute(db)
-  return rows[0]
+  return changedRow(db, (await statement.execute(db)).rows)
 }
 
 /** A `webhook.test` event for one webhook only, at an administrator's request. */
@@ -102,20 +119,11 @@ export async function enqueueTestDelivery(
       insert into outbox_events (organization_id, event_type, payload)
       values (${organizationId}, ${TEST_EVENT}, ${JSON.stringify(payload)}::jsonb)
       returning id
-    ), delivery as (
-      insert into webhook_deliveries (webhook_id, organization_id, event_id, event_type)
-      select ${webhookId}, ${organizationId}, inserted.id, ${TEST_EVENT} from inserted
-      returning id
     )
-    select delivery.id, pg_notify(${OUTBOX_CHANNEL}, ${webhookId}::text) from delivery
+    insert into webhook_deliveries (webhook_id, organization_id, event_id, event_type)
+    select ${webhookId}, ${organizationId}, inserted.id, ${TEST_EVENT} from inserted
+    returning id
   `.execute(trx)
+  announceDeliveries(trx, [webhookId])
   return (rows[0] as { id: number }).id
-}
-
-/**
- * Wakes the workers on commit, for work that is due again without a new event (a redelivery); the
- * empty payload names no webhook, so every worker claims.
- */
-export async function notifyWorkers(trx: Trx): Promise<void> {
-  await sql`select pg_notify(${OUTBOX_CHANNEL}, '')`.execute(trx)
 }

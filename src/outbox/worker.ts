@@ -12,7 +12,7 @@ import {
   releaseAllLeases,
   releaseDeliveries,
 } from './deliveries.js'
-import { OUTBOX_CHANNEL } from './enqueue.js'
+import { OUTBOX_CHANNEL } from './doorbell.js'
 import type { AttemptOutcome, OutboxMetrics } from './metrics.js'
 import type { Sender } from './sender.js'
 import { signatureHeader } from './signing.js'
@@ -68,8 +68,8 @@ interface HostState {
 }
 
 /**
- * Sends the outbox's deliveries: woken by NOTIFY after each commit that created deliveries, and by
- * a timer for retries and anything a lost notification missed. At most `concurrency` attempts run
+ * Sends the outbox's deliveries: woken after each commit that created deliveries (`wakeFor`), and by
+ * a timer for retries and for what other processes created. At most `concurrency` attempts run
  * at once, at most `hostConcurrency` of them to one receiving host (`host:port` of the URL).
  */
 export class OutboxWorker {
@@ -95,7 +95,9 @@ export class OutboxWorker {
   async start(): Promise<void> {
     if (this.options.releaseLeasesAtStart) await releaseAllLeases(this.options.db)
     this.running = true
-    this.unlisten = await this.options.listen(OUTBOX_CHANNEL, (payload) => this.notified(payload))
+    this.unlisten = await this.options.listen(OUTBOX_CHANNEL, (payload) =>
+      this.wakeFor(payload ? [Number(payload)] : undefined),
+    )
     this.timer = setInterval(() => this.wake(), this.options.pollIntervalMs)
     this.timer.unref()
     this.wake()
@@ -138,10 +140,17 @@ export class OutboxWorker {
     }
   }
 
-  /** A commit created deliveries for the webhook `payload` names (no payload: anything may be due). */
-  private notified(payload?: string): void {
-    // Its receiver has a whole batch queued here: the attempts that shorten the queue claim more.
-    if (payload && this.busyWebhooks().includes(Number(payload))) return
+  /**
+   * A commit created deliveries for the webhooks named (none named: anything may be due). Rung
+   * by this instance's writers after their commits (src/outbox/doorbell.ts), and by NOTIFY from
+   * instances that run no worker.
+   */
+  wakeFor(webhookIds?: readonly number[]): void {
+    // Each receiver has a whole batch queued here: the attempts that shorten the queues claim more.
+    if (webhookIds) {
+      const busy = this.busyWebhooks()
+      if (webhookIds.every((id) => busy.includes(id))) return
+    }
     this.wake()
   }
 

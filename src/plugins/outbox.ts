@@ -3,6 +3,7 @@ import { hostname } from 'node:os'
 import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../config.js'
+import { installDoorbell, notifyingDoorbell } from '../outbox/doorbell.js'
 import { createOutboxMetrics } from '../outbox/metrics.js'
 import { createSender } from '../outbox/sender.js'
 import type { TargetPolicy } from '../outbox/targets.js'
@@ -47,6 +48,14 @@ const outbox: FastifyPluginAsync<{ config: Config; targets: TargetPolicy }> = as
     pinClaimPlan: app.database.kind === 'pglite',
   })
   app.decorate('outbox', worker)
+  installDoorbell(
+    app.db,
+    config.OUTBOX_WORKER
+      ? (webhookIds) => worker.wakeFor(webhookIds)
+      : notifyingDoorbell(app.db, (error) =>
+          app.log.warn({ err: { message: (error as Error).message } }, 'could not notify the outbox workers'),
+        ),
+  )
 
   if (config.OUTBOX_WORKER) app.addHook('onReady', () => worker.start())
   let stopping: Promise<void> | undefined

@@ -5,6 +5,7 @@ import {
   type AppointmentStatus,
 } from '../../schemas/appointments.js'
 import type { App } from '../../src/app.js'
+import { transactionWithEvents } from '../../src/outbox/doorbell.js'
 import { enqueueEvent } from '../../src/outbox/enqueue.js'
 import { buildTestApp } from '../helpers/app.js'
 import {
@@ -675,7 +676,7 @@ describe('events and transactions', () => {
     expect(clash.statusCode).toBe(409)
     expect(await outboxEvents(app, practice.org.id)).toEqual(before)
 
-    const rollback = app.db.transaction().execute(async (trx) => {
+    const rollback = transactionWithEvents(app.db, async (trx) => {
       await trx
         .updateTable('appointments')
         .set({ status: 'CONFIRMED' })

@@ -1,6 +1,7 @@
 import { Webhook } from 'standardwebhooks'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
+import { transactionWithEvents } from '../../src/outbox/doorbell.js'
 import { enqueueEvent } from '../../src/outbox/enqueue.js'
 import { buildTestApp } from '../helpers/app.js'
 import { bearer, newOrganization, patientBody, type TestUser } from '../helpers/factories.js'
@@ -145,7 +146,7 @@ describe('delivery', () => {
   it('sends nothing for an event whose transaction rolled back', async () => {
     const { org, admin, webhook, requests } = await setup()
     await expect(
-      app.db.transaction().execute(async (trx) => {
+      transactionWithEvents(app.db, async (trx) => {
         await enqueueEvent(trx, org.id, 'patient.created', {
           id: 1,
           mrn: 'ROLLED-BACK',

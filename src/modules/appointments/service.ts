@@ -22,6 +22,7 @@ import { sortOrder, toPage } from '../../lib/paging.js'
 import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
 import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
 import { minutesOf, zonedInstant } from '../../lib/zoned-time.js'
+import { transactionWithEvents } from '../../outbox/doorbell.js'
 import { enqueueEvent } from '../../outbox/enqueue.js'
 import { requirePatient } from '../patients/service.js'
 import { requireProviderForBooking, workingIntervalsOn } from '../providers/service.js'
@@ -101,7 +102,7 @@ export async function createAppointment(
   actor: Actor,
   body: CreateAppointmentBody,
 ): Promise<Appointment> {
-  return db.transaction().execute(async (trx) => {
+  return transactionWithEvents(db, async (trx) => {
     await requirePatient(trx, actor, body.patientId)
     const provider = await requireProviderForBooking(trx, actor, body.providerId)
     const duration = body.duration ?? provider.slot_minutes
@@ -179,7 +180,7 @@ export async function updateAppointment(
   if (body.status === 'CANCELLED') {
     throw invalid('status CANCELLED is set by POST /api/appointments/{id}/cancel, which records the reason')
   }
-  return db.transaction().execute(async (trx) => {
+  return transactionWithEvents(db, async (trx) => {
     const current = await lockAppointmentAt(trx, actor, id, expectedVersion)
     if (body.status !== undefined && body.status !== current.status) {
       checkTransition(current.status as AppointmentStatus, body.status)
@@ -250,7 +251,7 @@ export async function cancelAppointment(
   body: CancelAppointmentBody,
   expectedVersion: ExpectedVersion,
 ): Promise<Appointment> {
-  return db.transaction().execute(async (trx) => {
+  return transactionWithEvents(db, async (trx) => {
     const current = await lockAppointmentAt(trx, actor, id, expectedVersion)
     checkTransition(current.status as AppointmentStatus, 'CANCELLED')
     const cancelled = await updateAppointmentRow(trx, actor.organizationId, id, {

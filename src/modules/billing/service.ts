@@ -16,6 +16,7 @@ import { AppError } from '../../errors.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
 import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
+import { transactionWithEvents } from '../../outbox/doorbell.js'
 import { enqueueEvent } from '../../outbox/enqueue.js'
 import { requirePatient } from '../patients/service.js'
 import { toInvoice, toInvoiceCreatedData, toPayment, toPaymentReceivedData } from './mapper.js'
@@ -48,7 +49,7 @@ export async function createInvoice(
   await requirePatient(db, actor, body.patientId)
   const priced = priceLines(body.lineItems, settings.taxRateBasisPoints)
   const issue = body.issue ?? true
-  const row = await db.transaction().execute(async (trx) => {
+  const row = await transactionWithEvents(db, async (trx) => {
     const sequence = await nextCounterValue(trx, actor.organizationId, 'invoice')
     const invoice = await insertInvoice(trx, {
       organization_id: actor.organizationId,
@@ -190,7 +191,7 @@ export async function recordPayment(
 ): Promise<PaymentOutcome> {
   const hash = requestHash(body)
   try {
-    return await db.transaction().execute(async (trx) => {
+    return await transactionWithEvents(db, async (trx) => {
       const invoice = await lockInvoice(trx, actor.organizationId, body.invoiceId)
       if (!invoice) return missingInvoice(trx, actor, body.invoiceId)
       if (idempotencyKey) {

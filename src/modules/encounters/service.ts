@@ -20,6 +20,7 @@ import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
 import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
+import { transactionWithEvents } from '../../outbox/doorbell.js'
 import { enqueueEvent } from '../../outbox/enqueue.js'
 import { requireAppointment } from '../appointments/service.js'
 import { requirePatient } from '../patients/service.js'
@@ -87,7 +88,7 @@ export async function createEncounter(
   actor: Actor,
   body: CreateEncounterBody,
 ): Promise<Encounter> {
-  return db.transaction().execute(async (trx) => {
+  return transactionWithEvents(db, async (trx) => {
     await requirePatient(trx, actor, body.patientId)
     await requireProvider(trx, actor, body.providerId)
     await checkAppointment(trx, actor, body)

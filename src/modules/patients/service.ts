@@ -17,7 +17,7 @@ import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
 import type { ExpectedVersion } from '../../lib/versions.js'
-import { changeWithEvent, changeWithEventStatement } from '../../outbox/enqueue.js'
+import { changedRow, changeWithEvent, changeWithEventStatement } from '../../outbox/enqueue.js'
 import { demographicColumns, patientEvent, toPatient } from './mapper.js'
 import {
   findPatient,
@@ -86,7 +86,7 @@ export async function createPatient(
     deleted_by: null,
   }
   const insert = async () =>
-    (await insertPatientWithEvent(db, actor.organizationId, new Date().toISOString(), row))[0]
+    changedRow(db, await insertPatientWithEvent(db, actor.organizationId, new Date().toISOString(), row))
   let inserted = await insert()
   for (let attempt = 1; !inserted && !body.mrn && attempt < GENERATED_MRN_ATTEMPTS; attempt++) {
     inserted = await insert()

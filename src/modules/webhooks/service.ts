@@ -21,7 +21,8 @@ import { sortOrder, toPage } from '../../lib/paging.js'
 import type { SecretBox } from '../../lib/secret-box.js'
 import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
 import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
-import { enqueueTestDelivery, notifyWorkers } from '../../outbox/enqueue.js'
+import { announceDeliveries, transactionWithEvents } from '../../outbox/doorbell.js'
+import { enqueueTestDelivery } from '../../outbox/enqueue.js'
 import { checkTarget, type TargetPolicy, TargetRefused } from '../../outbox/targets.js'
 import { generateSecret, sealSigningKey, signingKeyOf } from '../../outbox/webhook-secrets.js'
 import { toDelivery, toDeliveryDetail, toWebhook } from './mapper.js'
@@ -152,7 +153,7 @@ export async function updateWebhook(
   expectedVersion: ExpectedVersion,
 ): Promise<Webhook> {
   await checkUrl(body.url, settings.targets)
-  return db.transaction().execute(async (trx) => {
+  return transactionWithEvents(db, async (trx) => {
     const current = await lockWebhook(trx, actor.organizationId, id)
     if (!current) return missingWebhook(trx, actor, id)
     assertVersion(current.version, expectedVersion)
@@ -170,7 +171,7 @@ export async function updateWebhook(
       ...switched,
     })
     // Deliveries that waited while the webhook was inactive are due again.
-    if (active && !current.active) await notifyWorkers(trx)
+    if (active && !current.active) announceDeliveries(trx)
     return toWebhook(row)
   })
 }
@@ -242,7 +243,7 @@ export async function rotateSecret(
 }
 
 export async function sendTestEvent(db: Kysely<Database>, actor: Actor, id: number): Promise<Delivery> {
-  return db.transaction().execute(async (trx) => {
+  return transactionWithEvents(db, async (trx) => {
     const webhook = await lockWebhook(trx, actor.organizationId, id)
     if (!webhook) return missingWebhook(trx, actor, id)
     if (!webhook.active) throw inactive()
@@ -310,7 +311,7 @@ export async function redeliver(
   webhookId: number,
   deliveryId: number,
 ): Promise<Delivery> {
-  return db.transaction().execute(async (trx) => {
+  return transactionWithEvents(db, async (trx) => {
     const webhook = await requireWebhook(trx, actor, webhookId)
     if (!webhook.active) throw inactive()
     const requeued = await requeueDelivery(trx, actor.organizationId, webhookId, deliveryId)
@@ -322,7 +323,8 @@ export async function redeliver(
       }
       throw notFound(`Delivery ${deliveryId}`)
     }
-    await notifyWorkers(trx)
+    // Due again without a new event: no webhook is named, so every worker claims.
+    announceDeliveries(trx)
     return toDelivery(requeued)
   })
 }
