@@ -66,28 +66,35 @@ export async function transactionWithEvents<T>(
 }
 
 /**
- * The doorbell of an instance that runs no worker (OUTBOX_WORKER=false): a NOTIFY to the workers of
- * the others, sent once per turn of the event loop for that turn's commits, from a statement of its
- * own so that no write waits for it. A NOTIFY that fails is only logged: the workers poll.
+ * The doorbell of an instance whose worker is not running (OUTBOX_WORKER=false) on PostgreSQL: a
+ * NOTIFY to the workers of the other instances, from a statement of its own so that no write waits
+ * for it. One is sent at a time, with every announcement made since the last one went out, so under
+ * load it costs a statement per round trip rather than one per write. A NOTIFY that fails is only
+ * logged: the workers poll.
  */
 export function notifyingDoorbell(db: Kysely<Database>, onError: (error: unknown) => void): Doorbell {
   let pending: { webhookIds: Set<number>; anything: boolean } | undefined
-  const send = async (webhookIds: number[], anything: boolean) => {
-    const payloads = anything ? [''] : webhookIds.map(String)
-    await sql`select pg_notify(${OUTBOX_CHANNEL}, payload) from unnest(${payloads}::text[]) as payload`.execute(
-      db,
-    )
+  let sending = false
+  const send = async () => {
+    sending = true
+    while (pending) {
+      const { webhookIds, anything } = pending
+      pending = undefined
+      const payloads = anything ? [''] : [...webhookIds].map(String)
+      await sql`select pg_notify(${OUTBOX_CHANNEL}, payload) from unnest(${payloads}::text[]) as payload`
+        .execute(db)
+        .catch(onError)
+    }
+    sending = false
   }
   return (webhookIds) => {
-    if (!pending) {
-      const turn = { webhookIds: new Set<number>(), anything: false }
-      pending = turn
-      setImmediate(() => {
-        pending = undefined
-        send([...turn.webhookIds], turn.anything).catch(onError)
-      })
-    }
+    pending ??= { webhookIds: new Set(), anything: false }
     if (webhookIds) for (const id of webhookIds) pending.webhookIds.add(id)
     else pending.anything = true
+    // On the next turn, so that the announcements of this one go out together.
+    if (!sending) {
+      sending = true
+      setImmediate(() => void send())
+    }
   }
 }

@@ -103,6 +103,11 @@ export class OutboxWorker {
     this.wake()
   }
 
+  /** Whether it is started and not stopping (a commit may wake it). */
+  get isRunning(): boolean {
+    return this.running && !this.stopping
+  }
+
   /** Stops claiming, lets attempts in flight finish for a while, then hands the rest back. */
   async stop(): Promise<void> {
     this.stopping = true

@@ -48,13 +48,15 @@ const outbox: FastifyPluginAsync<{ config: Config; targets: TargetPolicy }> = as
     pinClaimPlan: app.database.kind === 'pglite',
   })
   app.decorate('outbox', worker)
-  installDoorbell(
-    app.db,
-    config.OUTBOX_WORKER
-      ? (webhookIds) => worker.wakeFor(webhookIds)
-      : notifyingDoorbell(app.db, (error) =>
+  // The embedded database has one process, hence no other worker to tell.
+  const notifyOthers =
+    app.database.kind === 'postgres'
+      ? notifyingDoorbell(app.db, (error) =>
           app.log.warn({ err: { message: (error as Error).message } }, 'could not notify the outbox workers'),
-        ),
+        )
+      : undefined
+  installDoorbell(app.db, (webhookIds) =>
+    worker.isRunning ? worker.wakeFor(webhookIds) : notifyOthers?.(webhookIds),
   )
 
   if (config.OUTBOX_WORKER) app.addHook('onReady', () => worker.start())
