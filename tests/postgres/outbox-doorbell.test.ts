@@ -21,9 +21,16 @@ beforeAll(async () => {
     connectionError: () => {},
   })
   listener = openPostgres({ url, poolMax: 1 })
-  unlisten = await listener.listen(OUTBOX_CHANNEL, (payload) => {
-    // The call made when listening starts carries no payload.
-    if (payload !== undefined) heard.push(payload)
+  // The LISTEN is made in the background; the call without a payload says it has begun.
+  await new Promise<void>((listening) => {
+    void listener
+      .listen(OUTBOX_CHANNEL, (payload) => {
+        if (payload === undefined) listening()
+        else heard.push(payload)
+      })
+      .then((stop) => {
+        unlisten = stop
+      })
   })
 })
 afterAll(async () => {
