@@ -30,21 +30,48 @@ afterAll(async () => {
 })
 
 describe('security headers', () => {
-  it('sends helmet headers and a policy that loads nothing on API answers, errors included', async () => {
-    const user = await (await newOrganization(app)).user('PROVIDER')
+  // Headers that act on documents only: pages get them, data does not.
+  const PAGE_ONLY = [
+    'cross-origin-opener-policy',
+    'origin-agent-cluster',
+    'x-dns-prefetch-control',
+    'x-download-options',
+    'x-permitted-cross-domain-policies',
+    'x-xss-protection',
+  ]
+
+  it('sends the OWASP REST set, a policy that loads nothing and no-store on API and FHIR answers, errors included', async () => {
+    const organization = await newOrganization(app)
+    const user = await organization.user('PROVIDER')
+    const patient = await app.inject({
+      method: 'POST',
+      url: '/api/patients',
+      headers: bearer(user.token),
+      payload: patientBody(),
+    })
+    expect(patient.statusCode).toBe(201)
+    const fhirRead = await app.inject({
+      url: `/fhir/R4/Patient/${patient.json().data.id}`,
+      headers: bearer(user.token),
+    })
+    expect(fhirRead.statusCode).toBe(200)
     for (const response of [
       await app.inject({ url: '/api/patients', headers: bearer(user.token) }),
       await app.inject({ url: '/api/patients' }),
       await app.inject({ url: '/api/no-such-route' }),
+      fhirRead,
+      await app.inject({ url: '/fhir/R4/Patient?name=x' }),
     ]) {
       expect(response.headers['content-security-policy']).toContain("default-src 'none'")
       expect(response.headers['content-security-policy']).toContain("frame-ancestors 'none'")
       expect(response.headers['x-content-type-options']).toBe('nosniff')
-      expect(response.headers['x-frame-options']).toBe('SAMEORIGIN')
+      expect(response.headers['x-frame-options']).toBe('DENY')
       expect(response.headers['strict-transport-security']).toMatch(/max-age=\d+/)
       expect(response.headers['referrer-policy']).toBe('no-referrer')
+      expect(response.headers['cross-origin-resource-policy']).toBe('same-origin')
       expect(response.headers['cache-control']).toBe('no-store')
       expect(response.headers['x-powered-by']).toBeUndefined()
+      for (const name of PAGE_ONLY) expect(response.headers[name], name).toBeUndefined()
     }
   })
 
@@ -52,6 +79,7 @@ describe('security headers', () => {
     const response = await app.inject({ url: '/actuator/health/liveness' })
     expect(response.statusCode).toBe(200)
     expect(response.headers['x-content-type-options']).toBe('nosniff')
+    expect(response.headers['x-frame-options']).toBe('DENY')
     expect(response.headers['cache-control']).toBeUndefined()
   })
 
@@ -65,6 +93,8 @@ describe('security headers', () => {
     expect(csp).toContain("connect-src 'self'")
     expect(csp).not.toContain("default-src 'none'")
     expect(csp).not.toMatch(/script-src[^;]*unsafe/)
+    for (const name of PAGE_ONLY) expect(page.headers[name], name).toBeDefined()
+    expect(page.headers['x-frame-options']).toBe('SAMEORIGIN')
 
     // Every script and stylesheet of the page comes from the service itself and loads.
     const assets = [...page.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((match) => match[1] as string)
