@@ -67,7 +67,8 @@ interface Lease {
   ahead: number
 }
 
-export type WindowCounter = (key: string, windowMs: number, max: number) => Promise<Count>
+/** A count reserved ahead is handed out at once; any other waits for Redis. */
+export type WindowCounter = (key: string, windowMs: number, max: number) => Count | Promise<Count>
 
 /**
  * Fixed-window counters in Redis, the requests counted in one turn of the event loop sent together
@@ -169,7 +170,7 @@ export function redisWindowCounter(
 
   return (key, windowMs, max) => {
     const leased = takeLeased(key)
-    if (leased) return Promise.resolve(leased)
+    if (leased) return leased
     return new Promise((resolve, reject) => {
       if (!pending) {
         pending = new Map()

@@ -72,6 +72,8 @@ describe('AuditLog', () => {
       { ...record(`${prefix}-a`), occurred_at: occurredAt, resource_ids: [3, 1, 2147483647], user_id: 7 },
       { ...record(`${prefix}-b`), resource_ids: [], organization_id: 5, patient_id: 9, status_code: 404 },
       { ...record(`${prefix}-c`), action: 'SEARCH', resource_type: 'APPOINTMENT', outcome: 'DENIED' },
+      // Text that an array literal must quote: separators, braces, quotes, backslashes, NULL, blanks.
+      { ...record(`${prefix}-d "q" \\b, {x}`), action: 'NULL', resource_type: '', outcome: ' ' },
     ]
     for (const row of rows) log.record(row)
     await log.close()
