@@ -270,6 +270,19 @@ describe('access token verification', () => {
     expect((await me(forged)).statusCode).toBe(401)
   })
 
+  it('does not take a token that carries the signature of a token already accepted', async () => {
+    const token = user.token
+    expect((await me(token)).statusCode).toBe(200)
+    const [header, , signature] = token.split('.')
+    const elevated = { ...decodeJwt(token), realm_access: { roles: ['ADMIN'] } }
+    const forged = `${header}.${Buffer.from(JSON.stringify(elevated)).toString('base64url')}.${signature}`
+    expect(forged.slice(-32)).toBe(token.slice(-32))
+    const response = await me(forged)
+    expect(response.statusCode).toBe(401)
+    expect(response.json().error.code).toBe('AUTH_001')
+    expect((await me(token)).statusCode).toBe(200)
+  })
+
   it('rejects a token signed by an unknown key, with or without our kid', async () => {
     const rogue = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey
     for (const kid of ['rogue', signingKey.kid]) {
