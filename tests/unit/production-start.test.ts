@@ -1,0 +1,19 @@
+import { readFileSync } from 'node:fs'
+import { describe, expect, it } from 'vitest'
+
+const scripts = JSON.parse(readFileSync('package.json', 'utf8')).scripts as Record<string, string>
+
+/** The command of the image's last CMD, in its exec form (`CMD ["node", …]`). */
+function imageCommand(): string[] {
+  const commands = [...readFileSync('Dockerfile', 'utf8').matchAll(/^CMD (\[.*\])$/gm)]
+  return JSON.parse(commands.at(-1)?.[1] ?? '[]')
+}
+
+describe('the production start', () => {
+  // The benchmarks start the service as `npm run start:prod` does; the image must run it the same way.
+  it('is the same command in the Docker image as in npm run start:prod', () => {
+    const command = (scripts['start:prod'] as string).split(' ')
+    expect(command).toContain('dist/server.mjs')
+    expect(imageCommand()).toEqual(command)
+  })
+})
