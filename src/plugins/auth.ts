@@ -43,7 +43,7 @@ declare module 'fastify' {
 
 const KNOWN_TOKENS_MAX = 10_000
 // The end of a signed token is its signature's: 32 base64url characters are 192 bits of it.
-const TOKEN_KEY_CHARS = 32
+const tokenKey = (token: string) => token.slice(-32)
 // How often revocations made on any instance are read: a revoked session's tokens stop working
 // within this (plus a request's time), documented as 5 s.
 const REVOCATION_POLL_MS = 2000
@@ -153,7 +153,7 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
     KNOWN_TOKENS_MAX,
   )
   const knownPrincipal = (token: string) => {
-    const known = knownTokens.get(token.slice(-TOKEN_KEY_CHARS))
+    const known = knownTokens.get(tokenKey(token))
     return known?.token === token ? known.principal : undefined
   }
   const revokedSessions = new RevokedSessions(app.db, REVOCATION_POLL_MS, (error) =>
@@ -194,8 +194,7 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
       // A database failure here is not the token's fault.
       throw error instanceof AppError ? rejected(request, error) : error
     }
-    if (token)
-      knownTokens.set(token.slice(-TOKEN_KEY_CHARS), { token, principal }, claims.exp * 1000 - Date.now())
+    if (token) knownTokens.set(tokenKey(token), { token, principal }, claims.exp * 1000 - Date.now())
     request.principal = ended(request, principal)
     return principal
   })

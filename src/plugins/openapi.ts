@@ -116,6 +116,9 @@ const EXPLORER_CSP = [
   "style-src 'self' 'unsafe-inline'",
 ].join('; ')
 
+/** Where the explorer's page and files are served. */
+export const EXPLORER_PREFIX = '/swagger-ui'
+
 /** The OpenAPI 3.1 document at /v3/api-docs and the explorer at /swagger-ui.html. */
 const openapi: FastifyPluginAsync = async (app) => {
   await app.register(swagger, {
@@ -175,7 +178,7 @@ const openapi: FastifyPluginAsync = async (app) => {
   // Built once by @fastify/swagger and fixed from then on: sent from memory, compressed and tagged.
   const sendDocument = precompressedJson(() => app.swagger())
   await app.register(swaggerUi, {
-    routePrefix: '/swagger-ui',
+    routePrefix: EXPLORER_PREFIX,
     baseDir: explorerFiles,
     logo: { type: 'image/svg+xml', content: await readFile(path.join(explorerFiles, 'logo.svg')) },
     uiConfig: {
@@ -191,14 +194,14 @@ const openapi: FastifyPluginAsync = async (app) => {
     // The explorer reads the document from its own /json route: answered as /v3/api-docs is.
     uiHooks: {
       onRequest: async (request, reply) => {
-        if (request.routeOptions.url === '/swagger-ui/json') return sendDocument(request, reply)
+        if (request.routeOptions.url === `${EXPLORER_PREFIX}/json`) return sendDocument(request, reply)
       },
     },
   })
 
   app.get('/v3/api-docs', { schema: { hide: true } }, sendDocument)
-  app.get('/swagger-ui.html', { schema: { hide: true } }, async (_request, reply) =>
-    reply.redirect('/swagger-ui/'),
+  app.get(`${EXPLORER_PREFIX}.html`, { schema: { hide: true } }, async (_request, reply) =>
+    reply.redirect(`${EXPLORER_PREFIX}/`),
   )
 }
 

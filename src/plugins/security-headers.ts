@@ -3,6 +3,7 @@ import cors from '@fastify/cors'
 import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import helmet from 'helmet'
+import { EXPLORER_PREFIX } from './openapi.js'
 
 /**
  * The headers helmet sets for a page, read once: they depend on the options only, and setting them
@@ -46,8 +47,6 @@ function dataHeaders(page: Record<string, string>): Record<string, string> {
   }
 }
 
-// Pages: the API explorer's files, under their own looser policy (openapi.ts).
-const PAGES = '/swagger-ui'
 // Answers that carry patient data.
 const PHI = /^\/(api|fhir)\//
 
@@ -86,7 +85,7 @@ const securityHeaders: FastifyPluginAsync<{ corsOrigins: readonly string[] }> = 
   // Set on the reply, so a route's own (the explorer's CSP, a download's cache policy) replaces them.
   app.addHook('onRequest', (request, reply, done) => {
     const { url } = request
-    reply.headers(PHI.test(url) ? phi : url.startsWith(PAGES) ? page : data)
+    reply.headers(PHI.test(url) ? phi : url.startsWith(EXPLORER_PREFIX) ? page : data)
     done()
   })
   if (corsOrigins.length > 0) {
