@@ -1,6 +1,6 @@
-import { copyFile, rm } from 'node:fs/promises'
+import { copyFile, readFile, rm } from 'node:fs/promises'
 import path from 'node:path'
-import { build, type Metafile } from 'esbuild'
+import { build, type Metafile, type Plugin } from 'esbuild'
 
 /**
  * Bundles the server into ES modules in dist/ (dist/server.mjs and the chunks it imports), which
@@ -54,6 +54,25 @@ async function placeThreadFile(metafile: Metafile): Promise<void> {
   }
 }
 
+// pg chooses its sockets when first loaded, by asking whether it runs on Cloudflare Workers: where
+// there is no `navigator` (Node.js 20), it builds a fetch Response to find out, which loads Node's
+// whole fetch implementation, about 25 ms of every start on PostgreSQL, for nothing. The bundle is
+// for Node.js only, so it takes pg's Node.js sockets outright.
+const PG_STREAM_CHOICE = 'const { getStream, getSecureStream } = getStreamFuncs()'
+const pgNodeSockets: Plugin = {
+  name: 'pg-node-sockets',
+  setup(build) {
+    build.onLoad({ filter: /[\\/]pg[\\/]lib[\\/]stream\.js$/ }, async ({ path: file }) => {
+      const source = await readFile(file, 'utf8')
+      if (!source.includes(PG_STREAM_CHOICE)) throw new Error(`${file} no longer chooses its sockets as expected`)
+      return {
+        contents: source.replace(PG_STREAM_CHOICE, 'const { getStream, getSecureStream } = getNodejsStreamFuncs()'),
+        loader: 'js',
+      }
+    })
+  },
+}
+
 /** Bundles `entry` into `<outdir>/<name>.mjs` and its chunks; returns esbuild's account of the output. */
 async function bundle(entry: string, name: string, outdir: string): Promise<Metafile> {
   const { metafile } = await build({
@@ -74,6 +93,7 @@ async function bundle(entry: string, name: string, outdir: string): Promise<Meta
       js: "import { createRequire as bundleRequire } from 'node:module'; const require = bundleRequire(import.meta.url);",
     },
     logLevel: 'warning',
+    plugins: [pgNodeSockets],
   })
   await placeThreadFile(metafile)
   return metafile

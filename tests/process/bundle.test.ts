@@ -1,6 +1,9 @@
+import { execFile } from 'node:child_process'
 import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { promisify } from 'node:util'
 import type { Metafile } from 'esbuild'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { bundleServer, ON_DEMAND } from '../../scripts/bundle/index.js'
@@ -115,5 +118,16 @@ describe('what a start reads', () => {
     expect(typeof mail.createTransport).toBe('function')
     const postgres = await load('db/postgres.ts')
     expect(typeof postgres.openPostgres).toBe('function')
+  })
+
+  it("reads pg without loading Node's fetch implementation (pg's test for Cloudflare Workers would)", async () => {
+    const postgres = pathToFileURL(path.resolve(outputFor('db/postgres.ts') as string)).href
+    const { stdout } = await promisify(execFile)(process.execPath, [
+      '--input-type=module',
+      '-e',
+      `const { openPostgres } = await import(${JSON.stringify(postgres)})
+      process.stdout.write(JSON.stringify({ loaded: typeof openPostgres, fetch: process.moduleLoadList.filter((name) => name.includes('undici')) }))`,
+    ])
+    expect(JSON.parse(stdout)).toEqual({ loaded: 'function', fetch: [] })
   })
 })
