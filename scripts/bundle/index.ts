@@ -64,9 +64,13 @@ const pgNodeSockets: Plugin = {
   setup(build) {
     build.onLoad({ filter: /[\\/]pg[\\/]lib[\\/]stream\.js$/ }, async ({ path: file }) => {
       const source = await readFile(file, 'utf8')
-      if (!source.includes(PG_STREAM_CHOICE)) throw new Error(`${file} no longer chooses its sockets as expected`)
+      if (!source.includes(PG_STREAM_CHOICE))
+        throw new Error(`${file} no longer chooses its sockets as expected`)
       return {
-        contents: source.replace(PG_STREAM_CHOICE, 'const { getStream, getSecureStream } = getNodejsStreamFuncs()'),
+        contents: source.replace(
+          PG_STREAM_CHOICE,
+          'const { getStream, getSecureStream } = getNodejsStreamFuncs()',
+        ),
         loader: 'js',
       }
     })
