@@ -5,6 +5,7 @@ import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { findTemplate } from '../../db/embedded-template.js'
 import { writeBenchmarkSection } from '../lib/benchmarks-file.js'
+import { postgresCpuMs, processCpuMs } from './cpu.js'
 import { imageRuntime } from './image-node.js'
 import type { LoadPlan } from './load.js'
 import { freePort, peakMemoryMb, residentMemoryMb, runJson, type Started, startProcess } from './processes.js'
@@ -33,6 +34,7 @@ interface Measure {
   p99: number
   non2xx: number
   total: number
+  totalWithWarmup: number
 }
 
 async function startCeiling(kind: string, databaseUrl: string, organizationId = 0) {
@@ -125,6 +127,12 @@ interface PairedRatios {
   p50: number[]
 }
 
+/** CPU time per request (µs) in each round, of the server driven and of PostgreSQL meanwhile. */
+interface CpuPerRequest {
+  server: number[]
+  postgres: number[]
+}
+
 const median = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b)
   const middle = Math.floor(sorted.length / 2)
@@ -139,11 +147,35 @@ const median = (values: number[]) => {
  * burst of work elsewhere sways one measurement; the median of the rounds' ratios is what a target
  * is held to.
  */
-async function pairedRatios(baseline: Plan, scenario: Plan): Promise<PairedRatios> {
+/** Drives `plan` and reads the CPU time `server` (a pid) and PostgreSQL used meanwhile, per request. */
+async function driveCounting(plan: Plan, server: number, cpu: CpuPerRequest): Promise<Measure> {
+  const before = { server: processCpuMs(server), postgres: postgresCpuMs() }
+  const measured = await drive(plan)
+  const perRequest = (ms: number) => round((ms * 1000) / Math.max(measured.totalWithWarmup, 1), 1)
+  cpu.server.push(perRequest(processCpuMs(server) - before.server))
+  cpu.postgres.push(perRequest(postgresCpuMs() - before.postgres))
+  return measured
+}
+
+/**
+ * ROUNDS rounds, each driving `baseline` then `scenario`. Given the pids of the two servers, it also
+ * counts the CPU time per request that each, and PostgreSQL, took: the part of the gap between the
+ * two that is work rather than waiting.
+ */
+async function pairedRatios(
+  baseline: Plan,
+  scenario: Plan,
+  servers?: { baseline: number; scenario: number },
+): Promise<PairedRatios & { cpu?: { baseline: CpuPerRequest; scenario: CpuPerRequest } }> {
   const ratios: PairedRatios = { rps: [], p99: [], p50: [] }
+  const cpu = { baseline: { server: [], postgres: [] }, scenario: { server: [], postgres: [] } }
   for (let i = 0; i < ROUNDS; i++) {
-    const base = await drive(baseline)
-    const measured = await drive(scenario)
+    const base = servers
+      ? await driveCounting(baseline, servers.baseline, cpu.baseline)
+      : await drive(baseline)
+    const measured = servers
+      ? await driveCounting(scenario, servers.scenario, cpu.scenario)
+      : await drive(scenario)
     if ([base, measured].some((m) => m.non2xx > 0 || m.total === 0))
       throw new Error(
         `non-2xx answers, or none at all, in a paired round: ${JSON.stringify({ base, measured })}`,
@@ -152,7 +184,7 @@ async function pairedRatios(baseline: Plan, scenario: Plan): Promise<PairedRatio
     ratios.p99.push(measured.p99 / Math.max(base.p99, 1))
     ratios.p50.push(measured.p50 / Math.max(base.p50, 1))
   }
-  return ratios
+  return servers ? { ...ratios, cpu } : ratios
 }
 
 /** Medians of the PGlite starts' memory, each with its rounds. */
@@ -191,6 +223,7 @@ async function driveTwoInstances(
       p99: Math.max(a.p99, b.p99),
       non2xx: a.non2xx + b.non2xx,
       total: a.total + b.total,
+      totalWithWarmup: a.totalWithWarmup + b.totalWithWarmup,
     }
   } finally {
     await second.stop()
@@ -370,7 +403,10 @@ async function main(): Promise<void> {
   process.stdout.write(`  ${ROUNDS} paired rounds for the targets\n`)
   const paired = {
     byId: await pairedRatios(ceilingPlans.B, plans['GET /api/patients/{id}']),
-    byIdCoalesced: await pairedRatios(ceilingPlans.Bc, plans['GET /api/patients/{id}']),
+    byIdCoalesced: await pairedRatios(ceilingPlans.Bc, plans['GET /api/patients/{id}'], {
+      baseline: selectCoalesced.child.pid as number,
+      scenario: service.child.pid as number,
+    }),
     create: await pairedRatios(ceilingPlans.C, plans['POST /api/patients']),
     fhirRead: await pairedRatios(plans['GET /api/patients/{id}'], plans['GET /fhir/R4/Patient/{id}']),
     sortedPage: await pairedRatios(ceilingPlans.S, plans['GET /api/patients (sorted page)']),
@@ -419,12 +455,22 @@ interface Report {
   upload: { growthMb: number; statusCode: number }
   paired: {
     byId: PairedRatios
-    byIdCoalesced: PairedRatios
+    byIdCoalesced: Awaited<ReturnType<typeof pairedRatios>>
     create: PairedRatios
     fhirRead: PairedRatios
     sortedPage: PairedRatios
   }
   seedSeconds: number
+}
+
+/** The CPU time per request of the by-id read and ceiling B′, from the same paired rounds. */
+function describeCpu(cpu: { baseline: CpuPerRequest; scenario: CpuPerRequest } | undefined): string[] {
+  if (!cpu) return []
+  const of = (values: number[]) => `${median(values)} µs (${values.join(', ')})`
+  const postgres = median(cpu.baseline.postgres) > 0
+  return [
+    `  - CPU time per request in those rounds, the median: the service ${of(cpu.scenario.server)}, ceiling B′ ${of(cpu.baseline.server)}${postgres ? `; PostgreSQL while the service was driven ${of(cpu.scenario.postgres)}, while ceiling B′ was ${of(cpu.baseline.postgres)}` : ' (PostgreSQL runs elsewhere: its share is not counted)'}`,
+  ]
 }
 
 async function report(run: Report): Promise<void> {
@@ -445,6 +491,7 @@ async function report(run: Report): Promise<void> {
   const targets = [
     `- GET /api/patients/{id}, median of ${ROUNDS} rounds each driving ceiling B then the service: ${describeRatios(run.paired.byId.rps)} × ceiling B's requests/s (target ≥ 0.80); p99 ${describeRatios(run.paired.byId.p99)} × ceiling B's (target ≤ 2)`,
     `- GET /api/patients/{id} against ceiling B′, which coalesces its lookups as the service does, so that the ratio shows what authentication (with revocation), the organization check, envelope, audit, metrics, logging and rate limiting (counted in Redis) cost: ${describeRatios(run.paired.byIdCoalesced.rps)} × ceiling B′'s requests/s (target ≥ 0.80); p99 ${describeRatios(run.paired.byIdCoalesced.p99)} × ceiling B′'s (target ≤ 2)`,
+    ...describeCpu(run.paired.byIdCoalesced.cpu),
     `- GET /fhir/R4/Patient/{id} against GET /api/patients/{id} of the same patients, paired round by round: ${describeRatios(run.paired.fhirRead.rps)} × the REST read's requests/s (target ≥ 0.80)`,
     `- GET /api/patients (sorted page) against ceiling S, the same two statements on a bare route: ${describeRatios(run.paired.sortedPage.rps)} × ceiling S's requests/s (target ≥ 0.70)`,
     `- POST /api/patients, median of ${ROUNDS} rounds each driving ceiling C then the service: ${describeRatios(run.paired.create.rps)} × ceiling C's requests/s (target ≥ 0.75)`,
