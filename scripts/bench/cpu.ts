@@ -4,19 +4,35 @@ import { readdirSync, readFileSync } from 'node:fs'
 /** What /proc counts CPU time in: clock ticks per second. */
 const TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim())
 
-/** The name and CPU time (user + system, ms) of a process from /proc/<pid>/stat; undefined once it is gone. */
-function stat(pid: number | string): { name: string; cpuMs: number } | undefined {
+interface ProcessStat {
+  name: string
+  parent: number
+  /** User and system time, in ms. */
+  cpuMs: number
+  /** User and system time of its children that ended and were waited for, in ms. */
+  endedChildrenCpuMs: number
+}
+
+/** A process's /proc/<pid>/stat; undefined once it is gone. */
+function stat(pid: number | string): ProcessStat | undefined {
   let text: string
   try {
     text = readFileSync(`/proc/${pid}/stat`, 'utf8')
   } catch {
     return undefined
   }
-  // The name is in parentheses and may hold spaces; utime and stime are the 12th and 13th fields after it.
-  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ')
+  // The name is in parentheses and may hold spaces; the fields after it count from the state (0):
+  // the parent is 1, utime and stime 11 and 12, cutime and cstime 13 and 14 (proc(5)).
+  const fields = text
+    .slice(text.lastIndexOf(')') + 2)
+    .split(' ')
+    .map(Number)
+  const ms = (ticks: number | undefined) => ((ticks ?? Number.NaN) * 1000) / TICKS_PER_SECOND
   return {
     name: text.slice(text.indexOf('(') + 1, text.lastIndexOf(')')),
-    cpuMs: ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND,
+    parent: fields[1] ?? 0,
+    cpuMs: ms(fields[11]) + ms(fields[12]),
+    endedChildrenCpuMs: ms(fields[13]) + ms(fields[14]),
   }
 }
 
@@ -28,16 +44,22 @@ export function processCpuMs(pid: number): number {
 }
 
 /**
- * CPU time used so far by the PostgreSQL server processes running on this machine, in ms: 0 when
- * the database is elsewhere. A backend that ends between two readings takes its share with it, so
- * the benchmark reads this around a load that keeps its connections open.
+ * CPU time used so far by the PostgreSQL servers running on this machine, in ms (0 when the
+ * database is elsewhere): every postgres process's own, and the postmaster's count of its children
+ * that ended (a backend that closed, an autovacuum worker that finished), which otherwise would
+ * take their share with them.
  */
 export function postgresCpuMs(): number {
-  let total = 0
+  const postgres = new Map<number, ProcessStat>()
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue
     const found = stat(entry)
-    if (found?.name.startsWith('postgres')) total += found.cpuMs
+    if (found?.name.startsWith('postgres')) postgres.set(Number(entry), found)
+  }
+  let total = 0
+  for (const process of postgres.values()) {
+    total += process.cpuMs
+    if (!postgres.has(process.parent)) total += process.endedChildrenCpuMs
   }
   return total
 }
