@@ -141,12 +141,6 @@ const median = (values: number[]) => {
     : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2
 }
 
-/**
- * A baseline (a ceiling, or the smaller database) and a scenario driven back to back, ROUNDS times,
- * with the scenario's figures as ratios to the baseline's of the same round. On a shared machine a
- * burst of work elsewhere sways one measurement; the median of the rounds' ratios is what a target
- * is held to.
- */
 /** Drives `plan` and reads the CPU time `server` (a pid) and PostgreSQL used meanwhile, per request. */
 async function driveCounting(plan: Plan, server: number, cpu: CpuPerRequest): Promise<Measure> {
   const before = { server: processCpuMs(server), postgres: postgresCpuMs() }
@@ -158,9 +152,11 @@ async function driveCounting(plan: Plan, server: number, cpu: CpuPerRequest): Pr
 }
 
 /**
- * ROUNDS rounds, each driving `baseline` then `scenario`. Given the pids of the two servers, it also
- * counts the CPU time per request that each, and PostgreSQL, took: the part of the gap between the
- * two that is work rather than waiting.
+ * A baseline (a ceiling, or the smaller database) and a scenario driven back to back, ROUNDS times,
+ * with the scenario's figures as ratios to the baseline's of the same round. On a shared machine a
+ * burst of work elsewhere sways one measurement; the median of the rounds' ratios is what a target
+ * is held to. Given the pids of the two servers, it also counts the CPU time per request that each,
+ * and PostgreSQL, took: the part of the gap between the two that is work rather than waiting.
  */
 async function pairedRatios(
   baseline: Plan,
@@ -170,12 +166,10 @@ async function pairedRatios(
   const ratios: PairedRatios = { rps: [], p99: [], p50: [] }
   const cpu = { baseline: { server: [], postgres: [] }, scenario: { server: [], postgres: [] } }
   for (let i = 0; i < ROUNDS; i++) {
-    const base = servers
-      ? await driveCounting(baseline, servers.baseline, cpu.baseline)
-      : await drive(baseline)
-    const measured = servers
-      ? await driveCounting(scenario, servers.scenario, cpu.scenario)
-      : await drive(scenario)
+    const base = await (servers ? driveCounting(baseline, servers.baseline, cpu.baseline) : drive(baseline))
+    const measured = await (servers
+      ? driveCounting(scenario, servers.scenario, cpu.scenario)
+      : drive(scenario))
     if ([base, measured].some((m) => m.non2xx > 0 || m.total === 0))
       throw new Error(
         `non-2xx answers, or none at all, in a paired round: ${JSON.stringify({ base, measured })}`,
