@@ -265,7 +265,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   await app.register(background)
   await app.register(housekeeping, { config })
   await app.register(auth, { config })
-  await app.register(rateLimits, { config })
+  await app.register(rateLimits, { config, encryptionKey })
   await app.register(routeConventions)
   // Before every route: it marks each one, as it is added, compressed (list pages) or not.
   await app.register(compression)

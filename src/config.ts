@@ -195,7 +195,7 @@ export const ConfigSchema = Type.Object({
   RATE_LIMIT_ANONYMOUS: Type.Integer({
     minimum: 1,
     default: 100,
-    description: 'Requests per window without a valid token (per client IP)',
+    description: 'Requests per window without a valid token (per client IP), sign-ins apart',
   }),
   RATE_LIMIT_WINDOW_SECONDS: Type.Integer({
     minimum: 1,
@@ -207,6 +207,24 @@ export const ConfigSchema = Type.Object({
     pattern: '^([a-z0-9][a-z0-9._-]*=[0-9]+)?(,[a-z0-9][a-z0-9._-]*=[0-9]+)*$',
     default: '',
     description: 'Higher limits for particular clients (`azp`), e.g. `billing-sync=20000,etl=5000`',
+  }),
+  RATE_LIMIT_SIGN_IN_ACCOUNT: Type.Integer({
+    minimum: 1,
+    default: 10,
+    description:
+      'Failed sign-ins per sign-in window for one account (username, from any address); then its sign-ins get 429 until the window ends. Sign-ins do not count against `RATE_LIMIT_ANONYMOUS`',
+  }),
+  RATE_LIMIT_SIGN_IN_ADDRESS: Type.Integer({
+    minimum: 1,
+    default: 50,
+    description:
+      'Failed sign-ins per sign-in window from one client IP, whatever the accounts; then every sign-in from it gets 429 until the window ends',
+  }),
+  RATE_LIMIT_SIGN_IN_WINDOW_SECONDS: Type.Integer({
+    minimum: 1,
+    maximum: 86_400,
+    default: 900,
+    description: 'The window of the failed sign-in limits',
   }),
   TRUST_PROXY: Type.String({
     minLength: 1,

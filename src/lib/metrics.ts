@@ -41,7 +41,7 @@ export const LATENCY_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
 
 export type LoginOutcome = 'success' | 'failure' | 'error'
 export type TokenRejection = 'missing' | 'malformed' | 'expired' | 'invalid' | 'account' | 'organization'
-export type RateLimitedCaller = 'authenticated' | 'anonymous'
+export type RateLimitedCaller = 'authenticated' | 'anonymous' | 'sign-in'
 /** The tables the housekeeping job purges (the label values of its metric). */
 export const PURGED_TABLES = [
   'password_reset_tokens',
@@ -174,7 +174,7 @@ export function createServiceMetrics(prometheus: typeof client, sources: MetricS
   // Series that exist from the start, so rates and alerts see zero rather than nothing.
   for (const outcome of ['ok', 'error']) queryDuration.zero({ outcome })
   for (const outcome of ['success', 'failure', 'error']) logins.inc({ outcome }, 0)
-  for (const caller of ['authenticated', 'anonymous']) rateLimited.inc({ caller }, 0)
+  for (const caller of ['authenticated', 'anonymous', 'sign-in']) rateLimited.inc({ caller }, 0)
   rateLimitFallbackActive.set(0)
   for (const table of PURGED_TABLES) rowsPurged.inc({ table }, 0)
   for (const outcome of ['completed', 'skipped', 'failed']) housekeepingRuns.inc({ outcome }, 0)

@@ -18,6 +18,12 @@ if current == tonumber(ARGV[2]) or ttl < 0 then
 end
 return {current, ttl}`
 
+// Takes one count back from a key's window, if the window still holds one.
+const TAKE_BACK_SCRIPT = `
+local current = tonumber(redis.call('GET', KEYS[1]) or '0')
+if current > 0 then return redis.call('DECR', KEYS[1]) end
+return current`
+
 type Replies = [Error | null, [number, number] | undefined][]
 
 // Keys with counts reserved ahead (or a reservation planned); past this many the oldest is forgotten.
@@ -29,9 +35,23 @@ interface CountingPipeline {
   exec(): Promise<Replies | null>
 }
 
-/** Teaches `redis` the counting script. */
+/** Teaches `redis` the counting scripts. */
 export function defineCountCommand(redis: Redis): void {
   redis.defineCommand('ehrRateLimitCount', { numberOfKeys: 1, lua: COUNT_SCRIPT })
+  redis.defineCommand('ehrRateLimitTakeBack', { numberOfKeys: 1, lua: TAKE_BACK_SCRIPT })
+}
+
+/**
+ * Takes back one count of `key` (a request that, after all, does not count), answered within
+ * `answerWithinMs` or failed. Counts reserved ahead for the key are left as they are.
+ */
+export async function takeBackCount(redis: Redis, key: string, answerWithinMs: number): Promise<void> {
+  const command = redis as unknown as { ehrRateLimitTakeBack(key: string): Promise<number> }
+  await withinDeadline(
+    command.ehrRateLimitTakeBack(key),
+    answerWithinMs,
+    () => new Error(`the rate limit store did not answer within ${answerWithinMs} ms`),
+  )
 }
 
 interface Waiting {

@@ -53,14 +53,17 @@ const isWrite = (method: string) => !['GET', 'HEAD', 'OPTIONS'].includes(method)
 
 /** The headers the service sets on an answer of this status to a `method` request to `url`. */
 function headersOf(
-  method: string,
+  route: RouteOptions,
   url: string,
   status: number,
   schema: ResponseSchema,
 ): Record<string, HeaderSchema> {
+  const method = [route.method].flat().join()
+  // A sign-in route is counted by its failures, and says so only when it refuses one.
+  const counted = isRateLimited(url) && (route.config?.rateLimit !== false || status === 429)
   return {
     ...pick('X-Request-Id'),
-    ...(isRateLimited(url) ? pick('X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset') : {}),
+    ...(counted ? pick('X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset') : {}),
     ...(status === 429 ? pick('Retry-After') : {}),
     ...(status === 304 || (status < 300 && holdsVersionedRecord(schema)) ? pick('ETag') : {}),
     ...(status < 300 && isWrite(method) && url.startsWith('/api/') ? pick('X-Write-Position') : {}),
@@ -100,7 +103,7 @@ export function documentRoute(schema: FastifySchema, url: string, route: RouteOp
   const response = Object.fromEntries(
     Object.entries(schema.response as Record<string, ResponseSchema>).map(([status, answer]) => [
       status,
-      { ...answer, headers: headersOf(method, url, Number(status), answer) },
+      { ...answer, headers: headersOf(route, url, Number(status), answer) },
     ]),
   )
   const reads = method === 'GET' && url.startsWith('/api/') ? readAfterParameter : {}

@@ -1,5 +1,6 @@
+import { hkdfSync } from 'node:crypto'
 import rateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit'
-import type { FastifyBaseLogger, FastifyPluginAsync, FastifyRequest } from 'fastify'
+import type { FastifyBaseLogger, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Redis } from 'ioredis'
 import type { Config } from '../config.js'
@@ -9,8 +10,28 @@ import {
   type Count,
   defineCountCommand,
   redisWindowCounter,
+  takeBackCount,
   type WindowCounter,
 } from '../lib/redis-window-counter.js'
+import { type AttemptOptions, signInAttempts } from '../lib/sign-in-attempts.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /**
+     * Runs `check` (a password or code check) as a sign-in attempt of `username` from the request's
+     * address: 429 RATE_001 with Retry-After while the account or the address has failed too often,
+     * and counted only if it fails (lib/sign-in-attempts.ts). Routes that call it are left out of
+     * the anonymous limit (`SIGN_IN_ROUTE`).
+     */
+    signInAttempt<T>(
+      request: FastifyRequest,
+      reply: FastifyReply,
+      username: string | undefined,
+      check: () => Promise<T>,
+      failed?: AttemptOptions['failed'],
+    ): Promise<T>
+  }
+}
 
 const RESET_HEADER = 'x-ratelimit-reset'
 const REDIS_STARTUP_WAIT_MS = 2000
@@ -32,6 +53,23 @@ const UNLIMITED = /^\/(actuator\/|swagger-ui|v3\/api-docs)/
 
 /** Whether requests to `url` are counted (and carry the X-RateLimit headers). */
 export const isRateLimited = (url: string) => !UNLIMITED.test(url)
+
+/**
+ * Route config of a sign-in route: its calls are not anonymous calls (a clinic's colleagues sign in
+ * from one address), so they are limited by their failures instead (`signInAttempt`).
+ */
+export const SIGN_IN_ROUTE = { rateLimit: false } as const
+
+/**
+ * Route config of an endpoint where only some requests are sign-ins, as `isSignIn` tells from the
+ * parsed body (the token endpoint's password grant): the others count against the usual limits,
+ * from the moment the body has been read.
+ */
+export const signInsWhen = (isSignIn: (request: FastifyRequest) => boolean) =>
+  ({ rateLimit: { hook: 'preValidation', allowList: isSignIn } }) as const
+
+// Separates the account keys of the sign-in limits from every other use of the encryption key.
+const ACCOUNT_KEY_INFO = 'ehr sign-in limit account keys'
 // The scheme is case-insensitive (RFC 9110 §11.1), and the token verifier accepts any case: a
 // lowercase `bearer` must be counted against its caller, not the address's anonymous allowance.
 const BEARER = /^Bearer\s/i
@@ -52,15 +90,21 @@ function parseClientLimits(setting: string): Map<string, number> {
 /** Fixed windows counted in this process, least recently used keys forgotten past `LOCAL_KEYS_MAX`. */
 function localCounter() {
   const windows = new Map<string, { count: number; endsAt: number }>()
-  return (key: string, windowMs: number): Count => {
-    const now = Date.now()
-    let entry = windows.get(key)
-    if (!entry || entry.endsAt <= now) entry = { count: 0, endsAt: now + windowMs }
-    entry.count++
-    windows.delete(key)
-    windows.set(key, entry)
-    if (windows.size > LOCAL_KEYS_MAX) windows.delete(windows.keys().next().value as string)
-    return { current: entry.count, ttl: entry.endsAt - now }
+  return {
+    count(key: string, windowMs: number): Count {
+      const now = Date.now()
+      let entry = windows.get(key)
+      if (!entry || entry.endsAt <= now) entry = { count: 0, endsAt: now + windowMs }
+      entry.count++
+      windows.delete(key)
+      windows.set(key, entry)
+      if (windows.size > LOCAL_KEYS_MAX) windows.delete(windows.keys().next().value as string)
+      return { current: entry.count, ttl: entry.endsAt - now }
+    },
+    takeBack(key: string): void {
+      const entry = windows.get(key)
+      if (entry && entry.count > 0) entry.count--
+    },
   }
 }
 
@@ -95,7 +139,7 @@ function counters(redis: Redis | undefined, log: FastifyBaseLogger, metrics: Ser
   }
   const countLocally = (key: string, windowMs: number) => {
     metrics.rateLimitCountedLocally()
-    return local(key, windowMs)
+    return local.count(key, windowMs)
   }
   if (redis && redis.status !== 'ready') fallBack(new Error(`not connected (${redis.status})`))
 
@@ -107,19 +151,29 @@ function counters(redis: Redis | undefined, log: FastifyBaseLogger, metrics: Ser
   // Without a promise when the count is at hand (counted here, or reserved ahead in Redis): most
   // requests of a busy caller take a reserved count, and each promise costs them a turn of the
   // microtask queue or two.
-  return (key: string, windowMs: number, max: number): Count | Promise<Count> => {
-    if (!shared) return local(key, windowMs)
+  const count = (key: string, windowMs: number, max: number): Count | Promise<Count> => {
+    if (!shared) return local.count(key, windowMs)
     if (degraded && Date.now() < retryAt) return countLocally(key, windowMs)
     const counted = shared(`${NAMESPACE}${key}`, windowMs, max)
     if (!(counted instanceof Promise)) return counted
     return counted.then(
-      (count) => {
+      (result) => {
         recovered()
-        return count
+        return result
       },
       failedOver(key, windowMs),
     )
   }
+  // Taken back where counting happens now: a count Redis took just before it failed stays spent
+  // there, which errs on the side of the limit.
+  const takeBack = async (key: string): Promise<void> => {
+    if (!redis || (degraded && Date.now() < retryAt)) return local.takeBack(key)
+    await takeBackCount(redis, `${NAMESPACE}${key}`, REDIS_ANSWER_WITHIN_MS).then(recovered, (error) => {
+      fallBack(error)
+      local.takeBack(key)
+    })
+  }
+  return { count, takeBack }
 }
 
 /** The store @fastify/rate-limit counts with; one key space for every route (no route has its own limit). */
@@ -170,10 +224,14 @@ async function connectRedis(url: string, log: FastifyBaseLogger): Promise<Redis>
 
 /**
  * Limits per window: an authenticated caller by subject (1000 by default, more for clients named in
- * RATE_LIMIT_CLIENTS), anyone else by IP (100). With REDIS_URL the counters are shared by every
- * instance; without it, or while Redis is unreachable, each instance counts alone.
+ * RATE_LIMIT_CLIENTS), anyone else by IP (100); sign-ins apart, by their failures per account and
+ * per IP (`signInAttempt`). With REDIS_URL the counters are shared by every instance; without it,
+ * or while Redis is unreachable, each instance counts alone.
  */
-const rateLimits: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => {
+const rateLimits: FastifyPluginAsync<{ config: Config; encryptionKey: Buffer }> = async (
+  app,
+  { config, encryptionKey },
+) => {
   const clientLimits = parseClientLimits(config.RATE_LIMIT_CLIENTS)
   const redis = config.REDIS_URL ? await connectRedis(config.REDIS_URL, app.log) : undefined
   if (redis) {
@@ -193,9 +251,10 @@ const rateLimits: FastifyPluginAsync<{ config: Config }> = async (app, { config 
     return `ip:${request.ip}`
   }
 
+  const counted = counters(redis, app.log, app.serviceMetrics)
   await app.register(rateLimit, {
     global: true,
-    store: storeOf(counters(redis, app.log, app.serviceMetrics)),
+    store: storeOf(counted.count),
     // The store always counts (in this process when Redis fails), so an error here is a bug and
     // must not silently lift the limit.
     skipOnError: false,
@@ -216,6 +275,28 @@ const rateLimits: FastifyPluginAsync<{ config: Config }> = async (app, { config 
       )
     },
   })
+
+  const attempt = signInAttempts(
+    counted,
+    {
+      perAccount: config.RATE_LIMIT_SIGN_IN_ACCOUNT,
+      perAddress: config.RATE_LIMIT_SIGN_IN_ADDRESS,
+      windowMs: config.RATE_LIMIT_SIGN_IN_WINDOW_SECONDS * 1000,
+    },
+    Buffer.from(hkdfSync('sha256', encryptionKey, '', ACCOUNT_KEY_INFO, 32)),
+  )
+  app.decorate('signInAttempt', (request, reply, username, check, failed) =>
+    attempt({ address: request.ip, username }, check, {
+      failed,
+      refused: ({ limit, retryAfterSeconds }) => {
+        app.serviceMetrics.rateLimited('sign-in')
+        reply.header('retry-after', retryAfterSeconds)
+        reply.header('x-ratelimit-limit', limit)
+        reply.header('x-ratelimit-remaining', 0)
+        reply.header(RESET_HEADER, retryAfterSeconds)
+      },
+    }),
+  )
 
   // The plugin counts seconds until the reset; the API promises the Unix time of the reset.
   app.addHook('onSend', (_request, reply, payload, done) => {

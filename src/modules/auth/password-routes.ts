@@ -8,6 +8,7 @@ import {
 import { ok } from '../../http/envelope.js'
 import { errorResponse } from '../../http/responses.js'
 import type { Mailer } from '../../lib/mailer.js'
+import { SIGN_IN_ROUTE } from '../../plugins/rate-limit.js'
 import { changePassword, changePasswordAccount, resetPassword, sendPasswordResetLink } from './passwords.js'
 
 const tags = ['Authentication']
@@ -67,6 +68,7 @@ const passwordRoutes: FastifyPluginAsyncTypebox<{ mailer: Mailer; resetUrl: stri
   app.post(
     '/change-password',
     {
+      config: SIGN_IN_ROUTE,
       schema: {
         tags,
         operationId: 'changePassword',
@@ -87,10 +89,12 @@ const passwordRoutes: FastifyPluginAsyncTypebox<{ mailer: Mailer; resetUrl: stri
         },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { username, ...passwords } = request.body
       const principal = request.headers.authorization === undefined ? null : await app.authenticate(request)
-      await changePassword(app.db, changePasswordAccount(principal, username), passwords)
+      const account = changePasswordAccount(principal, username)
+      // Checking the current password is a sign-in attempt, with or without a token.
+      await app.signInAttempt(request, reply, account, () => changePassword(app.db, account, passwords))
       return ok('Password changed; sign in with the new password', {})
     },
   )

@@ -19,6 +19,7 @@ import { principalOf } from '../../http/principal.js'
 import { errorResponse, nameResponse } from '../../http/responses.js'
 import type { IssuedTokens, SignInResult } from '../../identity/backends.js'
 import type { Mailer } from '../../lib/mailer.js'
+import { SIGN_IN_ROUTE } from '../../plugins/rate-limit.js'
 import passwordRoutes from './password-routes.js'
 import { currentUser, presentedRefreshToken } from './service.js'
 
@@ -104,6 +105,7 @@ const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
   app.post(
     '/login',
     {
+      config: SIGN_IN_ROUTE,
       schema: {
         tags,
         operationId: 'login',
@@ -115,13 +117,19 @@ const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
         response: signInSchema,
       },
     },
-    async (request, reply) =>
-      signInResponse(await backend.passwordLogin(request.body.username, request.body.password), reply),
+    async (request, reply) => {
+      const { username, password } = request.body
+      const result = await app.signInAttempt(request, reply, username, () =>
+        backend.passwordLogin(username, password),
+      )
+      return signInResponse(result, reply)
+    },
   )
 
   app.post(
     '/idp-login',
     {
+      config: SIGN_IN_ROUTE,
       schema: {
         tags,
         operationId: 'identityProviderLogin',
@@ -142,9 +150,19 @@ const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
       const { username, password, code, redirectUri, codeVerifier } = request.body
       if (!external)
         throw new AppError('VAL_001', 'No external identity provider is configured', { status: 400 })
-      if (code && redirectUri)
-        return signInResponse(await backend.codeLogin(code, redirectUri, codeVerifier), reply)
-      if (username && password) return signInResponse(await backend.passwordLogin(username, password), reply)
+      if (code && redirectUri) {
+        // A code names no account: its failures count for the address only.
+        const result = await app.signInAttempt(request, reply, undefined, () =>
+          backend.codeLogin(code, redirectUri, codeVerifier),
+        )
+        return signInResponse(result, reply)
+      }
+      if (username && password) {
+        const result = await app.signInAttempt(request, reply, username, () =>
+          backend.passwordLogin(username, password),
+        )
+        return signInResponse(result, reply)
+      }
       throw new AppError('VAL_002', 'Send username and password, or code and redirectUri')
     },
   )
