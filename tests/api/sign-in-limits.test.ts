@@ -23,6 +23,20 @@ const newAddress = () => `10.${randomInt(256)}.${randomInt(256)}.${randomInt(1, 
 const login = (remoteAddress: string, username: string, password: string) =>
   app.inject({ method: 'POST', url: '/api/auth/login', payload: { username, password }, remoteAddress })
 
+const passwordGrant = (remoteAddress: string, username: string, password: string) =>
+  app.inject({
+    method: 'POST',
+    url: '/realms/ehr/protocol/openid-connect/token',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({
+      grant_type: 'password',
+      client_id: 'ehr-api',
+      username,
+      password,
+    }).toString(),
+    remoteAddress,
+  })
+
 const statusesOf = async (requests: (() => Promise<{ statusCode: number }>)[]) => {
   const statuses: number[] = []
   for (const request of requests) statuses.push((await request()).statusCode)
@@ -135,6 +149,39 @@ describe('POST /api/auth/change-password', () => {
   })
 })
 
+describe('POST /realms/ehr/protocol/openid-connect/token (password grant)', () => {
+  it('grants tokens from an address that has used up the anonymous limit, and throttles a failing account', async () => {
+    const remoteAddress = newAddress()
+    const org = await newOrganization(app)
+    const user = await org.user('PROVIDER')
+    await statusesOf(times(3, () => () => app.inject({ url: '/api/patients', remoteAddress })))
+
+    expect((await passwordGrant(remoteAddress, user.email, TEST_PASSWORD)).statusCode).toBe(200)
+    const attacked = await org.user('NURSE')
+    const statuses = await statusesOf(
+      times(4, () => () => passwordGrant(remoteAddress, attacked.email, 'wrong')),
+    )
+    expect(statuses).toEqual([401, 401, 401, 429])
+    const limited = await passwordGrant(remoteAddress, attacked.email, TEST_PASSWORD)
+    expect(limited.statusCode).toBe(429)
+    expect(limited.json()).toMatchObject({ error: 'slow_down' })
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0)
+  })
+
+  it('still counts other grants against the anonymous limit', async () => {
+    const remoteAddress = newAddress()
+    const grant = () =>
+      app.inject({
+        method: 'POST',
+        url: '/realms/ehr/protocol/openid-connect/token',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: 'grant_type=client_credentials&client_id=nobody&client_secret=guess',
+        remoteAddress,
+      })
+    expect(await statusesOf(times(4, () => grant))).toEqual([401, 401, 401, 429])
+  })
+})
+
 describe('GET /fhir/R4/metadata', () => {
   it('keeps its anonymous count whatever sign-ins the address makes, and sign-ins work once it is spent', async () => {
     const remoteAddress = newAddress()
@@ -143,6 +190,7 @@ describe('GET /fhir/R4/metadata', () => {
     expect((await metadata()).headers['x-ratelimit-remaining']).toBe('2')
     await login(remoteAddress, user.email, TEST_PASSWORD)
     await login(remoteAddress, user.email, 'wrong-password')
+    await passwordGrant(remoteAddress, user.email, TEST_PASSWORD)
     expect((await metadata()).headers['x-ratelimit-remaining']).toBe('1')
     await metadata()
     expect((await metadata()).statusCode).toBe(429)

@@ -14,6 +14,7 @@ import {
 import { AppError, fromDatabaseError } from '../../errors.js'
 import { loadVerificationKeys, toJwk } from '../../identity/signing-keys.js'
 import type { TargetPolicy } from '../../outbox/targets.js'
+import { signInsWhen } from '../../plugins/rate-limit.js'
 import { createJwksFetcher, PUBLIC_HTTPS_ONLY } from '../clients/service.js'
 import { type AssertionSettings, clientCredentials, grantTokens, logout, OAuthError } from './service.js'
 
@@ -21,6 +22,12 @@ const tags = ['OpenID Connect']
 const oauthError = (description: string) => ({ ...OAuthErrorBody, description })
 // Every /realms call is rate limited, discovery and keys included.
 const tooManyRequests = { 429: oauthError('Rate limit exceeded; see Retry-After (slow_down)') }
+/** A password grant is a sign-in: limited by its failures, not counted as an anonymous call. */
+const isPasswordGrant = (body: unknown) =>
+  (body as { grant_type?: unknown } | undefined)?.grant_type === 'password'
+// Wrong user credentials, or a client that failed to authenticate with them.
+const credentialsRejected = (error: unknown) => error instanceof OAuthError && error.status === 401
+
 const formErrors = {
   ...tooManyRequests,
   413: oauthError('The form is too large'),
@@ -141,6 +148,7 @@ const oidcRoutes: FastifyPluginAsyncTypebox<OidcRouteOptions> = async (
   app.post(
     '/protocol/openid-connect/token',
     {
+      config: signInsWhen((request) => isPasswordGrant(request.body)),
       schema: {
         tags,
         operationId: 'token',
@@ -161,12 +169,6 @@ const oidcRoutes: FastifyPluginAsyncTypebox<OidcRouteOptions> = async (
       },
     },
     async (request, reply) => {
-      const credentials = clientCredentials(request.headers.authorization, {
-        clientId: request.body.client_id,
-        secret: request.body.client_secret,
-        assertionType: request.body.client_assertion_type,
-        assertion: request.body.client_assertion,
-      })
       const assertions: AssertionSettings = {
         keys: clientKeys,
         audience: endpoint('token'),
@@ -174,7 +176,17 @@ const oidcRoutes: FastifyPluginAsyncTypebox<OidcRouteOptions> = async (
           request.log.warn({ clientId }, 'the client’s JWKS URL gave no usable key set'),
       }
       reply.header('cache-control', 'no-store')
-      return grantTokens(app.db, issuer, publicClientId, request.body, credentials, assertions)
+      const grant = () => {
+        const credentials = clientCredentials(request.headers.authorization, {
+          clientId: request.body.client_id,
+          secret: request.body.client_secret,
+          assertionType: request.body.client_assertion_type,
+          assertion: request.body.client_assertion,
+        })
+        return grantTokens(app.db, issuer, publicClientId, request.body, credentials, assertions)
+      }
+      if (!isPasswordGrant(request.body)) return grant()
+      return app.signInAttempt(request, reply, request.body.username, grant, credentialsRejected)
     },
   )
 
