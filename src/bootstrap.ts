@@ -59,17 +59,18 @@ export function firstStartBanner(config: Config, result: BootstrapResult, seedHi
   const credentials = result.generatedPassword
     ? `${result.email} / ${result.generatedPassword}\nThis password is shown only now.`
     : `${result.email} (password from ADMIN_PASSWORD)`
-  const lines = [`Bootstrap administrator created: ${credentials}`]
-  if (!config.DATABASE_URL) {
+  const lines = [
+    `Bootstrap administrator created: ${credentials}`,
+    `  API       ${url}/api   (sign in: POST ${url}/api/auth/login {"username","password"} -> data.token)`,
+    `  Explorer  ${url}/swagger-ui.html`,
+    `  Metrics   ${url}/actuator/prometheus`,
+  ]
+  if (seedHint) {
     lines.push(
-      `  API       ${url}/api   (sign in: POST ${url}/api/auth/login {"username","password"} -> data.token)`,
-      `  Explorer  ${url}/swagger-ui.html`,
-      `  Metrics   ${url}/actuator/prometheus`,
+      config.DATABASE_URL
+        ? '  Demo data: run `npm run seed` (in the image: `node dist/cli.mjs seed`) beside the server.'
+        : '  Demo data: stop the server, run `npm run seed` (in the image: `node dist/cli.mjs seed`), start again.',
     )
-    if (seedHint)
-      lines.push(
-        '  Demo data: stop the server, run `npm run seed` (in the image: `node dist/cli.mjs seed`), start again.',
-      )
   }
   return `\n${lines.join('\n')}\n\n`
 }

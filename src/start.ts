@@ -33,7 +33,7 @@ function bufferedStdout() {
 }
 
 async function main(): Promise<void> {
-  const config = loadConfig(process.env)
+  const config = loadConfig(process.env, { server: true })
   const logStream = bufferedStdout()
   const app = await buildApp(config, { logStream })
 

@@ -135,7 +135,7 @@ describe('the server process', () => {
   )
 
   it(
-    'refuses to start on PostgreSQL without ENCRYPTION_KEY, which every instance must share',
+    'refuses to start on PostgreSQL naming at once each setting it requires: ENCRYPTION_KEY and a mail transport',
     async () => {
       const child = spawn(process.execPath, ['--import', 'tsx', serverEntry], {
         env: { PATH: process.env.PATH, DATABASE_URL: 'postgres://127.0.0.1:1/none', DATA_DIR: dataDir },
@@ -148,6 +148,7 @@ describe('the server process', () => {
       const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
       expect(code).toBe(1)
       expect(stderr).toContain('ENCRYPTION_KEY: required when DATABASE_URL is set')
+      expect(stderr).toContain('SMTP_URL: required when DATABASE_URL is set')
     },
     PROCESS_TEST_TIMEOUT_MS,
   )
