@@ -61,6 +61,19 @@ describe('README.md stays a README', () => {
   })
 })
 
+describe('the shell examples', () => {
+  // The README's walk sets BASE; every other page's commands can be pasted after it.
+  it("name the service's address $BASE everywhere, as the README's walk does", () => {
+    for (const file of ['README.md', ...markdownFiles('docs')]) {
+      const examples = (readFileSync(file, 'utf8').match(/```[\s\S]*?```/g) ?? []).join('\n')
+      const others = [...examples.matchAll(/\$\{?([A-Z_]+)\}?\/(api|fhir|realms|actuator|v3|swagger-ui)\b/g)]
+        .map((match) => match[1])
+        .filter((name) => name !== 'BASE')
+      expect(others, file).toEqual([])
+    }
+  })
+})
+
 describe('.env.example', () => {
   it('names every configuration variable', () => {
     for (const name of Object.keys(ConfigSchema.properties)) {
