@@ -74,3 +74,17 @@ export function firstStartBanner(config: Config, result: BootstrapResult, seedHi
   }
   return `\n${lines.join('\n')}\n\n`
 }
+
+/**
+ * Settings that are safe only in development and tests, named at every start (as warnings in the
+ * log) so that one left on in production is seen.
+ */
+export function startupWarnings(config: Config): string[] {
+  const warnings: string[] = []
+  if (config.WEBHOOK_ALLOW_PRIVATE_TARGETS) {
+    warnings.push(
+      'WEBHOOK_ALLOW_PRIVATE_TARGETS=true: webhook and client JWKS URLs may point at loopback, private, link-local and cloud metadata addresses, so callers can reach internal services (SSRF); development and tests only',
+    )
+  }
+  return warnings
+}

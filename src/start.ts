@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net'
 import pino from 'pino'
 import { buildApp } from './app.js'
-import { bootstrapAdmin, firstStartBanner } from './bootstrap.js'
+import { bootstrapAdmin, firstStartBanner, startupWarnings } from './bootstrap.js'
 import { ConfigError, loadConfig } from './config.js'
 import { chunkedLog } from './lib/chunked-log.js'
 import { startupProgress } from './lib/startup-progress.js'
@@ -36,6 +36,7 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env, { server: true })
   const logStream = bufferedStdout()
   const app = await buildApp(config, { logStream })
+  for (const warning of startupWarnings(config)) app.log.warn(warning)
 
   const bootstrap = await bootstrapAdmin(app.db, config, () =>
     startupProgress(app.log, logStream)('creating the administrator account'),

@@ -56,6 +56,7 @@ describe('the server process', () => {
       ).toBe(true)
       expect([...steps].sort((a, b) => a - b)).toEqual(steps)
       expect(first.output()).not.toMatch(/"applying database migrations"/)
+      expect(first.output()).not.toContain('WEBHOOK_ALLOW_PRIVATE_TARGETS')
       expect(first.output()).toMatch(/Explorer +http:\/\/localhost:\d+\/swagger-ui\.html/)
       expect(first.output()).toMatch(/Metrics +http:\/\/localhost:\d+\/actuator\/prometheus/)
       // Without ENCRYPTION_KEY the embedded default keeps a generated key beside its data.
@@ -112,6 +113,24 @@ describe('the server process', () => {
       ).data.content
       expect(trail[0]).toMatchObject({ action: 'CREATE', resourceIds: [patientId] })
       expect(await stop(second, 'SIGINT')).toBe(0)
+    },
+    PROCESS_TEST_TIMEOUT_MS,
+  )
+
+  it(
+    'warns once at start that WEBHOOK_ALLOW_PRIVATE_TARGETS=true lets webhooks reach internal addresses',
+    async () => {
+      const server = await startServer(dataDir, { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' })
+      const warnings = server
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('WEBHOOK_ALLOW_PRIVATE_TARGETS'))
+      expect(await stop(server)).toBe(0)
+      expect(warnings).toHaveLength(1)
+      expect(JSON.parse(warnings[0] as string)).toMatchObject({
+        level: 40,
+        msg: expect.stringMatching(/^WEBHOOK_ALLOW_PRIVATE_TARGETS=true: .*development and tests only/),
+      })
     },
     PROCESS_TEST_TIMEOUT_MS,
   )
