@@ -24,12 +24,12 @@ const DEFAULT_PATIENTS = 300
 
 /** The way into a demo organization of its own, whose administrator the seed created. */
 const signInHint = (administrator: { email: string; temporaryPassword: string }) =>
-  [
+  `${[
     `Its administrator: ${administrator.email} / ${administrator.temporaryPassword}`,
     'This password is shown only now, and is temporary: change it first (POST /api/auth/change-password',
     'with "username", "currentPassword" and "newPassword"), then sign in. A new one, if it is lost:',
     `npm run user -- reset-password --email ${administrator.email}`,
-  ].join('\n') + '\n'
+  ].join('\n')}\n`
 
 function parseSeedArgs(argv: string[]) {
   return parseArgs({
