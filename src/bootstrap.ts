@@ -59,17 +59,32 @@ export function firstStartBanner(config: Config, result: BootstrapResult, seedHi
   const credentials = result.generatedPassword
     ? `${result.email} / ${result.generatedPassword}\nThis password is shown only now.`
     : `${result.email} (password from ADMIN_PASSWORD)`
-  const lines = [`Bootstrap administrator created: ${credentials}`]
-  if (!config.DATABASE_URL) {
+  const lines = [
+    `Bootstrap administrator created: ${credentials}`,
+    `  API       ${url}/api   (sign in: POST ${url}/api/auth/login {"username","password"} -> data.token)`,
+    `  Explorer  ${url}/swagger-ui.html`,
+    `  Metrics   ${url}/actuator/prometheus`,
+  ]
+  if (seedHint) {
     lines.push(
-      `  API       ${url}/api   (sign in: POST ${url}/api/auth/login {"username","password"} -> data.token)`,
-      `  Explorer  ${url}/swagger-ui.html`,
-      `  Metrics   ${url}/actuator/prometheus`,
+      config.DATABASE_URL
+        ? '  Demo data: run `npm run seed` (in the image: `node dist/cli.mjs seed`) beside the server.'
+        : '  Demo data: stop the server, run `npm run seed` (in the image: `node dist/cli.mjs seed`), start again.',
     )
-    if (seedHint)
-      lines.push(
-        '  Demo data: stop the server, run `npm run seed` (in the image: `node dist/cli.mjs seed`), start again.',
-      )
   }
   return `\n${lines.join('\n')}\n\n`
+}
+
+/**
+ * Settings that are safe only in development and tests, named at every start (as warnings in the
+ * log) so that one left on in production is seen.
+ */
+export function startupWarnings(config: Config): string[] {
+  const warnings: string[] = []
+  if (config.WEBHOOK_ALLOW_PRIVATE_TARGETS) {
+    warnings.push(
+      'WEBHOOK_ALLOW_PRIVATE_TARGETS=true: webhook and client JWKS URLs may point at loopback, private, link-local and cloud metadata addresses, so callers can reach internal services (SSRF); development and tests only',
+    )
+  }
+  return warnings
 }

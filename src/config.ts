@@ -546,10 +546,37 @@ const SECRET_NAMES =
   /PASSWORD$|SECRET|DATABASE_URL|DATABASE_DIRECT_URL|DATABASE_READ_URLS|SMTP_URL|REDIS_URL|ENCRYPTION_KEY/
 
 /**
- * Validates the environment once. Throws a ConfigError naming each bad variable, so a
- * misconfigured deployment stops at start instead of failing on its first request.
+ * What the server itself needs on PostgreSQL, beyond valid values: every instance must decrypt with
+ * the same key, and a reset mail that silently goes nowhere must be asked for explicitly. Commands
+ * (migrate, user, seed) run without them; the keys command and the mailer check them where used.
  */
-export function loadConfig(env: Record<string, string | undefined>): Config {
+function serverRequirements(raw: RawConfig): string[] {
+  const problems: string[] = []
+  if (raw.DATABASE_URL !== undefined && raw.ENCRYPTION_KEY === undefined) {
+    problems.push(
+      'ENCRYPTION_KEY: required when DATABASE_URL is set (every instance must use the same key); create one with `openssl rand -base64 32`',
+    )
+  }
+  if (raw.SMTP_URL === undefined) {
+    if (raw.MAIL_TRANSPORT === 'smtp') problems.push('SMTP_URL: required when MAIL_TRANSPORT=smtp')
+    else if (raw.MAIL_TRANSPORT === undefined && raw.DATABASE_URL !== undefined) {
+      problems.push(
+        'SMTP_URL: required when DATABASE_URL is set (password reset mails must reach users); set MAIL_TRANSPORT=log to send none and only log them',
+      )
+    }
+  }
+  return problems
+}
+
+/**
+ * Validates the environment once. Throws a ConfigError naming each bad variable, all in one, so a
+ * misconfigured deployment stops at start instead of failing on its first request, and is
+ * corrected in one go. `server`: also what the server itself requires (serverRequirements).
+ */
+export function loadConfig(
+  env: Record<string, string | undefined>,
+  options: { server?: boolean } = {},
+): Config {
   const input: Record<string, unknown> = {}
   for (const key of Object.keys(ConfigSchema.properties)) {
     const value = env[key]
@@ -561,27 +588,28 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     const shown = SECRET_NAMES.test(name) ? 'value hidden' : `got ${JSON.stringify(error.value)}`
     return `${name}: ${error.message} (${shown})`
   })
-  if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`)
 
+  // Read beside values that may be invalid: a comparison with one that is not a number does not hold.
   const raw = withDefaults as RawConfig
   // A lease shorter than an attempt would let a second instance claim a delivery still in flight.
   if (raw.WEBHOOK_LEASE_SECONDS * 1000 <= raw.WEBHOOK_TIMEOUT_MS) {
-    throw new ConfigError(
-      'Invalid configuration:\n  WEBHOOK_LEASE_SECONDS: must be longer than WEBHOOK_TIMEOUT_MS (an attempt must end within its lease)',
+    problems.push(
+      'WEBHOOK_LEASE_SECONDS: must be longer than WEBHOOK_TIMEOUT_MS (an attempt must end within its lease)',
     )
   }
   // Replicas of the embedded database do not exist: the setting would silently do nothing.
   if (raw.DATABASE_READ_URLS !== '' && raw.DATABASE_URL === undefined) {
-    throw new ConfigError(
-      'Invalid configuration:\n  DATABASE_READ_URLS: read replicas need DATABASE_URL (the primary they replicate)',
-    )
+    problems.push('DATABASE_READ_URLS: read replicas need DATABASE_URL (the primary they replicate)')
   }
   // The audit trail is a regulatory record: a typo such as 30 must not purge all but a month of it.
   if (raw.AUDIT_RETENTION_DAYS > 0 && raw.AUDIT_RETENTION_DAYS < 365) {
-    throw new ConfigError(
-      `Invalid configuration:\n  AUDIT_RETENTION_DAYS: must be 0 (keep forever) or at least 365 (got ${raw.AUDIT_RETENTION_DAYS})`,
+    problems.push(
+      `AUDIT_RETENTION_DAYS: must be 0 (keep forever) or at least 365 (got ${raw.AUDIT_RETENTION_DAYS})`,
     )
   }
+  if (options.server) problems.push(...serverRequirements(raw))
+  if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`)
+
   const publicUrl = (raw.PUBLIC_URL ?? `http://localhost:${raw.PORT}`).replace(/\/$/, '')
   const embeddedIssuer = raw.OIDC_ISSUER_URL === undefined
   return Object.freeze({

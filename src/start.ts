@@ -1,12 +1,14 @@
+import type { AddressInfo } from 'node:net'
 import pino from 'pino'
 import { buildApp } from './app.js'
-import { bootstrapAdmin, firstStartBanner } from './bootstrap.js'
+import { bootstrapAdmin, firstStartBanner, startupWarnings } from './bootstrap.js'
 import { ConfigError, loadConfig } from './config.js'
 import { chunkedLog } from './lib/chunked-log.js'
 import { startupProgress } from './lib/startup-progress.js'
 
 // In-flight requests get this long to finish on shutdown before the process exits anyway.
 const SHUTDOWN_GRACE_MS = 15_000
+const WILDCARD_HOSTS = new Set(['0.0.0.0', '::'])
 // Log lines are written in chunks of this size, and at least this often: one write per request was a
 // tenth of the service's time under load, and each write wakes whoever reads the log. A kill -9
 // loses at most this last second of lines.
@@ -31,9 +33,10 @@ function bufferedStdout() {
 }
 
 async function main(): Promise<void> {
-  const config = loadConfig(process.env)
+  const config = loadConfig(process.env, { server: true })
   const logStream = bufferedStdout()
   const app = await buildApp(config, { logStream })
+  for (const warning of startupWarnings(config)) app.log.warn(warning)
 
   const bootstrap = await bootstrapAdmin(app.db, config, () =>
     startupProgress(app.log, logStream)('creating the administrator account'),
@@ -59,6 +62,11 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => shutdown('SIGINT'))
 
   await app.listen({ port: config.PORT, host: config.HOST })
+  // Fastify names each interface's address for a wildcard bind; a newcomer wants the one to open.
+  if (WILDCARD_HOSTS.has(config.HOST)) {
+    const { port } = app.server.address() as AddressInfo
+    app.log.info(`Server listening at http://localhost:${port} (all addresses)`)
+  }
   // Whoever waits for the service to come up reads this line now, not a second later.
   logStream.flush()
 }

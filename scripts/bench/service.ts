@@ -43,7 +43,7 @@ async function productionCommand(): Promise<string[]> {
   const { scripts } = JSON.parse(await readFile(path.join(dist, '..', 'package.json'), 'utf8')) as {
     scripts: Record<string, string>
   }
-  const [node, ...args] = (scripts['start:prod'] as string).split(' ')
+  const [node, ...args] = (scripts['start:prod'] as string).replace(/^exec /, '').split(' ')
   if (node !== 'node') throw new Error('start:prod no longer starts with node; update the benchmark')
   return args.map((arg) => (arg.startsWith('dist/') ? path.join(dist, arg.slice('dist/'.length)) : arg))
 }

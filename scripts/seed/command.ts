@@ -11,7 +11,8 @@ const USAGE = `Usage: npm run seed -- [--patients <n>] [--force]
 Fills the configured database with a demo practice: providers with weekly hours, patients with
 appointments, visits, chart entries, invoices and messages. In an empty database it goes into the
 bootstrap organization (created first if the server has not started yet), so the administrator
-sees it at once; with --force beside other records, into an organization of its own.
+sees it at once; with --force beside other records, into an organization of its own, whose
+administrator gets a temporary password, printed once.
 
   --patients <n>  how many patients (default 300)
   --force         seed even though the database holds records that are not demo data
@@ -20,6 +21,15 @@ With the embedded database (no DATABASE_URL), stop the server first: PGlite cann
 directory.`
 
 const DEFAULT_PATIENTS = 300
+
+/** The way into a demo organization of its own, whose administrator the seed created. */
+const signInHint = (administrator: { email: string; temporaryPassword: string }) =>
+  `${[
+    `Its administrator: ${administrator.email} / ${administrator.temporaryPassword}`,
+    'This password is shown only now, and is temporary: change it first (POST /api/auth/change-password',
+    'with "username", "currentPassword" and "newPassword"), then sign in. A new one, if it is lost:',
+    `npm run user -- reset-password --email ${administrator.email}`,
+  ].join('\n')}\n`
 
 function parseSeedArgs(argv: string[]) {
   return parseArgs({
@@ -63,13 +73,14 @@ export async function seedMain(argv: string[]): Promise<number> {
       force: values.force,
       billing: { currency: config.DEFAULT_CURRENCY, taxRateBasisPoints: config.TAX_RATE_BASIS_POINTS },
     })
-    const { organizationId, ...created } = counts
+    const { organizationId, administrator, ...created } = counts
     process.stdout.write(
       `Demo practice seeded in organization ${organizationId} in ${Math.round((Date.now() - started) / 1000)} s:\n` +
         `${Object.entries(created)
           .map(([what, count]) => `  ${what}: ${count}`)
           .join('\n')}\n`,
     )
+    if (administrator) process.stdout.write(signInHint(administrator))
     return 0
   } catch (error) {
     if (!(error instanceof SeedRefused)) throw error

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { type Kysely, sql } from 'kysely'
 import type { Database } from '../../db/database.js'
 import type { Actor } from '../../src/access/organization-scope.js'
@@ -16,10 +17,7 @@ import { createPatient } from '../../src/modules/patients/service.js'
 import { createProvider } from '../../src/modules/providers/service.js'
 import { createOrganization, createUser } from '../../src/modules/users/service.js'
 
-/**
- * Demo records are recognised by their e-mail domain: `.invalid` is reserved (RFC 2606), so no
- * real patient or clinician has an address there.
- */
+/** The demo's addresses: `.invalid` is reserved (RFC 2606), so no mail to them goes anywhere. */
 export const DEMO_DOMAIN = 'demo.invalid'
 
 export interface DemoOptions {
@@ -31,6 +29,8 @@ export interface DemoOptions {
 
 export interface DemoCounts {
   organizationId: number
+  /** Set when the seed created the administrator it acts as: the way into the demo organization. */
+  administrator?: { email: string; temporaryPassword: string }
   providers: number
   patients: number
   appointments: number
@@ -158,35 +158,52 @@ function* slots() {
   }
 }
 
+const clinicianEmail = (clinician: { first: string; last: string }) =>
+  `${clinician.first}.${clinician.last}@${DEMO_DOMAIN}`.toLowerCase()
+
 /**
- * Refuses when the database holds patients or providers that are not demo data (a real
- * practice), unless forced; refuses too when the demo practice was already seeded.
+ * Refuses when the demo practice was already seeded, recognised by its clinicians' accounts (only
+ * the seed creates them, and an address has one account in the whole database, so there can be no
+ * second demo even when forced). Refuses too when the database holds patients or providers (a real
+ * practice, or someone's tests) unless forced.
  */
 async function checkTarget(db: Kysely<Database>, force: boolean) {
-  const demo = `%@${DEMO_DOMAIN}`
-  const { rows } = await sql<{ real: number; demo: number }>`
-    select
-      (select count(*)::int from patients where email is null or email not like ${demo})
-      + (select count(*)::int from providers where email is null or email not like ${demo}) as real,
-      (select count(*)::int from patients where email like ${demo}) as demo
-  `.execute(db)
-  const counts = rows[0] ?? { real: 0, demo: 0 }
-  if (counts.demo > 0) throw new SeedRefused('The demo practice is already there; nothing to do.')
-  if (counts.real > 0 && !force) {
+  const seeded = await db
+    .selectFrom('users')
+    .select('organization_id')
+    .where((eb) => eb(eb.fn('lower', ['email']), 'in', CLINICIANS.map(clinicianEmail)))
+    .executeTakeFirst()
+  if (seeded) {
     throw new SeedRefused(
-      `The database holds ${counts.real} patients and providers that are not demo data. ` +
+      `The demo practice is already there (organization ${seeded.organization_id}); nothing to do.`,
+    )
+  }
+  const { rows } = await sql<{ records: number }>`
+    select (select count(*)::int from patients) + (select count(*)::int from providers) as records
+  `.execute(db)
+  const records = rows[0]?.records ?? 0
+  if (records > 0 && !force) {
+    throw new SeedRefused(
+      `The database holds ${records} patients and providers that are not demo data. ` +
         'Seed an empty database, or pass --force to add the demo practice (as an organization of its own).',
     )
   }
-  return { empty: counts.real === 0 }
+  return { empty: records === 0 }
 }
+
+// As long as the operator script's generated passwords: 24 base64url characters.
+const TEMPORARY_PASSWORD_BYTES = 18
 
 /**
  * The organization to fill: in an empty database the only one there (the bootstrap's, so its
  * administrator sees the demo at once); otherwise a new "Demo Practice", never mixed with real
- * records. And an administrator of it to act as.
+ * records. And an administrator of it to act as: when the seed has to create one, it gets a
+ * temporary password, so that someone can sign in to the new organization.
  */
-async function target(db: Kysely<Database>, empty: boolean): Promise<Actor> {
+async function target(
+  db: Kysely<Database>,
+  empty: boolean,
+): Promise<{ manager: Actor; administrator?: DemoCounts['administrator'] }> {
   const organizations = await db.selectFrom('organizations').select('id').orderBy('id').limit(2).execute()
   const organizationId =
     empty && organizations.length === 1
@@ -200,15 +217,21 @@ async function target(db: Kysely<Database>, empty: boolean): Promise<Actor> {
     .where('active', '=', true)
     .orderBy('id')
     .executeTakeFirst()
-  if (admin) return { organizationId, userId: admin.id }
+  if (admin) return { manager: { organizationId, userId: admin.id } }
+  const administrator = {
+    email: `practice.manager@${DEMO_DOMAIN}`,
+    temporaryPassword: randomBytes(TEMPORARY_PASSWORD_BYTES).toString('base64url'),
+  }
   const created = await createUser(db, {
     organizationId,
-    email: `practice.manager@${DEMO_DOMAIN}`,
+    email: administrator.email,
+    password: administrator.temporaryPassword,
+    temporaryPassword: true,
     firstName: 'Practice',
     lastName: 'Manager',
     roles: ['ADMIN'],
   })
-  return { organizationId, userId: created.id }
+  return { manager: { organizationId, userId: created.id }, administrator }
 }
 
 /**
@@ -218,10 +241,11 @@ async function target(db: Kysely<Database>, empty: boolean): Promise<Actor> {
  */
 export async function seedDemoPractice(db: Kysely<Database>, options: DemoOptions): Promise<DemoCounts> {
   const { empty } = await checkTarget(db, options.force)
-  const manager = await target(db, empty)
+  const { manager, administrator } = await target(db, empty)
   const random = generator(20_260_101)
   const counts: DemoCounts = {
     organizationId: manager.organizationId,
+    ...(administrator ? { administrator } : {}),
     providers: 0,
     patients: 0,
     appointments: 0,
@@ -235,7 +259,7 @@ export async function seedDemoPractice(db: Kysely<Database>, options: DemoOption
   const clinicians: { actor: Actor; providerId: number; free: Generator<{ date: string; time: string }> }[] =
     []
   for (const [index, clinician] of CLINICIANS.entries()) {
-    const email = `${clinician.first}.${clinician.last}@${DEMO_DOMAIN}`.toLowerCase()
+    const email = clinicianEmail(clinician)
     const user = await createUser(db, {
       organizationId: manager.organizationId,
       email,

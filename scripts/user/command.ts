@@ -6,8 +6,10 @@ import type { Database } from '../../db/database.js'
 import { migrateToLatest } from '../../db/migrator.js'
 import { ROLES } from '../../src/access/roles.js'
 import { loadConfig } from '../../src/config.js'
-import { AppError, fromDatabaseError, notFound } from '../../src/errors.js'
+import { AppError, conflict, fromDatabaseError, notFound } from '../../src/errors.js'
 import { revokeUserSessions } from '../../src/identity/sessions.js'
+import { hashPassword } from '../../src/lib/passwords.js'
+import { retirePasswordResetTokens } from '../../src/modules/auth/queries.js'
 import { createClient, createClientWithKeys, PUBLIC_HTTPS_ONLY } from '../../src/modules/clients/service.js'
 import { createOrganization, createUser } from '../../src/modules/users/service.js'
 import { systemResolver, type TargetPolicy } from '../../src/outbox/targets.js'
@@ -60,6 +62,7 @@ Commands:
          --roles <ROLE,ROLE> [--password <password> [--temporary]] [--subject <external sub>]
   list --org <id or group path>
   deactivate --email <email>
+  reset-password --email <email>
   client create --org <id or group path> --client-id <id> --name <name> --roles <ROLE,ROLE>
          [--jwks-file <path to a JWKS of public keys> | --jwks-url <https URL of one>]
   client list --org <id or group path>
@@ -69,6 +72,8 @@ Roles: ${ROLES.join(', ')}
 Without --password or --subject, create generates a password and prints it once. A generated
 password is temporary: the user must change it (POST /api/auth/change-password) before signing in.
 --temporary makes a --password temporary in the same way.
+reset-password replaces a forgotten password with a generated temporary one, printed once, and ends
+the account's sessions and reset links (where no mail can reach it, or the account never had one).
 With --subject and no --password, the account signs in only through the external identity provider.
 Prefer the generated password: a --password value stays in the shell history.
 A client gets a secret, printed once, unless it is registered with public keys (--jwks-file or
@@ -163,6 +168,41 @@ async function userDeactivate(db: Kysely<Database>, options: Options, out: Out) 
   out(`Deactivated user ${user.id} ${user.email} and ended their sessions`)
 }
 
+/**
+ * A new generated temporary password for an account, as a reset link would give one: every session
+ * and every outstanding reset link of the account ends with the old password.
+ */
+async function userResetPassword(db: Kysely<Database>, options: Options, out: Out) {
+  const generatedPassword = randomBytes(GENERATED_PASSWORD_BYTES).toString('base64url')
+  const passwordHash = await hashPassword(generatedPassword)
+  const user = await db.transaction().execute(async (trx) => {
+    const account = await trx
+      .selectFrom('users')
+      .leftJoin('clients', 'clients.user_id', 'users.id')
+      .select(['users.id', 'users.email', 'clients.client_id'])
+      .where((eb) => eb(eb.fn('lower', ['users.email']), '=', eb.fn('lower', [eb.val(options.email)])))
+      .executeTakeFirst()
+    if (!account) throw notFound(`User ${options.email}`)
+    // A service account signs in with its client's secret or keys; a password would be a way around them.
+    if (account.client_id !== null) {
+      throw conflict(
+        `${account.email} is the service account of a client (${account.client_id}); rotate the client's secret instead`,
+      )
+    }
+    await trx
+      .updateTable('users')
+      .set({ password_hash: passwordHash, password_change_required: true, updated_at: sql<Date>`now()` })
+      .where('id', '=', account.id)
+      .execute()
+    await revokeUserSessions(trx, account.id, 'PASSWORD_RESET')
+    await retirePasswordResetTokens(trx, account.id)
+    return account
+  })
+  out(`Reset the password of user ${user.id} ${user.email} and ended their sessions`)
+  out(`Generated password (shown only now): ${generatedPassword}`)
+  out('The password is temporary: it must be changed before signing in')
+}
+
 async function readJwksFile(file: string): Promise<unknown> {
   let text: string
   try {
@@ -240,6 +280,7 @@ const COMMANDS: Record<string, Command> = {
   },
   list: { options: { org: true }, run: userList },
   deactivate: { options: { email: true }, run: userDeactivate },
+  'reset-password': { options: { email: true }, run: userResetPassword },
   'client create': {
     options: { org: true, 'client-id': true, name: true, roles: true, 'jwks-file': false, 'jwks-url': false },
     run: clientCreate,

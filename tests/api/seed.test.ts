@@ -2,6 +2,7 @@ import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { DatabaseHandle } from '../../db/connect.js'
 import { SeedRefused, seedDemoPractice } from '../../scripts/seed/demo-practice.js'
+import { verifyPassword } from '../../src/lib/passwords.js'
 import { createOrganization } from '../../src/modules/users/service.js'
 import { openTestDatabase } from '../helpers/app.js'
 
@@ -71,6 +72,68 @@ describe('npm run seed', () => {
 
   it('refuses a second run: the demo practice is already there', async () => {
     await expect(seedDemoPractice(handle.db, { ...options, force: true })).rejects.toThrow(/already there/)
+  })
+})
+
+/** A practice's own records: an organization with one patient whose address is on the demo domain. */
+async function realPractice(database: DatabaseHandle) {
+  const organization = await createOrganization(database.db, { name: 'Test Practice', groupPath: '/test' })
+  await database.db
+    .insertInto('patients')
+    .values({
+      organization_id: organization.id,
+      first_name: 'Test',
+      last_name: 'Patient',
+      date_of_birth: '1980-01-01',
+      gender: 'Other',
+      email: 'test.patient@demo.invalid',
+    })
+    .execute()
+  return organization
+}
+
+describe('npm run seed beside a patient whose address is on the demo domain', () => {
+  it('refuses unless forced, as for any real record, and does not take it for the demo', async () => {
+    const other = await openTestDatabase()
+    try {
+      await realPractice(other)
+      const refused = seedDemoPractice(other.db, options)
+      await expect(refused).rejects.toBeInstanceOf(SeedRefused)
+      await expect(refused).rejects.toThrow(/1 patients and providers that are not demo data[\s\S]*--force/)
+    } finally {
+      await other.close()
+    }
+  })
+
+  it('seeds with --force into an organization of its own, whose administrator gets a temporary password', async () => {
+    const other = await openTestDatabase()
+    try {
+      const organization = await realPractice(other)
+      const forced = await seedDemoPractice(other.db, { ...options, patients: 2, force: true })
+      expect(forced.organizationId).not.toBe(organization.id)
+      expect(await count('patients', forced.organizationId, other)).toBe(2)
+      const administrator = forced.administrator
+      expect(administrator?.email).toBe('practice.manager@demo.invalid')
+      const account = await other.db
+        .selectFrom('users')
+        .select(['organization_id', 'roles', 'password_hash', 'password_change_required'])
+        .where('email', '=', administrator?.email as string)
+        .executeTakeFirstOrThrow()
+      expect(account).toMatchObject({
+        organization_id: forced.organizationId,
+        roles: ['ADMIN'],
+        password_change_required: true,
+      })
+      expect(
+        await verifyPassword(administrator?.temporaryPassword as string, account.password_hash as string),
+      ).toBe(true)
+      // Once there, the demo is recognised by what only it creates, --force or not.
+      await expect(seedDemoPractice(other.db, { ...options, force: true })).rejects.toThrow(
+        `The demo practice is already there (organization ${forced.organizationId}); nothing to do.`,
+      )
+    } finally {
+      await other.close()
+    }
   })
 })
 

@@ -56,6 +56,7 @@ describe('the server process', () => {
       ).toBe(true)
       expect([...steps].sort((a, b) => a - b)).toEqual(steps)
       expect(first.output()).not.toMatch(/"applying database migrations"/)
+      expect(first.output()).not.toContain('WEBHOOK_ALLOW_PRIVATE_TARGETS')
       expect(first.output()).toMatch(/Explorer +http:\/\/localhost:\d+\/swagger-ui\.html/)
       expect(first.output()).toMatch(/Metrics +http:\/\/localhost:\d+\/actuator\/prometheus/)
       // Without ENCRYPTION_KEY the embedded default keeps a generated key beside its data.
@@ -117,6 +118,24 @@ describe('the server process', () => {
   )
 
   it(
+    'warns once at start that WEBHOOK_ALLOW_PRIVATE_TARGETS=true lets webhooks reach internal addresses',
+    async () => {
+      const server = await startServer(dataDir, { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' })
+      const warnings = server
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('WEBHOOK_ALLOW_PRIVATE_TARGETS'))
+      expect(await stop(server)).toBe(0)
+      expect(warnings).toHaveLength(1)
+      expect(JSON.parse(warnings[0] as string)).toMatchObject({
+        level: 40,
+        msg: expect.stringMatching(/^WEBHOOK_ALLOW_PRIVATE_TARGETS=true: .*development and tests only/),
+      })
+    },
+    PROCESS_TEST_TIMEOUT_MS,
+  )
+
+  it(
     'refuses to start on a bad setting and names it',
     async () => {
       const child = spawn(process.execPath, ['--import', 'tsx', serverEntry], {
@@ -135,7 +154,7 @@ describe('the server process', () => {
   )
 
   it(
-    'refuses to start on PostgreSQL without ENCRYPTION_KEY, which every instance must share',
+    'refuses to start on PostgreSQL naming at once each setting it requires: ENCRYPTION_KEY and a mail transport',
     async () => {
       const child = spawn(process.execPath, ['--import', 'tsx', serverEntry], {
         env: { PATH: process.env.PATH, DATABASE_URL: 'postgres://127.0.0.1:1/none', DATA_DIR: dataDir },
@@ -148,6 +167,7 @@ describe('the server process', () => {
       const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
       expect(code).toBe(1)
       expect(stderr).toContain('ENCRYPTION_KEY: required when DATABASE_URL is set')
+      expect(stderr).toContain('SMTP_URL: required when DATABASE_URL is set')
     },
     PROCESS_TEST_TIMEOUT_MS,
   )

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { ConfigSchema } from '../../src/config.js'
+import { ConfigError, ConfigSchema, loadConfig } from '../../src/config.js'
 
 const readme = readFileSync('README.md', 'utf8')
 const envExample = readFileSync('.env.example', 'utf8')
@@ -19,6 +19,24 @@ describe('README.md stays a README', () => {
   it('keeps the two commands of the quick start', () => {
     expect(readme).toContain('npm ci && npm start')
     expect(readme).toContain('npm ci && npm test')
+  })
+
+  it('names in its quick start every setting the server requires on PostgreSQL', () => {
+    const quickStart = readme.slice(
+      readme.indexOf('## Quick start'),
+      readme.indexOf('\n## ', readme.indexOf('## Quick start') + 1),
+    )
+    let problems: string[] = []
+    try {
+      loadConfig({ DATABASE_URL: 'postgres://127.0.0.1:5432/ehr' }, { server: true })
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError)
+      problems = (error as Error).message.split('\n').slice(1)
+    }
+    const required = ['ENCRYPTION_KEY', 'SMTP_URL', 'MAIL_TRANSPORT=log']
+    expect(problems.map((problem) => problem.trim().split(':')[0])).toEqual(['ENCRYPTION_KEY', 'SMTP_URL'])
+    expect(problems.join('\n')).toContain('MAIL_TRANSPORT=log')
+    for (const setting of required) expect(quickStart, setting).toContain(setting)
   })
 
   it('stays short enough to read: detail belongs in docs/', () => {
@@ -39,6 +57,19 @@ describe('README.md stays a README', () => {
         const resolved = path.join(path.dirname(file), decodeURI(target.split('#')[0] ?? ''))
         expect(existsSync(resolved), `${file} links to ${target}`).toBe(true)
       }
+    }
+  })
+})
+
+describe('the shell examples', () => {
+  // The README's walk sets BASE; every other page's commands can be pasted after it.
+  it("name the service's address $BASE everywhere, as the README's walk does", () => {
+    for (const file of ['README.md', ...markdownFiles('docs')]) {
+      const examples = (readFileSync(file, 'utf8').match(/```[\s\S]*?```/g) ?? []).join('\n')
+      const others = [...examples.matchAll(/\$\{?([A-Z_]+)\}?\/(api|fhir|realms|actuator|v3|swagger-ui)\b/g)]
+        .map((match) => match[1])
+        .filter((name) => name !== 'BASE')
+      expect(others, file).toEqual([])
     }
   })
 })

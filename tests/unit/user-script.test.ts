@@ -241,6 +241,88 @@ describe('user script: list and deactivate', () => {
   })
 })
 
+describe('user script: reset-password', () => {
+  it('gives a user found by e-mail in any case a new temporary password, printed once, and ends their sessions', async () => {
+    const { group, email } = await newOrganization()
+    await run(...userArgs(group, email), '--password', 'the-old-password-123')
+    const user = await findUser(email)
+    const sessionId = randomUUID()
+    await handle.db
+      .insertInto('sessions')
+      .values({
+        id: sessionId,
+        user_id: user.id,
+        client_id: 'ehr-api',
+        expires_at: new Date(Date.now() + 3_600_000),
+        revoked_at: null,
+        revoked_reason: null,
+      })
+      .execute()
+    const result = await run('reset-password', '--email', email.toUpperCase())
+    expect(result.code).toBe(0)
+    const password = result.output.match(/Generated password \(shown only now\): (\S+)/)?.[1]
+    expect(password).toBeDefined()
+    expect(result.output.split(password as string)).toHaveLength(2)
+    expect(result.output).toContain(`Reset the password of user ${user.id} ${email}`)
+    expect(result.output).toContain('The password is temporary: it must be changed before signing in')
+    const after = await findUser(email)
+    expect(await verifyPassword(password as string, after.password_hash as string)).toBe(true)
+    expect(await verifyPassword('the-old-password-123', after.password_hash as string)).toBe(false)
+    expect(after.password_change_required).toBe(true)
+    const session = await handle.db
+      .selectFrom('sessions')
+      .select(['revoked_reason'])
+      .where('id', '=', sessionId)
+      .executeTakeFirstOrThrow()
+    expect(session.revoked_reason).toBe('PASSWORD_RESET')
+  })
+
+  it('gives an account without a password (as the seed once made) one to sign in with', async () => {
+    const { group, email } = await newOrganization()
+    await run(...userArgs(group, email), '--subject', randomUUID())
+    expect((await findUser(email)).password_hash).toBeNull()
+    const result = await run('reset-password', '--email', email)
+    expect(result.code).toBe(0)
+    const password = result.output.match(/Generated password \(shown only now\): (\S+)/)?.[1]
+    expect(await verifyPassword(password as string, (await findUser(email)).password_hash as string)).toBe(
+      true,
+    )
+  })
+
+  it("exits 1 for a client's service account, which signs in with its secret", async () => {
+    const { group } = await newOrganization()
+    const clientId = `reset-${randomUUID()}`
+    await run(
+      'client',
+      'create',
+      '--org',
+      group,
+      '--client-id',
+      clientId,
+      '--name',
+      'Sync',
+      '--roles',
+      'ADMIN',
+    )
+    const account = await handle.db
+      .selectFrom('clients')
+      .innerJoin('users', 'users.id', 'clients.user_id')
+      .select(['users.email', 'users.password_hash'])
+      .where('clients.client_id', '=', clientId)
+      .executeTakeFirstOrThrow()
+    const result = await run('reset-password', '--email', account.email)
+    expect(result.code).toBe(1)
+    expect(result.output).toContain('service account of a client')
+    expect((await findUser(account.email)).password_hash).toBe(account.password_hash)
+  })
+
+  it('exits 1 when no user has the e-mail', async () => {
+    const result = await run('reset-password', '--email', `${randomUUID()}@example.test`)
+    expect(result.code).toBe(1)
+    expect(result.output).toContain('not found')
+  })
+})
+
 describe('user script: usage', () => {
   it('prints the usage text and exits 0 for help or no arguments', async () => {
     for (const argv of [[], ['help']]) {
