@@ -26,9 +26,11 @@ export const TokenRequest = Named(
       ),
       username: FormField('password grant: the account e-mail'),
       password: FormField('password grant'),
-      refresh_token: FormField('refresh_token grant'),
+      refresh_token: FormField(
+        'refresh_token grant; the public client may leave out client_id (only a refresh token of its own is accepted then)',
+      ),
       scope: FormField(
-        'client_credentials grant: SMART Backend Services scopes (`system/Patient.rs`, `system/*.read`, …) that narrow the token on the FHIR interface; `openid profile email` are always granted',
+        'password grant: `online_access` or `offline_access` (SMART) are granted when asked for. client_credentials grant: SMART Backend Services scopes (`system/Patient.rs`, `system/*.read`, `system/Observation.rs?category=laboratory`, …) that narrow the token on the FHIR interface; only read and search scopes of the types served that the client’s roles allow are granted, the rest are left out (invalid_scope when none is left). `openid profile email` are always granted; the answer’s `scope` says what was',
       ),
     },
     {
@@ -89,7 +91,7 @@ export const OAuthErrorBody = Named(
     {
       error: Type.String({
         description:
-          'invalid_request, invalid_client, invalid_grant, unauthorized_client, unsupported_grant_type',
+          'invalid_request, invalid_client, invalid_grant, invalid_scope, unauthorized_client, unsupported_grant_type',
       }),
       error_description: Type.String(),
     },

@@ -23,11 +23,13 @@ import documentRoutes from './modules/documents/routes.js'
 import { failingAsUnavailable, localStore } from './modules/documents/store.js'
 import encounterRoutes from './modules/encounters/routes.js'
 import eventRoutes from './modules/events/routes.js'
+import { scopeRules } from './modules/fhir/access.js'
+import { smartResourceScopes } from './modules/fhir/capability.js'
 import bulkExportWorker from './modules/fhir/export/plugin.js'
 import { resourceTypes } from './modules/fhir/resource-types.js'
 import fhirRoutes from './modules/fhir/routes.js'
 import messageRoutes from './modules/messages/routes.js'
-import oidcRoutes from './modules/oidc/routes.js'
+import oidcRoutes, { embeddedIssuerMetadata } from './modules/oidc/routes.js'
 import patientRoutes from './modules/patients/routes.js'
 import providerRoutes from './modules/providers/routes.js'
 import providerScheduleRoutes from './modules/providers/schedule-routes.js'
@@ -361,11 +363,16 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   await app.register(appointmentRoutes, { prefix: '/api/appointments' })
   await app.register(encounterRoutes, { prefix: '/api/encounters' })
   await app.register(auditRoutes, { prefix: '/api/audit-events' })
+  // The embedded issuer grants SMART's refresh scopes and the FHIR interface's resource scopes.
+  const scopesSupported = [
+    ...['openid', 'profile', 'email', 'online_access', 'offline_access'],
+    ...smartResourceScopes(fhirTypes),
+  ]
   await app.register(fhirRoutes, {
     prefix: '/fhir/R4',
     base: fhirBase,
     types: fhirTypes,
-    tokenEndpoint: `${config.tokenIssuer}/protocol/openid-connect/token`,
+    authorization: app.identityProvider ?? embeddedIssuerMetadata(config.tokenIssuer, scopesSupported),
     bodyLimit: config.BODY_LIMIT_BYTES,
     documentStore: store,
     bulkExport: {
@@ -379,6 +386,8 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
     issuerUrl: config.tokenIssuer,
     publicClientId: config.OIDC_CLIENT_ID,
     jwksUrls: webhookTargets,
+    fhirScopes: scopeRules(fhirTypes),
+    scopesSupported,
   })
 
   await migrated

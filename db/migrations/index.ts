@@ -23,6 +23,7 @@ import * as signingKeyEncryption from './0021_signing_key_encryption.js'
 import * as sessionRevocationIndex from './0022_session_revocation_index.js'
 import * as organizationKeys from './0023_organization_keys.js'
 import * as tokenExpiryIndexes from './0024_token_expiry_indexes.js'
+import * as sessionScopes from './0025_session_scopes.js'
 
 /** Every migration, in order. Listed rather than scanned so tsx and compiled JS behave alike. */
 export const migrations: Record<string, Migration> = {
@@ -50,4 +51,5 @@ export const migrations: Record<string, Migration> = {
   '0022_session_revocation_index': sessionRevocationIndex,
   '0023_organization_keys': organizationKeys,
   '0024_token_expiry_indexes': tokenExpiryIndexes,
+  '0025_session_scopes': sessionScopes,
 }

@@ -74,7 +74,24 @@ export interface ProviderMetadata {
   jwksUri: string
   revocationEndpoint?: string
   endSessionEndpoint?: string
+  authorizationEndpoint?: string
+  introspectionEndpoint?: string
+  /** As its discovery document says, or OpenID Connect Discovery's default when it does not. */
+  grantTypesSupported: string[]
+  tokenEndpointAuthMethodsSupported: string[]
+  tokenEndpointAuthSigningAlgValuesSupported?: string[]
+  codeChallengeMethodsSupported?: string[]
+  scopesSupported?: string[]
 }
+
+const urlOf = (value: unknown) => (typeof value === 'string' ? value : undefined)
+const listOf = (value: unknown) =>
+  Array.isArray(value) && value.every((item) => typeof item === 'string') ? (value as string[]) : undefined
+/** Only the members that are set: the metadata's optional members are absent, not undefined. */
+const defined = <T extends object>(members: T) =>
+  Object.fromEntries(Object.entries(members).filter(([, value]) => value !== undefined)) as {
+    [K in keyof T]?: Exclude<T[K], undefined>
+  }
 
 /**
  * Reads the provider's discovery document, retrying with backoff (the provider may start after
@@ -97,12 +114,21 @@ export async function discoverProvider(issuer: string, attempts = 5): Promise<Pr
         issuer,
         tokenEndpoint: json.token_endpoint,
         jwksUri: json.jwks_uri,
-        ...(typeof json.revocation_endpoint === 'string'
-          ? { revocationEndpoint: json.revocation_endpoint }
-          : {}),
-        ...(typeof json.end_session_endpoint === 'string'
-          ? { endSessionEndpoint: json.end_session_endpoint }
-          : {}),
+        grantTypesSupported: listOf(json.grant_types_supported) ?? ['authorization_code', 'implicit'],
+        tokenEndpointAuthMethodsSupported: listOf(json.token_endpoint_auth_methods_supported) ?? [
+          'client_secret_basic',
+        ],
+        ...defined({
+          revocationEndpoint: urlOf(json.revocation_endpoint),
+          endSessionEndpoint: urlOf(json.end_session_endpoint),
+          authorizationEndpoint: urlOf(json.authorization_endpoint),
+          introspectionEndpoint: urlOf(json.introspection_endpoint),
+          tokenEndpointAuthSigningAlgValuesSupported: listOf(
+            json.token_endpoint_auth_signing_alg_values_supported,
+          ),
+          codeChallengeMethodsSupported: listOf(json.code_challenge_methods_supported),
+          scopesSupported: listOf(json.scopes_supported),
+        }),
       }
     } catch (error) {
       if (!(error instanceof AppError))

@@ -15,6 +15,8 @@ export interface SessionTokens {
   expiresIn: number
   refreshExpiresIn: number
   sessionId: string
+  /** Scopes granted with the session besides openid, profile and email. */
+  scopes: string[]
 }
 
 export const hashToken = (token: string) => createHash('sha256').update(token).digest('base64url')
@@ -47,24 +49,30 @@ async function issueFor(
   sessionId: string,
   clientId: string,
   refreshToken: string,
+  scopes: string[],
 ): Promise<SessionTokens> {
   const subject = await findTokenSubject(db, userId)
   if (!subject) throw invalidRefreshToken()
   return {
-    accessToken: issuer.issueAccessToken(subject, sessionId, { requestedBy: clientId }),
+    accessToken: issuer.issueAccessToken(subject, sessionId, { requestedBy: clientId, smart: { scopes } }),
     refreshToken,
     expiresIn: ACCESS_TOKEN_TTL_SECONDS,
     refreshExpiresIn: REFRESH_TOKEN_TTL_SECONDS,
     sessionId,
+    scopes,
   }
 }
 
-/** Opens a session for an authenticated account: an access token and the first refresh token. */
+/**
+ * Opens a session for an authenticated account: an access token and the first refresh token.
+ * `scopes` (SMART's online_access, offline_access) are granted with it, for as long as it lasts.
+ */
 export async function startSession(
   db: Kysely<Database>,
   issuer: TokenIssuer,
   userId: number,
   clientId: string,
+  scopes: string[] = [],
 ): Promise<SessionTokens> {
   const sessionId = randomUUID()
   const refreshToken = await db.transaction().execute(async (trx) => {
@@ -74,6 +82,7 @@ export async function startSession(
         id: sessionId,
         user_id: userId,
         client_id: clientId,
+        scopes,
         expires_at: new Date(Date.now() + SESSION_MAX_SECONDS * 1000),
         revoked_at: null,
         revoked_reason: null,
@@ -81,7 +90,7 @@ export async function startSession(
       .execute()
     return addRefreshToken(trx, sessionId)
   })
-  return issueFor(db, issuer, userId, sessionId, clientId, refreshToken)
+  return issueFor(db, issuer, userId, sessionId, clientId, refreshToken, scopes)
 }
 
 export function revokeSession(db: Db, sessionId: string, reason: string) {
@@ -107,6 +116,7 @@ type Rotation = {
   userId: number
   sessionId: string
   clientId: string
+  scopes: string[]
   refreshToken: string
 }
 
@@ -154,7 +164,7 @@ export async function refreshSession(
     const session = await trx
       .selectFrom('sessions')
       .innerJoin('users', 'users.id', 'sessions.user_id')
-      .select(['sessions.user_id', 'sessions.client_id'])
+      .select(['sessions.user_id', 'sessions.client_id', 'sessions.scopes'])
       .where('sessions.id', '=', token.session_id)
       .where('sessions.revoked_at', 'is', null)
       .where('sessions.expires_at', '>', sql<Date>`now()`)
@@ -166,12 +176,14 @@ export async function refreshSession(
       userId: session.user_id,
       sessionId: token.session_id,
       clientId: session.client_id,
+      scopes: session.scopes,
       refreshToken: await addRefreshToken(trx, token.session_id),
     }
   })
   if (result.outcome === 'reused') for (const listener of reuseListeners) listener()
   if (result.outcome !== 'rotated') throw invalidRefreshToken()
-  return issueFor(db, issuer, result.userId, result.sessionId, result.clientId, result.refreshToken)
+  const { userId, sessionId, clientId: client, refreshToken, scopes } = result
+  return issueFor(db, issuer, userId, sessionId, client, refreshToken, scopes)
 }
 
 /**

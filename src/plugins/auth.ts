@@ -6,7 +6,12 @@ import type { Config } from '../config.js'
 import { AppError } from '../errors.js'
 import { bearerTokenOf } from '../http/principal.js'
 import { type AuthBackend, embeddedBackend, externalBackend } from '../identity/backends.js'
-import { createProviderClient, discoverProvider, type ProviderClient } from '../identity/external-provider.js'
+import {
+  createProviderClient,
+  discoverProvider,
+  type ProviderClient,
+  type ProviderMetadata,
+} from '../identity/external-provider.js'
 import { embeddedKeyResolver, jwksKeyResolver, type KeyResolver } from '../identity/key-resolver.js'
 import { ACCOUNT_CACHE_TTL_MS, createPrincipalResolver, type Principal } from '../identity/principal.js'
 import { RevokedSessions } from '../identity/revoked-sessions.js'
@@ -35,6 +40,8 @@ declare module 'fastify' {
     tokenIssuer: TokenIssuer | undefined
     /** Sign-in, refresh and logout, by the embedded issuer or through the external provider. */
     authBackend: AuthBackend
+    /** The external provider's discovery document, read at start (OIDC_ISSUER_URL only). */
+    identityProvider: ProviderMetadata | undefined
   }
   interface FastifyRequest {
     principal: Principal | null
@@ -75,6 +82,7 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
   let resolveKey: KeyResolver
   let signingKey: SigningKey | undefined
   let provider: ProviderClient | undefined
+  let metadata: ProviderMetadata | undefined
   if (config.embeddedIssuer) {
     // Its own box from the config (this plugin comes before `encryption`): same key, same rule.
     const secretBox = await loadSecretBox(config)
@@ -96,7 +104,7 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
     refresh.unref()
     app.addHook('onClose', async () => clearInterval(refresh))
   } else {
-    const metadata = await discoverProvider(config.tokenIssuer)
+    metadata = await discoverProvider(config.tokenIssuer)
     resolveKey = jwksKeyResolver(metadata.jwksUri, {
       maxStaleMs: config.OIDC_JWKS_MAX_STALE_SECONDS * 1000,
       onReadFailure: (ageMs) =>
@@ -210,6 +218,7 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
       })
     : undefined
   app.decorate('tokenIssuer', tokenIssuer)
+  app.decorate('identityProvider', metadata)
   app.decorate(
     'authBackend',
     tokenIssuer

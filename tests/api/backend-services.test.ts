@@ -316,6 +316,57 @@ describe('client_credentials with a client assertion (stored JWKS)', () => {
     expect(response.json().error).toBe('invalid_scope')
   })
 
+  it('grants only the supported scopes the roles allow, drops the rest, and is invalid_scope when none remains', async () => {
+    for (const scope of ['system/*.*', 'system/Patient.cruds', 'system/Patient.write', 'system/Claim.rs']) {
+      const refused = await withAssertion(assertion(client.clientId, rsa), scope)
+      expect(refused.statusCode, scope).toBe(400)
+      expect(refused.json().error, scope).toBe('invalid_scope')
+    }
+    const partly = await withAssertion(
+      assertion(client.clientId, rsa),
+      'system/Patient.rs system/Patient.cruds system/*.* system/Observation.rs?category=laboratory',
+    )
+    expect(partly.statusCode, partly.body).toBe(200)
+    const granted = 'openid profile email system/Patient.rs system/Observation.rs?category=laboratory'
+    expect(partly.json().scope).toBe(granted)
+    expect(accessTokenClaims(partly.json().access_token).scope).toBe(granted)
+
+    const billing = await register(admin, {
+      name: 'Billing export',
+      roles: ['BILLING'],
+      jwks: { keys: [rsa.jwk] },
+    })
+    const vitals = await withAssertion(assertion(billing.clientId, rsa), 'system/Observation.rs')
+    expect(vitals.statusCode).toBe(400)
+    expect(vitals.json().error).toBe('invalid_scope')
+    const everything = await withAssertion(assertion(billing.clientId, rsa), 'system/*.rs')
+    expect(everything.statusCode, everything.body).toBe(200)
+    // The types BILLING may read and search, by name: not Observation, nor Patient (found by search only).
+    const types = String(everything.json().scope)
+      .split(' ')
+      .slice(3)
+      .map((scope) => /^system\/([A-Za-z]+)\.rs$/.exec(scope)?.[1])
+    expect(types.length).toBeGreaterThan(0)
+    expect(types).not.toContain(undefined)
+    expect(types).not.toContain('Observation')
+    expect(types).not.toContain('Patient')
+    const billingToken = everything.json().access_token
+    for (const type of types) {
+      const search = await app.inject({ url: `/fhir/R4/${type}`, headers: bearer(billingToken) })
+      expect(search.statusCode, type).toBe(200)
+    }
+  })
+
+  it('accepts the issuer URL as the assertion’s aud, as it accepts the token endpoint’s', async () => {
+    const issuer = audience.replace(/\/protocol\/openid-connect\/token$/, '')
+    const response = await withAssertion(assertion(client.clientId, rsa, { claims: { aud: issuer } }))
+    expect(response.statusCode, response.body).toBe(200)
+    const listed = await withAssertion(
+      assertion(client.clientId, rsa, { claims: { aud: ['urn:other', issuer] } }),
+    )
+    expect(listed.statusCode, listed.body).toBe(200)
+  })
+
   const otherRsa = newKey('RS384')
   const now = () => Math.floor(Date.now() / 1000)
   it.each([

@@ -1,7 +1,9 @@
+import type { Bundle } from '@medplum/fhirtypes'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
 import { buildTestApp } from '../helpers/app.js'
-import { newOrganization, type TestUser } from '../helpers/factories.js'
+import { bearer, createPatient, newOrganization, type TestUser } from '../helpers/factories.js'
+import { fhirGet, matchIds } from '../helpers/fhir.js'
 import { newSigningKey, type SigningKeyPair, startJwksServer } from '../helpers/jwks-server.js'
 
 let app: App
@@ -76,5 +78,73 @@ describe('with OIDC_ISSUER_URL (external identity provider)', () => {
     })
     expect(response.statusCode).toBe(503)
     expect(response.json()).toMatchObject({ success: false, message: 'Identity provider unavailable' })
+  })
+})
+
+describe('SMART scopes in tokens of an external provider (GET /fhir/R4/Observation)', () => {
+  const CATEGORY = 'http://terminology.hl7.org/CodeSystem/observation-category'
+
+  /** Two patients, each with vital signs and a lab result, made through the REST API. */
+  async function clinic() {
+    const org = await newOrganization(app)
+    const doctor = await org.user('PROVIDER')
+    const token = await provider.sign(firstKey, claimsFor(doctor.subject, [doctor.groupPath]))
+    const post = async (url: string, payload: object) => {
+      const response = await app.inject({ method: 'POST', url, headers: bearer(token), payload })
+      expect(response.statusCode, response.body).toBe(201)
+      return response.json().data.id as number
+    }
+    const [ada, alan] = [await createPatient(app, { token }), await createPatient(app, { token })]
+    const lab = (patient: number) =>
+      post(`/api/patients/${patient}/lab-results`, {
+        testCode: '2345-7',
+        testName: 'Glucose',
+        value: 95,
+        unit: 'mg/dL',
+        resultedAt: '2024-03-01T12:00:00Z',
+      })
+    const vitals = (patient: number) =>
+      post(`/api/patients/${patient}/vitals`, { recordedAt: '2024-03-01T08:00:00Z', heartRate: 70 })
+    const ids = { adaLab: await lab(ada), adaVitals: await vitals(ada), alanLab: await lab(alan) }
+    await vitals(alan)
+    /** A PROVIDER token of the provider with these scopes and launch patient. */
+    const smart = (scope: string, patient = ada) =>
+      provider.sign(firstKey, {
+        ...claimsFor(doctor.subject, [doctor.groupPath]),
+        scope: `openid profile ${scope}`,
+        patient: String(patient),
+      })
+    return { ada, alan, ids, smart }
+  }
+
+  it('keeps a granular v2 category scope to its category and launch patient', async () => {
+    const { ada, ids, smart } = await clinic()
+    for (const category of [`${CATEGORY}|laboratory`, 'laboratory']) {
+      const token = await smart(`patient/Observation.rs?category=${category}`)
+      const search = await fhirGet(app, token, '/Observation')
+      expect(search.statusCode, category).toBe(200)
+      expect(matchIds(search.json() as Bundle), category).toEqual([ids.adaLab])
+      expect((await fhirGet(app, token, `/Observation?patient=${ada}`)).json().total).toBe(1)
+      expect((await fhirGet(app, token, `/Observation/${ids.adaLab}`)).statusCode).toBe(200)
+      expect((await fhirGet(app, token, `/Observation/${ids.adaVitals}`)).statusCode, category).toBe(403)
+      expect((await fhirGet(app, token, `/Observation/${ids.alanLab}`)).statusCode, category).toBe(403)
+    }
+  })
+
+  it('returns 403 for every FHIR read of a token whose SMART scopes all fail to parse', async () => {
+    const { ada, alan, ids, smart } = await clinic()
+    for (const scope of ['patient/Observation.sr', 'patient/Observation.rs?code=2345-7']) {
+      const token = await smart(scope)
+      for (const path of [
+        '/Observation',
+        `/Observation/${ids.alanLab}`,
+        `/Patient/${alan}`,
+        `/Patient/${ada}`,
+      ]) {
+        const response = await fhirGet(app, token, path)
+        expect(response.statusCode, `${scope} ${path}`).toBe(403)
+        expect(response.json().resourceType).toBe('OperationOutcome')
+      }
+    }
   })
 })

@@ -217,3 +217,49 @@ describe('discoverProvider', () => {
     )
   })
 })
+
+describe('GET /fhir/R4/.well-known/smart-configuration (external provider)', () => {
+  it("names the provider's own endpoints, from its discovery document", async () => {
+    const plain = await startOidcProvider({
+      realm: 'elsewhere',
+      clientId,
+      clientSecret,
+      redirectUri,
+      users: [],
+      paths: 'plain',
+    })
+    const other = await buildTestApp({
+      OIDC_ISSUER_URL: plain.issuer,
+      OIDC_CLIENT_ID: clientId,
+      OIDC_CLIENT_SECRET: clientSecret,
+    })
+    try {
+      const discovery = (await (await fetch(`${plain.issuer}/.well-known/openid-configuration`)).json()) as {
+        token_endpoint: string
+        authorization_endpoint: string
+        revocation_endpoint: string
+        jwks_uri: string
+      }
+      expect(discovery.token_endpoint).toBe(`${plain.issuer}/token`)
+      const response = await other.inject({ url: '/fhir/R4/.well-known/smart-configuration' })
+      expect(response.statusCode).toBe(200)
+      const smart = response.json()
+      expect(smart).toMatchObject({
+        issuer: plain.issuer,
+        token_endpoint: discovery.token_endpoint,
+        authorization_endpoint: discovery.authorization_endpoint,
+        revocation_endpoint: discovery.revocation_endpoint,
+        jwks_uri: discovery.jwks_uri,
+        grant_types_supported: expect.arrayContaining(['authorization_code', 'refresh_token']),
+        capabilities: expect.arrayContaining(['launch-standalone', 'permission-v2']),
+      })
+      expect(JSON.stringify(smart)).not.toContain('protocol/openid-connect')
+      const metadata = await other.inject({ url: '/fhir/R4/metadata' })
+      expect(metadata.body).toContain(discovery.token_endpoint)
+      expect(metadata.body).not.toContain('protocol/openid-connect')
+    } finally {
+      await other.close()
+      await plain.close()
+    }
+  })
+})

@@ -177,6 +177,31 @@ describe('FHIR bulk export ($export)', () => {
     expect((await kickOff(token, '/Patient/$export')).statusCode).toBe(403)
   })
 
+  it('exports only the categories a granular scope grants, with or without a _typeFilter', async () => {
+    const { org, ids } = records
+    const token = smartToken(app, org, records.makers.doctor, [
+      'system/Observation.rs?category=laboratory',
+      'system/Patient.rs',
+    ])
+    for (const query of [
+      '_type=Observation',
+      `_typeFilter=${encodeURIComponent('Observation?status=final')}`,
+    ]) {
+      const { manifest } = await exported(token, `/$export?${query}`)
+      const observations = (await resourcesOf(token, manifest)).get('Observation') ?? []
+      expect(
+        observations.map((observation) => Number(observation.id)),
+        query,
+      ).toEqual([ids['lab-results']])
+    }
+    const vitalSigns = smartToken(app, org, records.makers.doctor, [
+      'user/Observation.rs?category=vital-signs',
+    ])
+    const { manifest } = await exported(vitalSigns, '/$export?_type=Observation')
+    const observations = (await resourcesOf(vitalSigns, manifest)).get('Observation') ?? []
+    expect(observations.map((observation) => Number(observation.id))).toEqual([ids.vitals])
+  })
+
   it('answers 400 with an OperationOutcome for what it does not offer', async () => {
     const doctor = records.makers.doctor
     expect((await kickOff(doctor, '/$export', { accept: 'application/fhir+json' })).statusCode).toBe(400)

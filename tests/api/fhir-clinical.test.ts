@@ -575,6 +575,32 @@ describe('SMART scopes on clinical records', () => {
     }
   })
 
+  it('keeps a granular Condition scope to its category', async () => {
+    const { org, provider, nurse, patient } = await practice()
+    const id = await record(provider, patient, 'conditions', condition())
+    const CATEGORY = 'http://terminology.hl7.org/CodeSystem/condition-category'
+    for (const category of [`${CATEGORY}|problem-list-item`, 'problem-list-item']) {
+      const token = smartToken(app, org, nurse, [`patient/Condition.rs?category=${category}`], patient)
+      expect((await get(token, `/Condition/${id}`)).statusCode, category).toBe(200)
+      expect(matchIds(expectFhir(await get(token, '/Condition')) as Bundle), category).toEqual([id])
+    }
+    const diagnoses = smartToken(
+      app,
+      org,
+      nurse,
+      ['patient/Condition.rs?category=encounter-diagnosis'],
+      patient,
+    )
+    const refused = await get(diagnoses, `/Condition/${id}`)
+    expect(refused.statusCode).toBe(403)
+    expectFhir(refused)
+    expect(matchIds(expectFhir(await get(diagnoses, '/Condition')) as Bundle)).toEqual([])
+    expect((expectFhir(await get(diagnoses, '/Condition?_summary=count')) as Bundle).total).toBe(0)
+    // Categories are granted on Observation and Condition only.
+    const allergies = smartToken(app, org, nurse, ['patient/AllergyIntolerance.rs?category=food'], patient)
+    expect((await get(allergies, '/AllergyIntolerance')).statusCode).toBe(403)
+  })
+
   it('refuses a type the scopes do not grant', async () => {
     const { org, provider, nurse, patient } = await practice()
     const id = await record(provider, patient, 'conditions', condition())

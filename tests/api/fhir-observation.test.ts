@@ -580,6 +580,72 @@ describe('GET /fhir/R4/Observation (search)', () => {
     const patientsOnly = smartToken(app, org, nurse, ['patient/Patient.rs'], ada)
     expect((await get(patientsOnly, `/Observation/${ids.adaGlucose}`)).statusCode).toBe(403)
   })
+
+  it('keeps a granular category scope to its category in reads, searches, counts and _include', async () => {
+    const { org, nurse, ada, alan, ids } = await records()
+    for (const scope of [
+      `patient/Observation.rs?category=${CATEGORY}|laboratory`,
+      'patient/Observation.rs?category=laboratory',
+      `patient/Observation.rs?category=${encodeURIComponent(`${CATEGORY}|laboratory`)}`,
+    ]) {
+      const token = smartToken(app, org, nurse, [scope, 'patient/Patient.rs'], ada)
+      expect((await get(token, `/Observation/${ids.adaGlucose}`)).statusCode, scope).toBe(200)
+      const vital = await get(token, `/Observation/${ids.adaVitals}`)
+      expect(vital.statusCode, scope).toBe(403)
+      expect((expectFhir(vital) as OperationOutcome).issue?.[0]?.diagnostics).toContain('category')
+      expect((await get(token, `/Observation/${ids.alanUrine}`)).statusCode, scope).toBe(403)
+      expect(matchIds(expectFhir(await get(token, '/Observation')) as Bundle), scope).toEqual([
+        ids.adaGlucose,
+      ])
+      for (const query of ['category=vital-signs', `code=85353-1`, 'code=8867-4&_contained=true']) {
+        expect(matchIds(expectFhir(await get(token, `/Observation?${query}`)) as Bundle), query).toEqual([])
+      }
+      const counted = expectFhir(await get(token, '/Observation?_summary=count')) as Bundle
+      expect(counted.total, scope).toBe(1)
+    }
+    // user/: every patient's lab results, and only the patients of those among the included.
+    const labs = smartToken(app, org, nurse, ['user/Observation.rs?category=laboratory', 'user/Patient.rs'])
+    const vitalsOnly = await createPatient(app, nurse)
+    await vitals(nurse, vitalsOnly, { recordedAt: '2024-01-01T00:00:00Z', heartRate: 60 })
+    const bundle = expectFhir(await get(labs, '/Observation?_include=Observation:patient')) as Bundle
+    expect(matchIds(bundle)).toEqual([ids.adaGlucose, ids.alanUrine])
+    const included = (bundle.entry ?? []).filter((entry) => entry.search?.mode === 'include')
+    expect(included.map((entry) => Number(entry.resource?.id)).sort()).toEqual([ada, alan].sort())
+    // Both categories granted by two scopes: both are read.
+    const both = smartToken(app, org, nurse, [
+      'user/Observation.rs?category=laboratory',
+      'user/Observation.rs?category=vital-signs',
+    ])
+    expect((await get(both, `/Observation/${ids.adaVitals}`)).statusCode).toBe(200)
+    expect(matchIds(expectFhir(await get(both, `/Observation?patient=${ada}`)) as Bundle)).toEqual([
+      ids.adaVitals,
+      ids.adaGlucose,
+    ])
+  })
+
+  it('reads nothing with SMART scopes that do not parse, and never more than the ones that do', async () => {
+    const { org, provider, ada, ids } = await records()
+    for (const scopes of [
+      ['patient/Observation.sr'],
+      ['patient/Observation.'],
+      ['patient/Observation.rs?code=2345-7'],
+      ['patient/Observation.read?category=laboratory'],
+      ['patient/*.rs?category=laboratory'],
+      ['patient/Observation.rs?category=laboratory,vital-signs'],
+      ['patient/Observation.write'],
+      ['user/Observation.sr', 'user/Observation.rs?category=laboratory&status=final'],
+    ]) {
+      const token = smartToken(app, org, provider, scopes, ada)
+      const read = await get(token, `/Observation/${ids.alanUrine}`)
+      expect(read.statusCode, scopes.join(' ')).toBe(403)
+      expectFhir(read)
+      expect((await get(token, '/Observation')).statusCode, scopes.join(' ')).toBe(403)
+      expect((await get(token, `/Patient/${ada}`)).statusCode, scopes.join(' ')).toBe(403)
+    }
+    const mixed = smartToken(app, org, provider, ['patient/Observation.sr', 'patient/Patient.rs'], ada)
+    expect((await get(mixed, `/Patient/${ada}`)).statusCode).toBe(200)
+    expect((await get(mixed, `/Observation/${ids.adaGlucose}`)).statusCode).toBe(403)
+  })
 })
 
 describe('GET /fhir/R4/metadata', () => {

@@ -194,6 +194,61 @@ describe('POST /realms/{realm}/protocol/openid-connect/token', () => {
     expect(afterReuse.statusCode).toBe(400)
   })
 
+  it('grants online_access and offline_access when asked, keeps them on refresh, and refreshes a public client without client_id', async () => {
+    for (const asked of ['offline_access', 'online_access', 'openid online_access offline_access']) {
+      const signedIn = await token({
+        grant_type: 'password',
+        client_id: 'ehr-api',
+        username: user.email,
+        password: TEST_PASSWORD,
+        scope: asked,
+      })
+      expect(signedIn.statusCode, asked).toBe(200)
+      const granted = [
+        'openid',
+        'profile',
+        'email',
+        ...asked.split(' ').filter((scope) => scope !== 'openid'),
+      ]
+      expect(signedIn.json().scope, asked).toBe(granted.join(' '))
+      const refreshed = await token({
+        grant_type: 'refresh_token',
+        refresh_token: signedIn.json().refresh_token,
+      })
+      expect(refreshed.statusCode, refreshed.body).toBe(200)
+      expect(refreshed.json().scope, asked).toBe(granted.join(' '))
+      expect(refreshed.json().refresh_token).toBeTruthy()
+    }
+    const plain = await token({
+      grant_type: 'password',
+      client_id: 'ehr-api',
+      username: user.email,
+      password: TEST_PASSWORD,
+      scope: 'openid something-else',
+    })
+    expect(plain.json().scope).toBe('openid profile email')
+  })
+
+  it('refuses a refresh without client credentials of a confidential client’s session (invalid_grant)', async () => {
+    const integration = await createClient(app.db, {
+      organizationId: org.id,
+      clientId: `portal-${org.id}`,
+      name: 'Portal',
+      roles: ['NURSE'],
+    })
+    const signedIn = await token(
+      { grant_type: 'password', username: user.email, password: TEST_PASSWORD },
+      basic(integration.clientId, integration.secret),
+    )
+    expect(signedIn.statusCode, signedIn.body).toBe(200)
+    const anonymous = await token({
+      grant_type: 'refresh_token',
+      refresh_token: signedIn.json().refresh_token,
+    })
+    expect(anonymous.statusCode).toBe(400)
+    expect(anonymous.json().error).toBe('invalid_grant')
+  })
+
   it('client_credentials issues a service-account token that carries the client roles', async () => {
     const integration = await createClient(app.db, {
       organizationId: org.id,

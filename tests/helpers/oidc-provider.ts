@@ -22,6 +22,11 @@ export interface OidcProviderOptions {
   users: OidcTestUser[]
   /** Keycloak's default is 300 s. */
   accessTokenLifetimeSeconds?: number
+  /**
+   * `keycloak` (the default): Keycloak's paths under /realms/<realm>. `plain`: oidc-provider's own
+   * paths (/auth, /token, /jwks, …) under /oidc/<realm>, as a provider that is not Keycloak has them.
+   */
+  paths?: 'keycloak' | 'plain'
 }
 
 export interface OidcProviderHarness {
@@ -265,15 +270,25 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<O
   const { Provider, errors } = await loadOidcProvider()
   const { realm, clientId, clientSecret, redirectUri, users } = options
   const accessTokenLifetime = options.accessTokenLifetimeSeconds ?? 300
-  const prefix = `/realms/${realm}`
-  const routes = {
-    authorization: '/protocol/openid-connect/auth',
-    token: '/protocol/openid-connect/token',
-    jwks: '/protocol/openid-connect/certs',
-    revocation: '/protocol/openid-connect/revoke',
-    end_session: '/protocol/openid-connect/logout',
-    userinfo: '/protocol/openid-connect/userinfo',
-  }
+  const plain = options.paths === 'plain'
+  const prefix = plain ? `/oidc/${realm}` : `/realms/${realm}`
+  const routes = plain
+    ? {
+        authorization: '/auth',
+        token: '/token',
+        jwks: '/jwks',
+        revocation: '/token/revocation',
+        end_session: '/session/end',
+        userinfo: '/me',
+      }
+    : {
+        authorization: '/protocol/openid-connect/auth',
+        token: '/protocol/openid-connect/token',
+        jwks: '/protocol/openid-connect/certs',
+        revocation: '/protocol/openid-connect/revoke',
+        end_session: '/protocol/openid-connect/logout',
+        userinfo: '/protocol/openid-connect/userinfo',
+      }
   const loginActions = `${prefix}/login-actions/authenticate`
   // Access tokens are JWTs only when issued for a resource server; this one stands for the client.
   const resourceIndicator = `urn:oidc-test:${realm}:${clientId}`
@@ -542,7 +557,15 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<O
       current = createProvider(keys)
     },
     authorizationCode: (username, password, codeChallenge) =>
-      driveAuthorizationCode({ issuer, clientId, redirectUri, username, password, codeChallenge }),
+      driveAuthorizationCode({
+        authorizationUrl: `${issuer}${routes.authorization}`,
+        issuer,
+        clientId,
+        redirectUri,
+        username,
+        password,
+        codeChallenge,
+      }),
     async outage(mode) {
       if (mode === 'hang') {
         hanging = true
@@ -601,6 +624,7 @@ class CookieJar {
 }
 
 async function driveAuthorizationCode(flow: {
+  authorizationUrl: string
   issuer: string
   clientId: string
   redirectUri: string
@@ -622,7 +646,7 @@ async function driveAuthorizationCode(flow: {
   }
   const jar = new CookieJar()
   const issuerOrigin = new URL(flow.issuer).origin
-  let url = new URL(`${flow.issuer}/protocol/openid-connect/auth?${query}`)
+  let url = new URL(`${flow.authorizationUrl}?${query}`)
   let form: URLSearchParams | undefined
   let submittedLogin = false
   for (let hop = 0; hop < 10; hop += 1) {

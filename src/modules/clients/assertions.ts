@@ -89,7 +89,7 @@ function refusalOf(error: unknown): AssertionRefused {
   if (code === 'ERR_JWT_EXPIRED') return new AssertionRefused('The client assertion has expired')
   if (code === 'ERR_JWT_CLAIM_VALIDATION_FAILED') {
     if (claim === 'aud')
-      return new AssertionRefused('The client assertion’s aud must be the token endpoint URL')
+      return new AssertionRefused('The client assertion’s aud must be the token endpoint URL or the issuer')
     return new AssertionRefused(`The client assertion’s ${claim} claim is missing or wrong`)
   }
   return new AssertionRefused()
@@ -97,20 +97,20 @@ function refusalOf(error: unknown): AssertionRefused {
 
 /**
  * Verifies a client assertion (RFC 7523 as SMART Backend Services profiles it): signed with one
- * of the client's keys in RS384 or ES384; `iss` and `sub` the client; `aud` the token endpoint;
+ * of the client's keys in RS384 or ES384; `iss` and `sub` the client; `aud` one of `audiences`;
  * `exp` not past and at most five minutes ahead; a `jti`. Returns the jti and until when it must be
  * remembered. Replay is the caller's to check.
  */
 export async function verifyAssertion(
   assertion: string,
   keys: KeySource,
-  expected: { clientId: string; audience: string },
+  expected: { clientId: string; audiences: readonly string[] },
 ): Promise<{ jti: string; rememberUntil: Date }> {
   const options: JWTVerifyOptions = {
     algorithms: [...ASSERTION_ALGORITHMS],
     issuer: expected.clientId,
     subject: expected.clientId,
-    audience: expected.audience,
+    audience: [...expected.audiences],
     requiredClaims: ['exp', 'jti'],
     clockTolerance: CLOCK_SKEW_SECONDS,
   }

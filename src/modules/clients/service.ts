@@ -199,7 +199,7 @@ export async function authenticateClient(
 
 /**
  * The service-account user of the client whose assertion this is (RFC 7523 `private_key_jwt`):
- * signed with one of its registered keys, meant for this token endpoint (`audience`), unexpired
+ * signed with one of its registered keys, meant for this token endpoint (one of `audiences`), unexpired
  * and never seen before. Throws AssertionRefused otherwise, also for an unknown or deactivated
  * client or one without keys.
  */
@@ -208,7 +208,7 @@ export async function authenticateClientAssertion(
   fetcher: JwksFetcher,
   clientId: string,
   assertion: string,
-  audience: string,
+  audiences: readonly string[],
 ): Promise<{ userId: number }> {
   const client = await findClientKeys(db, clientId)
   if (!client?.active) throw new AssertionRefused()
@@ -225,7 +225,7 @@ export async function authenticateClientAssertion(
       }
     }
   } else throw new AssertionRefused()
-  const { jti, rememberUntil } = await verifyAssertion(assertion, keys, { clientId, audience })
+  const { jti, rememberUntil } = await verifyAssertion(assertion, keys, { clientId, audiences })
   if (!(await recordAssertionJti(db, client.id, jti, rememberUntil))) {
     throw new AssertionRefused('The client assertion was used before (jti)')
   }

@@ -21,9 +21,30 @@ export function typeGrant(
   type: FhirResourceType,
   interaction: 'read' | 'search',
 ): ScopeGrant {
-  const roles = accessOf(interaction === 'read' ? type.restRead : type.restSearch).allow
-  if (!hasAnyRole(principal.authorities, roles)) {
+  if (!rolesAllow(principal.authorities, type, interaction)) {
+    const roles = rolesFor(type, interaction)
     return { allowed: false, reason: `Reading ${type.type} requires one of the roles: ${roles.join(', ')}` }
   }
   return scopeGrant(principal, type.type, interaction)
+}
+
+const rolesFor = (type: FhirResourceType, interaction: 'read' | 'search') =>
+  accessOf(interaction === 'read' ? type.restRead : type.restSearch).allow
+
+/** Whether holders of these authorities (`ROLE_…`) may read or search the type, scopes aside. */
+export const rolesAllow = (
+  authorities: ReadonlySet<string>,
+  type: FhirResourceType,
+  interaction: 'read' | 'search',
+) => hasAnyRole(authorities, rolesFor(type, interaction))
+
+/** The types served and what roles may do with each, for the SMART scopes the token endpoint grants. */
+export function scopeRules(types: readonly FhirResourceType[]) {
+  return {
+    types: types.map((type) => type.type),
+    allows(authorities: ReadonlySet<string>, name: string, interaction: 'read' | 'search') {
+      const type = types.find((candidate) => candidate.type === name)
+      return type !== undefined && rolesAllow(authorities, type, interaction)
+    },
+  }
 }

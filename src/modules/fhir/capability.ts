@@ -1,4 +1,5 @@
 import type { CapabilityStatement, CapabilityStatementRestResource } from '@medplum/fhirtypes'
+import type { ProviderMetadata } from '../../identity/external-provider.js'
 import type { FhirResourceType } from './resource-type.js'
 import { COMMON_SEARCH_PARAMETERS } from './search-conditions.js'
 import { PAGE_SIZE_MAX } from './search-params.js'
@@ -13,7 +14,7 @@ const BULK_DATA = 'http://hl7.org/fhir/uv/bulkdata'
 export function capabilityStatement(
   base: string,
   types: readonly FhirResourceType[],
-  tokenEndpoint: string,
+  server: ProviderMetadata,
 ): CapabilityStatement {
   return {
     resourceType: 'CapabilityStatement',
@@ -45,7 +46,12 @@ export function capabilityStatement(
           extension: [
             {
               url: 'http://fhir-registry.smarthealthit.org/StructureDefinition/oauth-uris',
-              extension: [{ url: 'token', valueUri: tokenEndpoint }],
+              extension: [
+                { url: 'token', valueUri: server.tokenEndpoint },
+                ...(server.authorizationEndpoint
+                  ? [{ url: 'authorize', valueUri: server.authorizationEndpoint }]
+                  : []),
+              ],
             },
           ],
           description:
@@ -102,29 +108,62 @@ export function capabilityStatement(
   }
 }
 
-/** SMART App Launch's discovery document (/.well-known/smart-configuration). */
-export function smartConfiguration(types: readonly FhirResourceType[], tokenEndpoint: string) {
+/** The SMART resource scopes the FHIR interface honours, one of each form per type and level. */
+export function smartResourceScopes(types: readonly FhirResourceType[]): string[] {
+  return SMART_SCOPE_LEVELS.flatMap((level) => [
+    `${level}/*.read`,
+    `${level}/*.rs`,
+    ...types.flatMap((type) => [`${level}/${type.type}.read`, `${level}/${type.type}.rs`]),
+  ])
+}
+
+const SESSION_SCOPES = ['online_access', 'offline_access']
+
+/**
+ * SMART App Launch's discovery document (/.well-known/smart-configuration): the endpoints and
+ * methods of the authorization server that issues the tokens (the embedded issuer, or the external
+ * provider as its own discovery document describes it), and the scopes this FHIR server honours.
+ */
+export function smartConfiguration(types: readonly FhirResourceType[], server: ProviderMetadata) {
+  const methods = server.tokenEndpointAuthMethodsSupported
+  const offers = (scope: string) => server.scopesSupported?.includes(scope) === true
   return {
-    token_endpoint: tokenEndpoint,
-    grant_types_supported: ['client_credentials', 'password', 'refresh_token'],
-    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt'],
-    // SMART Backend Services: clients sign their assertions with RS384 or ES384.
-    token_endpoint_auth_signing_alg_values_supported: ['RS384', 'ES384'],
+    issuer: server.issuer,
+    jwks_uri: server.jwksUri,
+    ...(server.authorizationEndpoint ? { authorization_endpoint: server.authorizationEndpoint } : {}),
+    token_endpoint: server.tokenEndpoint,
+    ...(server.revocationEndpoint ? { revocation_endpoint: server.revocationEndpoint } : {}),
+    ...(server.introspectionEndpoint ? { introspection_endpoint: server.introspectionEndpoint } : {}),
+    grant_types_supported: server.grantTypesSupported,
+    token_endpoint_auth_methods_supported: methods,
+    ...(server.tokenEndpointAuthSigningAlgValuesSupported
+      ? {
+          token_endpoint_auth_signing_alg_values_supported: server.tokenEndpointAuthSigningAlgValuesSupported,
+        }
+      : {}),
+    ...(server.codeChallengeMethodsSupported
+      ? { code_challenge_methods_supported: server.codeChallengeMethodsSupported }
+      : {}),
     scopes_supported: [
       'openid',
       'profile',
       'email',
-      ...SMART_SCOPE_LEVELS.flatMap((level) => [
-        `${level}/*.read`,
-        `${level}/*.rs`,
-        ...types.flatMap((type) => [`${level}/${type.type}.read`, `${level}/${type.type}.rs`]),
-      ]),
+      ...SESSION_SCOPES.filter(offers),
+      ...smartResourceScopes(types),
     ],
     capabilities: [
-      'client-confidential-symmetric',
-      'client-confidential-asymmetric',
+      ...(methods.some((method) => method.startsWith('client_secret_'))
+        ? ['client-confidential-symmetric']
+        : []),
+      ...(methods.includes('private_key_jwt') ? ['client-confidential-asymmetric'] : []),
+      ...(methods.includes('none') ? ['client-public'] : []),
+      ...(server.authorizationEndpoint && server.grantTypesSupported.includes('authorization_code')
+        ? ['launch-standalone']
+        : []),
       'permission-v1',
       'permission-v2',
+      ...(offers('offline_access') ? ['permission-offline'] : []),
+      ...(offers('online_access') ? ['permission-online'] : []),
       'context-standalone-patient',
     ],
   }

@@ -2,6 +2,7 @@ import formbody from '@fastify/formbody'
 import type { Bundle, BundleEntry, Resource } from '@medplum/fhirtypes'
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, forbidden } from '../../errors.js'
+import type { ProviderMetadata } from '../../identity/external-provider.js'
 import { PAGE_COMPRESSION } from '../../plugins/compression.js'
 import { toAppError } from '../../plugins/error-handler.js'
 import { accessOf, typeGrant } from './access.js'
@@ -10,6 +11,7 @@ import { capabilityStatement, smartConfiguration } from './capability.js'
 import exportRoutes, { type ExportRoutesOptions } from './export/routes.js'
 import { ignoredParameters, operationOutcome } from './operation-outcome.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
+import { checkCategories, withinCategories } from './scopes.js'
 import { COMMON_SEARCH_PARAMETERS } from './search-conditions.js'
 import {
   cursorAfter,
@@ -25,7 +27,8 @@ export interface FhirOptions {
   base: string
   /** The resource types served (resourceTypes()). */
   types: readonly FhirResourceType[]
-  tokenEndpoint: string
+  /** The authorization server that issues the tokens: its endpoints, as its discovery document names them. */
+  authorization: ProviderMetadata
   bodyLimit: number
   /** Where document bytes are read from, for Binary. */
   documentStore: DocumentBytes
@@ -149,7 +152,10 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
   await app.register(binaryRoutes, { store: options.documentStore })
   await app.register(exportRoutes, { ...options.bulkExport, base, types })
 
-  /** The caller, allowed by role and by SMART scope to do `interaction` on `type`. */
+  /**
+   * The caller, allowed by role and by SMART scope to do `interaction` on `type`, and the categories
+   * its scopes keep it to (searches are narrowed to them, resources read are checked against them).
+   */
   async function readScope(request: FastifyRequest, type: FhirResourceType, interaction: 'read' | 'search') {
     const principal = request.principal ?? (await app.authenticate(request))
     const grant = typeGrant(principal, type, interaction)
@@ -157,7 +163,9 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
     const patient = grant.patient === undefined ? undefined : Number(grant.patient)
     if (patient !== undefined && !Number.isSafeInteger(patient))
       throw forbidden('The launch patient is not a patient id')
-    return { actor: principal, patient } satisfies ReadScope
+    return { actor: principal, patient, categories: grant.categories } satisfies ReadScope & {
+      categories: readonly string[] | undefined
+    }
   }
 
   /**
@@ -173,7 +181,9 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
       const target = types.find((candidate) => candidate.type === typeName)
       if (!target) continue
       try {
-        const resource = await target.read(app.db, await readScope(request, target, 'read'), Number(id))
+        const scope = await readScope(request, target, 'read')
+        const resource = await target.read(app.db, scope, Number(id))
+        checkCategories(resource, scope.categories)
         entries.push({ fullUrl: `${base}/${reference}`, resource, search: { mode: 'include' } })
         readResources.set(target, [...(readResources.get(target) ?? []), resource])
       } catch (error) {
@@ -185,10 +195,10 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
   }
 
   app.get('/metadata', { schema: { hide: true } }, async (_request, reply) =>
-    send(reply, 200, capabilityStatement(base, types, options.tokenEndpoint)),
+    send(reply, 200, capabilityStatement(base, types, options.authorization)),
   )
   app.get('/.well-known/smart-configuration', { schema: { hide: true } }, async (_request, reply) =>
-    reply.type('application/json').send(smartConfiguration(types, options.tokenEndpoint)),
+    reply.type('application/json').send(smartConfiguration(types, options.authorization)),
   )
 
   for (const type of types) {
@@ -197,6 +207,7 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
       const id = recordId(request.params.id, type.type)
       request.auditedIds = [id]
       const resource = await type.read(app.db, scope, id)
+      checkCategories(resource, scope.categories)
       auditAs(request, type, [resource], 'read')
       return resource
     }
@@ -236,6 +247,7 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
 
     const search = async (request: FastifyRequest, reply: FastifyReply, query: SearchQuery) => {
       const scope = await readScope(request, type, 'search')
+      const granted = withinCategories(query, scope.categories)
       const known = new Set([
         ...COMMON_PARAMETERS,
         ...COMMON_SEARCH_PARAMETERS.map((parameter) => parameter.name),
@@ -282,12 +294,16 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
       const self = `${base}/${type.type}${queryString(kept)}`
       const size = pageSize(query)
       if (query._summary?.[0] === 'count' || size === 0) {
-        const total = await type.count(app.db, scope, query)
+        const total = await type.count(app.db, scope, granted)
         return send(reply, 200, searchset({ total, link: [{ relation: 'self', url: self }], entry: outcome }))
       }
       const byId = { name: '_id', descending: false }
       const after = cursorAfter(query, order ?? byId)
-      const page = await type.search(app.readDb(request), scope, query, { after, size, order: order ?? byId })
+      const page = await type.search(app.readDb(request), scope, granted, {
+        after,
+        size,
+        order: order ?? byId,
+      })
       auditAs(request, type, page.resources, 'search')
       const references = new Set(
         includes.flatMap(({ follow }) =>

@@ -16,9 +16,34 @@ import { loadVerificationKeys, toJwk } from '../../identity/signing-keys.js'
 import type { TargetPolicy } from '../../outbox/targets.js'
 import { signInsWhen } from '../../plugins/rate-limit.js'
 import { createJwksFetcher, PUBLIC_HTTPS_ONLY } from '../clients/service.js'
-import { type AssertionSettings, clientCredentials, grantTokens, logout, OAuthError } from './service.js'
+import {
+  type AssertionSettings,
+  clientCredentials,
+  type FhirScopeRules,
+  grantTokens,
+  logout,
+  OAuthError,
+} from './service.js'
 
 const tags = ['OpenID Connect']
+
+/**
+ * The embedded issuer as a discovery document describes it: its endpoints at Keycloak's paths and
+ * what its token endpoint takes.
+ */
+export function embeddedIssuerMetadata(issuerUrl: string, scopesSupported: readonly string[]) {
+  const endpoint = (name: string) => `${issuerUrl}/protocol/openid-connect/${name}`
+  return {
+    issuer: issuerUrl,
+    tokenEndpoint: endpoint('token'),
+    endSessionEndpoint: endpoint('logout'),
+    jwksUri: endpoint('certs'),
+    grantTypesSupported: ['password', 'client_credentials', 'refresh_token'],
+    tokenEndpointAuthMethodsSupported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt'],
+    tokenEndpointAuthSigningAlgValuesSupported: [...ASSERTION_ALGORITHMS],
+    scopesSupported: [...scopesSupported],
+  }
+}
 const oauthError = (description: string) => ({ ...OAuthErrorBody, description })
 // Every /realms call is rate limited, discovery and keys included.
 const tooManyRequests = { 429: oauthError('Rate limit exceeded; see Retry-After (slow_down)') }
@@ -60,6 +85,10 @@ export interface OidcRouteOptions {
   publicClientId: string
   /** Where clients' JWKS URLs may point: the webhook address policy; https and public hosts only if unset. */
   jwksUrls?: TargetPolicy
+  /** The FHIR types and their role rules, for the SMART scopes client_credentials grants. */
+  fhirScopes: FhirScopeRules
+  /** The scopes discovery lists (SMART's as well as OpenID's). */
+  scopesSupported: readonly string[]
 }
 
 /**
@@ -70,7 +99,7 @@ export interface OidcRouteOptions {
  */
 const oidcRoutes: FastifyPluginAsyncTypebox<OidcRouteOptions> = async (
   app,
-  { issuerUrl, publicClientId, jwksUrls = PUBLIC_HTTPS_ONLY },
+  { issuerUrl, publicClientId, jwksUrls = PUBLIC_HTTPS_ONLY, fhirScopes, scopesSupported },
 ) => {
   const issuer = app.tokenIssuer
   if (!issuer) return
@@ -87,7 +116,7 @@ const oidcRoutes: FastifyPluginAsyncTypebox<OidcRouteOptions> = async (
     return reply.code(oauth.status).send({ error: oauth.error, error_description: oauth.description })
   })
 
-  const endpoint = (name: string) => `${issuerUrl}/protocol/openid-connect/${name}`
+  const metadata = embeddedIssuerMetadata(issuerUrl, scopesSupported)
 
   app.get(
     '/.well-known/openid-configuration',
@@ -101,17 +130,17 @@ const oidcRoutes: FastifyPluginAsyncTypebox<OidcRouteOptions> = async (
       },
     },
     async () => ({
-      issuer: issuerUrl,
-      token_endpoint: endpoint('token'),
-      end_session_endpoint: endpoint('logout'),
-      jwks_uri: endpoint('certs'),
-      grant_types_supported: ['password', 'client_credentials', 'refresh_token'],
+      issuer: metadata.issuer,
+      token_endpoint: metadata.tokenEndpoint,
+      end_session_endpoint: metadata.endSessionEndpoint,
+      jwks_uri: metadata.jwksUri,
+      grant_types_supported: metadata.grantTypesSupported,
       response_types_supported: [],
       subject_types_supported: ['public'],
       id_token_signing_alg_values_supported: ['RS256'],
-      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt'],
-      token_endpoint_auth_signing_alg_values_supported: [...ASSERTION_ALGORITHMS],
-      scopes_supported: ['openid', 'profile', 'email'],
+      token_endpoint_auth_methods_supported: metadata.tokenEndpointAuthMethodsSupported,
+      token_endpoint_auth_signing_alg_values_supported: metadata.tokenEndpointAuthSigningAlgValuesSupported,
+      scopes_supported: metadata.scopesSupported,
       claims_supported: [
         'sub',
         'iss',
@@ -154,13 +183,15 @@ const oidcRoutes: FastifyPluginAsyncTypebox<OidcRouteOptions> = async (
         operationId: 'token',
         summary: 'Token endpoint (application/x-www-form-urlencoded)',
         description:
-          'Grants: password (client_id, username, password), client_credentials (a confidential client: client_id and client_secret, in the form or HTTP Basic; or, with registered keys, client_assertion_type and client_assertion, RFC 7523 as SMART Backend Services profiles it), refresh_token (client_id, refresh_token). A refresh token works once; the answer carries its replacement.',
+          'Grants: password (client_id, username, password), client_credentials (a confidential client: client_id and client_secret, in the form or HTTP Basic; or, with registered keys, client_assertion_type and client_assertion, RFC 7523 as SMART Backend Services profiles it), refresh_token (refresh_token; client_id, which the public client may leave out). A refresh token works once; the answer carries its replacement. The answer’s scope says what was granted: online_access and offline_access when asked for, and for client_credentials the SMART system scopes the client’s roles allow.',
         security: [],
         consumes: ['application/x-www-form-urlencoded'],
         body: TokenRequest,
         response: {
           200: TokenSet,
-          400: oauthError('Bad request, bad or expired refresh token (invalid_grant), unsupported grant'),
+          400: oauthError(
+            'Bad request, bad or expired refresh token (invalid_grant), no grantable scope among those asked for (invalid_scope), unsupported grant',
+          ),
           401: oauthError(
             'Unknown or deactivated client, wrong secret, or a client assertion that is invalid, expired or used before (invalid_client); wrong user credentials (invalid_grant)',
           ),
@@ -171,7 +202,7 @@ const oidcRoutes: FastifyPluginAsyncTypebox<OidcRouteOptions> = async (
     async (request, reply) => {
       const assertions: AssertionSettings = {
         keys: clientKeys,
-        audience: endpoint('token'),
+        audiences: [metadata.tokenEndpoint, issuerUrl],
         onKeysUnavailable: (clientId) =>
           request.log.warn({ clientId }, 'the client’s JWKS URL gave no usable key set'),
       }
@@ -183,7 +214,7 @@ const oidcRoutes: FastifyPluginAsyncTypebox<OidcRouteOptions> = async (
           assertionType: request.body.client_assertion_type,
           assertion: request.body.client_assertion,
         })
-        return grantTokens(app.db, issuer, publicClientId, request.body, credentials, assertions)
+        return grantTokens(app.db, issuer, publicClientId, request.body, credentials, assertions, fhirScopes)
       }
       if (!isPasswordGrant(request.body)) return grant()
       return app.signInAttempt(request, reply, request.body.username, grant, credentialsRejected)

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Kysely } from 'kysely'
 import type { Database } from '../../../db/database.js'
 import type { TokenRequest, TokenSet } from '../../../schemas/oidc.js'
+import { authorityOf } from '../../access/roles.js'
 import { parseSmartScope } from '../../access/smart-scopes.js'
 import { AppError } from '../../errors.js'
 import { findTokenSubject } from '../../identity/account-queries.js'
@@ -74,8 +75,11 @@ interface Client {
 /** How the token endpoint checks client assertions: whose keys, and the URL they must be meant for. */
 export interface AssertionSettings {
   keys: JwksFetcher
-  /** The token endpoint's URL, as advertised: the assertion's `aud`. */
-  audience: string
+  /**
+   * What the assertion's `aud` may be: the token endpoint's URL, as advertised, or the issuer's
+   * (which openid-client and other libraries send, and Keycloak accepts too).
+   */
+  audiences: readonly string[]
   /** A client's JWKS URL did not answer usably: for the operator, by client id only. */
   onKeysUnavailable(clientId: string): void
 }
@@ -95,7 +99,13 @@ async function assertedClient(
     claimed = claimedClient(assertion)
     // A client_id in the form, optional with an assertion, must name the same client.
     if (clientId !== undefined && clientId !== claimed) throw new AssertionRefused()
-    const client = await authenticateClientAssertion(db, settings.keys, claimed, assertion, settings.audience)
+    const client = await authenticateClientAssertion(
+      db,
+      settings.keys,
+      claimed,
+      assertion,
+      settings.audiences,
+    )
     return { clientId: claimed, serviceUserId: client.userId }
   } catch (error) {
     if (!(error instanceof AssertionRefused)) throw error
@@ -106,19 +116,23 @@ async function assertedClient(
 
 /**
  * The public client (this API's own client id) needs no secret; any other must be a confidential
- * client, with its secret or, where the endpoint takes them, a client assertion.
+ * client, with its secret or, where the endpoint takes them, a client assertion. With
+ * `publicByDefault` (a refresh), a request naming no client is the public client's (RFC 6749 §6
+ * asks public clients for no client_id there), so only a refresh token bound to it works.
  */
 async function identifyClient(
   db: Kysely<Database>,
   publicClientId: string,
   credentials: ClientCredentials,
   assertions?: AssertionSettings,
+  publicByDefault = false,
 ): Promise<Client> {
   if (usesAssertion(credentials)) {
     if (!assertions) throw invalidRequest('A client assertion is not accepted here')
     return assertedClient(db, credentials, assertions)
   }
   const { clientId, secret } = credentials
+  if (!clientId && publicByDefault && secret === undefined) return { clientId: publicClientId }
   if (!clientId) throw new OAuthError(401, 'invalid_client', 'client_id is required')
   if (clientId === publicClientId) return { clientId } satisfies Client
   const client = await authenticateClient(db, clientId, secret ?? '')
@@ -135,9 +149,16 @@ function toTokenSet(tokens: SessionTokens): TokenSet {
     token_type: 'Bearer',
     'not-before-policy': 0,
     session_state: tokens.sessionId,
-    scope: 'openid profile email',
+    scope: [...BASE_SCOPES, ...tokens.scopes].join(' '),
   }
 }
+
+const BASE_SCOPES = ['openid', 'profile', 'email']
+// SMART's refresh scopes: every session has a refresh token, so either is granted when asked for.
+const SESSION_SCOPES = ['online_access', 'offline_access']
+
+const requestedScopes = (requested: string | undefined) =>
+  (requested ?? '').split(' ').filter((scope) => scope !== '' && !BASE_SCOPES.includes(scope))
 
 async function passwordGrant(
   db: Kysely<Database>,
@@ -154,7 +175,8 @@ async function passwordGrant(
     throw error
   }
   if (user.password_change_required) throw new OAuthError(400, 'invalid_grant', 'Account is not fully set up')
-  return toTokenSet(await startSession(db, issuer, user.id, client.clientId))
+  const scopes = requestedScopes(request.scope).filter((scope) => SESSION_SCOPES.includes(scope))
+  return toTokenSet(await startSession(db, issuer, user.id, client.clientId, [...new Set(scopes)]))
 }
 
 async function refreshTokenGrant(
@@ -174,20 +196,47 @@ async function refreshTokenGrant(
   }
 }
 
-const BASE_SCOPES = ['openid', 'profile', 'email']
+/** What the FHIR interface serves, for granting SMART scopes: its types, and what roles may do with each. */
+export interface FhirScopeRules {
+  types: readonly string[]
+  allows(authorities: ReadonlySet<string>, type: string, interaction: 'read' | 'search'): boolean
+}
 
 /**
- * The SMART Backend Services scopes a client_credentials request asks for (`system/…`). They only
- * ever narrow what the service account's roles allow, so any well-formed one is granted; anything
- * else is invalid_scope.
+ * What one requested scope grants a service account: a supported `system/` scope (read and search
+ * only: the FHIR interface changes nothing) whose every interaction its roles allow on the type;
+ * `system/*` where they allow only some types, those types by name. Nothing for anything else.
  */
-function systemScopes(requested: string | undefined): string[] {
-  const scopes = (requested ?? '').split(' ').filter((scope) => scope !== '' && !BASE_SCOPES.includes(scope))
-  const unknown = scopes.filter((scope) => parseSmartScope(scope)?.level !== 'system')
-  if (unknown.length > 0) {
-    throw new OAuthError(400, 'invalid_scope', `Scopes this client cannot be granted: ${unknown.join(' ')}`)
+function grantableScopes(scope: string, authorities: ReadonlySet<string>, fhir: FhirScopeRules): string[] {
+  const parsed = parseSmartScope(scope)
+  if (parsed?.level !== 'system' || parsed.modifies) return []
+  const interactions = (['read', 'search'] as const).filter((interaction) => parsed[interaction])
+  const allowed = (type: string) =>
+    interactions.every((interaction) => fhir.allows(authorities, type, interaction))
+  if (parsed.type !== '*') return fhir.types.includes(parsed.type) && allowed(parsed.type) ? [scope] : []
+  const readable = fhir.types.filter(allowed)
+  if (readable.length === fhir.types.length) return [scope]
+  const permissions = scope.slice(scope.indexOf('.'))
+  return readable.map((type) => `system/${type}${permissions}`)
+}
+
+/**
+ * The SMART Backend Services scopes a client_credentials request asks for (`system/…`), as far as
+ * they can be granted (RFC 6749 §3.3 lets the server grant less than asked; the answer's `scope`
+ * says what). Nothing grantable among those asked for is invalid_scope.
+ */
+function systemScopes(
+  requested: string | undefined,
+  authorities: ReadonlySet<string>,
+  fhir: FhirScopeRules,
+): string[] {
+  const asked = requestedScopes(requested)
+  if (asked.length === 0) return []
+  const granted = [...new Set(asked.flatMap((scope) => grantableScopes(scope, authorities, fhir)))]
+  if (granted.length === 0) {
+    throw new OAuthError(400, 'invalid_scope', `Scopes this client cannot be granted: ${asked.join(' ')}`)
   }
-  return scopes
+  return granted
 }
 
 /** A service account's token: no session and no refresh token, as Keycloak does by default. */
@@ -196,13 +245,14 @@ async function clientCredentialsGrant(
   issuer: TokenIssuer,
   client: Client,
   request: TokenRequest,
+  fhir: FhirScopeRules,
 ): Promise<TokenSet> {
-  const scopes = systemScopes(request.scope)
   if (client.serviceUserId === undefined) {
     throw new OAuthError(400, 'unauthorized_client', 'Only confidential clients may use client_credentials')
   }
   const subject = await findTokenSubject(db, client.serviceUserId)
   if (!subject) throw new OAuthError(401, 'invalid_client', 'The client is disabled')
+  const scopes = systemScopes(request.scope, new Set(subject.roles.map(authorityOf)), fhir)
   const sessionState = randomUUID()
   return {
     access_token: issuer.issueAccessToken(subject, sessionState, {
@@ -225,15 +275,17 @@ export async function grantTokens(
   request: TokenRequest,
   credentials: ClientCredentials,
   assertions: AssertionSettings,
+  fhir: FhirScopeRules,
 ): Promise<TokenSet> {
-  const client = await identifyClient(db, publicClientId, credentials, assertions)
+  const refresh = request.grant_type === 'refresh_token'
+  const client = await identifyClient(db, publicClientId, credentials, assertions, refresh)
   switch (request.grant_type) {
     case 'password':
       return passwordGrant(db, issuer, client, request)
     case 'refresh_token':
       return refreshTokenGrant(db, issuer, client, request)
     case 'client_credentials':
-      return clientCredentialsGrant(db, issuer, client, request)
+      return clientCredentialsGrant(db, issuer, client, request, fhir)
     default:
       throw new OAuthError(400, 'unsupported_grant_type', `Unsupported grant_type ${request.grant_type}`)
   }

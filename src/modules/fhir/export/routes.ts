@@ -52,25 +52,42 @@ const exportRoutes: FastifyPluginAsync<ExportRoutesOptions> = async (app, option
   const caller = async (request: FastifyRequest): Promise<Principal> =>
     request.principal ?? (await app.authenticate(request))
 
-  /** The types an export by this caller holds, and a note for each it leaves out. */
+  /**
+   * The types an export by this caller holds, a note for each it leaves out, and the categories the
+   * token's scopes keep a type to.
+   */
   function exportedTypes(principal: Principal, asked: string[] | undefined) {
-    const granted = (type: FhirResourceType) => {
-      const grant = typeGrant(principal, type, 'search')
-      if (!grant.allowed) return grant.reason
-      // A patient/ grant keeps a token to one patient: not a population.
-      return grant.patient === undefined ? undefined : 'bulk export needs user/ or system/ scopes'
-    }
     const chosen: string[] = []
     const issues: string[] = []
+    const categories: Record<string, readonly string[]> = {}
     for (const type of types) {
       if (asked && !asked.includes(type.type)) continue
-      const refusal = granted(type)
-      if (refusal === undefined) chosen.push(type.type)
-      else if (asked) throw forbidden(`${type.type} cannot be exported: ${refusal}`)
+      const grant = typeGrant(principal, type, 'search')
+      const refusal = !grant.allowed
+        ? grant.reason
+        : // A patient/ grant keeps a token to one patient: not a population.
+          grant.patient === undefined
+          ? undefined
+          : 'bulk export needs user/ or system/ scopes'
+      if (refusal === undefined) {
+        chosen.push(type.type)
+        if (grant.allowed && grant.categories) categories[type.type] = grant.categories
+      } else if (asked) throw forbidden(`${type.type} cannot be exported: ${refusal}`)
       else issues.push(`${type.type} was not exported: ${refusal}`)
     }
     if (chosen.length === 0) throw forbidden('The token may read none of the types an export holds')
-    return { chosen, issues }
+    return { chosen, issues, categories }
+  }
+
+  /** Each type's filter, kept to the categories the token is granted (the worker searches with it). */
+  function grantedFilters(filters: Record<string, string>, categories: Record<string, readonly string[]>) {
+    const result = { ...filters }
+    for (const [type, granted] of Object.entries(categories)) {
+      const query = new URLSearchParams(result[type] ?? '')
+      query.append('category', granted.join(','))
+      result[type] = query.toString()
+    }
+    return result
   }
 
   async function kickOff(
@@ -91,7 +108,7 @@ const exportRoutes: FastifyPluginAsync<ExportRoutesOptions> = async (app, option
     const query = searchQueryOf(request.query as Record<string, unknown>)
     const body = request.method === 'POST' && request.body ? parametersOf(request.body) : {}
     const parameters = exportParameters({ ...query, ...body }, types)
-    const { chosen, issues } = exportedTypes(principal, parameters.types)
+    const { chosen, issues, categories } = exportedTypes(principal, parameters.types)
     const id = randomUUID()
     await insertExport(app.db, {
       id,
@@ -100,7 +117,7 @@ const exportRoutes: FastifyPluginAsync<ExportRoutesOptions> = async (app, option
       level,
       groupId: groupId ?? null,
       types: chosen,
-      typeFilters: parameters.typeFilters,
+      typeFilters: grantedFilters(parameters.typeFilters, categories),
       since: parameters.since ?? null,
       requestUrl: `${options.base.replace(/\/fhir\/R4$/, '')}${request.url}`,
       issues,
