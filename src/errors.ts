@@ -31,7 +31,7 @@ export const ERRORS = {
     status: 422,
     message: 'Validation failed',
     statuses: [400, 422, 413, 415, 416, 408, 431],
-    when: 'Malformed parameters, JSON, multipart body or HTTP, or a URL with an undecodable or overlong path segment (400); body fails validation (422); body or upload too large (413); unsupported Content-Type or file type (415); download range outside the document (416); request too slow (408); headers too large (431)',
+    when: 'Malformed parameters, JSON, multipart body or HTTP, JSON nested more than 64 levels deep, or a URL with an undecodable or overlong path segment (400); body fails validation (422); body or upload too large (413); unsupported Content-Type or file type (415); download range outside the document (416); request too slow (408); headers too large (431)',
   },
   VAL_002: {
     status: 422,

@@ -119,13 +119,16 @@ const decode = (segment: string) => segment.replaceAll('~1', '/').replaceAll('~0
 const clipped = (segment: string) =>
   segment.length > MAX_SEGMENT ? `${segment.slice(0, MAX_SEGMENT)}…` : segment
 
+/** `['items', '0', 'code']` → `items.0.code`, each member name clipped. */
+export const fieldPath = (segments: readonly string[]) => segments.map(clipped).join('.')
+
 /** `/items/0/code` → `items.0.code`, with the member a `required` or `additionalProperties` names. */
 function pathOf(error: ErrorObject): string {
   const segments = error.instancePath.split('/').slice(1).map(decode)
   const params = error.params as Record<string, unknown>
   if (error.keyword === 'required') segments.push(String(params.missingProperty))
   if (error.keyword === 'additionalProperties') segments.push(String(params.additionalProperty))
-  return segments.map(clipped).join('.')
+  return fieldPath(segments)
 }
 
 /** Whether `error` comes from inside the anyOf `outer` (`prefix` is its schemaPath and a slash). */

@@ -2,6 +2,7 @@ import { Ajv, type ErrorObject, type Options } from 'ajv'
 import addFormats from 'ajv-formats'
 import type { FastifyPluginAsync, FastifySchemaCompiler } from 'fastify'
 import fp from 'fastify-plugin'
+import { jsonBodyParser } from '../http/json-body.js'
 import { validatorOnFirstUse } from '../lib/lazy-compile.js'
 
 type Validator = ReturnType<FastifySchemaCompiler<unknown>>
@@ -189,6 +190,9 @@ const validation: FastifyPluginAsync = async (app) => {
   )
   // JSON is the wire format; a text/plain body is refused with 415 rather than parsed as a string.
   app.removeContentTypeParser('text/plain')
+  // Fastify's own JSON parser has no nesting limit and refuses `__proto__` as malformed JSON.
+  app.removeContentTypeParser('application/json')
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, jsonBodyParser)
   app.setValidatorCompiler(({ schema, httpPart }) => {
     if (httpPart === 'body' && (schema as Record<string, unknown>)[STREAMED_BODY] === true) return () => true
     return validatorOnFirstUse(() => {

@@ -96,6 +96,58 @@ describe('a NUL character in any string input', () => {
   })
 })
 
+describe('a member named like the prototype machinery', () => {
+  it.each([
+    ['__proto__ at the top', '{"__proto__":{"polluted":true},', '__proto__'],
+    ['constructor at the top', '{"constructor":{"prototype":{"polluted":true}},', 'constructor'],
+    ['an escaped __proto__', '{"\\u005f_proto__":{"polluted":true},', '__proto__'],
+  ])('is 422 VAL_001 naming it as an unknown field: %s', async (_case, opening, name) => {
+    const response = await app.inject({
+      method: 'POST',
+      url: '/api/patients',
+      headers: { ...bearer(nurse.token), 'content-type': 'application/json' },
+      payload: JSON.stringify(patientBody()).replace('{', opening),
+    })
+    expect(response.statusCode).toBe(422)
+    expect(response.json()).toEqual({
+      success: false,
+      message: 'Validation failed',
+      error: {
+        code: 'VAL_001',
+        details: `${name} is not a known field`,
+        fields: [{ path: name, message: 'is not a known field' }],
+      },
+    })
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined()
+  })
+
+  it('is named with its path when nested, in a merge patch too', async () => {
+    const response = await app.inject({
+      method: 'PATCH',
+      url: `/api/patients/${patientId}`,
+      headers: { ...bearer(nurse.token), 'content-type': 'application/merge-patch+json' },
+      payload: '{"contact":{"address":{"__proto__":{"city":"x"}}}}',
+    })
+    expect(response.statusCode).toBe(422)
+    expect(response.json().error).toEqual({
+      code: 'VAL_001',
+      details: 'contact.address.__proto__ is not a known field',
+      fields: [{ path: 'contact.address.__proto__', message: 'is not a known field' }],
+    })
+  })
+
+  it('is only a name in a string value', async () => {
+    const response = await app.inject({
+      method: 'POST',
+      url: '/api/patients',
+      headers: bearer(nurse.token),
+      payload: patientBody({ mrn: 'constructor' }),
+    })
+    expect(response.statusCode).toBe(201)
+    expect(response.json().data.mrn).toBe('constructor')
+  })
+})
+
 describe('ids and page numbers', () => {
   it.each(['+1', '01', '0x10', '1e3', '%201', '1%20', '1.0', '0b1', '%2B1'])(
     'refuse %s as an id with 400 VAL_001',
