@@ -96,6 +96,59 @@ describe('a NUL character in any string input', () => {
   })
 })
 
+describe('a lone UTF-16 surrogate in a JSON string', () => {
+  const withFirstName = (escaped: string) =>
+    JSON.stringify(patientBody()).replace(/"firstName":"[^"]*"/, `"firstName":"${escaped}"`)
+
+  it.each([
+    ['a high surrogate', 'A\\ud800b'],
+    ['a low surrogate', '\\udc00'],
+    ['a pair the wrong way round', '\\ude00\\ud83d'],
+  ])('is 422 VAL_001 naming the field, not stored as U+FFFD: %s', async (_case, escaped) => {
+    const response = await app.inject({
+      method: 'POST',
+      url: '/api/patients',
+      headers: { ...bearer(nurse.token), 'content-type': 'application/json' },
+      payload: withFirstName(escaped),
+    })
+    expect(response.statusCode).toBe(422)
+    expect(response.json()).toMatchObject({
+      success: false,
+      message: 'Validation failed',
+      error: {
+        code: 'VAL_001',
+        details: expect.stringMatching(/^identification\.firstName must be valid Unicode text/),
+        fields: [{ path: 'identification.firstName', message: expect.stringMatching(/surrogate/) }],
+      },
+    })
+  })
+
+  it('in a member name is 422 as well', async () => {
+    const response = await app.inject({
+      method: 'PATCH',
+      url: `/api/patients/${patientId}`,
+      headers: { ...bearer(nurse.token), 'content-type': 'application/merge-patch+json' },
+      payload: '{"identification":{"last\\ud800Name":"Doe"}}',
+    })
+    expect(response.statusCode).toBe(422)
+    expect(response.json().error).toMatchObject({
+      code: 'VAL_001',
+      fields: [{ path: 'identification.lastName', message: expect.stringMatching(/surrogate/) }],
+    })
+  })
+
+  it('is accepted as a pair (an emoji written as two escapes)', async () => {
+    const response = await app.inject({
+      method: 'POST',
+      url: '/api/patients',
+      headers: { ...bearer(nurse.token), 'content-type': 'application/json' },
+      payload: withFirstName('Jo\\ud83d\\ude00'),
+    })
+    expect(response.statusCode).toBe(201)
+    expect(response.json().data.identification.firstName).toBe('Jo\u{1F600}')
+  })
+})
+
 describe('a member named like the prototype machinery', () => {
   it.each([
     ['__proto__ at the top', '{"__proto__":{"polluted":true},', '__proto__'],
