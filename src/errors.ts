@@ -31,13 +31,13 @@ export const ERRORS = {
     status: 422,
     message: 'Validation failed',
     statuses: [400, 422, 413, 415, 416, 408, 431],
-    when: 'Malformed parameters, JSON, multipart body or HTTP, JSON nested more than 64 levels deep, or a URL with an undecodable or overlong path segment (400); body fails validation (422); body or upload too large (413); unsupported Content-Type or file type (415); download range outside the document (416); request too slow (408); headers too large (431)',
+    when: 'Malformed parameters, JSON, multipart body or HTTP, JSON nested more than 64 levels deep, or a URL with an undecodable or overlong path segment (400); body fails validation with no required field missing (422); body or upload too large (413); unsupported Content-Type or file type (415); download range outside the document (416); request too slow (408); headers too large (431)',
   },
   VAL_002: {
     status: 422,
     message: 'Missing required field',
     statuses: [400, 422],
-    when: 'Every problem found is a missing required parameter (400) or body field (422); with any other problem as well, VAL_001',
+    when: 'A required parameter (400) or body field (422) is missing. Of several problems, a missing required member decides the code: VAL_002 whatever else is wrong (`error.fields` lists every problem), VAL_001 only when nothing required is missing',
   },
   RES_001: {
     status: 404,

@@ -3,6 +3,7 @@ import addFormats from 'ajv-formats'
 import type { FastifyPluginAsync, FastifySchemaCompiler } from 'fastify'
 import fp from 'fastify-plugin'
 import { jsonBodyParser } from '../http/json-body.js'
+import { missingMembers } from '../http/validation-messages.js'
 import { validatorOnFirstUse } from '../lib/lazy-compile.js'
 
 type Validator = ReturnType<FastifySchemaCompiler<unknown>>
@@ -121,16 +122,17 @@ function nonCanonicalInteger(data: unknown, names: readonly string[]): string | 
 }
 
 /**
- * Runs `checks` on the raw input before the schema's own validator; the first finding fails it
- * alone: a value with a NUL, a lone surrogate or an odd integer goes no further, not even into the
- * schema's checks.
+ * Runs `checks` on the raw input before the schema's own validator; the first finding is the one
+ * problem reported about values: a value with a NUL, a lone surrogate or an odd integer is not
+ * checked further. The schema is still asked which required members are missing, which decides
+ * the error's code whatever else is wrong (see the error handler).
  */
 function withChecks(compiled: Validator, checks: ((data: unknown) => ErrorObject | undefined)[]): Validator {
   const validate: Validator = (data) => {
     for (const check of checks) {
       const found = check(data)
       if (found) {
-        validate.errors = [found]
+        validate.errors = [found, ...(compiled(data) ? [] : missingMembers(compiled.errors ?? []))]
         return false
       }
     }
