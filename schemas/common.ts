@@ -114,7 +114,7 @@ export const ErrorEnvelope = Type.Object(
           {
             maxItems: 20,
             description:
-              'Schema validation failures (VAL_001, VAL_002) only: the problems of `details`, one entry each, in the same order. The code is VAL_002 when every problem is a missing required field, VAL_001 otherwise',
+              'The problems of `details` by field, one entry each, in the same order: every problem of a schema validation failure (VAL_001, VAL_002); the field holding a value already used, for a duplicate (RES_002). The code is VAL_002 when any problem is a missing required field, VAL_001 otherwise',
           },
         ),
       ),
@@ -122,7 +122,7 @@ export const ErrorEnvelope = Type.Object(
   },
   {
     description:
-      'Error envelope; a schema validation failure also lists its problems in `error.fields` (VAL_002 when all of them are missing required fields, else VAL_001)',
+      'Error envelope; a schema validation failure also lists its problems in `error.fields` (VAL_002 when any of them is a missing required field, else VAL_001)',
   },
 )
 export type ErrorEnvelope = Static<typeof ErrorEnvelope>

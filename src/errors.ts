@@ -31,13 +31,13 @@ export const ERRORS = {
     status: 422,
     message: 'Validation failed',
     statuses: [400, 422, 413, 415, 416, 408, 431],
-    when: 'Malformed parameters, JSON, multipart body or HTTP, or a URL with an undecodable or overlong path segment (400); body fails validation (422); body or upload too large (413); unsupported Content-Type or file type (415); download range outside the document (416); request too slow (408); headers too large (431)',
+    when: 'Malformed parameters, JSON, multipart body or HTTP, JSON nested more than 64 levels deep, or a URL with an undecodable or overlong path segment (400); body fails validation with no required field missing (422); body or upload too large (413); unsupported Content-Type or file type (415); download range outside the document (416); request too slow (408); headers too large (431)',
   },
   VAL_002: {
     status: 422,
     message: 'Missing required field',
     statuses: [400, 422],
-    when: 'Every problem found is a missing required parameter (400) or body field (422); with any other problem as well, VAL_001',
+    when: 'A required parameter (400) or body field (422) is missing. Of several problems, a missing required member decides the code: VAL_002 whatever else is wrong (`error.fields` lists every problem), VAL_001 only when nothing required is missing',
   },
   RES_001: {
     status: 404,
@@ -49,7 +49,7 @@ export const ERRORS = {
     status: 409,
     message: 'Resource already exists',
     statuses: [409],
-    when: "Duplicate (e.g. an MRN already used in the organization), a double booking, or a change the record's status does not allow",
+    when: "Duplicate (e.g. an MRN already used in the organization; `error.fields` names the field), a double booking, or a change the record's status does not allow",
   },
   RES_003: {
     status: 412,
@@ -94,7 +94,7 @@ export type FieldProblems = NonNullable<ErrorEnvelope['error']['fields']>
 
 export class AppError<C extends ErrorCode = ErrorCode> extends Error {
   readonly status: number
-  /** Schema validation failures only: the problems `details` sums up. */
+  /** The problems `details` sums up, per field: schema validation failures, a duplicate value. */
   readonly fields: FieldProblems | undefined
 
   constructor(
@@ -128,13 +128,66 @@ interface PgLikeError {
   message?: string
 }
 
-// What to tell the caller when a particular constraint stops a write; no values, only the rule.
-const CONSTRAINT_DETAILS: Record<string, string> = {
-  appointments_no_overlap: 'The provider already has an appointment overlapping this time',
-  providers_organization_npi_key: 'A provider with this NPI already exists in this organization',
-  providers_user_key: 'This user account is already linked to another provider',
-  encounters_appointment_key: 'The appointment already has an encounter',
+interface ConstraintAnswer {
+  /** The rule, in words: no values, and no name of a table, column or constraint. */
+  details: string
+  /** The request field the rule is about, when the client sent it in the body. */
+  field?: { path: string; message: string }
+  message?: string
 }
+
+const ALREADY_USED = 'is already used'
+
+/**
+ * What to tell the caller when a constraint a client can run into stops a write (db/migrations:
+ * every unique and exclusion constraint on values a request sets). The others hold values the
+ * service makes itself (token hashes, storage keys, invoice numbers) and get the generic answer.
+ */
+const CONSTRAINTS = {
+  patients_organization_mrn_key: {
+    details: 'A patient with this MRN already exists in this organization',
+    field: { path: 'mrn', message: `${ALREADY_USED} by another patient of this organization` },
+  },
+  users_email_key: {
+    details: 'An account with this e-mail address already exists',
+    field: { path: 'email', message: `${ALREADY_USED} by another account` },
+  },
+  providers_organization_npi_key: {
+    details: 'A provider with this NPI already exists in this organization',
+    field: { path: 'npi', message: `${ALREADY_USED} by another provider of this organization` },
+  },
+  providers_user_key: {
+    details: 'This user account is already linked to another provider',
+    field: { path: 'userId', message: 'is already linked to another provider' },
+  },
+  encounters_appointment_key: {
+    details: 'The appointment already has an encounter',
+    field: { path: 'appointmentId', message: 'already has an encounter' },
+  },
+  telehealth_rooms_appointment_id_key: {
+    details: 'The appointment already has a telehealth room',
+    field: { path: 'appointmentId', message: 'already has a telehealth room' },
+  },
+  payments_idempotency_key: { details: 'This Idempotency-Key is being used by another payment' },
+  appointments_no_overlap: {
+    details: 'The provider already has an appointment overlapping this time',
+    message: 'Conflict with an existing record',
+  },
+} as const satisfies Record<string, ConstraintAnswer>
+
+export type KnownConstraint = keyof typeof CONSTRAINTS
+
+/** The 409 for a write a known constraint refused, with the field it is about. */
+export function constraintConflict(constraint: KnownConstraint): AppError<'RES_002'> {
+  const answer: ConstraintAnswer = CONSTRAINTS[constraint]
+  return new AppError('RES_002', answer.details, {
+    message: answer.message,
+    fields: answer.field ? [answer.field] : undefined,
+  })
+}
+
+const isKnownConstraint = (name: string | undefined): name is KnownConstraint =>
+  name !== undefined && Object.hasOwn(CONSTRAINTS, name)
 
 const CONNECTION_FAILURE =
   /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH|EPIPE|08\d{3}|57P0[123]|53300)$/
@@ -155,9 +208,10 @@ export function fromDatabaseError(error: unknown): AppError | undefined {
       ? new AppError('SYS_002', 'The database could not be reached')
       : undefined
   }
-  const known = constraint ? CONSTRAINT_DETAILS[constraint] : undefined
-  if (code === '23505')
-    return new AppError('RES_002', known ?? `A record with the same unique value exists (${constraint})`)
+  // Constraint, table and column names are the schema's, not the API's: never in an answer.
+  if ((code === '23505' || code === '23P01') && isKnownConstraint(constraint))
+    return constraintConflict(constraint)
+  if (code === '23505') return new AppError('RES_002', 'A record with the same unique value already exists')
   if (code === '23503') {
     return message.startsWith('update or delete')
       ? new AppError('RES_002', 'The record is still referenced by other records', {
@@ -166,9 +220,9 @@ export function fromDatabaseError(error: unknown): AppError | undefined {
       : new AppError('VAL_001', 'A referenced record does not exist')
   }
   if (code === '23502') return new AppError('VAL_002', 'A required value is missing')
-  if (code === '23514') return new AppError('VAL_001', `A constraint was violated (${constraint})`)
+  if (code === '23514') return new AppError('VAL_001', 'A value is outside what the record allows')
   if (code === '23P01')
-    return new AppError('RES_002', known ?? `The record conflicts with an existing one (${constraint})`, {
+    return new AppError('RES_002', 'The record conflicts with an existing one', {
       message: 'Conflict with an existing record',
     })
   if (code.startsWith('22'))

@@ -10,8 +10,8 @@ export interface ValidationProblems {
   problems: FieldProblem[]
   /** How many more there were. */
   omitted: number
-  /** Whether every problem, the omitted ones included, is a missing required member. */
-  onlyMissing: boolean
+  /** Whether any problem, the omitted ones included, is a missing required member. */
+  missing: boolean
 }
 
 // A request with a thousand bad items gets the first few and a count: enough to see the pattern,
@@ -119,13 +119,16 @@ const decode = (segment: string) => segment.replaceAll('~1', '/').replaceAll('~0
 const clipped = (segment: string) =>
   segment.length > MAX_SEGMENT ? `${segment.slice(0, MAX_SEGMENT)}…` : segment
 
+/** `['items', '0', 'code']` → `items.0.code`, each member name clipped. */
+export const fieldPath = (segments: readonly string[]) => segments.map(clipped).join('.')
+
 /** `/items/0/code` → `items.0.code`, with the member a `required` or `additionalProperties` names. */
 function pathOf(error: ErrorObject): string {
   const segments = error.instancePath.split('/').slice(1).map(decode)
   const params = error.params as Record<string, unknown>
   if (error.keyword === 'required') segments.push(String(params.missingProperty))
   if (error.keyword === 'additionalProperties') segments.push(String(params.additionalProperty))
-  return segments.map(clipped).join('.')
+  return fieldPath(segments)
 }
 
 /** Whether `error` comes from inside the anyOf `outer` (`prefix` is its schemaPath and a slash). */
@@ -237,6 +240,10 @@ function resolved(errors: readonly ErrorObject[]): ErrorObject[] {
   return out
 }
 
+/** The missing required members among Ajv's errors, each failed anyOf resolved first. */
+export const missingMembers = (errors: readonly ErrorObject[]) =>
+  resolved(errors).filter((error) => error.keyword === 'required')
+
 const parentPath = (error: ErrorObject) => error.schemaPath.slice(0, error.schemaPath.lastIndexOf('/'))
 
 const implies = (error: ErrorObject) =>
@@ -272,12 +279,12 @@ export function describeProblems(errors: readonly ErrorObject[]): ValidationProb
   const problems: FieldProblem[] = []
   const seen = new Set<string>()
   let omitted = 0
-  let onlyMissing = true
+  let missing = false
   const all = resolved(errors)
   for (let index = 0; index < all.length; index++) {
     const error = all[index] as ErrorObject
     if (isImplied(all, index)) continue
-    if (error.keyword !== 'required') onlyMissing = false
+    if (error.keyword === 'required') missing = true
     if (problems.length === MAX_PROBLEMS) {
       omitted++
       continue
@@ -288,7 +295,7 @@ export function describeProblems(errors: readonly ErrorObject[]): ValidationProb
     seen.add(key)
     problems.push(problem)
   }
-  return { problems, omitted, onlyMissing: onlyMissing && problems.length > 0 }
+  return { problems, omitted, missing }
 }
 
 /** `identification.gender must be one of …; dateOfBirth must be …; … and 3 more`. */

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError } from '../errors.js'
+import { jsonBodyParser } from '../http/json-body.js'
 import { errorResponse, nameResponse } from '../http/responses.js'
 import type { ExpectedVersion } from '../lib/versions.js'
 
@@ -58,7 +59,7 @@ const conditionalRequests: FastifyPluginAsync<{ requireIfMatch: boolean }> = asy
 ) => {
   app.decorateRequest('expectedVersion', undefined)
   // A merge patch is JSON; it is parsed (and limited) like any JSON body.
-  app.addContentTypeParser(MERGE_PATCH, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
+  app.addContentTypeParser(MERGE_PATCH, { parseAs: 'string' }, jsonBodyParser)
 
   async function readIfMatch(request: FastifyRequest) {
     const header = request.headers['if-match']

@@ -7,15 +7,17 @@ import { describeProblems, problemsText } from '../http/validation-messages.js'
 
 /**
  * Schema validation failures, every problem at once (up to 20, then a count). A body that parses
- * but breaks the schema is 422; a malformed path or query parameter (or header) is 400. VAL_002 when
- * every problem is a missing required member (adding them fixes the request), VAL_001 as soon as
- * one value is wrong. `details` lists the problems in words; `fields` lists them for machines.
+ * but breaks the schema is 422; a malformed path or query parameter (or header) is 400. Of several
+ * problems, a missing required member decides the code: VAL_002 as soon as one is missing, whatever
+ * else is wrong (so the code of a request without a required member never depends on its other
+ * mistakes), VAL_001 when nothing is missing. `details` lists the problems in words; `fields`
+ * lists them for machines.
  */
 function fromValidation(error: FastifyError): AppError {
   const context = error.validationContext ?? 'body'
   const found = describeProblems((error.validation ?? []) as ErrorObject[])
   const status = context === 'body' ? 422 : 400
-  const code: ErrorCode = found.onlyMissing ? 'VAL_002' : 'VAL_001'
+  const code: ErrorCode = found.missing ? 'VAL_002' : 'VAL_001'
   const details = found.problems.length > 0 ? problemsText(found, context) : error.message
   return new AppError(code, details, {
     status,

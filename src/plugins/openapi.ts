@@ -34,7 +34,7 @@ const description = `Electronic health records REST API.
 
 Every \`/api\` response is an envelope: \`success\`, \`message\`, and \`data\` on success or \`error\` (\`code\`, \`details\`) on failure. Lists return a Page in \`data\` (\`content\`, \`pageable\`, \`totalElements\`, \`totalPages\`, \`first\`, \`last\`); \`page\` is 0-indexed, \`size\` defaults to ${PAGE_SIZE_DEFAULT} and may be at most ${PAGE_SIZE_MAX}, \`sort\` is \`field,asc|desc\`.
 
-Validation: malformed parameters or JSON are 400; a JSON body that parses but fails validation is 422. Every problem is reported at once (up to 20): \`error.details\` joins them in words, naming allowed values and formats, and \`error.fields\` lists them as \`{path, message}\`. VAL_002 when every problem is a missing required field, VAL_001 otherwise. Unknown fields and parameters are rejected.
+Validation: malformed parameters or JSON are 400; a JSON body that parses but fails validation is 422. Every problem is reported at once (up to 20): \`error.details\` joins them in words, naming allowed values and formats, and \`error.fields\` lists them as \`{path, message}\`. VAL_002 when any problem is a missing required field, whatever else is wrong; VAL_001 otherwise. Unknown fields and parameters are rejected.
 
 Every response carries \`X-Request-Id\` (the caller's, when it is safe to echo, else a new one); quote it when reporting a problem.
 

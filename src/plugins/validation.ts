@@ -2,6 +2,8 @@ import { Ajv, type ErrorObject, type Options } from 'ajv'
 import addFormats from 'ajv-formats'
 import type { FastifyPluginAsync, FastifySchemaCompiler } from 'fastify'
 import fp from 'fastify-plugin'
+import { jsonBodyParser } from '../http/json-body.js'
+import { missingMembers } from '../http/validation-messages.js'
 import { validatorOnFirstUse } from '../lib/lazy-compile.js'
 
 type Validator = ReturnType<FastifySchemaCompiler<unknown>>
@@ -39,26 +41,49 @@ const issue = (instancePath: string, keyword: string, message: string): ErrorObj
 })
 
 // PostgreSQL cannot store U+0000 in text: a NUL would otherwise reach the database and come back as
-// a driver error. It never belongs in clinical or administrative text, so any string that holds one,
-// at any depth, is refused by validation like any other malformed value.
+// a driver error. A UTF-16 surrogate without its pair (a JSON escape such as "\ud800") is no
+// character at all: written as UTF-8 it would silently become U+FFFD, the text stored differing
+// from the text sent. Neither belongs in clinical or administrative text, so any string that holds
+// one, at any depth, is refused by validation like any other malformed value.
 const NUL = '\u0000'
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+const LONE_SURROGATES = new RegExp(LONE_SURROGATE, 'g')
+const NUL_RULE = 'must not contain a NUL character (U+0000)'
+const SURROGATE_RULE = 'must be valid Unicode text (not a lone UTF-16 surrogate such as \\ud800)'
 
-/** The JSON Pointer of the first string holding a NUL, or undefined (built only once one is found). */
-function nulPath(value: unknown): string | undefined {
-  if (typeof value === 'string') return value.includes(NUL) ? '' : undefined
+const flawOf = (text: string) =>
+  text.includes(NUL) ? NUL_RULE : LONE_SURROGATE.test(text) ? SURROGATE_RULE : undefined
+
+interface FlawedString {
+  /** Its JSON Pointer. */
+  path: string
+  /** The rule it breaks. */
+  rule: string
+}
+
+const within = (segment: string | number, found: FlawedString | undefined) =>
+  found && { ...found, path: `/${segment}${found.path}` }
+
+/** The first string with a NUL or a lone surrogate, or undefined (its path built only once found). */
+function flawedString(value: unknown): FlawedString | undefined {
+  if (typeof value === 'string') {
+    const rule = flawOf(value)
+    return rule === undefined ? undefined : { path: '', rule }
+  }
   if (typeof value !== 'object' || value === null) return undefined
   if (Array.isArray(value)) {
     for (let index = 0; index < value.length; index++) {
-      const found = nulPath(value[index])
-      if (found !== undefined) return `/${index}${found}`
+      const found = within(index, flawedString(value[index]))
+      if (found) return found
     }
     return undefined
   }
   for (const key of Object.keys(value)) {
-    // The member's name counts as input too.
-    if (key.includes(NUL)) return `/${key.replaceAll(NUL, '')}`
-    const found = nulPath((value as Record<string, unknown>)[key])
-    if (found !== undefined) return `/${key}${found}`
+    // The member's name counts as input too; it is named without the offending code units.
+    const rule = flawOf(key)
+    if (rule) return { path: `/${key.replaceAll(NUL, '').replace(LONE_SURROGATES, '')}`, rule }
+    const found = within(key, flawedString((value as Record<string, unknown>)[key]))
+    if (found) return found
   }
   return undefined
 }
@@ -97,15 +122,17 @@ function nonCanonicalInteger(data: unknown, names: readonly string[]): string | 
 }
 
 /**
- * Runs `checks` on the raw input before the schema's own validator; the first finding fails it
- * alone: a value with a NUL or an odd integer goes no further, not even into the schema's checks.
+ * Runs `checks` on the raw input before the schema's own validator; the first finding is the one
+ * problem reported about values: a value with a NUL, a lone surrogate or an odd integer is not
+ * checked further. The schema is still asked which required members are missing, which decides
+ * the error's code whatever else is wrong (see the error handler).
  */
 function withChecks(compiled: Validator, checks: ((data: unknown) => ErrorObject | undefined)[]): Validator {
   const validate: Validator = (data) => {
     for (const check of checks) {
       const found = check(data)
       if (found) {
-        validate.errors = [found]
+        validate.errors = [found, ...(compiled(data) ? [] : missingMembers(compiled.errors ?? []))]
         return false
       }
     }
@@ -151,23 +178,23 @@ function everyProblemOfSmallBodies(firstProblem: Validator, every: Ajv, schema: 
   return validate
 }
 
-const nulIssue = (path: string) => issue(path, 'nul', 'must not contain a NUL character (U+0000)')
+const flawIssue = ({ path, rule }: FlawedString) => issue(path, 'text', rule)
 
-const noNul = (data: unknown) => {
-  const path = nulPath(data)
-  return path === undefined ? undefined : nulIssue(path)
+const noFlawedString = (data: unknown) => {
+  const found = flawedString(data)
+  return found && flawIssue(found)
 }
 
 /**
- * Headers are checked for a NUL in the members the schema declares only: those are the ones the
- * service reads through validation, and walking every header of every request (a bearer token is
- * a kilobyte) cost about 1 % of a read's time.
+ * Headers are checked in the members the schema declares only: those are the ones the service
+ * reads through validation, and walking every header of every request (a bearer token is a
+ * kilobyte) cost about 1 % of a read's time.
  */
-const noNulAmong = (names: readonly string[]) => (data: unknown) => {
+const noFlawedStringAmong = (names: readonly string[]) => (data: unknown) => {
   if (typeof data !== 'object' || data === null) return undefined
   for (const name of names) {
-    const path = nulPath((data as Record<string, unknown>)[name])
-    if (path !== undefined) return nulIssue(`/${name}${path}`)
+    const found = flawedString((data as Record<string, unknown>)[name])
+    if (found) return flawIssue({ ...found, path: `/${name}${found.path}` })
   }
   return undefined
 }
@@ -175,8 +202,8 @@ const noNulAmong = (names: readonly string[]) => (data: unknown) => {
 /**
  * Request validation: query strings, path parameters and headers are text and are coerced to the
  * schema's types (integers only from canonical decimal text); JSON bodies are checked exactly as
- * sent (a string "42" is not an integer). No string anywhere may hold a NUL character. Failures
- * become VAL_001/VAL_002 in the error handler: 422 for a body, 400 for a parameter.
+ * sent (a string "42" is not an integer). No string anywhere may hold a NUL character or a lone
+ * surrogate. Failures become VAL_001/VAL_002 in the error handler: 422 for a body, 400 for a parameter.
  */
 const validation: FastifyPluginAsync = async (app) => {
   const bodies = buildAjv({ coerceTypes: false })
@@ -189,12 +216,15 @@ const validation: FastifyPluginAsync = async (app) => {
   )
   // JSON is the wire format; a text/plain body is refused with 415 rather than parsed as a string.
   app.removeContentTypeParser('text/plain')
+  // Fastify's own JSON parser has no nesting limit and refuses `__proto__` as malformed JSON.
+  app.removeContentTypeParser('application/json')
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, jsonBodyParser)
   app.setValidatorCompiler(({ schema, httpPart }) => {
     if (httpPart === 'body' && (schema as Record<string, unknown>)[STREAMED_BODY] === true) return () => true
     return validatorOnFirstUse(() => {
       if (httpPart === 'body')
         return withChecks(everyProblemOfSmallBodies(bodiesFirstProblem.compile(schema), bodies, schema), [
-          noNul,
+          noFlawedString,
         ])
       const integers = integerMembers(schema as SchemaNode)
       const canonical = (data: unknown) => {
@@ -203,9 +233,11 @@ const validation: FastifyPluginAsync = async (app) => {
           ? undefined
           : issue(`/${name}`, 'canonical', 'must be an integer in canonical decimal form (digits only)')
       }
-      const nul =
-        httpPart === 'headers' ? noNulAmong(Object.keys((schema as SchemaNode).properties ?? {})) : noNul
-      return withChecks(parameters.compile(schema), [nul, canonical])
+      const text =
+        httpPart === 'headers'
+          ? noFlawedStringAmong(Object.keys((schema as SchemaNode).properties ?? {}))
+          : noFlawedString
+      return withChecks(parameters.compile(schema), [text, canonical])
     })
   })
 }

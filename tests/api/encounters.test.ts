@@ -116,6 +116,7 @@ describe('POST /api/encounters', () => {
     expect(again.json().error).toEqual({
       code: 'RES_002',
       details: 'The appointment already has an encounter',
+      fields: [{ path: 'appointmentId', message: 'already has an encounter' }],
     })
     expect(await outboxEvents(app, clinic.org.id)).toEqual(before)
   })

@@ -96,6 +96,111 @@ describe('a NUL character in any string input', () => {
   })
 })
 
+describe('a lone UTF-16 surrogate in a JSON string', () => {
+  const withFirstName = (escaped: string) =>
+    JSON.stringify(patientBody()).replace(/"firstName":"[^"]*"/, `"firstName":"${escaped}"`)
+
+  it.each([
+    ['a high surrogate', 'A\\ud800b'],
+    ['a low surrogate', '\\udc00'],
+    ['a pair the wrong way round', '\\ude00\\ud83d'],
+  ])('is 422 VAL_001 naming the field, not stored as U+FFFD: %s', async (_case, escaped) => {
+    const response = await app.inject({
+      method: 'POST',
+      url: '/api/patients',
+      headers: { ...bearer(nurse.token), 'content-type': 'application/json' },
+      payload: withFirstName(escaped),
+    })
+    expect(response.statusCode).toBe(422)
+    expect(response.json()).toMatchObject({
+      success: false,
+      message: 'Validation failed',
+      error: {
+        code: 'VAL_001',
+        details: expect.stringMatching(/^identification\.firstName must be valid Unicode text/),
+        fields: [{ path: 'identification.firstName', message: expect.stringMatching(/surrogate/) }],
+      },
+    })
+  })
+
+  it('in a member name is 422 as well', async () => {
+    const response = await app.inject({
+      method: 'PATCH',
+      url: `/api/patients/${patientId}`,
+      headers: { ...bearer(nurse.token), 'content-type': 'application/merge-patch+json' },
+      payload: '{"identification":{"last\\ud800Name":"Doe"}}',
+    })
+    expect(response.statusCode).toBe(422)
+    expect(response.json().error).toMatchObject({
+      code: 'VAL_001',
+      fields: [{ path: 'identification.lastName', message: expect.stringMatching(/surrogate/) }],
+    })
+  })
+
+  it('is accepted as a pair (an emoji written as two escapes)', async () => {
+    const response = await app.inject({
+      method: 'POST',
+      url: '/api/patients',
+      headers: { ...bearer(nurse.token), 'content-type': 'application/json' },
+      payload: withFirstName('Jo\\ud83d\\ude00'),
+    })
+    expect(response.statusCode).toBe(201)
+    expect(response.json().data.identification.firstName).toBe('Jo\u{1F600}')
+  })
+})
+
+describe('a member named like the prototype machinery', () => {
+  it.each([
+    ['__proto__ at the top', '{"__proto__":{"polluted":true},', '__proto__'],
+    ['constructor at the top', '{"constructor":{"prototype":{"polluted":true}},', 'constructor'],
+    ['an escaped __proto__', '{"\\u005f_proto__":{"polluted":true},', '__proto__'],
+  ])('is 422 VAL_001 naming it as an unknown field: %s', async (_case, opening, name) => {
+    const response = await app.inject({
+      method: 'POST',
+      url: '/api/patients',
+      headers: { ...bearer(nurse.token), 'content-type': 'application/json' },
+      payload: JSON.stringify(patientBody()).replace('{', opening),
+    })
+    expect(response.statusCode).toBe(422)
+    expect(response.json()).toEqual({
+      success: false,
+      message: 'Validation failed',
+      error: {
+        code: 'VAL_001',
+        details: `${name} is not a known field`,
+        fields: [{ path: name, message: 'is not a known field' }],
+      },
+    })
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined()
+  })
+
+  it('is named with its path when nested, in a merge patch too', async () => {
+    const response = await app.inject({
+      method: 'PATCH',
+      url: `/api/patients/${patientId}`,
+      headers: { ...bearer(nurse.token), 'content-type': 'application/merge-patch+json' },
+      payload: '{"contact":{"address":{"__proto__":{"city":"x"}}}}',
+    })
+    expect(response.statusCode).toBe(422)
+    expect(response.json().error).toEqual({
+      code: 'VAL_001',
+      details: 'contact.address.__proto__ is not a known field',
+      fields: [{ path: 'contact.address.__proto__', message: 'is not a known field' }],
+    })
+  })
+
+  it('is only a name in a string value', async () => {
+    const response = await app.inject({
+      method: 'POST',
+      url: '/api/patients',
+      headers: bearer(nurse.token),
+      payload: patientBody({ mrn: 'constructor' }),
+    })
+    expect(response.statusCode).toBe(201)
+    expect(response.json().data.mrn).toBe('constructor')
+  })
+})
+
 describe('ids and page numbers', () => {
   it.each(['+1', '01', '0x10', '1e3', '%201', '1%20', '1.0', '0b1', '%2B1'])(
     'refuse %s as an id with 400 VAL_001',

@@ -69,3 +69,67 @@ describe('POST /api/patients/:patientId/documents with a body the parser cannot 
     expect(stored).toEqual([])
   })
 })
+
+describe('a JSON body nested deeper than 64 levels', () => {
+  const deep = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`
+  const nestingLimit = /nests arrays and objects more than 64 levels deep/
+
+  it.each([
+    ['unclosed brackets', '['.repeat(10_000)],
+    ['closed brackets', deep(10_000)],
+    ['objects', `${'{"a":'.repeat(65)}1${'}'.repeat(65)}`],
+  ])('returns 400 VAL_001 naming the limit for %s, without a token', async (_case, payload) => {
+    const response = await app.inject({
+      method: 'POST',
+      url: '/api/auth/login',
+      headers: { 'content-type': 'application/json' },
+      payload,
+    })
+    expect(response.statusCode).toBe(400)
+    expect(response.json()).toEqual({
+      success: false,
+      message: 'Invalid request',
+      error: { code: 'VAL_001', details: expect.stringMatching(nestingLimit) },
+    })
+  })
+
+  it('returns 400 VAL_001 for a merge patch', async () => {
+    const patientId = await createPatient(app, nurse)
+    const response = await app.inject({
+      method: 'PATCH',
+      url: `/api/patients/${patientId}`,
+      headers: { ...bearer(nurse.token), 'content-type': 'application/merge-patch+json' },
+      payload: `{"identification":${deep(10_000)}}`,
+    })
+    expect(response.statusCode).toBe(400)
+    expect(response.json().error).toEqual({ code: 'VAL_001', details: expect.stringMatching(nestingLimit) })
+  })
+
+  it.each(['application/fhir+json', 'application/json'])(
+    'returns 400 as an OperationOutcome on a FHIR route (%s)',
+    async (contentType) => {
+      const response = await app.inject({
+        method: 'POST',
+        url: '/fhir/R4/Patient/_search',
+        headers: { ...bearer(nurse.token), 'content-type': contentType },
+        payload: deep(10_000),
+      })
+      expect(response.statusCode).toBe(400)
+      expect(response.json()).toMatchObject({
+        resourceType: 'OperationOutcome',
+        issue: [{ severity: 'error', diagnostics: expect.stringMatching(nestingLimit) }],
+      })
+    },
+  )
+
+  it('passes a body nested exactly 64 levels on to validation (422), brackets inside strings not counted', async () => {
+    const response = await app.inject({
+      method: 'POST',
+      url: '/api/auth/login',
+      headers: { 'content-type': 'application/json' },
+      payload: `{"username":"[[[[{{{{${'['.repeat(100)}","password":${deep(63)}}`,
+    })
+    expect(response.statusCode).toBe(422)
+    expect(response.json().error).toMatchObject({ code: 'VAL_001', fields: [{ path: 'password' }] })
+  })
+})

@@ -81,7 +81,15 @@ describe('POST /api/patients', () => {
       payload: patientBody({ mrn: 'A-100' }),
     })
     expect(response.statusCode).toBe(409)
-    expect(response.json()).toMatchObject({ success: false, error: { code: 'RES_002' } })
+    expect(response.json()).toEqual({
+      success: false,
+      message: 'Resource already exists',
+      error: {
+        code: 'RES_002',
+        details: 'A patient with this MRN already exists in this organization',
+        fields: [{ path: 'mrn', message: 'is already used by another patient of this organization' }],
+      },
+    })
   })
 
   it('accepts the same MRN in two different organizations', async () => {
@@ -399,19 +407,30 @@ describe('PUT /api/patients/{id}', () => {
     expect(events.map((e) => e.event_type)).toEqual(['patient.created', 'patient.updated'])
   })
 
-  it('returns 409 when changing the MRN to one already used', async () => {
-    const provider = await (await newOrganization(app)).user('PROVIDER')
-    await createPatient(provider, patientBody({ mrn: 'TAKEN' }))
-    const other = await createPatient(provider)
-    const response = await app.inject({
-      method: 'PUT',
-      url: `/api/patients/${other.id}`,
-      headers: bearer(provider.token),
-      payload: { identification: other.identification, mrn: 'TAKEN' },
-    })
-    expect(response.statusCode).toBe(409)
-    expect(response.json().error.code).toBe('RES_002')
-  })
+  it.each([
+    ['PUT', 'application/json'],
+    ['PATCH', 'application/merge-patch+json'],
+  ])(
+    'returns 409 naming the mrn field, and no database identifier, when %s changes the MRN to one already used',
+    async (method, contentType) => {
+      const provider = await (await newOrganization(app)).user('PROVIDER')
+      await createPatient(provider, patientBody({ mrn: 'TAKEN' }))
+      const other = await createPatient(provider)
+      const response = await app.inject({
+        method: method as 'PUT' | 'PATCH',
+        url: `/api/patients/${other.id}`,
+        headers: { ...bearer(provider.token), 'content-type': contentType },
+        payload: method === 'PUT' ? { identification: other.identification, mrn: 'TAKEN' } : { mrn: 'TAKEN' },
+      })
+      expect(response.statusCode).toBe(409)
+      expect(response.json().error).toEqual({
+        code: 'RES_002',
+        details: 'A patient with this MRN already exists in this organization',
+        fields: [{ path: 'mrn', message: 'is already used by another patient of this organization' }],
+      })
+      expect(response.body).not.toMatch(/patients_|_key|organization_id/)
+    },
+  )
 
   it("returns 403 for another organization's patient and leaves it unchanged", async () => {
     const owner = await (await newOrganization(app)).user('PROVIDER')

@@ -103,6 +103,7 @@ describe('POST /api/providers', () => {
     expect(again.json().error).toEqual({
       code: 'RES_002',
       details: 'A provider with this NPI already exists in this organization',
+      fields: [{ path: 'npi', message: 'is already used by another provider of this organization' }],
     })
     const elsewhere = await (await newOrganization(app)).user('ADMIN')
     expect((await post(elsewhere, providerBody({ npi }))).statusCode).toBe(201)

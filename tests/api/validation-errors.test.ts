@@ -85,7 +85,7 @@ describe('POST /api/patients with several mistakes', () => {
     ])
   })
 
-  it('answers VAL_002 when every problem is a missing field, VAL_001 as soon as a value is wrong', async () => {
+  it('answers VAL_002 as soon as a required field is missing, whatever else is wrong, and VAL_001 otherwise', async () => {
     const missing = await createPatient({ identification: { firstName: 'Ann', dateOfBirth: '1990-01-01' } })
     expect(missing.statusCode).toBe(422)
     expect(missing.json()).toMatchObject({
@@ -104,10 +104,81 @@ describe('POST /api/patients with several mistakes', () => {
       identification: { firstName: 'Ann', dateOfBirth: '1990-01-01', gender: 'Robot' },
     })
     expect(mixed.statusCode).toBe(422)
-    expect(mixed.json().error).toMatchObject({
+    expect(mixed.json()).toMatchObject({
+      message: 'Missing required field',
+      error: {
+        code: 'VAL_002',
+        details:
+          'identification.lastName is required; identification.gender must be one of Male, Female, Other, Unknown',
+      },
+    })
+
+    const wrong = await createPatient(
+      patientBody({ identification: { ...patientBody().identification, gender: 'Robot' } }),
+    )
+    expect(wrong.statusCode).toBe(422)
+    expect(wrong.json()).toMatchObject({ message: 'Validation failed', error: { code: 'VAL_001' } })
+  })
+
+  it('answers VAL_002 for a missing field beside a string the schema is not even asked about (a NUL)', async () => {
+    const { lastName: _dropped, ...identification } = patientBody().identification
+    const response = await createPatient({
+      ...patientBody(),
+      identification: { ...identification, firstName: 'A\u0000n' },
+    })
+    expect(response.statusCode).toBe(422)
+    expect(response.json().error).toEqual({
+      code: 'VAL_002',
+      details: expect.stringMatching(
+        /^identification\.firstName must not contain a NUL .*; identification\.lastName is required$/,
+      ),
+      fields: [
+        { path: 'identification.firstName', message: expect.stringMatching(/NUL/) },
+        { path: 'identification.lastName', message: 'is required' },
+      ],
+    })
+  })
+})
+
+describe('GET /api/patients/search with several problems', () => {
+  const search = (query: string) =>
+    app.inject({ url: `/api/patients/search${query}`, headers: bearer(provider.token) })
+
+  it.each([
+    ['alone', '', [{ path: 'q', message: 'is required' }]],
+    [
+      'with an unknown parameter',
+      '?foo=1',
+      [
+        { path: 'q', message: 'is required' },
+        { path: 'foo', message: 'is not a known field' },
+      ],
+    ],
+    [
+      'with a malformed page number',
+      '?page=%2B1',
+      [
+        { path: 'page', message: 'must be an integer in canonical decimal form (digits only)' },
+        { path: 'q', message: 'is required' },
+      ],
+    ],
+  ])('returns 400 VAL_002 without q, %s', async (_case, query, fields) => {
+    const response = await search(query)
+    expect(response.statusCode).toBe(400)
+    expect(response.json()).toMatchObject({
+      success: false,
+      message: 'Invalid request parameters',
+      error: { code: 'VAL_002', fields },
+    })
+  })
+
+  it('returns 400 VAL_001 when q is there and something else is wrong', async () => {
+    const response = await search('?q=ann&foo=1')
+    expect(response.statusCode).toBe(400)
+    expect(response.json().error).toEqual({
       code: 'VAL_001',
-      details:
-        'identification.lastName is required; identification.gender must be one of Male, Female, Other, Unknown',
+      details: 'foo is not a known field',
+      fields: [{ path: 'foo', message: 'is not a known field' }],
     })
   })
 })

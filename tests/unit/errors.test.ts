@@ -38,6 +38,33 @@ describe('fromDatabaseError', () => {
     )
   })
 
+  it.each([
+    ['23505', 'invoices_organization_number_key'],
+    ['23505', 'sessions_refresh_token_hash_key'],
+    ['23P01', 'some_exclusion'],
+    ['23514', 'users_kind_check'],
+    ['23505', undefined],
+  ])('never names the table, column or constraint (%s %s)', (code, constraint) => {
+    const mapped = fromDatabaseError({ code, constraint, table: 'users', column: 'kind' })
+    expect(mapped).toBeInstanceOf(AppError)
+    expect(mapped?.details).not.toMatch(/_key|_check|exclusion|users|kind|undefined/)
+    expect(mapped?.fields).toBeUndefined()
+  })
+
+  it.each([
+    ['patients_organization_mrn_key', 'mrn'],
+    ['users_email_key', 'email'],
+    ['providers_organization_npi_key', 'npi'],
+    ['providers_user_key', 'userId'],
+    ['encounters_appointment_key', 'appointmentId'],
+    ['telehealth_rooms_appointment_id_key', 'appointmentId'],
+  ])('answers the duplicate a client can cause (%s) in words, naming the field %s', (constraint, path) => {
+    const mapped = fromDatabaseError({ code: '23505', constraint })
+    expect(mapped?.status).toBe(409)
+    expect(mapped?.details).not.toContain(constraint)
+    expect(mapped?.fields).toEqual([{ path, message: expect.any(String) }])
+  })
+
   it('leaves other errors to the generic 500', () => {
     expect(fromDatabaseError(new Error('boom'))).toBeUndefined()
     expect(fromDatabaseError({ code: '42P01' })).toBeUndefined()

@@ -2,6 +2,7 @@ import formbody from '@fastify/formbody'
 import type { Bundle, BundleEntry, Resource } from '@medplum/fhirtypes'
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, forbidden } from '../../errors.js'
+import { jsonBodyParser } from '../../http/json-body.js'
 import type { ProviderMetadata } from '../../identity/external-provider.js'
 import { PAGE_COMPRESSION } from '../../plugins/compression.js'
 import { toAppError } from '../../plugins/error-handler.js'
@@ -115,7 +116,7 @@ const isStrict = (request: FastifyRequest) =>
 const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
   const { base, types } = options
 
-  app.addContentTypeParser(FHIR_JSON, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
+  app.addContentTypeParser(FHIR_JSON, { parseAs: 'string' }, jsonBodyParser)
   await app.register(formbody)
 
   const send = (reply: FastifyReply, status: number, body: Resource) =>

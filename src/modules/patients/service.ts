@@ -12,7 +12,7 @@ import {
   UpdatePatientBody,
 } from '../../../schemas/patients.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
-import { AppError, preconditionFailed } from '../../errors.js'
+import { AppError, constraintConflict, preconditionFailed } from '../../errors.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
@@ -47,9 +47,6 @@ function checkBirthDate(dateOfBirth: string): void {
 async function missingPatient(db: Db, actor: Actor, id: number): Promise<never> {
   return missingRecord('Patient', id, await ownerOrganization(db, 'patients', id), actor)
 }
-
-const duplicateMrn = (mrn: string) =>
-  new AppError('RES_002', `A patient with MRN ${mrn} already exists in this organization`)
 
 // A generated MRN can only collide with one a client chose by hand; a few fresh draws settle it.
 const GENERATED_MRN_ATTEMPTS = 5
@@ -92,7 +89,9 @@ export async function createPatient(
     inserted = await insert()
   }
   if (!inserted)
-    throw body.mrn ? duplicateMrn(body.mrn) : new AppError('SYS_001', 'Could not allocate an MRN')
+    throw body.mrn
+      ? constraintConflict('patients_organization_mrn_key')
+      : new AppError('SYS_001', 'Could not allocate an MRN')
   return toPatient(inserted)
 }
 

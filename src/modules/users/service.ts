@@ -12,7 +12,7 @@ import {
 } from '../../../schemas/users.js'
 import { type Actor, missingRecord } from '../../access/organization-scope.js'
 import { isRole, type Role } from '../../access/roles.js'
-import { AppError, conflict } from '../../errors.js'
+import { AppError, conflict, constraintConflict } from '../../errors.js'
 import { checkPasswordPolicy } from '../../identity/password-policy.js'
 import { revokeUserSessions } from '../../identity/sessions.js'
 import { applyMergePatch, projectOnto } from '../../lib/merge-patch.js'
@@ -104,7 +104,7 @@ const managedByProvider = (what: string) =>
     `${what}: accounts belong to the external identity provider (OIDC_ISSUER_URL); make the change there`,
   )
 
-const duplicateEmail = () => new AppError('RES_002', 'An account with this e-mail address already exists')
+const duplicateEmail = () => constraintConflict('users_email_key')
 
 const isDuplicateEmail = (error: unknown) => {
   const { code, constraint } = (error ?? {}) as { code?: string; constraint?: string }
