@@ -114,7 +114,7 @@ export const ErrorEnvelope = Type.Object(
           {
             maxItems: 20,
             description:
-              'Schema validation failures (VAL_001, VAL_002) only: the problems of `details`, one entry each, in the same order. The code is VAL_002 when every problem is a missing required field, VAL_001 otherwise',
+              'Every 422 (VAL_001, VAL_002): the fields at fault, one entry each. For a schema validation failure, the problems of `details` in the same order; for a rule the schema cannot state (a check digit, one value against another, a refused address), the fields the rule concerns. The code is VAL_002 when every problem is a missing required field, VAL_001 otherwise',
           },
         ),
       ),
@@ -122,7 +122,7 @@ export const ErrorEnvelope = Type.Object(
   },
   {
     description:
-      'Error envelope; a schema validation failure also lists its problems in `error.fields` (VAL_002 when all of them are missing required fields, else VAL_001)',
+      'Error envelope; every 422 also lists the fields at fault in `error.fields` (VAL_002 when all of them are missing required fields, else VAL_001)',
   },
 )
 export type ErrorEnvelope = Static<typeof ErrorEnvelope>

@@ -13,7 +13,7 @@ import {
   RefreshEnvelope,
   SignInRefused,
 } from '../../../schemas/auth.js'
-import { AppError } from '../../errors.js'
+import { AppError, invalidFields } from '../../errors.js'
 import { errorBody, ok } from '../../http/envelope.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse, nameResponse } from '../../http/responses.js'
@@ -145,7 +145,13 @@ const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
       if (code && redirectUri)
         return signInResponse(await backend.codeLogin(code, redirectUri, codeVerifier), reply)
       if (username && password) return signInResponse(await backend.passwordLogin(username, password), reply)
-      throw new AppError('VAL_002', 'Send username and password, or code and redirectUri')
+      const missing = Object.entries({ username, password, code, redirectUri })
+        .filter(([, value]) => !value)
+        .map(([path]) => ({
+          path,
+          message: 'is required: send username and password, or code and redirectUri',
+        }))
+      throw invalidFields(missing, 'Send username and password, or code and redirectUri', 'VAL_002')
     },
   )
 
