@@ -131,7 +131,7 @@ export class AppError<C extends ErrorCode = ErrorCode> extends Error {
 }
 
 /** `path message` for each problem, `body message` for the body as a whole, as schema failures read. */
-export const fieldsText = (fields: FieldProblems) =>
+const fieldsText = (fields: FieldProblems) =>
   fields.map(({ path, message }) => `${path || 'body'} ${message}`).join('; ')
 
 /**

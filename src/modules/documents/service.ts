@@ -69,7 +69,7 @@ async function* verified(source: AsyncIterable<Buffer>, contentType: string): As
 export const UPLOAD_PARTS = { files: 1, fields: 10, fieldSize: 1024, parts: 11, headerPairs: 50 }
 
 /** A validator of the route's (Fastify's compileValidationSchema), with Ajv's errors of its last check. */
-export interface FieldsValidator {
+interface FieldsValidator {
   (data: unknown): unknown
   errors?: readonly unknown[] | null
 }
@@ -82,6 +82,9 @@ export interface UploadLimits {
    */
   validateFields: FieldsValidator
 }
+
+// What describeProblems says of a missing member.
+const REQUIRED = 'is required'
 
 /**
  * The metadata, with every problem in words and in `error.fields`, as any other request body gets
@@ -99,9 +102,6 @@ function parseFields(fields: Record<string, unknown>, validate: FieldsValidator)
     found.onlyMissing ? 'VAL_002' : 'VAL_001',
   )
 }
-
-// What describeProblems says of a missing member.
-const REQUIRED = 'is required'
 
 /**
  * Stores one uploaded file for a patient. The metadata row is written first (PENDING), the bytes
