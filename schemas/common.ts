@@ -114,7 +114,7 @@ export const ErrorEnvelope = Type.Object(
           {
             maxItems: 20,
             description:
-              'The problems of `details` by field, one entry each, in the same order: every problem of a schema validation failure (VAL_001, VAL_002); the field holding a value already used, for a duplicate (RES_002). The code is VAL_002 when any problem is a missing required field, VAL_001 otherwise',
+              'Every 422 (VAL_001, VAL_002): the fields at fault, one entry each. For a schema validation failure, the problems of `details` in the same order; for a rule the schema cannot state (a check digit, one value against another, a refused address), the fields the rule concerns; for a duplicate (RES_002), the field holding the value already used. The code is VAL_002 when any problem is a missing required field, VAL_001 otherwise',
           },
         ),
       ),
@@ -122,7 +122,7 @@ export const ErrorEnvelope = Type.Object(
   },
   {
     description:
-      'Error envelope; a schema validation failure also lists its problems in `error.fields` (VAL_002 when any of them is a missing required field, else VAL_001)',
+      'Error envelope; every 422 also lists the fields at fault in `error.fields` (VAL_002 when any of them is a missing required field, else VAL_001)',
   },
 )
 export type ErrorEnvelope = Static<typeof ErrorEnvelope>

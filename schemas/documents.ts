@@ -32,14 +32,12 @@ export const DOCUMENT_CONTENT_TYPES = [
 
 const Category = StringEnum(DOCUMENT_CATEGORIES)
 
-/** The metadata fields of an upload; they must come before the file part. */
+/** The metadata fields of an upload, sent as text before the file part and checked as a query string is. */
 export const DocumentFields = Type.Object(
   {
     title: Text(200),
     category: Category,
-    encounterId: Type.Optional(
-      Type.String({ pattern: '^[1-9][0-9]{0,9}$', description: 'Encounter of the same patient' }),
-    ),
+    encounterId: Type.Optional(Id),
   },
   { additionalProperties: false },
 )
@@ -49,9 +47,7 @@ export const DocumentUploadBody = Named(
   'DocumentUpload',
   Type.Object(
     {
-      title: Text(200),
-      category: Category,
-      encounterId: Type.Optional(Type.Integer({ minimum: 1 })),
+      ...DocumentFields.properties,
       file: Type.String({
         format: 'binary',
         description: `The file, last. Accepted types (checked against the file's first bytes): ${DOCUMENT_CONTENT_TYPES.join(', ')}`,

@@ -89,18 +89,39 @@ export type StatusOf<C extends ErrorCode> = (typeof ERRORS)[C]['statuses'][numbe
 export const allowsStatus = <C extends ErrorCode>(code: C, status: number): status is StatusOf<C> =>
   (ERRORS[code].statuses as readonly number[]).includes(status)
 
-/** The problems of a request that failed schema validation, one per field, for machines. */
+/** The problems of a request that failed validation, one per field, for machines. */
 export type FieldProblems = NonNullable<ErrorEnvelope['error']['fields']>
+
+interface ErrorOptions<C extends ErrorCode> {
+  status?: StatusOf<C>
+  message?: string
+  cause?: unknown
+  fields?: FieldProblems
+}
+
+type ValidationCode = 'VAL_001' | 'VAL_002'
+
+/**
+ * The options an error takes. A validation error answered 422 (its default) names the fields at
+ * fault, so that a client can point at them: one without `fields` must say another status.
+ */
+type OptionsOf<C extends ErrorCode> = C extends ValidationCode
+  ? [
+      options:
+        | (ErrorOptions<C> & { status: Exclude<StatusOf<C>, 422> })
+        | (ErrorOptions<C> & { fields: FieldProblems }),
+    ]
+  : [options?: ErrorOptions<C>]
 
 export class AppError<C extends ErrorCode = ErrorCode> extends Error {
   readonly status: number
-  /** The problems `details` sums up, per field: schema validation failures, a duplicate value. */
+  /** The problems `details` sums up, per field: every 422 (validation failures), a duplicate value. */
   readonly fields: FieldProblems | undefined
 
   constructor(
     readonly code: C,
     readonly details: string,
-    options: { status?: StatusOf<C>; message?: string; cause?: unknown; fields?: FieldProblems } = {},
+    ...[options = {}]: OptionsOf<C>
   ) {
     super(options.message ?? ERRORS[code].message, { cause: options.cause })
     this.name = 'AppError'
@@ -108,6 +129,24 @@ export class AppError<C extends ErrorCode = ErrorCode> extends Error {
     this.fields = options.fields
   }
 }
+
+/** `path message` for each problem, `body message` for the body as a whole, as schema failures read. */
+const fieldsText = (fields: FieldProblems) =>
+  fields.map(({ path, message }) => `${path || 'body'} ${message}`).join('; ')
+
+/**
+ * A request whose fields break a rule the schema cannot state (a check digit, one value against
+ * another, an address refused): 422 with the fields named in `fields`, as a schema failure has
+ * them. `details` says the same in words, or better where a sentence reads better.
+ */
+export const invalidFields = (
+  fields: FieldProblems,
+  details = fieldsText(fields),
+  code: ValidationCode = 'VAL_001',
+) => new AppError(code, details, { fields })
+
+/** One field breaking a rule: `invalidField('npi', 'fails the NPI check digit')`. */
+export const invalidField = (path: string, message: string) => invalidFields([{ path, message }])
 
 export const notFound = (resource: string) => new AppError('RES_001', `${resource} not found`)
 export const forbidden = (details: string) => new AppError('AUTH_003', details)
@@ -189,6 +228,11 @@ export function constraintConflict(constraint: KnownConstraint): AppError<'RES_0
 const isKnownConstraint = (name: string | undefined): name is KnownConstraint =>
   name !== undefined && Object.hasOwn(CONSTRAINTS, name)
 
+// The services check what these stand for before writing: which field the database refused is not
+// known here, so the problem is the body's.
+const wholeBody = (message: string, details: string, code: 'VAL_001' | 'VAL_002' = 'VAL_001') =>
+  invalidFields([{ path: '', message }], details, code)
+
 const CONNECTION_FAILURE =
   /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH|EPIPE|08\d{3}|57P0[123]|53300)$/
 
@@ -217,10 +261,11 @@ export function fromDatabaseError(error: unknown): AppError | undefined {
       ? new AppError('RES_002', 'The record is still referenced by other records', {
           message: 'Resource is in use',
         })
-      : new AppError('VAL_001', 'A referenced record does not exist')
+      : wholeBody('refers to a record that does not exist', 'A referenced record does not exist')
   }
-  if (code === '23502') return new AppError('VAL_002', 'A required value is missing')
-  if (code === '23514') return new AppError('VAL_001', 'A value is outside what the record allows')
+  if (code === '23502') return wholeBody('lacks a required value', 'A required value is missing', 'VAL_002')
+  if (code === '23514')
+    return wholeBody('is outside what the record allows', 'A value is outside what the record allows')
   if (code === '23P01')
     return new AppError('RES_002', 'The record conflicts with an existing one', {
       message: 'Conflict with an existing record',

@@ -7,7 +7,8 @@ interface ClientError extends Error {
 }
 
 interface Answer {
-  status: StatusOf<'VAL_001'>
+  // A parser's refusal is never about a field: not 422.
+  status: Exclude<StatusOf<'VAL_001'>, 422>
   reason: string
   message: string
   details: string

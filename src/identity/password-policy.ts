@@ -1,5 +1,5 @@
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../../schemas/auth.js'
-import { AppError } from '../errors.js'
+import { invalidField } from '../errors.js'
 
 export interface PasswordAccount {
   email: string
@@ -28,5 +28,5 @@ function brokenRule(password: string, account: PasswordAccount): string | undefi
  */
 export function checkPasswordPolicy(password: string, account: PasswordAccount, field: string): void {
   const broken = brokenRule(password, account)
-  if (broken) throw new AppError('VAL_001', `${field} ${broken}`)
+  if (broken) throw invalidField(field, broken)
 }

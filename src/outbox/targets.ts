@@ -15,8 +15,15 @@ export interface TargetPolicy {
   resolve: HostResolver
 }
 
-/** A webhook address the service will not send to; the message is safe to show to the caller. */
-export class TargetRefused extends Error {}
+/**
+ * An address the service will not send to; safe to show to the caller. `problem` is what is wrong
+ * with it, to follow the name of the field that holds it (`url`, `jwksUrl`).
+ */
+export class TargetRefused extends Error {
+  constructor(readonly problem: string) {
+    super(`url ${problem}`)
+  }
+}
 
 // Addresses a webhook must never reach: they would let a caller make this service probe or call
 // internal systems (SSRF). Only what ipaddr.js (a maintained registry of the IANA special-purpose
@@ -59,22 +66,22 @@ export function checkUrlShape(url: string, policy: TargetPolicy): URL {
   try {
     parsed = new URL(url)
   } catch {
-    throw new TargetRefused('url must be an absolute URL')
+    throw new TargetRefused('must be an absolute URL')
   }
   if (parsed.protocol !== 'https:' && !(policy.allowHttp && parsed.protocol === 'http:')) {
-    throw new TargetRefused(policy.allowHttp ? 'url must use https or http' : 'url must use https')
+    throw new TargetRefused(policy.allowHttp ? 'must use https or http' : 'must use https')
   }
   // Credentials in the address would be stored and shown in clear; the signature authenticates us.
-  if (parsed.username || parsed.password) throw new TargetRefused('url must not contain credentials')
+  if (parsed.username || parsed.password) throw new TargetRefused('must not contain credentials')
   const host = bare(parsed.hostname).toLowerCase()
   if (!policy.allowPrivateTargets && (host === 'localhost' || host.endsWith('.localhost'))) {
-    throw new TargetRefused('url must not point to this machine')
+    throw new TargetRefused('must not point to this machine')
   }
   return parsed
 }
 
 const notAllowed = () =>
-  new TargetRefused('url resolves to a loopback, private, link-local or otherwise internal address')
+  new TargetRefused('resolves to a loopback, private, link-local or otherwise internal address')
 
 /** The addresses of `hostname` that may be connected to; refuses if any of them is internal. */
 export async function allowedAddresses(hostname: string, policy: TargetPolicy): Promise<string[]> {
@@ -86,10 +93,10 @@ export async function allowedAddresses(hostname: string, policy: TargetPolicy): 
     try {
       addresses = await policy.resolve(host)
     } catch {
-      throw new TargetRefused('url host does not resolve')
+      throw new TargetRefused('host does not resolve')
     }
   }
-  if (addresses.length === 0) throw new TargetRefused('url host does not resolve')
+  if (addresses.length === 0) throw new TargetRefused('host does not resolve')
   // All, not any: a name that resolves to one public and one private address would otherwise
   // reach the private one on some connections.
   if (!policy.allowPrivateTargets && addresses.some(isRefusedAddress)) throw notAllowed()

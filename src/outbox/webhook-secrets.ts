@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { AppError } from '../errors.js'
+import { invalidFields } from '../errors.js'
 import type { SecretBox } from '../lib/secret-box.js'
 
 const PREFIX = 'whsec_'
@@ -18,8 +18,13 @@ export function signingKeyOf(secret: string): Buffer {
   const encoded = secret.slice(PREFIX.length)
   const key = Buffer.from(encoded, 'base64')
   if (!/^[A-Za-z0-9+/]+={0,2}$/.test(encoded) || key.length < MIN_KEY_BYTES || key.length > MAX_KEY_BYTES) {
-    throw new AppError(
-      'VAL_001',
+    throw invalidFields(
+      [
+        {
+          path: 'secret',
+          message: `must be base64 of ${MIN_KEY_BYTES} to ${MAX_KEY_BYTES} bytes after whsec_`,
+        },
+      ],
       `secret: a whsec_ secret must be base64 of ${MIN_KEY_BYTES} to ${MAX_KEY_BYTES} bytes`,
     )
   }

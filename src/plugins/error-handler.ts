@@ -49,8 +49,9 @@ function fromClientError(error: FastifyError, status: number, bodyLimit: number)
     FRAMEWORK_DETAILS[error.code] ??
     (error instanceof SyntaxError ? FRAMEWORK_DETAILS.FST_ERR_CTP_INVALID_JSON_BODY : undefined)
   return new AppError('VAL_001', details ?? 'The request could not be processed', {
-    // A 4xx of the framework's that the error table does not list for VAL_001 is answered as 400.
-    status: allowsStatus('VAL_001', status) ? status : 400,
+    // A 4xx of the framework's that the error table does not list for VAL_001 is answered as 400,
+    // and so is a 422: that status names the fields at fault, which a framework error does not.
+    status: allowsStatus('VAL_001', status) && status !== 422 ? status : 400,
     message: status === 415 ? 'Unsupported media type' : 'Invalid request',
   })
 }

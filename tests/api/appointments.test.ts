@@ -142,6 +142,10 @@ describe('POST /api/appointments', () => {
     expect(response.json().error).toEqual({
       code: 'VAL_001',
       details: `The appointment is outside the provider’s working hours on ${DAY}`,
+      fields: ['appointmentTime', 'duration'].map((path) => ({
+        path,
+        message: 'must keep the appointment within the provider’s working hours',
+      })),
     })
   })
 
@@ -187,6 +191,10 @@ describe('POST /api/appointments', () => {
     expect(response.json().error).toEqual({
       code: 'VAL_001',
       details: 'The appointment would start in the past',
+      fields: [
+        { path: 'appointmentDate', message: 'must not be in the past' },
+        { path: 'appointmentTime', message: 'must not be in the past' },
+      ],
     })
   })
 
@@ -214,6 +222,12 @@ describe('POST /api/appointments', () => {
       expect(response.json().error).toEqual({
         code: 'VAL_001',
         details: `appointmentTime 02:30:00 does not exist on ${spring} in America/New_York: the clocks skip it for daylight saving time`,
+        fields: [
+          {
+            path: 'appointmentTime',
+            message: 'does not exist on that date in the provider’s time zone (daylight saving time)',
+          },
+        ],
       })
     })
 

@@ -905,6 +905,6 @@ describe('npm run user -- client create with keys', () => {
       'https://127.0.0.1/jwks.json',
     )
     expect(result.code).toBe(1)
-    expect(result.output).toMatch(/jwksUrl: .*(private|internal)/)
+    expect(result.output).toMatch(/jwksUrl .*(private|internal)/)
   })
 })

@@ -102,12 +102,15 @@ describe('POST /api/billing/invoices', () => {
     [{ lineItems: [line(10.5)] }, 'unitPrice'],
     [{ lineItems: [line(100, 0)] }, 'quantity'],
     [{ currency: 'usd', lineItems: [line(1)] }, 'currency'],
-    [{ lineItems: [line(1_000_000_000_000, 2)] }, 'lineItems.0: quantity × unitPrice exceeds'],
+    [{ lineItems: [line(1_000_000_000_000, 2)] }, 'lineItems.0 has an amount (quantity × unitPrice) over'],
     [{ lineItems: [line(600_000_000_000), line(600_000_000_000)] }, 'The invoice total exceeds'],
   ])('answers 422 for %o', async (change, field) => {
     const response = await createInvoice({ patientId, dueDate: '2026-12-31', ...change })
     expect(response.statusCode).toBe(422)
     expect(response.json().error.details).toContain(field)
+    expect(response.json().error.fields).toEqual([
+      { path: expect.stringMatching(/^(lineItems|currency)/), message: expect.any(String) },
+    ])
   })
 
   it('is for BILLING and ADMIN; PROVIDER reads; another organization gets 403', async () => {

@@ -78,6 +78,7 @@ describe('vital signs', () => {
     const response = await post(nurse, `/api/patients/${await newPatient()}/vitals`, body)
     expect(response.statusCode).toBe(422)
     expect(response.json().error.details).toContain(details)
+    expect(response.json().error.fields).toEqual([{ path: expect.any(String), message: expect.any(String) }])
   })
 })
 

@@ -127,7 +127,10 @@ describe('POST /api/patients/{patientId}/documents', () => {
       },
     ])
     expect(response.statusCode).toBe(413)
-    expect(response.json()).toMatchObject({ success: false, error: { code: 'VAL_001' } })
+    expect(response.json().error).toEqual({
+      code: 'VAL_001',
+      details: `The file is larger than the limit of ${MAX_UPLOAD} bytes`,
+    })
     const rows = await app.db.selectFrom('documents').select('id').where('title', '=', 'Too big').execute()
     expect(rows).toEqual([])
     expect(await storedFiles()).toEqual(filesBefore)
@@ -181,6 +184,7 @@ describe('POST /api/patients/{patientId}/documents', () => {
     expect(noTitle.json().error).toEqual({
       code: 'VAL_002',
       details: 'title is required (send it before the file)',
+      fields: [{ path: 'title', message: 'is required (send it before the file)' }],
     })
     const late = await upload(nurse, patientId, [
       ['category', 'OTHER'],
@@ -188,12 +192,19 @@ describe('POST /api/patients/{patientId}/documents', () => {
       ['title', 'Late title'],
     ])
     expect(late.statusCode).toBe(422)
+    expect(late.json().error.fields).toEqual([
+      { path: 'title', message: 'is required (send it before the file)' },
+    ])
     const noFile = await upload(nurse, patientId, [
       ['title', 'Nothing'],
       ['category', 'OTHER'],
     ])
     expect(noFile.statusCode).toBe(422)
-    expect(noFile.json().error).toEqual({ code: 'VAL_002', details: 'file is required' })
+    expect(noFile.json().error).toEqual({
+      code: 'VAL_002',
+      details: 'file is required',
+      fields: [{ path: 'file', message: 'is required' }],
+    })
     const badCategory = await upload(nurse, patientId, [
       ['title', 'X'],
       ['category', 'SELFIE'],
@@ -201,6 +212,93 @@ describe('POST /api/patients/{patientId}/documents', () => {
     ])
     expect(badCategory.statusCode).toBe(422)
     expect(badCategory.json().error.details).toMatch(/^category/)
+  })
+
+  it('answers 422 naming the file part when a second file is sent, and stores neither', async () => {
+    const response = await upload(nurse, patientId, [
+      ['title', 'Two files'],
+      ['category', 'OTHER'],
+      { fileName: 'a.txt', contentType: 'text/plain', content: Buffer.from('first one') },
+      { fileName: 'b.txt', contentType: 'text/plain', content: Buffer.from('other one') },
+    ])
+    expect(response.statusCode).toBe(422)
+    expect(response.json()).toEqual({
+      success: false,
+      message: 'Validation failed',
+      error: {
+        code: 'VAL_001',
+        details: 'file must be sent once: an upload holds exactly one file',
+        fields: [{ path: 'file', message: 'must be sent once: an upload holds exactly one file' }],
+      },
+    })
+    const rows = await app.db.selectFrom('documents').select('id').where('title', '=', 'Two files').execute()
+    expect(rows).toEqual([])
+  })
+
+  it('answers 422 for too many fields, naming the fields an upload takes', async () => {
+    const extra = Array.from({ length: 11 }, (_, index): [string, string] => [`note${index}`, 'x'])
+    const response = await upload(nurse, patientId, [
+      ...extra,
+      { fileName: 'a.txt', contentType: 'text/plain', content: Buffer.from('text') },
+    ])
+    expect(response.statusCode).toBe(422)
+    expect(response.json().error).toEqual({
+      code: 'VAL_001',
+      details: 'The upload has more than 10 fields; it takes title, category and encounterId, then file',
+      fields: [
+        { path: '', message: 'must have at most 10 fields (title, category, encounterId), then file' },
+      ],
+    })
+  })
+
+  it('answers 422 listing every metadata problem in words, with error.fields', async () => {
+    const response = await upload(nurse, patientId, [
+      ['title', 'Scan'],
+      ['category', 'SELFIE'],
+      ['colour', 'blue'],
+      { fileName: 'a.pdf', contentType: 'application/pdf', content: fileBytes(PDF, 200) },
+    ])
+    expect(response.statusCode).toBe(422)
+    const categories = 'LAB_REPORT, IMAGING, CONSENT, REFERRAL, CLINICAL_NOTE, OTHER'
+    expect(response.json().error).toEqual({
+      code: 'VAL_001',
+      details: `colour is not a known field; category must be one of ${categories}`,
+      fields: [
+        { path: 'colour', message: 'is not a known field' },
+        { path: 'category', message: `must be one of ${categories}` },
+      ],
+    })
+    const notANumber = await upload(nurse, patientId, [
+      ['title', 'Scan'],
+      ['category', 'IMAGING'],
+      ['encounterId', 'abc'],
+      { fileName: 'a.pdf', contentType: 'application/pdf', content: fileBytes(PDF, 200) },
+    ])
+    expect(notANumber.statusCode).toBe(422)
+    expect(notANumber.json().error).toEqual({
+      code: 'VAL_001',
+      details: 'encounterId must be an integer in canonical decimal form (digits only)',
+      fields: [
+        { path: 'encounterId', message: 'must be an integer in canonical decimal form (digits only)' },
+      ],
+    })
+    const encounterOf = (encounterId: string) =>
+      upload(nurse, patientId, [
+        ['title', 'Scan'],
+        ['category', 'IMAGING'],
+        ['encounterId', encounterId],
+        { fileName: 'a.pdf', contentType: 'application/pdf', content: fileBytes(PDF, 200) },
+      ])
+    expect((await encounterOf('99999999999')).json().error.fields).toEqual([
+      { path: 'encounterId', message: 'must be at most 2147483647' },
+    ])
+    const unknown = await encounterOf('2147483647')
+    expect(unknown.statusCode).toBe(422)
+    expect(unknown.json().error).toEqual({
+      code: 'VAL_001',
+      details: 'encounterId is not an encounter of this patient',
+      fields: [{ path: 'encounterId', message: 'is not an encounter of this patient' }],
+    })
   })
 
   it('answers 415 for a JSON body', async () => {

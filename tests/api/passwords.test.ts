@@ -280,7 +280,9 @@ describe('POST /api/auth/change-password', () => {
     for (const [payload, code, details] of cases) {
       const response = await change(payload)
       expect(response.statusCode, details).toBe(422)
-      expect(response.json().error, details).toEqual({ code, details })
+      expect(response.json().error, details).toEqual({ code, details, fields: [expect.any(Object)] })
+      const [{ path, message }] = response.json().error.fields
+      expect(`${path} ${message}`).toBe(details)
     }
     expect((await login(user.email, TEST_PASSWORD)).statusCode).toBe(200)
   })

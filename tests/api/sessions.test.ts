@@ -66,7 +66,11 @@ describe('POST /api/auth/refresh', () => {
     expect((await refresh({ refresh_token: 'not-a-token' })).statusCode).toBe(400)
     const missing = await refresh({})
     expect(missing.statusCode).toBe(422)
-    expect(missing.json().error).toEqual({ code: 'VAL_002', details: 'refresh_token is required' })
+    expect(missing.json().error).toEqual({
+      code: 'VAL_002',
+      details: 'refresh_token is required',
+      fields: [{ path: 'refresh_token', message: 'is required' }],
+    })
   })
 
   it('refuses the refresh token of a deactivated account', async () => {

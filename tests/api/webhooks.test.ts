@@ -146,7 +146,8 @@ describe('SSRF protection (WEBHOOK_ALLOW_HTTP and WEBHOOK_ALLOW_PRIVATE_TARGETS 
     const response = await post(admin, { url, events: ['*'] })
     expect(response.statusCode).toBe(422)
     expect(response.json().error).toMatchObject({ code: 'VAL_001' })
-    expect(response.json().error.details).toMatch(new RegExp(`^url: .*${reason}`))
+    expect(response.json().error.details).toMatch(new RegExp(`^url .*${reason}`))
+    expect(response.json().error.fields).toEqual([{ path: 'url', message: expect.stringContaining(reason) }])
   })
 
   it('refuses the same on update', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { AppError, ERRORS, fromDatabaseError } from '../../src/errors.js'
+import { AppError, ERRORS, fromDatabaseError, invalidField, invalidFields } from '../../src/errors.js'
 
 describe('fromDatabaseError', () => {
   it.each([
@@ -48,7 +48,7 @@ describe('fromDatabaseError', () => {
     const mapped = fromDatabaseError({ code, constraint, table: 'users', column: 'kind' })
     expect(mapped).toBeInstanceOf(AppError)
     expect(mapped?.details).not.toMatch(/_key|_check|exclusion|users|kind|undefined/)
-    expect(mapped?.fields).toBeUndefined()
+    expect(JSON.stringify(mapped?.fields ?? [])).not.toMatch(/_key|_check|exclusion|users|kind|undefined/)
   })
 
   it.each([
@@ -63,6 +63,18 @@ describe('fromDatabaseError', () => {
     expect(mapped?.status).toBe(409)
     expect(mapped?.details).not.toContain(constraint)
     expect(mapped?.fields).toEqual([{ path, message: expect.any(String) }])
+  })
+
+  it('names the body in error.fields for every 422 it maps to', () => {
+    for (const error of [
+      { code: '23503', message: 'insert or update' },
+      { code: '23502' },
+      { code: '23514' },
+    ]) {
+      const mapped = fromDatabaseError(error)
+      expect(mapped?.status).toBe(422)
+      expect(mapped?.fields).toEqual([{ path: '', message: expect.any(String) }])
+    }
   })
 
   it('leaves other errors to the generic 500', () => {
@@ -97,5 +109,36 @@ describe('the error table', () => {
       SYS_001: 500,
       SYS_002: 503,
     })
+  })
+})
+
+describe('422 errors', () => {
+  it('name their fields: one with a details sentence built from them, or given', () => {
+    expect(invalidField('npi', 'fails the NPI check digit')).toMatchObject({
+      status: 422,
+      code: 'VAL_001',
+      details: 'npi fails the NPI check digit',
+      fields: [{ path: 'npi', message: 'fails the NPI check digit' }],
+    })
+    const missing = invalidFields(
+      [{ path: '', message: 'must hold at least one measurement' }],
+      undefined,
+      'VAL_002',
+    )
+    expect(missing).toMatchObject({
+      status: 422,
+      code: 'VAL_002',
+      details: 'body must hold at least one measurement',
+    })
+  })
+
+  it('cannot be built without fields: only another status may leave them out', () => {
+    // @ts-expect-error a 422 (VAL_001's default status) must name the fields at fault
+    const unnamed = () => new AppError('VAL_001', 'npi fails the NPI check digit')
+    // @ts-expect-error nor may a 422 be asked for explicitly without them
+    const explicit = () => new AppError('VAL_002', 'title is required', { status: 422 })
+    expect(unnamed().fields).toBeUndefined()
+    expect(explicit().fields).toBeUndefined()
+    expect(new AppError('VAL_001', 'The URL is malformed', { status: 400 }).status).toBe(400)
   })
 })

@@ -15,7 +15,7 @@ import {
 } from '../../../schemas/appointments.js'
 import type { PageOf } from '../../../schemas/common.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
-import { AppError, conflict } from '../../errors.js'
+import { AppError, conflict, invalidField, invalidFields } from '../../errors.js'
 import { withinWorkingHours } from '../../lib/availability.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
@@ -43,8 +43,6 @@ import {
 } from './queries.js'
 
 const MINUTE_MS = 60_000
-
-const invalid = (details: string) => new AppError('VAL_001', details)
 
 async function missingAppointment(db: Db, actor: Actor, id: number): Promise<never> {
   return missingRecord('Appointment', id, await ownerOrganization(db, 'appointments', id), actor)
@@ -84,15 +82,32 @@ async function bookableTime(trx: Trx, provider: ProviderRow, date: string, time:
   if (!provider.active) throw conflict(`Provider ${provider.id} is inactive and takes no new appointments`)
   const start = zonedInstant(provider.time_zone, date, minutesOf(time))
   if (start.inGap) {
-    throw invalid(
+    throw invalidFields(
+      [
+        {
+          path: 'appointmentTime',
+          message: 'does not exist on that date in the provider’s time zone (daylight saving time)',
+        },
+      ],
       `appointmentTime ${time} does not exist on ${date} in ${provider.time_zone}: the clocks skip it for daylight saving time`,
     )
   }
   const span = { start: start.instant, end: start.instant + duration * MINUTE_MS }
-  if (span.start <= Date.now()) throw invalid('The appointment would start in the past')
+  if (span.start <= Date.now()) {
+    throw invalidFields(
+      ['appointmentDate', 'appointmentTime'].map((path) => ({ path, message: 'must not be in the past' })),
+      'The appointment would start in the past',
+    )
+  }
   const intervals = await workingIntervalsOn(trx, provider, date)
   if (!withinWorkingHours(provider.time_zone, date, intervals, span)) {
-    throw invalid(`The appointment is outside the provider’s working hours on ${date}`)
+    throw invalidFields(
+      ['appointmentTime', 'duration'].map((path) => ({
+        path,
+        message: 'must keep the appointment within the provider’s working hours',
+      })),
+      `The appointment is outside the provider’s working hours on ${date}`,
+    )
   }
   return { time_zone: provider.time_zone, starts_at: new Date(span.start), ends_at: new Date(span.end) }
 }
@@ -178,7 +193,10 @@ export async function updateAppointment(
   expectedVersion: ExpectedVersion,
 ): Promise<Appointment> {
   if (body.status === 'CANCELLED') {
-    throw invalid('status CANCELLED is set by POST /api/appointments/{id}/cancel, which records the reason')
+    throw invalidField(
+      'status',
+      'CANCELLED is set by POST /api/appointments/{id}/cancel, which records the reason',
+    )
   }
   return transactionWithEvents(db, async (trx) => {
     const current = await lockAppointmentAt(trx, actor, id, expectedVersion)
@@ -224,7 +242,12 @@ export async function patchAppointment(
   validate: (merged: unknown) => UpdateAppointmentBody,
 ): Promise<Appointment> {
   const removed = UNREMOVABLE_MEMBERS.filter((name) => patch[name] === null)
-  if (removed.length > 0) throw invalid(`${removed.join(', ')} cannot be removed, only changed`)
+  if (removed.length > 0) {
+    throw invalidFields(
+      removed.map((path) => ({ path, message: 'cannot be removed, only changed' })),
+      `${removed.join(', ')} cannot be removed, only changed`,
+    )
+  }
   return patchRecord({
     patch,
     expected: expectedVersion,

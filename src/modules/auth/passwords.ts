@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely'
 import type { Database, Trx } from '../../../db/database.js'
 import type { ChangePasswordBody, ResetPasswordBody } from '../../../schemas/auth.js'
-import { AppError, forbidden } from '../../errors.js'
+import { AppError, forbidden, invalidFields } from '../../errors.js'
 import { findLoginCandidate } from '../../identity/account-queries.js'
 import { checkPassword, invalidCredentials } from '../../identity/login.js'
 import { checkPasswordPolicy } from '../../identity/password-policy.js'
@@ -91,7 +91,12 @@ export async function resetPassword(db: Kysely<Database>, body: ResetPasswordBod
  */
 export function changePasswordAccount(principal: Principal | null, username: string | undefined): string {
   if (!principal) {
-    if (username === undefined) throw new AppError('VAL_002', 'username is required without a bearer token')
+    if (username === undefined)
+      throw invalidFields(
+        [{ path: 'username', message: 'is required without a bearer token' }],
+        undefined,
+        'VAL_002',
+      )
     return username
   }
   if (username !== undefined && username.toLowerCase() !== principal.email.toLowerCase()) {

@@ -13,7 +13,7 @@ import {
   RefreshEnvelope,
   SignInRefused,
 } from '../../../schemas/auth.js'
-import { AppError } from '../../errors.js'
+import { AppError, invalidFields } from '../../errors.js'
 import { errorBody, ok } from '../../http/envelope.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse, nameResponse } from '../../http/responses.js'
@@ -163,7 +163,13 @@ const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
         )
         return signInResponse(result, reply)
       }
-      throw new AppError('VAL_002', 'Send username and password, or code and redirectUri')
+      const missing = Object.entries({ username, password, code, redirectUri })
+        .filter(([, value]) => !value)
+        .map(([path]) => ({
+          path,
+          message: 'is required: send username and password, or code and redirectUri',
+        }))
+      throw invalidFields(missing, 'Send username and password, or code and redirectUri', 'VAL_002')
     },
   )
 

@@ -1,11 +1,11 @@
 import type { CurrentUser } from '../../../schemas/auth.js'
-import { AppError } from '../../errors.js'
+import { invalidFields } from '../../errors.js'
 import type { Principal } from '../../identity/principal.js'
 
 /** The refresh token of a refresh or logout body, whichever spelling the client used. */
 export function presentedRefreshToken(body: { refresh_token?: string; refreshToken?: string }): string {
   const token = body.refresh_token ?? body.refreshToken
-  if (!token) throw new AppError('VAL_002', 'refresh_token is required')
+  if (!token) throw invalidFields([{ path: 'refresh_token', message: 'is required' }], undefined, 'VAL_002')
   return token
 }
 

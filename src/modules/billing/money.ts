@@ -1,5 +1,5 @@
 import { type CreateInvoiceBody, MAX_MONEY } from '../../../schemas/billing.js'
-import { AppError } from '../../errors.js'
+import { invalidField, invalidFields } from '../../errors.js'
 
 /** `amount × basisPoints / 10000`, rounded half up, in exact integer arithmetic. */
 export function percentOf(amount: number, basisPoints: number): number {
@@ -15,11 +15,16 @@ export function priceLines(lines: CreateInvoiceBody['lineItems'], taxRateBasisPo
   const lineItems = lines.map((line, index) => {
     const amount = line.quantity * line.unitPrice
     if (amount > MAX_MONEY)
-      throw new AppError('VAL_001', `lineItems.${index}: quantity × unitPrice exceeds ${MAX_MONEY}`)
+      throw invalidField(`lineItems.${index}`, `has an amount (quantity × unitPrice) over ${MAX_MONEY}`)
     return { ...line, amount }
   })
   const subtotal = lineItems.reduce((sum, line) => sum + line.amount, 0)
   const tax = percentOf(subtotal, taxRateBasisPoints)
-  if (subtotal + tax > MAX_MONEY) throw new AppError('VAL_001', `The invoice total exceeds ${MAX_MONEY}`)
+  if (subtotal + tax > MAX_MONEY) {
+    throw invalidFields(
+      [{ path: 'lineItems', message: `add up to a total over ${MAX_MONEY}, tax included` }],
+      `The invoice total exceeds ${MAX_MONEY}`,
+    )
+  }
   return { lineItems, subtotal, tax, total: subtotal + tax }
 }

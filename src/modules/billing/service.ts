@@ -12,7 +12,7 @@ import type {
 } from '../../../schemas/billing.js'
 import type { PageOf } from '../../../schemas/common.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
-import { AppError } from '../../errors.js'
+import { AppError, invalidField, invalidFields } from '../../errors.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
 import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
@@ -198,7 +198,10 @@ export async function recordPayment(
         const earlier = await findPaymentByKey(trx, actor.organizationId, idempotencyKey)
         if (earlier) {
           if (earlier.request_hash !== hash) {
-            throw new AppError('VAL_001', 'This Idempotency-Key was used for a different payment')
+            throw invalidFields(
+              [{ path: '', message: 'differs from the payment first sent with this Idempotency-Key' }],
+              'This Idempotency-Key was used for a different payment',
+            )
           }
           return { payment: { ...toPayment(earlier), invoice: toInvoice(invoice) }, replayed: true }
         }
@@ -207,8 +210,7 @@ export async function recordPayment(
         throw conflict(`A ${invoice.status} invoice takes no payments`)
       }
       const balance = Number(invoice.total) - Number(invoice.amount_paid)
-      if (body.amount > balance)
-        throw new AppError('VAL_001', `amount exceeds the open balance of ${balance}`)
+      if (body.amount > balance) throw invalidField('amount', `exceeds the open balance of ${balance}`)
       const payment = await insertPayment(trx, {
         organization_id: actor.organizationId,
         invoice_id: invoice.id,

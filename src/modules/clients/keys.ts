@@ -2,7 +2,7 @@ import { createPublicKey } from 'node:crypto'
 import { Value } from '@sinclair/typebox/value'
 import type { StoredJwks } from '../../../db/tables/clients.js'
 import { type AssertionAlgorithm, Jwks } from '../../../schemas/clients.js'
-import { AppError } from '../../errors.js'
+import { invalidField } from '../../errors.js'
 
 // Members that only a private or symmetric key has (RFC 7518 §6.2.2, §6.3.2, §6.4): a key set that
 // carries one has leaked its owner's signing key, and is never stored or used.
@@ -56,26 +56,23 @@ export function checkJwks(jwks: unknown): Jwks {
     keys.forEach((key, index) => {
       const member = key && typeof key === 'object' ? privateMemberOf(key) : undefined
       if (member) {
-        throw new AppError(
-          'VAL_001',
-          `jwks.keys[${index}] holds private key material (${member}): register public keys only`,
+        throw invalidField(
+          `jwks.keys.${index}`,
+          `holds private key material (${member}): register public keys only`,
         )
       }
     })
   }
   if (!Value.Check(Jwks, jwks)) {
     const error = [...Value.Errors(Jwks, jwks)][0]
-    throw new AppError(
-      'VAL_001',
-      `jwks${error?.path.replaceAll('/', '.') ?? ''}: ${error?.message ?? 'invalid'}`,
-    )
+    throw invalidField(`jwks${error?.path.replaceAll('/', '.') ?? ''}`, error?.message ?? 'is invalid')
   }
   const kids = new Set<string>()
   jwks.keys.forEach((key, index) => {
     const algorithm = algorithmOf(key)
-    if (!isAlgorithm(algorithm)) throw new AppError('VAL_001', `jwks.keys[${index}] ${algorithm}`)
+    if (!isAlgorithm(algorithm)) throw invalidField(`jwks.keys.${index}`, algorithm)
     if (key.kid !== undefined) {
-      if (kids.has(key.kid)) throw new AppError('VAL_001', `jwks: kid ${key.kid} appears twice`)
+      if (kids.has(key.kid)) throw invalidField(`jwks.keys.${index}.kid`, `${key.kid} appears twice`)
       kids.add(key.kid)
     }
   })

@@ -11,7 +11,7 @@ import {
 } from '../../../schemas/clients.js'
 import type { PageOf } from '../../../schemas/common.js'
 import { type Actor, missingRecord } from '../../access/organization-scope.js'
-import { AppError, conflict } from '../../errors.js'
+import { AppError, conflict, invalidField, invalidFields } from '../../errors.js'
 import { applyMergePatch, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import { decoyHash, hashPassword, verifyPassword } from '../../lib/passwords.js'
@@ -84,13 +84,16 @@ async function keyColumns(
 ): Promise<{ jwks: string | null; jwks_url: string | null }> {
   const { jwks, jwksUrl } = registration
   if (jwks !== undefined && jwksUrl !== undefined) {
-    throw new AppError('VAL_001', 'Register jwks or jwksUrl, not both')
+    throw invalidFields(
+      [{ path: 'jwksUrl', message: 'must not be sent with jwks' }],
+      'Register jwks or jwksUrl, not both',
+    )
   }
   if (jwksUrl !== undefined) {
     try {
       await checkTarget(jwksUrl, policy)
     } catch (error) {
-      if (error instanceof TargetRefused) throw new AppError('VAL_001', `jwksUrl: ${error.message}`)
+      if (error instanceof TargetRefused) throw invalidField('jwksUrl', error.problem)
       throw error
     }
   }
@@ -136,10 +139,7 @@ async function insertChosenClient(
   keys: { jwks: string | null; jwks_url: string | null },
 ): Promise<{ secret: string; userId: number }> {
   if (!CLIENT_ID.test(client.clientId)) {
-    throw new AppError(
-      'VAL_001',
-      'client id must be 3-64 lowercase letters, digits, dots, dashes or underscores',
-    )
+    throw invalidField('clientId', 'must be 3-64 lowercase letters, digits, dots, dashes or underscores')
   }
   checkRoles(client.roles)
   const { secret, hash } = await newSecret()
@@ -176,7 +176,13 @@ export async function createClientWithKeys(
   jwksUrls: TargetPolicy = PUBLIC_HTTPS_ONLY,
 ): Promise<{ clientId: string; userId: number }> {
   const keys = await keyColumns(registration, jwksUrls)
-  if (!hasKeys(keys)) throw new AppError('VAL_002', 'jwks or jwksUrl is required')
+  if (!hasKeys(keys)) {
+    throw invalidFields(
+      [{ path: 'jwks', message: 'or jwksUrl is required' }],
+      'jwks or jwksUrl is required',
+      'VAL_002',
+    )
+  }
   const { userId } = await insertChosenClient(db, client, keys)
   return { clientId: client.clientId, userId }
 }
@@ -329,8 +335,8 @@ export async function updateClient(
   return db.transaction().execute(async (trx) => {
     const client = await lockClientFor(trx, actor, id)
     if (!client.has_secret && !hasKeys(keys)) {
-      throw new AppError(
-        'VAL_001',
+      throw invalidFields(
+        [{ path: 'jwks', message: 'or jwksUrl is required: the client has no secret' }],
         'The client has no secret: it needs jwks or jwksUrl (rotate-secret gives it a secret)',
       )
     }

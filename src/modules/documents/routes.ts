@@ -5,6 +5,7 @@ import { IfMatchHeaders } from '../../../schemas/common.js'
 import {
   DocumentDeletedEnvelope,
   DocumentEnvelope,
+  DocumentFields,
   DocumentIdParams,
   DocumentListQuery,
   DocumentPageEnvelope,
@@ -24,6 +25,7 @@ import {
   listDocuments,
   sweepDocuments,
   syncDocuments,
+  UPLOAD_PARTS,
   uploadDocument,
 } from './service.js'
 import type { DocumentStore } from './store.js'
@@ -88,7 +90,7 @@ const documentRoutes: FastifyPluginAsyncTypebox<DocumentRoutesOptions> = async (
   { store, maxUploadBytes, retentionDays },
 ) => {
   await app.register(multipart, {
-    limits: { fileSize: maxUploadBytes, files: 1, fields: 10, fieldSize: 1024, parts: 11, headerPairs: 50 },
+    limits: { fileSize: maxUploadBytes, ...UPLOAD_PARTS },
   })
 
   const sweep = () =>
@@ -132,8 +134,10 @@ const documentRoutes: FastifyPluginAsyncTypebox<DocumentRoutesOptions> = async (
         principalOf(request),
         request.params.patientId,
         request.parts(),
+        // The fields are text, checked as a query string is (the validation plugin's rules for text).
         {
           maxBytes: maxUploadBytes,
+          validateFields: request.compileValidationSchema(DocumentFields, 'querystring'),
         },
       )
       request.auditedIds = [document.id]

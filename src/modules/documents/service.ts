@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto'
 import type { Multipart, MultipartFile } from '@fastify/multipart'
-import { Value } from '@sinclair/typebox/value'
+import type { ErrorObject } from 'ajv'
 import type { Kysely } from 'kysely'
 import type { Database } from '../../../db/database.js'
 import type { DocumentRow } from '../../../db/tables/documents.js'
 import type { PageOf } from '../../../schemas/common.js'
-import { type Document, DocumentFields, type DocumentListQuery } from '../../../schemas/documents.js'
+import type { Document, DocumentFields, DocumentListQuery } from '../../../schemas/documents.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
-import { AppError, preconditionFailed } from '../../errors.js'
+import { AppError, invalidField, invalidFields, preconditionFailed } from '../../errors.js'
+import { describeProblems, problemsText } from '../../http/validation-messages.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
 import type { ExpectedVersion } from '../../lib/versions.js'
@@ -64,19 +65,42 @@ async function* verified(source: AsyncIterable<Buffer>, contentType: string): As
   }
 }
 
-function parseFields(fields: Record<string, string>): DocumentFields {
-  if (!Value.Check(DocumentFields, fields)) {
-    const error = [...Value.Errors(DocumentFields, fields)][0]
-    const field = error?.path.slice(1) || 'fields'
-    if (error && error.value === undefined)
-      throw new AppError('VAL_002', `${field} is required (send it before the file)`)
-    throw new AppError('VAL_001', `${field}: ${error?.message ?? 'invalid'}`)
-  }
-  return fields
+/** The parser's limits on the parts of an upload: metadata fields, then one file. */
+export const UPLOAD_PARTS = { files: 1, fields: 10, fieldSize: 1024, parts: 11, headerPairs: 50 }
+
+/** A validator of the route's (Fastify's compileValidationSchema), with Ajv's errors of its last check. */
+interface FieldsValidator {
+  (data: unknown): unknown
+  errors?: readonly unknown[] | null
 }
 
 export interface UploadLimits {
   maxBytes: number
+  /**
+   * Checks the metadata against DocumentFields as a query string is checked: the fields are text,
+   * converted to the schema's types (encounterId to an integer, from canonical digits only).
+   */
+  validateFields: FieldsValidator
+}
+
+// What describeProblems says of a missing member.
+const REQUIRED = 'is required'
+
+/**
+ * The metadata, with every problem in words and in `error.fields`, as any other request body gets
+ * them. A field reported missing may have been sent after the file, where it is not read.
+ */
+function parseFields(fields: Record<string, unknown>, validate: FieldsValidator): DocumentFields {
+  if (validate(fields) === true) return fields as DocumentFields
+  const found = describeProblems((validate.errors ?? []) as ErrorObject[])
+  const problems = found.problems.map((problem) =>
+    problem.message === REQUIRED ? { ...problem, message: `${REQUIRED} (send it before the file)` } : problem,
+  )
+  throw invalidFields(
+    problems,
+    problemsText({ ...found, problems }, 'fields'),
+    found.missing ? 'VAL_002' : 'VAL_001',
+  )
 }
 
 /**
@@ -97,18 +121,26 @@ export async function uploadDocument(
   const fields: Record<string, string> = {}
   let stored: DocumentRow | undefined
   try {
-    for await (const part of readParts(parts)) {
+    for await (const part of readParts(parts, limits.maxBytes)) {
       if (part.type === 'field') {
-        if (stored)
-          throw new AppError('VAL_001', `The field ${part.fieldname} came after the file; send fields first`)
+        if (stored) {
+          throw invalidFields(
+            [{ path: part.fieldname, message: 'came after the file: send the fields first' }],
+            `The field ${part.fieldname} came after the file; send fields first`,
+          )
+        }
         fields[part.fieldname] = String(part.value)
         continue
       }
-      if (part.fieldname !== 'file')
-        throw new AppError('VAL_001', `Unexpected file field ${part.fieldname}; name it file`)
-      const metadata = parseFields(fields)
+      if (part.fieldname !== 'file') {
+        throw invalidFields(
+          [{ path: part.fieldname, message: 'is not a known file part: name the file part file' }],
+          `Unexpected file field ${part.fieldname}; name it file`,
+        )
+      }
+      const metadata = parseFields(fields, limits.validateFields)
       if (metadata.encounterId) {
-        await checkEncounterOfPatient(db, actor.organizationId, patientId, Number(metadata.encounterId))
+        await checkEncounterOfPatient(db, actor.organizationId, patientId, metadata.encounterId)
       }
       stored = await storeFile(db, store, actor, patientId, metadata, part, limits)
     }
@@ -116,19 +148,54 @@ export async function uploadDocument(
     if (stored) await discard(db, store, stored)
     throw error
   }
-  if (!stored) throw new AppError('VAL_002', 'file is required')
+  if (!stored) throw invalidFields([{ path: 'file', message: REQUIRED }], undefined, 'VAL_002')
   return toDocument(stored)
 }
 
+const ONE_FILE = 'must be sent once: an upload holds exactly one file'
+const FIELDS = `must have at most ${UPLOAD_PARTS.fields} fields (title, category, encounterId), then file`
+
+/**
+ * The parser's refusal of a part past one of the counts of UPLOAD_PARTS, said as what the upload
+ * must be (422, naming the part): the parser itself says 413, as if the body were too large.
+ */
+const PART_LIMITS = new Map<string, () => AppError>([
+  ['FST_FILES_LIMIT', () => invalidField('file', ONE_FILE)],
+  [
+    'FST_FIELDS_LIMIT',
+    () =>
+      invalidFields(
+        [{ path: '', message: FIELDS }],
+        `The upload has more than ${UPLOAD_PARTS.fields} fields; it takes title, category and encounterId, then file`,
+      ),
+  ],
+  [
+    'FST_PARTS_LIMIT',
+    () =>
+      invalidFields(
+        [{ path: '', message: FIELDS }],
+        `The upload has more than ${UPLOAD_PARTS.parts} parts; it takes title, category and encounterId, then file`,
+      ),
+  ],
+])
+
+const fileTooLarge = (maxBytes: number) =>
+  new AppError('VAL_001', `The file is larger than the limit of ${maxBytes} bytes`, {
+    status: 413,
+    message: 'File too large',
+  })
+
 /**
  * A body the multipart parser cannot read (no boundary, cut short, a forbidden field name) is the
- * client's error: 400, or 413 for the parser's limits. Its errors carry no status of ours otherwise
- * and would surface as a 500.
+ * client's error: 400; a limit of the parser's is 422 or 413. Its errors carry no status of ours
+ * otherwise and would surface as a 500, or as a JSON body over its size limit.
  */
-function malformedUpload(error: unknown): unknown {
+function malformedUpload(error: unknown, maxBytes: number): unknown {
   if (error instanceof AppError) return error
-  const status = (error as { statusCode?: unknown }).statusCode
-  if (status === 413) return error
+  const code = String((error as { code?: unknown }).code)
+  if (code === 'FST_REQ_FILE_TOO_LARGE') return fileTooLarge(maxBytes)
+  const limit = PART_LIMITS.get(code)
+  if (limit) return limit()
   return new AppError('VAL_001', 'The multipart body is malformed', {
     status: 400,
     message: 'Invalid request',
@@ -146,14 +213,14 @@ function isParserError(error: unknown): boolean {
   return (typeof code === 'string' && code.startsWith('FST_')) || /multipart|part header/i.test(error.message)
 }
 
-async function* readParts(parts: AsyncIterable<Multipart>): AsyncGenerator<Multipart> {
+async function* readParts(parts: AsyncIterable<Multipart>, maxBytes: number): AsyncGenerator<Multipart> {
   const iterator = parts[Symbol.asyncIterator]()
   for (;;) {
     let next: IteratorResult<Multipart>
     try {
       next = await iterator.next()
     } catch (error) {
-      throw malformedUpload(error)
+      throw malformedUpload(error, maxBytes)
     }
     if (next.done) return
     yield next.value
@@ -174,7 +241,7 @@ async function storeFile(
   const { id } = await insertPendingDocument(db, {
     organization_id: actor.organizationId,
     patient_id: patientId,
-    encounter_id: fields.encounterId ? Number(fields.encounterId) : null,
+    encounter_id: fields.encounterId ?? null,
     title: fields.title,
     category: fields.category,
     content_type: part.mimetype,
@@ -184,12 +251,7 @@ async function storeFile(
   })
   try {
     const { size, sha256 } = await store.write(storageKey, verified(part.file, part.mimetype))
-    if (part.file.truncated) {
-      throw new AppError('VAL_001', `The file is larger than the limit of ${limits.maxBytes} bytes`, {
-        status: 413,
-        message: 'File too large',
-      })
-    }
+    if (part.file.truncated) throw fileTooLarge(limits.maxBytes)
     return await markAvailable(db, actor.organizationId, id, size, sha256)
   } catch (error) {
     // The rest of the file must be read off the connection, or the request would hang.
@@ -201,7 +263,7 @@ async function storeFile(
       () => undefined,
     )
     // The parser reports a body cut short inside the file as an error of the file's stream.
-    throw isParserError(error) ? malformedUpload(error) : error
+    throw isParserError(error) ? malformedUpload(error, limits.maxBytes) : error
   }
 }
 

@@ -15,7 +15,7 @@ import {
   UpdateEncounterBody,
 } from '../../../schemas/encounters.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
-import { AppError, conflict, forbidden } from '../../errors.js'
+import { AppError, conflict, forbidden, invalidField } from '../../errors.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
@@ -76,7 +76,7 @@ async function checkAppointment(trx: Trx, actor: Actor, body: CreateEncounterBod
   if (!body.appointmentId) return
   const appointment = await requireAppointment(trx, actor, body.appointmentId)
   if (appointment.patient_id !== body.patientId || appointment.provider_id !== body.providerId) {
-    throw new AppError('VAL_001', 'appointmentId is an appointment of another patient or provider')
+    throw invalidField('appointmentId', 'is an appointment of another patient or provider')
   }
   if ((TIME_RELEASING_STATUSES as readonly string[]).includes(appointment.status)) {
     throw conflict(`The appointment is ${appointment.status} and cannot have an encounter`)
@@ -282,6 +282,6 @@ export async function checkEncounterOfPatient(
 ): Promise<void> {
   const encounter = await findEncounter(db, organizationId, encounterId)
   if (encounter?.patient_id !== patientId) {
-    throw new AppError('VAL_001', 'encounterId is not an encounter of this patient')
+    throw invalidField('encounterId', 'is not an encounter of this patient')
   }
 }

@@ -3,7 +3,7 @@ import type { Database } from '../../../db/database.js'
 import type { PageOf } from '../../../schemas/common.js'
 import type { Message, MessageListQuery, SendMessageBody } from '../../../schemas/messages.js'
 import type { Actor } from '../../access/organization-scope.js'
-import { AppError, forbidden, notFound } from '../../errors.js'
+import { forbidden, invalidField, notFound } from '../../errors.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
 import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
@@ -26,13 +26,13 @@ export async function sendMessage(
 ): Promise<Message> {
   // Another organization's user and no user at all get the same answer: ids reveal nothing.
   if (!(await isActiveColleague(db, actor.organizationId, body.recipientId))) {
-    throw new AppError('VAL_001', 'recipientId is not an active user of your organization')
+    throw invalidField('recipientId', 'is not an active user of your organization')
   }
   if (body.patientId) await requirePatient(db, actor, body.patientId)
   let threadId: number | null = null
   if (body.replyToId) {
     const parent = await findVisibleMessage(db, actor.organizationId, actor.userId, body.replyToId)
-    if (!parent) throw new AppError('VAL_001', 'replyToId is not a message you sent or received')
+    if (!parent) throw invalidField('replyToId', 'is not a message you sent or received')
     threadId = parent.thread_id ?? parent.id
   }
   const row = await insertMessage(db, {

@@ -12,7 +12,7 @@ import {
   UpdatePatientBody,
 } from '../../../schemas/patients.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
-import { AppError, constraintConflict, preconditionFailed } from '../../errors.js'
+import { AppError, constraintConflict, invalidField, preconditionFailed } from '../../errors.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
@@ -36,10 +36,10 @@ const latestDateToday = () => new Date(Date.now() + 14 * 3600_000).toISOString()
 
 function checkBirthDate(dateOfBirth: string): void {
   if (dateOfBirth > latestDateToday()) {
-    throw new AppError('VAL_001', 'identification.dateOfBirth must not be in the future')
+    throw invalidField('identification.dateOfBirth', 'must not be in the future')
   }
   if (dateOfBirth < EARLIEST_BIRTH_DATE) {
-    throw new AppError('VAL_001', `identification.dateOfBirth must not be before ${EARLIEST_BIRTH_DATE}`)
+    throw invalidField('identification.dateOfBirth', `must not be before ${EARLIEST_BIRTH_DATE}`)
   }
 }
 

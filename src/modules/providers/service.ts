@@ -14,7 +14,7 @@ import {
   type WorkingInterval,
 } from '../../../schemas/providers.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
-import { AppError, notFound } from '../../errors.js'
+import { invalidField, invalidFields, notFound } from '../../errors.js'
 import { type Interval, workingIntervals } from '../../lib/availability.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { isValidNpi } from '../../lib/npi.js'
@@ -41,8 +41,6 @@ import {
 } from './queries.js'
 
 const DEFAULT_SLOT_MINUTES = 30
-
-const invalid = (details: string) => new AppError('VAL_001', details)
 
 /** The spec's organization rule for providers: another organization's is 403, a missing one 404. */
 async function missingProvider(db: Db, actor: Actor, id: number): Promise<never> {
@@ -77,11 +75,16 @@ export async function requireProviderForBooking(trx: Trx, actor: Actor, id: numb
 
 /** Checks what the schema cannot; returns the zone's canonical name. */
 async function checkProvider(db: Db, actor: Actor, body: UpdateProviderBody): Promise<string> {
-  if (!isValidNpi(body.npi)) throw invalid('npi fails the NPI check digit')
+  if (!isValidNpi(body.npi)) throw invalidField('npi', 'fails the NPI check digit')
   const timeZone = canonicalTimeZone(body.timeZone)
-  if (!timeZone) throw invalid(`timeZone ${body.timeZone} is not a known IANA time zone`)
+  if (!timeZone) {
+    throw invalidFields(
+      [{ path: 'timeZone', message: 'is not a known IANA time zone' }],
+      `timeZone ${body.timeZone} is not a known IANA time zone`,
+    )
+  }
   if (body.userId && !(await isUserOfOrganization(db, actor.organizationId, body.userId))) {
-    throw invalid('userId is not a user of this organization')
+    throw invalidField('userId', 'is not a user of this organization')
   }
   return timeZone
 }
@@ -89,7 +92,7 @@ async function checkProvider(db: Db, actor: Actor, body: UpdateProviderBody): Pr
 function checkWeeklyHours(weeklyHours: readonly WorkingInterval[]): void {
   weeklyHours.forEach((interval, index) => {
     if (minutesOf(interval.endTime) <= minutesOf(interval.startTime)) {
-      throw invalid(`weeklyHours.${index}.endTime must be after startTime`)
+      throw invalidField(`weeklyHours.${index}.endTime`, 'must be after startTime')
     }
     const overlapping = weeklyHours.findIndex(
       (other, otherIndex) =>
@@ -98,7 +101,7 @@ function checkWeeklyHours(weeklyHours: readonly WorkingInterval[]): void {
         minutesOf(other.startTime) < minutesOf(interval.endTime) &&
         minutesOf(interval.startTime) < minutesOf(other.endTime),
     )
-    if (overlapping >= 0) throw invalid(`weeklyHours.${index} overlaps weeklyHours.${overlapping}`)
+    if (overlapping >= 0) throw invalidField(`weeklyHours.${index}`, `overlaps weeklyHours.${overlapping}`)
   })
 }
 
@@ -198,13 +201,26 @@ export async function replaceWeeklyHours(
 function checkException(body: ExceptionBody): void {
   const { startTime, endTime } = body
   if (startTime === undefined && endTime === undefined) {
-    if (body.kind === 'EXTRA_HOURS') throw invalid('EXTRA_HOURS needs startTime and endTime')
+    if (body.kind === 'EXTRA_HOURS') {
+      throw invalidFields(
+        ['startTime', 'endTime'].map((path) => ({ path, message: 'is required for EXTRA_HOURS' })),
+        'EXTRA_HOURS needs startTime and endTime',
+      )
+    }
     return
   }
   if (startTime === undefined || endTime === undefined) {
-    throw invalid('startTime and endTime go together (leave both out for a whole day off)')
+    throw invalidFields(
+      [
+        {
+          path: startTime === undefined ? 'startTime' : 'endTime',
+          message: `is required with ${startTime === undefined ? 'endTime' : 'startTime'}`,
+        },
+      ],
+      'startTime and endTime go together (leave both out for a whole day off)',
+    )
   }
-  if (minutesOf(endTime) <= minutesOf(startTime)) throw invalid('endTime must be after startTime')
+  if (minutesOf(endTime) <= minutesOf(startTime)) throw invalidField('endTime', 'must be after startTime')
 }
 
 /** Adds a dated exception, a change of the provider: its version rises. */
@@ -303,7 +319,7 @@ export async function checkProviderOfOrganization(
   field: string,
 ): Promise<void> {
   if (!(await findProvider(db, organizationId, providerId))) {
-    throw new AppError('VAL_001', `${field} is not a provider of your organization`)
+    throw invalidField(field, 'is not a provider of your organization')
   }
 }
 

@@ -5,7 +5,7 @@ import type { TelehealthRoomRow } from '../../../db/tables/telehealth-rooms.js'
 import type { CreateRoomBody, JoinBody, JoinResult, Room } from '../../../schemas/telehealth.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
 import { hasAnyRole } from '../../access/roles.js'
-import { AppError, conflict, forbidden, notFound } from '../../errors.js'
+import { AppError, conflict, forbidden, invalidFields, notFound } from '../../errors.js'
 import type { Principal } from '../../identity/principal.js'
 import { requireAppointment } from '../appointments/service.js'
 import { findPatientOfOrganization, requirePatient } from '../patients/service.js'
@@ -60,7 +60,11 @@ export async function openRoom(
     party = { appointment_id: null, provider_id: providerId, patient_id: patientId }
     existing = () => findOpenAdHocRoom(db, actor.organizationId, providerId, patientId)
   } else {
-    throw new AppError('VAL_002', 'Send appointmentId, or providerId and patientId')
+    throw invalidFields(
+      [{ path: 'appointmentId', message: 'is required, unless providerId and patientId are sent' }],
+      'Send appointmentId, or providerId and patientId',
+      'VAL_002',
+    )
   }
   const found = await existing()
   if (found) return { room: toRoom(found), created: false }

@@ -12,7 +12,7 @@ import {
 } from '../../../schemas/users.js'
 import { type Actor, missingRecord } from '../../access/organization-scope.js'
 import { isRole, type Role } from '../../access/roles.js'
-import { AppError, conflict, constraintConflict } from '../../errors.js'
+import { conflict, constraintConflict, invalidField, invalidFields } from '../../errors.js'
 import { checkPasswordPolicy } from '../../identity/password-policy.js'
 import { revokeUserSessions } from '../../identity/sessions.js'
 import { applyMergePatch, projectOnto } from '../../lib/merge-patch.js'
@@ -45,7 +45,7 @@ export interface NewOrganization {
 
 export async function createOrganization(db: Kysely<Database>, organization: NewOrganization) {
   if (!GROUP_PATH.test(organization.groupPath)) {
-    throw new AppError('VAL_001', 'groupPath must look like /segment or /segment/segment')
+    throw invalidField('groupPath', 'must look like /segment or /segment/segment')
   }
   return insertOrganization(db, organization)
 }
@@ -66,13 +66,22 @@ export interface NewUser {
 
 export function checkRoles(roles: string[]): Role[] {
   const unknown = roles.filter((role) => !isRole(role))
-  if (unknown.length > 0) throw new AppError('VAL_001', `Unknown roles: ${unknown.join(', ')}`)
-  if (roles.length === 0) throw new AppError('VAL_002', 'At least one role is required')
+  if (unknown.length > 0)
+    throw invalidFields(
+      [{ path: 'roles', message: `holds unknown roles: ${unknown.join(', ')}` }],
+      `Unknown roles: ${unknown.join(', ')}`,
+    )
+  if (roles.length === 0)
+    throw invalidFields(
+      [{ path: 'roles', message: 'must hold at least one role' }],
+      'At least one role is required',
+      'VAL_002',
+    )
   return roles as Role[]
 }
 
 export async function createUser(db: Kysely<Database>, user: NewUser) {
-  if (!EMAIL.test(user.email)) throw new AppError('VAL_001', 'email is not an e-mail address')
+  if (!EMAIL.test(user.email)) throw invalidField('email', 'is not an e-mail address')
   if (user.password !== undefined) checkPasswordPolicy(user.password, { email: user.email }, 'password')
   return insertUser(db, {
     organization_id: user.organizationId,

@@ -15,7 +15,7 @@ import {
   type WebhookWithSecret,
 } from '../../../schemas/webhooks.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
-import { AppError, notFound } from '../../errors.js'
+import { AppError, invalidField, notFound } from '../../errors.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import type { SecretBox } from '../../lib/secret-box.js'
@@ -59,7 +59,7 @@ async function checkUrl(url: string, targets: TargetPolicy): Promise<void> {
   try {
     await checkTarget(url, targets)
   } catch (error) {
-    if (error instanceof TargetRefused) throw new AppError('VAL_001', `url: ${error.message}`)
+    if (error instanceof TargetRefused) throw invalidField('url', error.problem)
     throw error
   }
 }

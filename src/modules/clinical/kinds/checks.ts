@@ -1,6 +1,4 @@
-import { AppError } from '../../../errors.js'
-
-export const invalid = (field: string, problem: string) => new AppError('VAL_001', `${field} ${problem}`)
+import { invalidField } from '../../../errors.js'
 
 // A few minutes of clock skew between a device and the server is not a future measurement.
 const CLOCK_SKEW_MS = 5 * 60_000
@@ -9,7 +7,7 @@ const CLOCK_SKEW_MS = 5 * 60_000
 export function pastInstant(value: string | undefined, field: string): Date {
   if (value === undefined) return new Date()
   const instant = new Date(value)
-  if (instant.getTime() > Date.now() + CLOCK_SKEW_MS) throw invalid(field, 'must not be in the future')
+  if (instant.getTime() > Date.now() + CLOCK_SKEW_MS) throw invalidField(field, 'must not be in the future')
   return instant
 }
 
@@ -17,7 +15,7 @@ const today = () => new Date(Date.now() + 14 * 3600_000).toISOString().slice(0, 
 
 export function pastDate(value: string | null | undefined, field: string): string | null {
   if (!value) return null
-  if (value > today()) throw invalid(field, 'must not be in the future')
+  if (value > today()) throw invalidField(field, 'must not be in the future')
   return value
 }
 
@@ -27,7 +25,8 @@ export function notBefore(
   laterField: string,
   earlierField: string,
 ) {
-  if (later && earlier && later < earlier) throw invalid(laterField, `must not be before ${earlierField}`)
+  if (later && earlier && later < earlier)
+    throw invalidField(laterField, `must not be before ${earlierField}`)
 }
 
 export const orNull = <T>(value: T | null | undefined): T | null => (value === undefined ? null : value)

@@ -1,8 +1,9 @@
 import type { Static } from '@sinclair/typebox'
 import { Type } from '@sinclair/typebox'
 import { LabResultData, LabResultInput } from '../../../../schemas/clinical.js'
+import { invalidField } from '../../../errors.js'
 import type { ClinicalKind } from '../kind.js'
-import { invalid, orNull, pastInstant } from './checks.js'
+import { orNull, pastInstant } from './checks.js'
 
 /** LOINC's check digit: the mod-10 (Luhn) digit of the part before the dash. */
 export function validLoinc(code: string): boolean {
@@ -41,17 +42,17 @@ export const labResults: ClinicalKind<typeof LabResultInput, typeof LabResultDat
   codeFilter: 'testCode',
   writers: ['PROVIDER'],
   prepare(input, previous) {
-    if (!validLoinc(input.testCode)) throw invalid('testCode', 'has a wrong LOINC check digit')
+    if (!validLoinc(input.testCode)) throw invalidField('testCode', 'has a wrong LOINC check digit')
     const range = input.referenceRange
     if (range?.low !== undefined && range.high !== undefined && range.low > range.high) {
-      throw invalid('referenceRange.low', 'must not be above referenceRange.high')
+      throw invalidField('referenceRange.low', 'must not be above referenceRange.high')
     }
     const resultedAt = pastInstant(input.resultedAt, 'resultedAt')
     const collectedAt = input.specimenCollectedAt
       ? pastInstant(input.specimenCollectedAt, 'specimenCollectedAt')
       : null
     if (collectedAt && collectedAt > resultedAt)
-      throw invalid('resultedAt', 'must not be before specimenCollectedAt')
+      throw invalidField('resultedAt', 'must not be before specimenCollectedAt')
     // Correcting a final result makes it CORRECTED, whatever the client sent.
     const status = previous && previous.status !== 'PRELIMINARY' ? 'CORRECTED' : (input.status ?? 'FINAL')
     return {

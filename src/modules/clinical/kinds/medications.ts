@@ -1,8 +1,9 @@
 import { Type } from '@sinclair/typebox'
 import { MedicationData, MedicationInput } from '../../../../schemas/clinical.js'
+import { invalidFields } from '../../../errors.js'
 import { checkProviderOfOrganization } from '../../providers/service.js'
 import type { ClinicalKind } from '../kind.js'
-import { invalid, notBefore, orNull } from './checks.js'
+import { notBefore, orNull } from './checks.js'
 
 export const medications: ClinicalKind<typeof MedicationInput, typeof MedicationData> = {
   kind: 'MEDICATION',
@@ -24,7 +25,11 @@ export const medications: ClinicalKind<typeof MedicationInput, typeof Medication
       (input.dose === undefined || input.dose === null) !==
       (input.doseUnit === undefined || input.doseUnit === null)
     ) {
-      throw invalid('doseUnit', 'and dose go together')
+      const missing = input.doseUnit === undefined || input.doseUnit === null ? 'doseUnit' : 'dose'
+      throw invalidFields(
+        [{ path: missing, message: `is required with ${missing === 'dose' ? 'doseUnit' : 'dose'}` }],
+        'doseUnit and dose go together',
+      )
     }
     const status = input.status ?? 'ACTIVE'
     return {

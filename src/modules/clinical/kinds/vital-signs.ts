@@ -1,8 +1,9 @@
 import type { Static } from '@sinclair/typebox'
 import { VitalSignsData, VitalSignsInput } from '../../../../schemas/clinical.js'
+import { invalidField, invalidFields } from '../../../errors.js'
 import { projectOnto } from '../../../lib/merge-patch.js'
 import type { ClinicalKind } from '../kind.js'
-import { invalid, orNull, pastInstant } from './checks.js'
+import { orNull, pastInstant } from './checks.js'
 
 const CELSIUS = { min: 25, max: 45 }
 const MEASUREMENTS = [
@@ -43,17 +44,23 @@ export const vitalSigns: ClinicalKind<typeof VitalSignsInput, typeof VitalSignsD
   },
   prepare(input, previous) {
     if (!MEASUREMENTS.some((name) => input[name] !== undefined)) {
-      throw invalid('vitals', `need at least one measurement (${MEASUREMENTS.join(', ')})`)
+      throw invalidFields(
+        [{ path: '', message: `must hold at least one measurement (${MEASUREMENTS.join(', ')})` }],
+        `vitals need at least one measurement (${MEASUREMENTS.join(', ')})`,
+      )
     }
     if (input.systolic !== undefined && input.diastolic !== undefined && input.diastolic >= input.systolic) {
-      throw invalid('diastolic', 'must be below systolic')
+      throw invalidField('diastolic', 'must be below systolic')
     }
     let temperatureCelsius: number | null = null
     if (input.temperature) {
       const { value, unit } = input.temperature
       temperatureCelsius = round(unit === 'F' ? ((value - 32) * 5) / 9 : value, 2)
       if (temperatureCelsius < CELSIUS.min || temperatureCelsius > CELSIUS.max) {
-        throw invalid('temperature.value', `must be between ${CELSIUS.min} and ${CELSIUS.max} °C (77–113 °F)`)
+        throw invalidField(
+          'temperature.value',
+          `must be between ${CELSIUS.min} and ${CELSIUS.max} °C (77–113 °F)`,
+        )
       }
     }
     const { heightCm, weightKg } = input
