@@ -191,7 +191,7 @@ export async function correctRecord<I extends TObject, D extends TObject>(
       assertVersion(current.version, expectedVersion)
       if (current.entered_in_error_at) throw uncorrectable(kind)
       const prepared = kind.prepare(input, current.data as Static<D>)
-      return updateRecord(trx, actor.organizationId, id, {
+      const corrected = await updateRecord(trx, actor.organizationId, id, {
         status: prepared.status,
         code: prepared.code,
         effective_at: prepared.effectiveAt,
@@ -199,6 +199,7 @@ export async function correctRecord<I extends TObject, D extends TObject>(
         encounter_id: encounterId,
         updated_by: actor.userId,
       })
+      return corrected ?? current
     })
     return toRecord<D>(row)
   } catch (error) {
@@ -257,7 +258,7 @@ export async function enterInError<D extends TObject>(
         message: 'Record withdrawn',
       })
     }
-    return updateRecord(trx, actor.organizationId, id, {
+    const withdrawn = await updateRecord(trx, actor.organizationId, id, {
       status: ENTERED_IN_ERROR,
       data: { ...current.data, [kind.statusField]: ENTERED_IN_ERROR },
       updated_by: actor.userId,
@@ -265,6 +266,7 @@ export async function enterInError<D extends TObject>(
       entered_in_error_by: actor.userId,
       entered_in_error_reason: reason,
     })
+    return withdrawn ?? current
   })
   return toRecord<D>(row)
 }
