@@ -7,6 +7,7 @@ import { authenticateClient, createClient, rotateClientSecret } from '../../src/
 import { createOrganization } from '../../src/modules/users/service.js'
 import { buildTestApp } from '../helpers/app.js'
 import { bearer, newOrganization, type TestOrganization, type TestUser } from '../helpers/factories.js'
+import { expectNoOpWrite } from '../helpers/no-op-writes.js'
 import { type OidcProviderHarness, type OidcTestUser, startOidcProvider } from '../helpers/oidc-provider.js'
 
 // A tiny overlap, so that a test can see the previous secret expire without a long wait.
@@ -197,6 +198,27 @@ describe('GET /api/clients/{id}', () => {
 })
 
 describe('PUT and PATCH /api/clients/{id}', () => {
+  it('returns 200 with the client as it was, updatedAt included, for the same values or an empty patch', async () => {
+    const { org, admin } = await adminOfNewOrganization()
+    const client = await created(admin)
+    const url = `/api/clients/${client.id}`
+    const read = () => call(admin, 'GET', url)
+    const same = { name: 'Billing sync', roles: ['BILLING'] }
+    await expectNoOpWrite(app, org.id, read, () => call(admin, 'PUT', url, same))
+    await expectNoOpWrite(app, org.id, read, () =>
+      app.inject({
+        method: 'PATCH',
+        url,
+        headers: { ...bearer(admin.token), 'content-type': 'application/merge-patch+json' },
+        payload: '{}',
+      }),
+    )
+    const before = (await read()).json().data.updatedAt
+    const changed = await call(admin, 'PUT', url, { ...same, name: 'Billing export' })
+    expect(changed.statusCode, changed.body).toBe(200)
+    expect(changed.json().data.updatedAt > before).toBe(true)
+  })
+
   it('PUT returns 200 and replaces name and roles, which the next token carries', async () => {
     const { admin } = await adminOfNewOrganization()
     const client = await created(admin)

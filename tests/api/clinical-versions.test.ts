@@ -2,14 +2,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
 import { buildTestApp } from '../helpers/app.js'
 import { bearer, createPatient, newOrganization, type TestUser } from '../helpers/factories.js'
+import { expectNoOpWrite } from '../helpers/no-op-writes.js'
 
 let app: App
+let organizationId: number
 let provider: TestUser
 let nurse: TestUser
 
 beforeAll(async () => {
   app = await buildTestApp()
   const org = await newOrganization(app)
+  organizationId = org.id
   provider = await org.user('PROVIDER')
   nurse = await org.user('NURSE')
 })
@@ -72,7 +75,7 @@ describe('versions and ETags of clinical records', () => {
     expect(notModified.statusCode).toBe(304)
     expect(notModified.body).toBe('')
     expect(notModified.headers.etag).toBe('W/"1"')
-    await send('PUT', url, condition)
+    await send('PUT', url, { ...condition, note: 'Insulin started' })
     const stale = await get(url, { 'if-none-match': 'W/"1"' })
     expect(stale.statusCode).toBe(200)
     expect(stale.json().data.version).toBe(2)
@@ -95,7 +98,7 @@ describe('versions and ETags of clinical records', () => {
 
   it('returns 412 for a stale If-Match on entered-in-error and leaves the record in lists', async () => {
     const { url, patientId, id } = await newCondition()
-    await send('PUT', url, condition)
+    await send('PUT', url, { ...condition, note: 'Insulin started' })
     const stale = await send(
       'POST',
       `${url}/entered-in-error`,
@@ -164,6 +167,76 @@ describe('REQUIRE_IF_MATCH=true on clinical records', () => {
       await strict.close()
     }
   })
+})
+
+const measuredAt = new Date(Date.now() - 3 * 3600_000).toISOString()
+
+/** A creation body of each kind, as a full correction would send it again. */
+const RECORDS: [string, object, [string, unknown]][] = [
+  [
+    'vitals',
+    {
+      recordedAt: measuredAt,
+      systolic: 120,
+      diastolic: 80,
+      temperature: { value: 98.6, unit: 'F' },
+      heightCm: 180,
+      weightKg: 81,
+    },
+    ['weightKg', 82],
+  ],
+  [
+    'lab-results',
+    { testCode: '2345-7', testName: 'Glucose', value: 95, unit: 'mg/dL', resultedAt: measuredAt },
+    ['value', 96],
+  ],
+  ['conditions', condition, ['note', 'Reviewed']],
+  [
+    'allergies',
+    {
+      substance: 'Penicillin',
+      category: 'MEDICATION',
+      severity: 'MODERATE',
+      reactions: [{ manifestation: 'Rash' }],
+    },
+    ['severity', 'SEVERE'],
+  ],
+  ['medications', { name: 'Atorvastatin', dose: 20, doseUnit: 'mg', frequency: 'Once daily' }, ['dose', 40]],
+]
+
+describe('PUT and PATCH of clinical records that change nothing', () => {
+  it.each(RECORDS)(
+    'keep the version, ETag and updatedAt of %s; a real change still counts',
+    async (path, body, change) => {
+      const patientId = await createPatient(app, provider)
+      const created = await send('POST', `/api/patients/${patientId}/${path}`, body)
+      expect(created.statusCode, created.body).toBe(201)
+      const url = `/api/patients/${patientId}/${path}/${created.json().data.id}`
+      await expectNoOpWrite(
+        app,
+        organizationId,
+        () => get(url),
+        () => send('PUT', url, body),
+      )
+      await expectNoOpWrite(
+        app,
+        organizationId,
+        () => get(url),
+        () => patch(url, {}, { 'if-match': 'W/"1"' }),
+      )
+      expect((await patch(url, {}, { 'if-match': 'W/"2"' })).statusCode).toBe(412)
+      const changed = await send('PUT', url, { ...body, [change[0]]: change[1] })
+      expect(changed.statusCode, changed.body).toBe(200)
+      expect(changed.headers.etag).toBe('W/"2"')
+      // A corrected record sent again as it now is changes nothing either.
+      await expectNoOpWrite(
+        app,
+        organizationId,
+        () => get(url),
+        () => patch(url, {}),
+      )
+    },
+  )
 })
 
 describe('PATCH of clinical records', () => {
@@ -358,7 +431,7 @@ describe('GET /api/patients/{patientId}/conditions with updatedSince and cursor'
     await send('POST', `/api/patients/${otherPatient}/conditions`, condition)
     const { seen, cursor } = await walk(patientId, start, 5)
     expect(seen.map((item) => item.id)).toEqual([first])
-    await send('PUT', `/api/patients/${patientId}/conditions/${first}`, condition)
+    await send('PUT', `/api/patients/${patientId}/conditions/${first}`, { ...condition, severity: 'MILD' })
     const resumed = await get(`/api/patients/${patientId}/conditions?cursor=${cursor}`)
     expect(resumed.statusCode).toBe(200)
     expect(resumed.json().data.content.map((item: SyncItem) => [item.id, item.version])).toEqual([[first, 2]])

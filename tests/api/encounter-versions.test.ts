@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
 import { buildTestApp } from '../helpers/app.js'
 import { bearer, daysFromToday, type TestUser } from '../helpers/factories.js'
+import { expectNoOpWrite } from '../helpers/no-op-writes.js'
 import { newPractice, type Practice } from '../helpers/scheduling.js'
 
 let app: App
@@ -94,6 +95,10 @@ describe('encounter versions', () => {
     expect(amended.statusCode, amended.body).toBe(200)
     expect(amended.json().data).toMatchObject({ status: 'AMENDED', version: 4 })
     expect(amended.headers.etag).toBe('W/"4"')
+    const again = await send(clinic.doctor, 'POST', `${url}/addendum`, { payload: { text: 'Seen again' } })
+    expect(again.statusCode, again.body).toBe(200)
+    expect(again.json().data).toMatchObject({ status: 'AMENDED', version: 5 })
+    expect(again.json().data.addenda).toHaveLength(2)
   })
 
   it('answers If-None-Match: current 304 without a body, stale 200', async () => {
@@ -172,6 +177,27 @@ describe('encounter versions', () => {
       on: strictApp,
     })
     expect(addendum.statusCode).toBe(428)
+  })
+})
+
+describe('PUT and PATCH /api/encounters/:id that change nothing', () => {
+  it('keep the version, ETag and updatedAt; If-Match is still checked; a real change still counts', async () => {
+    const clinic = await newClinic()
+    const encounter = await draft(clinic)
+    const url = `/api/encounters/${encounter.id}`
+    const read = () => send(clinic.doctor, 'GET', url)
+    await expectNoOpWrite(app, clinic.org.id, read, () => send(clinic.doctor, 'PUT', url, { payload: note }))
+    await expectNoOpWrite(app, clinic.org.id, read, () =>
+      send(clinic.doctor, 'PATCH', url, { payload: {}, headers: { ...MERGE_PATCH, 'if-match': 'W/"1"' } }),
+    )
+    const stale = await send(clinic.doctor, 'PUT', url, { payload: note, headers: { 'if-match': 'W/"2"' } })
+    expect(stale.statusCode).toBe(412)
+    const changed = await send(clinic.doctor, 'PATCH', url, {
+      payload: { chiefComplaint: 'Migraine' },
+      headers: MERGE_PATCH,
+    })
+    expect(changed.statusCode, changed.body).toBe(200)
+    expect(changed.headers.etag).toBe('W/"2"')
   })
 })
 

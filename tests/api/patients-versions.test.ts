@@ -3,6 +3,7 @@ import type { App } from '../../src/app.js'
 import { purgeTombstones } from '../../src/lib/sync-paging.js'
 import { buildTestApp } from '../helpers/app.js'
 import { bearer, createPatient, newOrganization, patientBody, type TestUser } from '../helpers/factories.js'
+import { expectNoOpWrite } from '../helpers/no-op-writes.js'
 
 let app: App
 
@@ -122,6 +123,103 @@ describe('versions and ETags of patients', () => {
   })
 })
 
+describe('PUT and PATCH /api/patients/{id} that change nothing', () => {
+  it('returns 200 with the patient at the same version, ETag and updatedAt, and emits no event', async () => {
+    const { org, nurse, admin } = await registrar()
+    const body = patientBody({ preferredLanguage: 'en' })
+    const id = await createPatient(app, nurse, body)
+    await expectNoOpWrite(
+      app,
+      org.id,
+      () => read(nurse, id),
+      () => put(nurse, id, body),
+    )
+    await expectNoOpWrite(
+      app,
+      org.id,
+      () => read(nurse, id),
+      () => patch(nurse, id, {}),
+    )
+    // Another writer sending the same values changes nothing either.
+    await expectNoOpWrite(
+      app,
+      org.id,
+      () => read(nurse, id),
+      () => put(admin, id, body),
+    )
+    await expectNoOpWrite(
+      app,
+      org.id,
+      () => read(nurse, id),
+      () => patch(admin, id, { preferredLanguage: 'en' }),
+    )
+    const feed = await app.inject({ url: '/api/events', headers: bearer(admin.token) })
+    expect(feed.statusCode).toBe(200)
+    expect(feed.json().data.events.map((event: { event: string }) => event.event)).toEqual([
+      'patient.created',
+    ])
+  })
+
+  it('still checks If-Match: 412 when stale, 200 when current', async () => {
+    const { org, nurse } = await registrar()
+    const body = patientBody()
+    const id = await createPatient(app, nurse, body)
+    expect((await patch(nurse, id, { preferredLanguage: 'fr' })).json().data.version).toBe(2)
+    const stalePut = await put(nurse, id, { ...body, preferredLanguage: 'fr' }, { 'if-match': 'W/"1"' })
+    expect(stalePut.statusCode).toBe(412)
+    expect(stalePut.json().error.code).toBe('RES_003')
+    expect((await patch(nurse, id, {}, { 'if-match': 'W/"1"' })).statusCode).toBe(412)
+    await expectNoOpWrite(
+      app,
+      org.id,
+      () => read(nurse, id),
+      () => patch(nurse, id, {}, { 'if-match': 'W/"2"' }),
+    )
+    await expectNoOpWrite(
+      app,
+      org.id,
+      () => read(nurse, id),
+      () => put(nurse, id, { ...body, preferredLanguage: 'fr' }, { 'if-match': 'W/"2"' }),
+    )
+  })
+
+  it('records the attempt in the audit log like any update', async () => {
+    const { org, nurse } = await registrar()
+    const body = patientBody()
+    const id = await createPatient(app, nurse, body)
+    expect((await put(nurse, id, body)).statusCode).toBe(200)
+    const updates = async () => {
+      await app.auditLog.flush()
+      return app.db
+        .selectFrom('audit_log')
+        .select(['resource_ids', 'outcome'])
+        .where('organization_id', '=', org.id)
+        .where('action', '=', 'UPDATE')
+        .execute()
+    }
+    await expect.poll(updates).toEqual([{ resource_ids: [id], outcome: 'SUCCESS' }])
+  })
+
+  it('still raises the version, ETag and updatedAt of a real change, with one event', async () => {
+    const { org, nurse } = await registrar()
+    const body = patientBody()
+    const id = await createPatient(app, nurse, body)
+    const before = (await read(nurse, id)).json().data
+    const changed = await put(nurse, id, { ...body, preferredLanguage: 'es' })
+    expect(changed.statusCode).toBe(200)
+    expect(changed.headers.etag).toBe('W/"2"')
+    expect(changed.json().data.version).toBe(2)
+    expect(changed.json().data.updatedAt > before.updatedAt).toBe(true)
+    const events = await app.db
+      .selectFrom('outbox_events')
+      .select('event_type')
+      .where('organization_id', '=', org.id)
+      .orderBy('id')
+      .execute()
+    expect(events.map((event) => event.event_type)).toEqual(['patient.created', 'patient.updated'])
+  })
+})
+
 describe('REQUIRE_IF_MATCH=true', () => {
   it('returns 428 RES_003 for PUT, PATCH and DELETE without If-Match, and accepts them with it', async () => {
     const strict = await buildTestApp({ REQUIRE_IF_MATCH: 'true' })
@@ -212,7 +310,7 @@ describe('PATCH /api/patients/{id}', () => {
     expect((await read(nurse, id)).json().data).toEqual(patient)
   })
 
-  it('replaces a nested object removed with null, and an empty patch changes nothing but the version', async () => {
+  it('replaces a nested object removed with null, and an empty patch changes nothing', async () => {
     const { nurse } = await registrar()
     const id = await createPatient(app, nurse, full)
     const removed = await patch(nurse, id, { emergencyContact: null })

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
 import { buildTestApp } from '../helpers/app.js'
-import { bearer, daysFromToday, providerBody, type TestUser } from '../helpers/factories.js'
-import { booked, createProvider, newPractice } from '../helpers/scheduling.js'
+import { bearer, daysFromToday, everyDay, providerBody, type TestUser } from '../helpers/factories.js'
+import { expectNoOpWrite } from '../helpers/no-op-writes.js'
+import { booked, createProvider, newPractice, outboxEvents } from '../helpers/scheduling.js'
 
 let app: App
 let strictApp: App
@@ -208,6 +209,39 @@ describe('provider versions', () => {
   })
 })
 
+describe('PUT and PATCH /api/providers/:id that change nothing', () => {
+  it('keep the version, ETag and updatedAt for the same record, an empty patch and the same hours', async () => {
+    const { org, admin } = await newPractice(app)
+    const body = providerUpdate({ email: 'grace@example.org' })
+    const created = await send(admin, 'POST', '/api/providers', {
+      payload: { ...body, weeklyHours: everyDay(['09:00', '12:00'], ['13:00', '17:00']) },
+    })
+    expect(created.statusCode, created.body).toBe(201)
+    const url = `/api/providers/${created.json().data.id}`
+    const read = () => send(admin, 'GET', url)
+    await expectNoOpWrite(app, org.id, read, () => send(admin, 'PUT', url, { payload: body }))
+    await expectNoOpWrite(app, org.id, read, () =>
+      send(admin, 'PATCH', url, { payload: {}, headers: { ...MERGE_PATCH, 'if-match': 'W/"1"' } }),
+    )
+    await expectNoOpWrite(app, org.id, read, () =>
+      send(admin, 'PUT', `${url}/hours`, {
+        payload: { weeklyHours: everyDay(['13:00', '17:00'], ['09:00', '12:00']) },
+      }),
+    )
+    const stale = await send(admin, 'PUT', url, { payload: body, headers: { 'if-match': 'W/"2"' } })
+    expect(stale.statusCode).toBe(412)
+
+    const changed = await send(admin, 'PUT', url, { payload: { ...body, title: 'DO' } })
+    expect(changed.statusCode, changed.body).toBe(200)
+    expect(changed.headers.etag).toBe('W/"2"')
+    const hours = await send(admin, 'PUT', `${url}/hours`, {
+      payload: { weeklyHours: everyDay(['09:00', '17:00']) },
+    })
+    expect(hours.statusCode, hours.body).toBe(200)
+    expect(hours.json().data.version).toBe(3)
+  })
+})
+
 describe('PATCH /api/providers/:id', () => {
   it('changes the members sent, removes those sent as null and keeps the rest', async () => {
     const { admin, provider } = await newPractice(app, {
@@ -379,6 +413,41 @@ describe('appointment versions', () => {
       on: strictApp,
     })
     expect(withHeader.statusCode, withHeader.body).toBe(200)
+  })
+})
+
+describe('PUT and PATCH /api/appointments/:id that change nothing', () => {
+  const DATE = daysFromToday(7)
+
+  it('keep the version, ETag and updatedAt and emit no appointment.updated', async () => {
+    const practice = await newPractice(app)
+    const appointment = await booked(app, practice, DATE, '10:00:00', {
+      reason: 'Check-up',
+      notes: 'Fasting',
+    })
+    const url = `/api/appointments/${appointment.id}`
+    const read = () => send(practice.nurse, 'GET', url)
+    const same = { appointmentTime: '10:00:00', reason: 'Check-up', notes: 'Fasting', status: 'SCHEDULED' }
+    await expectNoOpWrite(app, practice.org.id, read, () =>
+      send(practice.nurse, 'PUT', url, { payload: same }),
+    )
+    await expectNoOpWrite(app, practice.org.id, read, () =>
+      send(practice.nurse, 'PATCH', url, { payload: {}, headers: MERGE_PATCH }),
+    )
+    const stale = await send(practice.nurse, 'PATCH', url, {
+      payload: {},
+      headers: { ...MERGE_PATCH, 'if-match': 'W/"2"' },
+    })
+    expect(stale.statusCode).toBe(412)
+
+    const changed = await send(practice.nurse, 'PUT', url, { payload: { ...same, notes: 'Not fasting' } })
+    expect(changed.statusCode, changed.body).toBe(200)
+    expect(changed.headers.etag).toBe('W/"2"')
+    expect((await outboxEvents(app, practice.org.id)).map((event) => event.event_type)).toEqual([
+      'patient.created',
+      'appointment.created',
+      'appointment.updated',
+    ])
   })
 })
 

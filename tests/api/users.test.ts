@@ -15,6 +15,7 @@ import {
   type TestUser,
   tokenFor,
 } from '../helpers/factories.js'
+import { expectNoOpWrite } from '../helpers/no-op-writes.js'
 import { type OidcProviderHarness, type OidcTestUser, startOidcProvider } from '../helpers/oidc-provider.js'
 import { mailText, startSmtpServer } from '../helpers/smtp-server.js'
 
@@ -348,6 +349,27 @@ describe('POST /api/users', () => {
 })
 
 describe('PUT and PATCH /api/users/{id}', () => {
+  it('returns 200 with the account as it was, updatedAt included, for the same values or an empty patch', async () => {
+    const { org, admin } = await adminOfNewOrganization()
+    const nurse = await org.user('NURSE')
+    const url = `/api/users/${nurse.id}`
+    const read = () => call(admin, 'GET', url)
+    const same = { firstName: 'Test', lastName: 'User', roles: ['NURSE'] }
+    await expectNoOpWrite(app, org.id, read, () => call(admin, 'PUT', url, same))
+    await expectNoOpWrite(app, org.id, read, () =>
+      app.inject({
+        method: 'PATCH',
+        url,
+        headers: { ...bearer(admin.token), 'content-type': 'application/merge-patch+json' },
+        payload: '{}',
+      }),
+    )
+    const before = (await read()).json().data.updatedAt
+    const changed = await call(admin, 'PUT', url, { ...same, lastName: 'Seacole' })
+    expect(changed.statusCode, changed.body).toBe(200)
+    expect(changed.json().data.updatedAt > before).toBe(true)
+  })
+
   it('PUT returns 200 and replaces names and roles, which the next token carries', async () => {
     const { org, admin } = await adminOfNewOrganization()
     const nurse = await org.user('NURSE')

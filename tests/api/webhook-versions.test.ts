@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
 import { buildTestApp } from '../helpers/app.js'
 import { bearer, newOrganization, type TestUser } from '../helpers/factories.js'
+import { expectNoOpWrite } from '../helpers/no-op-writes.js'
 import { registerWebhook } from '../helpers/webhooks.js'
 
 // DNS is stubbed: registration only resolves names; nothing in this file is delivered.
@@ -165,6 +166,31 @@ describe('REQUIRE_IF_MATCH=true on webhooks', () => {
     } finally {
       await strict.close()
     }
+  })
+})
+
+describe('PUT and PATCH /api/webhooks/{id} that change nothing', () => {
+  it('keep the version, ETag and updatedAt; If-Match is still checked; a real change still counts', async () => {
+    const org = await newOrganization(app)
+    const admin = await org.user('ADMIN')
+    const { id } = await newWebhook(admin, ['patient.created', 'patient.updated'])
+    const same = { url: HOOK_URL, events: ['patient.created', 'patient.updated'], active: true }
+    await expectNoOpWrite(
+      app,
+      org.id,
+      () => read(admin, id),
+      () => put(admin, id, same),
+    )
+    await expectNoOpWrite(
+      app,
+      org.id,
+      () => read(admin, id),
+      () => patch(admin, id, {}, { 'if-match': 'W/"1"' }),
+    )
+    expect((await put(admin, id, same, { 'if-match': 'W/"2"' })).statusCode).toBe(412)
+    const changed = await patch(admin, id, { active: false })
+    expect(changed.statusCode, changed.body).toBe(200)
+    expect(changed.headers.etag).toBe('W/"2"')
   })
 })
 

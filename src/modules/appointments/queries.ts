@@ -9,6 +9,7 @@ import { type APPOINTMENT_SORT_FIELDS, TIME_RELEASING_STATUSES } from '../../../
 import type { PageQuery } from '../../../schemas/common.js'
 import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
 import { type SyncRead, syncRows } from '../../lib/sync-paging.js'
+import { changesRecord } from '../../lib/versions.js'
 
 export type AppointmentSortField = (typeof APPOINTMENT_SORT_FIELDS)[number]
 
@@ -49,20 +50,21 @@ export function insertAppointment(trx: Trx, row: NewAppointmentRow): Promise<App
   return trx.insertInto('appointments').values(row).returningAll().executeTakeFirstOrThrow()
 }
 
-/** Changes the appointment; the database raises its version and change time. */
+/** Changes the appointment if that changes something (changesRecord); the database raises its version and change time. */
 export function updateAppointmentRow(
   trx: Trx,
   organizationId: number,
   id: number,
   changes: AppointmentRowUpdate,
-): Promise<AppointmentRow> {
+): Promise<AppointmentRow | undefined> {
   return trx
     .updateTable('appointments')
     .set(changes)
     .where('organization_id', '=', organizationId)
     .where('id', '=', id)
+    .where(changesRecord(changes))
     .returningAll()
-    .executeTakeFirstOrThrow()
+    .executeTakeFirst()
 }
 
 /** A provider's appointments that hold time overlapping [from, to). */

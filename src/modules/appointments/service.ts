@@ -212,6 +212,7 @@ export async function updateAppointment(
       ...(body.status !== undefined ? { status: body.status } : {}),
       updated_by: actor.userId,
     })
+    if (!updated) return toAppointment(current)
     await enqueueEvent(trx, actor.organizationId, 'appointment.updated', toAppointmentUpdatedData(updated))
     return toAppointment(updated)
   })
@@ -284,6 +285,7 @@ export async function cancelAppointment(
       cancelled_by: actor.userId,
       updated_by: actor.userId,
     })
+    if (!cancelled) return toAppointment(current)
     await enqueueEvent(
       trx,
       actor.organizationId,

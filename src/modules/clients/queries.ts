@@ -5,6 +5,7 @@ import type { UsersTable } from '../../../db/tables/users.js'
 import type { CLIENT_SORT_FIELDS } from '../../../schemas/clients.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import { fetchPage, type SortOrder } from '../../lib/paging.js'
+import { changesRecord, touch } from '../../lib/versions.js'
 
 /** The service-account user a confidential client acts as; returns its id. */
 export async function insertServiceAccount(trx: Trx, user: Insertable<UsersTable>): Promise<number> {
@@ -182,24 +183,32 @@ export async function secretHashOf(trx: Trx, id: number): Promise<string | null>
   return row.secret_enabled ? row.secret_hash : null
 }
 
-/** Changes what the client's service account holds: its name (first name), roles, active flag. */
+/**
+ * Changes what the client's service account holds: its name (first name), roles, active flag. If
+ * that changes something (changesRecord), the client is touched as changed; otherwise it is as it was.
+ */
 export async function updateServiceAccount(
   trx: Trx,
   organizationId: number,
   client: ClientRecord,
   changes: { first_name?: string; roles?: string[]; active?: boolean },
 ): Promise<ClientRecord> {
-  await trx
+  const changed = await trx
     .updateTable('users')
     .set({ ...changes, updated_at: sql<Date>`now()` })
     .where('organization_id', '=', organizationId)
     .where('kind', '=', 'SERVICE')
     .where('id', '=', client.user_id)
-    .execute()
-  return touchClient(trx, organizationId, client.id, {})
+    .where(changesRecord(changes))
+    .returning('id')
+    .executeTakeFirst()
+  return changed ? touchClient(trx, organizationId, client.id, touch()) : client
 }
 
-/** Changes the client row (its secrets and keys), and its change time in any case. */
+/**
+ * Changes the client row (its secrets and keys) and its change time, if that changes something
+ * (changesRecord: a touch() always does).
+ */
 export async function touchClient(
   trx: Trx,
   organizationId: number,
@@ -212,22 +221,25 @@ export async function touchClient(
     previous_secret_hash?: string | null
     /** Seconds from the database's now, or null for none. */
     previous_secret_seconds?: number | null
+    /** Set by touch(): a change whatever the other columns hold. */
+    updated_at?: Date
   },
 ): Promise<ClientRecord> {
   const { previous_secret_seconds: seconds, ...columns } = changes
+  const written = {
+    ...columns,
+    ...(seconds === undefined
+      ? {}
+      : {
+          previous_secret_expires_at:
+            seconds === null ? null : sql<Date>`now() + make_interval(secs => ${seconds})`,
+        }),
+  }
   await trx
     .updateTable('clients')
-    .set({
-      ...columns,
-      ...(seconds === undefined
-        ? {}
-        : {
-            previous_secret_expires_at:
-              seconds === null ? null : sql<Date>`now() + make_interval(secs => ${seconds})`,
-          }),
-      updated_at: sql<Date>`now()`,
-    })
+    .set({ ...written, updated_at: sql<Date>`now()` })
     .where('id', '=', id)
+    .where(changesRecord(written))
     .execute()
   const row = await scoped(trx, organizationId).where('clients.id', '=', id).executeTakeFirst()
   if (!row) throw new Error(`client ${id} vanished inside its transaction`)

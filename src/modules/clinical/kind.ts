@@ -9,7 +9,8 @@ export interface PreparedRecord<D> {
   data: D
   status: string
   code: string | null
-  effectiveAt: Date
+  /** The clinical time; null: when the record was recorded (a correction keeps that time). */
+  effectiveAt: Date | null
 }
 
 /**

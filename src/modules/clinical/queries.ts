@@ -4,6 +4,7 @@ import type { ClinicalKindName, ClinicalRecordRow } from '../../../db/tables/cli
 import type { PageQuery } from '../../../schemas/common.js'
 import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
 import { type SyncRead, syncRows } from '../../lib/sync-paging.js'
+import { changesRecord } from '../../lib/versions.js'
 
 export const CLINICAL_SORT_COLUMNS = { effectiveAt: 'effective_at', recordedAt: 'recorded_at' }
 
@@ -39,7 +40,10 @@ export function lockRecord(trx: Trx, scope: RecordScope, id: number) {
   return scoped(trx, scope).selectAll().where('id', '=', id).forUpdate().executeTakeFirst()
 }
 
-/** Changes a record; the database raises its version and sets its change time. */
+/**
+ * Changes a record if that changes something (changesRecord), and returns it; the database raises
+ * its version and sets its change time.
+ */
 export function updateRecord(
   trx: Trx,
   organizationId: number,
@@ -52,13 +56,15 @@ export function updateRecord(
   },
 ) {
   const { data, ...rest } = changes
+  const columns = { ...rest, ...(data ? { data: JSON.stringify(data) } : {}) }
   return trx
     .updateTable('clinical_records')
-    .set({ ...rest, ...(data ? { data: JSON.stringify(data) } : {}) })
+    .set(columns)
     .where('organization_id', '=', organizationId)
     .where('id', '=', id)
+    .where(changesRecord(columns))
     .returningAll()
-    .executeTakeFirstOrThrow()
+    .executeTakeFirst()
 }
 
 export interface RecordFilters {

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util'
 import type { Static, TObject } from '@sinclair/typebox'
 import type { Kysely } from 'kysely'
 import type { Database } from '../../../db/database.js'
@@ -83,7 +84,7 @@ export async function createRecord<I extends TObject, D extends TObject>(
       kind: kind.kind,
       status: prepared.status,
       code: prepared.code,
-      effective_at: prepared.effectiveAt,
+      effective_at: prepared.effectiveAt ?? new Date(),
       data: prepared.data as Record<string, unknown>,
       recorded_by: actor.userId,
       updated_by: actor.userId,
@@ -169,9 +170,37 @@ export async function syncClinicalRecords<D extends TObject>(
   return syncPage(rows, (row) => toRecord<D>(row), read) as SyncResult<ClinicalRecord<D>>
 }
 
+/** The input that would correct the record to what it is. */
+const inputOfRecord = <I extends TObject, D extends TObject>(
+  kind: ClinicalKind<I, D>,
+  row: ClinicalRecordRow,
+) => (kind.inputOf ? kind.inputOf(row) : projectOnto(kind.input, toRecord(row))) as Static<I>
+
 /**
- * A correction replaces the kind's fields; the record keeps its id and its version goes up. With
- * `expectedVersion`, only while the record is still at that version (412 otherwise).
+ * Whether a correction would store what a correction to the record as it is would: then it
+ * changes nothing. Compared as prepared, since a correction marks some kinds (AMENDED, CORRECTED)
+ * whatever it changes.
+ */
+function correctsNothing<I extends TObject, D extends TObject>(
+  kind: ClinicalKind<I, D>,
+  current: ClinicalRecordRow,
+  prepared: ReturnType<ClinicalKind<I, D>['prepare']>,
+  encounterId: number | null,
+): boolean {
+  if (encounterId !== current.encounter_id) return false
+  try {
+    return isDeepStrictEqual(prepared, kind.prepare(inputOfRecord(kind, current), current.data as Static<D>))
+  } catch (error) {
+    // The record as it is no longer passes the kind's checks: any valid correction changes it.
+    if (error instanceof AppError) return false
+    throw error
+  }
+}
+
+/**
+ * A correction replaces the kind's fields; the record keeps its id and its version goes up, unless
+ * the correction changes nothing. With `expectedVersion`, only while the record is still at that
+ * version (412 otherwise).
  */
 export async function correctRecord<I extends TObject, D extends TObject>(
   db: Kysely<Database>,
@@ -191,14 +220,16 @@ export async function correctRecord<I extends TObject, D extends TObject>(
       assertVersion(current.version, expectedVersion)
       if (current.entered_in_error_at) throw uncorrectable(kind)
       const prepared = kind.prepare(input, current.data as Static<D>)
-      return updateRecord(trx, actor.organizationId, id, {
+      if (correctsNothing(kind, current, prepared, encounterId)) return current
+      const corrected = await updateRecord(trx, actor.organizationId, id, {
         status: prepared.status,
         code: prepared.code,
-        effective_at: prepared.effectiveAt,
+        effective_at: prepared.effectiveAt ?? current.recorded_at,
         data: prepared.data as Record<string, unknown>,
         encounter_id: encounterId,
         updated_by: actor.userId,
       })
+      return corrected ?? current
     })
     return toRecord<D>(row)
   } catch (error) {
@@ -231,7 +262,7 @@ export async function patchClinicalRecord<I extends TObject, D extends TObject>(
       if (row.entered_in_error_at) throw uncorrectable(kind)
       return row
     },
-    bodyOf: (row) => (kind.inputOf ? kind.inputOf(row) : projectOnto(kind.input, toRecord(row))),
+    bodyOf: (row) => inputOfRecord(kind, row),
     validate,
     write: (input, version) => correctRecord(db, kind, actor, patientId, id, input, version),
   })
@@ -257,7 +288,7 @@ export async function enterInError<D extends TObject>(
         message: 'Record withdrawn',
       })
     }
-    return updateRecord(trx, actor.organizationId, id, {
+    const withdrawn = await updateRecord(trx, actor.organizationId, id, {
       status: ENTERED_IN_ERROR,
       data: { ...current.data, [kind.statusField]: ENTERED_IN_ERROR },
       updated_by: actor.userId,
@@ -265,6 +296,7 @@ export async function enterInError<D extends TObject>(
       entered_in_error_by: actor.userId,
       entered_in_error_reason: reason,
     })
+    return withdrawn ?? current
   })
   return toRecord<D>(row)
 }

@@ -6,6 +6,7 @@ import type { PageQuery } from '../../../schemas/common.js'
 import type { ENCOUNTER_SORT_FIELDS } from '../../../schemas/encounters.js'
 import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
 import { type SyncRead, syncRows } from '../../lib/sync-paging.js'
+import { changesRecord } from '../../lib/versions.js'
 
 export type EncounterSortField = (typeof ENCOUNTER_SORT_FIELDS)[number]
 
@@ -41,20 +42,21 @@ export function insertEncounter(trx: Trx, row: NewEncounterRow): Promise<Encount
   return trx.insertInto('encounters').values(row).returningAll().executeTakeFirstOrThrow()
 }
 
-/** Changes the encounter; the database raises its version and change time. */
+/** Changes the encounter if that changes something (changesRecord); the database raises its version and change time. */
 export function updateEncounterRow(
   trx: Trx,
   organizationId: number,
   id: number,
   changes: EncounterRowUpdate,
-): Promise<EncounterRow> {
+): Promise<EncounterRow | undefined> {
   return trx
     .updateTable('encounters')
     .set(changes)
     .where('organization_id', '=', organizationId)
     .where('id', '=', id)
+    .where(changesRecord(changes))
     .returningAll()
-    .executeTakeFirstOrThrow()
+    .executeTakeFirst()
 }
 
 /**

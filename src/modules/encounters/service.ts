@@ -19,7 +19,7 @@ import { AppError, conflict, forbidden, invalidField } from '../../errors.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
-import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
+import { assertVersion, type ExpectedVersion, touch } from '../../lib/versions.js'
 import { transactionWithEvents } from '../../outbox/doorbell.js'
 import { enqueueEvent } from '../../outbox/enqueue.js'
 import { requireAppointment } from '../appointments/service.js'
@@ -145,7 +145,7 @@ export async function updateEncounter(
       ...noteColumns(body),
       updated_by: actor.userId,
     })
-    return toEncounter(updated, [])
+    return toEncounter(updated ?? current, [])
   })
 }
 
@@ -192,7 +192,7 @@ export async function signEncounter(
       signed_at: new Date(),
       updated_by: actor.userId,
     })
-    return toEncounter(signed, [])
+    return toEncounter(signed ?? current, [])
   })
 }
 
@@ -212,11 +212,13 @@ export async function addAddendum(
       text: body.text,
       signed_by: actor.userId,
     })
+    // A further addendum leaves the status as it was; touched, the encounter still counts it as a change.
     const amended = await updateEncounterRow(trx, actor.organizationId, id, {
       status: 'AMENDED',
+      ...touch(),
       updated_by: actor.userId,
     })
-    return toEncounter(amended, await addendaOf(trx, actor.organizationId, [id]))
+    return toEncounter(amended ?? current, await addendaOf(trx, actor.organizationId, [id]))
   })
 }
 

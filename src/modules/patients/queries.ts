@@ -8,6 +8,7 @@ import { coalesced } from '../../lib/coalesce.js'
 import { countRows, fetchPageOfKnownTotal, orderByExpression, type SortOrder } from '../../lib/paging.js'
 import { prefixEnd } from '../../lib/prefix-range.js'
 import { type SyncRead, syncRows, syncTombstones } from '../../lib/sync-paging.js'
+import { changesRecord } from '../../lib/versions.js'
 import type { SearchTerms } from './search-terms.js'
 
 export type PatientSortField = (typeof PATIENT_SORT_FIELDS)[number]
@@ -110,8 +111,9 @@ export async function findPatient(
 }
 
 /**
- * The UPDATE of a live patient; with `expectedVersion`, only while the patient is still at that
- * version: check and write in one statement. The database raises the version.
+ * The UPDATE of a live patient, made only if it changes something (changesRecord); with
+ * `expectedVersion`, only while the patient is still at that version: check and write in one
+ * statement. The database raises the version.
  */
 export function updatePatientQuery(
   db: Db,
@@ -126,6 +128,7 @@ export function updatePatientQuery(
     .where('organization_id', '=', organizationId)
     .where('id', '=', id)
     .where('deleted_at', 'is', null)
+    .where(changesRecord(changes))
   if (expectedVersion !== undefined) query = query.where('version', '=', expectedVersion)
   return query.returning(PATIENT_COLUMNS)
 }

@@ -16,7 +16,7 @@ import { AppError, constraintConflict, invalidField, preconditionFailed } from '
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
-import type { ExpectedVersion } from '../../lib/versions.js'
+import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
 import { changedRow, changeWithEvent, changeWithEventStatement } from '../../outbox/enqueue.js'
 import { demographicColumns, patientEvent, toPatient } from './mapper.js'
 import {
@@ -118,8 +118,25 @@ async function unwritablePatient(db: Db, actor: Actor, id: number): Promise<neve
 }
 
 /**
+ * A patient that an update did not write: 403 or 404 when it is not the caller's live patient,
+ * 412 when it is at another version than `expectedVersion`; otherwise the update would have
+ * changed nothing, and the patient is as it was.
+ */
+async function unchangedPatient(
+  db: Db,
+  actor: Actor,
+  id: number,
+  expectedVersion: ExpectedVersion,
+): Promise<Patient> {
+  const current = await requirePatient(db, actor, id)
+  assertVersion(current.version, expectedVersion)
+  return toPatient(current)
+}
+
+/**
  * Replaces the patient's fields, in one conditional statement with its event: with
- * `expectedVersion`, only while the patient is still at that version.
+ * `expectedVersion`, only while the patient is still at that version. Values that are already the
+ * patient's are no change: the version stays and no event is emitted.
  */
 export async function updatePatient(
   db: Kysely<Database>,
@@ -148,7 +165,7 @@ export async function updatePatient(
     ),
     patientEvent.toSql,
   )
-  return updated ? toPatient(updated) : unwritablePatient(db, actor, id)
+  return updated ? toPatient(updated) : unchangedPatient(db, actor, id, expectedVersion)
 }
 
 /** A JSON Merge Patch of the patient: the merged record is checked like a full replacement. */

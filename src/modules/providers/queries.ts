@@ -7,6 +7,7 @@ import type { PageQuery } from '../../../schemas/common.js'
 import type { PROVIDER_SORT_FIELDS } from '../../../schemas/providers.js'
 import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
 import { type SyncRead, syncRows } from '../../lib/sync-paging.js'
+import { changesRecord } from '../../lib/versions.js'
 
 export type ProviderSortField = (typeof PROVIDER_SORT_FIELDS)[number]
 
@@ -52,23 +53,24 @@ export function insertProvider(trx: Trx, row: NewProviderRow): Promise<ProviderR
 }
 
 /**
- * Changes the provider row; the database raises its version and change time. A change of the
- * provider's hours or exceptions touches the row too (`updated_by` alone), so that it counts as a
- * change of the provider.
+ * Changes the provider row if that changes something (changesRecord), and returns it; the database
+ * raises its version and change time. A change of the provider's hours or exceptions touches the
+ * row too (touch()), so that it counts as a change of the provider.
  */
 export function updateProviderRow(
   trx: Trx,
   organizationId: number,
   id: number,
   changes: ProviderRowUpdate,
-): Promise<ProviderRow> {
+): Promise<ProviderRow | undefined> {
   return trx
     .updateTable('providers')
     .set(changes)
     .where('organization_id', '=', organizationId)
     .where('id', '=', id)
+    .where(changesRecord(changes))
     .returningAll()
-    .executeTakeFirstOrThrow()
+    .executeTakeFirst()
 }
 
 function filteredProviders(db: Kysely<Database>, organizationId: number, filters: ProviderFilters) {

@@ -20,9 +20,16 @@ import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { isValidNpi } from '../../lib/npi.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
-import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
+import { assertVersion, type ExpectedVersion, touch } from '../../lib/versions.js'
 import { canonicalTimeZone, minutesOf } from '../../lib/zoned-time.js'
-import { hoursRows, providerColumns, toProvider, toScheduleException } from './mapper.js'
+import {
+  hoursRows,
+  providerColumns,
+  toProvider,
+  toScheduleException,
+  toWorkingInterval,
+  weekdayOf,
+} from './mapper.js'
 import {
   deleteException,
   exceptionsBetween,
@@ -153,7 +160,7 @@ export async function updateProvider(
       slot_minutes: body.slotMinutes ?? current.slot_minutes,
       updated_by: actor.userId,
     })
-    return toProvider(updated, await weeklyHoursOf(trx, actor.organizationId, [id]))
+    return toProvider(updated ?? current, await weeklyHoursOf(trx, actor.organizationId, [id]))
   })
 }
 
@@ -176,7 +183,16 @@ export async function patchProvider(
   })
 }
 
-/** Replaces the weekly hours, a change of the provider: its version rises. */
+/** The weekly hours as a set: the same intervals in another order are the same hours. */
+const hoursKey = (weeklyHours: readonly WorkingInterval[]) =>
+  weeklyHours
+    .map((interval) =>
+      [weekdayOf(interval.dayOfWeek), minutesOf(interval.startTime), minutesOf(interval.endTime)].join(' '),
+    )
+    .sort()
+    .join(',')
+
+/** Replaces the weekly hours, a change of the provider: its version rises (unless the hours are the same). */
 export async function replaceWeeklyHours(
   db: Kysely<Database>,
   actor: Actor,
@@ -186,15 +202,21 @@ export async function replaceWeeklyHours(
 ): Promise<Provider> {
   checkWeeklyHours(body.weeklyHours)
   return db.transaction().execute(async (trx) => {
-    await lockProviderAt(trx, actor, id, expectedVersion)
+    const current = await lockProviderAt(trx, actor, id, expectedVersion)
+    const hours = await weeklyHoursOf(trx, actor.organizationId, [id])
+    if (hoursKey(hours.map(toWorkingInterval)) === hoursKey(body.weeklyHours))
+      return toProvider(current, hours)
     await replaceWeeklyHourRows(
       trx,
       actor.organizationId,
       id,
       hoursRows(actor.organizationId, id, body.weeklyHours),
     )
-    const updated = await updateProviderRow(trx, actor.organizationId, id, { updated_by: actor.userId })
-    return toProvider(updated, await weeklyHoursOf(trx, actor.organizationId, [id]))
+    const updated = await updateProviderRow(trx, actor.organizationId, id, {
+      ...touch(),
+      updated_by: actor.userId,
+    })
+    return toProvider(updated ?? current, await weeklyHoursOf(trx, actor.organizationId, [id]))
   })
 }
 
@@ -234,7 +256,7 @@ export async function addException(
   checkException(body)
   return db.transaction().execute(async (trx) => {
     await lockProviderAt(trx, actor, id, expectedVersion)
-    await updateProviderRow(trx, actor.organizationId, id, { updated_by: actor.userId })
+    await updateProviderRow(trx, actor.organizationId, id, { ...touch(), updated_by: actor.userId })
     const row = await insertException(trx, {
       provider_id: id,
       organization_id: actor.organizationId,
@@ -261,7 +283,7 @@ export async function removeException(
     await lockProviderAt(trx, actor, id, expectedVersion)
     if (!(await deleteException(trx, actor.organizationId, id, exceptionId)))
       throw notFound(`Exception ${exceptionId} of provider ${id}`)
-    await updateProviderRow(trx, actor.organizationId, id, { updated_by: actor.userId })
+    await updateProviderRow(trx, actor.organizationId, id, { ...touch(), updated_by: actor.userId })
     return { id: exceptionId }
   })
 }

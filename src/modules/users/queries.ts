@@ -4,6 +4,7 @@ import type { UserRow, UsersTable } from '../../../db/tables/users.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import type { USER_SORT_FIELDS } from '../../../schemas/users.js'
 import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
+import { changesRecord } from '../../lib/versions.js'
 
 /** A new tenant: the one insert that creates an organization rather than working inside one. */
 export function insertOrganization(db: Db, organization: { name: string; groupPath: string }) {
@@ -123,6 +124,7 @@ export async function countOtherActiveAdmins(trx: Trx, organizationId: number, e
   return Number(row.count)
 }
 
+/** Changes the account if that changes something (changesRecord), and returns it as it then is. */
 export async function updateAccount(
   trx: Trx,
   organizationId: number,
@@ -135,6 +137,7 @@ export async function updateAccount(
     .where('organization_id', '=', organizationId)
     .where('kind', '=', 'PERSON')
     .where('id', '=', id)
+    .where(changesRecord(changes))
     .execute()
   return people(trx, organizationId).where('id', '=', id).executeTakeFirstOrThrow()
 }

@@ -5,6 +5,7 @@ import type { PageQuery } from '../../../schemas/common.js'
 import type { DELIVERY_SORT_FIELDS, WEBHOOK_SORT_FIELDS } from '../../../schemas/webhooks.js'
 import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
 import { type SyncRead, syncRows, syncTombstones } from '../../lib/sync-paging.js'
+import { changesRecord } from '../../lib/versions.js'
 
 export const WEBHOOK_SORT_COLUMNS: Record<(typeof WEBHOOK_SORT_FIELDS)[number], string> = {
   createdAt: 'created_at',
@@ -30,19 +31,21 @@ export function lockWebhook(trx: Trx, organizationId: number, id: number) {
   return webhooksOf(trx, organizationId).selectAll().where('id', '=', id).forUpdate().executeTakeFirst()
 }
 
+/** Changes the webhook if that changes something (changesRecord), and returns it; the database raises its version. */
 export function updateWebhookRow(
   trx: Trx,
   organizationId: number,
   id: number,
   changes: WebhookRowUpdate,
-): Promise<WebhookRow> {
+): Promise<WebhookRow | undefined> {
   return trx
     .updateTable('webhooks')
     .set(changes)
     .where('organization_id', '=', organizationId)
     .where('id', '=', id)
+    .where(changesRecord(changes))
     .returningAll()
-    .executeTakeFirstOrThrow()
+    .executeTakeFirst()
 }
 
 /** Deletes the webhook; its deliveries and their attempts go with it. */

@@ -172,7 +172,7 @@ export async function updateWebhook(
     })
     // Deliveries that waited while the webhook was inactive are due again.
     if (active && !current.active) announceDeliveries(trx)
-    return toWebhook(row)
+    return toWebhook(row ?? current)
   })
 }
 
@@ -238,7 +238,7 @@ export async function rotateSecret(
         ? new Date(Date.now() + settings.secretOverlapSeconds * 1000)
         : null,
     })
-    return { ...toWebhook(row), secret: secret.generated }
+    return { ...toWebhook(row ?? current), secret: secret.generated }
   })
 }
 

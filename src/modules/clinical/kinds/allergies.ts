@@ -45,7 +45,7 @@ export const allergies: ClinicalKind<typeof AllergyInput, typeof AllergyData> = 
       },
       status,
       code: substanceKey(input),
-      effectiveAt: onsetDate ? new Date(`${onsetDate}T00:00:00Z`) : new Date(),
+      effectiveAt: onsetDate ? new Date(`${onsetDate}T00:00:00Z`) : null,
     }
   },
 }

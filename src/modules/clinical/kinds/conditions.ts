@@ -33,7 +33,7 @@ export const conditions: ClinicalKind<typeof ConditionInput, typeof ConditionDat
       },
       status: clinicalStatus,
       code: input.icd10Code,
-      effectiveAt: onsetDate ? new Date(`${onsetDate}T00:00:00Z`) : new Date(),
+      effectiveAt: onsetDate ? new Date(`${onsetDate}T00:00:00Z`) : null,
     }
   },
 }

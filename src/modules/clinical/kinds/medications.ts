@@ -48,7 +48,7 @@ export const medications: ClinicalKind<typeof MedicationInput, typeof Medication
       },
       status,
       code: orNull(input.rxnormCode),
-      effectiveAt: input.startDate ? new Date(`${input.startDate}T00:00:00Z`) : new Date(),
+      effectiveAt: input.startDate ? new Date(`${input.startDate}T00:00:00Z`) : null,
     }
   },
 }
