@@ -3,6 +3,7 @@ import type { FastifyPluginAsync, FastifyRequest, onRequestHookHandler, RouteOpt
 import fp from 'fastify-plugin'
 import { hasAnyRole } from '../access/roles.js'
 import { describeAccess, ROUTE_ACCESS, type RouteAccess, routeKey } from '../access/route-access.js'
+import { isSmartShaped } from '../access/smart-scopes.js'
 import { forbidden } from '../errors.js'
 import { errorResponse, nameResponse } from '../http/responses.js'
 
@@ -41,8 +42,14 @@ function guard(access: RouteAccess): onRequestHookHandler {
   const { allow } = access
   return async function requireAccess(this, request: FastifyRequest) {
     const principal = request.principal ?? (await this.authenticate(request))
-    if (allow !== 'authenticated' && allow !== 'public' && !hasAnyRole(principal.authorities, allow)) {
+    if (allow === 'authenticated' || allow === 'public') return
+    if (!hasAnyRole(principal.authorities, allow)) {
       throw forbidden(`This operation requires one of the roles: ${allow.join(', ')}`)
+    }
+    // SMART scopes name FHIR types, not these routes: a token narrowed by them would reach every
+    // record its roles allow here, so it is kept to the FHIR API (fail closed).
+    if (principal.scopes.some(isSmartShaped)) {
+      throw forbidden('A token with SMART on FHIR resource scopes reaches only the FHIR API (/fhir/R4)')
     }
   }
 }

@@ -304,6 +304,22 @@ describe('client_credentials with a client assertion (stored JWKS)', () => {
     expect((await app.inject({ url: '/fhir/R4/Encounter', headers: bearer(token) })).statusCode).toBe(403)
   })
 
+  it('keeps a token with system scopes to the FHIR API: 403 on the /api routes its roles open', async () => {
+    const scoped = await withAssertion(assertion(client.clientId, rsa), 'system/Patient.rs')
+    expect(scoped.statusCode, scoped.body).toBe(200)
+    const token = scoped.json().access_token
+    const listed = await app.inject({ url: '/api/patients', headers: bearer(token) })
+    expect(listed.statusCode).toBe(403)
+    expect(listed.json().error.code).toBe('AUTH_003')
+    expect(listed.json().error.details).toContain('FHIR API')
+    expect((await app.inject({ url: '/api/auth/me', headers: bearer(token) })).statusCode).toBe(200)
+    expect((await app.inject({ url: '/fhir/R4/Patient', headers: bearer(token) })).statusCode).toBe(200)
+
+    const unscoped = await withAssertion(assertion(client.clientId, rsa), '')
+    const plain = await app.inject({ url: '/api/patients', headers: bearer(unscoped.json().access_token) })
+    expect(plain.statusCode).toBe(200)
+  })
+
   it('accepts an assertion without kid, trying each key of its algorithm, and a matching client_id', async () => {
     const jwt = assertion(client.clientId, ec, { header: { kid: undefined } })
     const response = await withAssertion(jwt, 'system/Patient.rs', { client_id: client.clientId })

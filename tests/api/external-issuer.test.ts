@@ -147,4 +147,16 @@ describe('SMART scopes in tokens of an external provider (GET /fhir/R4/Observati
       }
     }
   })
+
+  it('returns 403 on the /api routes for a token with SMART scopes, parsed or not, whatever its roles', async () => {
+    const { ada, smart } = await clinic()
+    for (const scope of ['patient/Observation.rs', 'patient/Observation.sr']) {
+      const token = await smart(scope)
+      for (const url of ['/api/patients', `/api/patients/${ada}`, `/api/patients/${ada}/vitals`]) {
+        const response = await app.inject({ url, headers: { authorization: `Bearer ${token}` } })
+        expect(response.statusCode, `${scope} ${url}`).toBe(403)
+        expect(response.json().error.code).toBe('AUTH_003')
+      }
+    }
+  })
 })
