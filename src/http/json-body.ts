@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer'
 import { errorCodes, type FastifyRequest } from 'fastify'
 import { AppError } from '../errors.js'
 import { fieldPath } from './validation-messages.js'
@@ -95,7 +96,13 @@ export function parseJsonBody(text: string): unknown {
   return value
 }
 
-/** `parseJsonBody` as a Fastify content-type parser (`parseAs: 'string'`). */
+const notUtf8 = () =>
+  new AppError('VAL_001', 'The request body is not valid UTF-8', { status: 400, message: 'Invalid request' })
+
+/**
+ * `parseJsonBody` as a Fastify content-type parser (`parseAs: 'buffer'`). JSON is UTF-8 (RFC 8259):
+ * bytes that are not would be decoded to U+FFFD and stored as if the client had sent that.
+ */
 export function jsonBodyParser(
   _request: FastifyRequest,
   body: string | Buffer,
@@ -103,7 +110,8 @@ export function jsonBodyParser(
 ): void {
   let value: unknown
   try {
-    value = parseJsonBody(String(body))
+    if (typeof body !== 'string' && !isUtf8(body)) throw notUtf8()
+    value = parseJsonBody(body.toString())
   } catch (error) {
     done(error as Error)
     return

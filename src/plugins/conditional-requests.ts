@@ -59,7 +59,7 @@ const conditionalRequests: FastifyPluginAsync<{ requireIfMatch: boolean }> = asy
 ) => {
   app.decorateRequest('expectedVersion', undefined)
   // A merge patch is JSON; it is parsed (and limited) like any JSON body.
-  app.addContentTypeParser(MERGE_PATCH, { parseAs: 'string' }, jsonBodyParser)
+  app.addContentTypeParser(MERGE_PATCH, { parseAs: 'buffer' }, jsonBodyParser)
 
   async function readIfMatch(request: FastifyRequest) {
     const header = request.headers['if-match']

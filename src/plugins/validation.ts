@@ -218,7 +218,7 @@ const validation: FastifyPluginAsync = async (app) => {
   app.removeContentTypeParser('text/plain')
   // Fastify's own JSON parser has no nesting limit and refuses `__proto__` as malformed JSON.
   app.removeContentTypeParser('application/json')
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, jsonBodyParser)
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, jsonBodyParser)
   app.setValidatorCompiler(({ schema, httpPart }) => {
     if (httpPart === 'body' && (schema as Record<string, unknown>)[STREAMED_BODY] === true) return () => true
     return validatorOnFirstUse(() => {

@@ -149,6 +149,60 @@ describe('a lone UTF-16 surrogate in a JSON string', () => {
   })
 })
 
+describe('bytes that are not UTF-8 in a JSON body', () => {
+  const patientBytes = (bytes: number[]) => {
+    const [before, after] = JSON.stringify(patientBody()).split(/(?<="firstName":")[^"]*/)
+    return Buffer.concat([Buffer.from(before as string), Buffer.from(bytes), Buffer.from(after as string)])
+  }
+
+  it.each([
+    ['application/json', 'POST', '/api/patients'],
+    ['application/fhir+json', 'POST', '/fhir/R4/Patient'],
+  ])('is 400, not stored as U+FFFD (%s)', async (type, method, url) => {
+    const response = await app.inject({
+      method: method as 'POST',
+      url,
+      headers: { ...bearer(nurse.token), 'content-type': type },
+      payload: patientBytes([0x4a, 0xff, 0xfe, 0x6f]),
+    })
+    expect(response.statusCode).toBe(400)
+    const body = response.json()
+    if (url.startsWith('/fhir')) expect(JSON.stringify(body.issue)).toContain('not valid UTF-8')
+    else expect(body.error).toMatchObject({ code: 'VAL_001', details: 'The request body is not valid UTF-8' })
+    expect(response.body).not.toContain('\ufffd')
+  })
+
+  it.each([
+    ['an overlong encoding', [0xc0, 0xaf]],
+    ['a truncated sequence', [0xe2, 0x82]],
+    ['an encoded surrogate', [0xed, 0xa0, 0x80]],
+  ])('is 400 for %s', async (_case, bytes) => {
+    const response = await app.inject({
+      method: 'PATCH',
+      url: `/api/patients/${patientId}`,
+      headers: { ...bearer(nurse.token), 'content-type': 'application/merge-patch+json' },
+      payload: Buffer.concat([
+        Buffer.from('{"identification":{"lastName":"D'),
+        Buffer.from(bytes),
+        Buffer.from('e"}}'),
+      ]),
+    })
+    expect(response.statusCode).toBe(400)
+    expect(response.json().error.details).toBe('The request body is not valid UTF-8')
+  })
+
+  it('takes multi-byte UTF-8 text as it is', async () => {
+    const response = await app.inject({
+      method: 'POST',
+      url: '/api/patients',
+      headers: { ...bearer(nurse.token), 'content-type': 'application/json' },
+      payload: patientBytes([...Buffer.from('Zoë 😀')]),
+    })
+    expect(response.statusCode).toBe(201)
+    expect(response.json().data.identification.firstName).toBe('Zoë 😀')
+  })
+})
+
 describe('a member named like the prototype machinery', () => {
   it.each([
     ['__proto__ at the top', '{"__proto__":{"polluted":true},', '__proto__'],

@@ -116,7 +116,7 @@ const isStrict = (request: FastifyRequest) =>
 const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
   const { base, types } = options
 
-  app.addContentTypeParser(FHIR_JSON, { parseAs: 'string' }, jsonBodyParser)
+  app.addContentTypeParser(FHIR_JSON, { parseAs: 'buffer' }, jsonBodyParser)
   await app.register(formbody)
 
   const send = (reply: FastifyReply, status: number, body: Resource) =>
