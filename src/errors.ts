@@ -42,8 +42,8 @@ export const ERRORS = {
   RES_001: {
     status: 404,
     message: 'Resource not found',
-    statuses: [404, 410],
-    when: 'No such record or route (404); a FHIR read of a record that was deleted (410)',
+    statuses: [404, 405, 410],
+    when: 'No such record or route (404); a path that exists, called with a method it does not have: no route for that request, so this code, and `Allow` lists the methods the path has (405); a FHIR read of a record that was deleted (410)',
   },
   RES_002: {
     status: 409,

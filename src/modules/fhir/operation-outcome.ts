@@ -8,6 +8,7 @@ const ISSUE_CODES: Record<number, IssueCode> = {
   401: 'login',
   403: 'forbidden',
   404: 'not-found',
+  405: 'not-supported',
   406: 'not-supported',
   410: 'deleted',
   412: 'conflict',

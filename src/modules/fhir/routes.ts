@@ -2,8 +2,9 @@ import formbody from '@fastify/formbody'
 import type { Bundle, BundleEntry, Resource } from '@medplum/fhirtypes'
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, forbidden } from '../../errors.js'
+import { sentMethod } from '../../http/head-requests.js'
 import { PAGE_COMPRESSION } from '../../plugins/compression.js'
-import { toAppError } from '../../plugins/error-handler.js'
+import { toAppError, wrongMethod } from '../../plugins/error-handler.js'
 import { accessOf, typeGrant } from './access.js'
 import binaryRoutes, { type DocumentBytes } from './binary-routes.js'
 import { capabilityStatement, smartConfiguration } from './capability.js'
@@ -129,13 +130,15 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
     }
     return send(reply, appError.status, operationOutcome(appError.status, appError.details))
   })
-  app.setNotFoundHandler((request, reply) =>
-    send(
+  app.setNotFoundHandler((request, reply) => {
+    const wrong = wrongMethod(request)
+    if (wrong) return send(reply.header('allow', wrong.allow), 405, operationOutcome(405, wrong.details))
+    return send(
       reply,
       404,
-      operationOutcome(404, `No FHIR interaction ${request.method} ${request.url.split('?')[0]}`),
-    ),
-  )
+      operationOutcome(404, `No FHIR interaction ${sentMethod(request.raw)} ${request.url.split('?')[0]}`),
+    )
+  })
   app.addHook('onRequest', async (request, reply) => {
     const refused = request.url.startsWith('/fhir/R4/Binary/') ? undefined : unservedFormat(request)
     if (refused) {
