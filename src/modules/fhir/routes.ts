@@ -8,7 +8,7 @@ import { toAppError, wrongMethod } from '../../plugins/error-handler.js'
 import { accessOf, typeGrant } from './access.js'
 import binaryRoutes, { type DocumentBytes } from './binary-routes.js'
 import { capabilityStatement, smartConfiguration } from './capability.js'
-import exportRoutes, { type ExportRoutesOptions } from './export/routes.js'
+import exportRoutes, { EXPORT_FILE_PATH, type ExportRoutesOptions } from './export/routes.js'
 import { ignoredParameters, operationOutcome } from './operation-outcome.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
 import { COMMON_SEARCH_PARAMETERS } from './search-conditions.js'
@@ -139,8 +139,13 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
       operationOutcome(404, `No FHIR interaction ${sentMethod(request.raw)} ${request.url.split('?')[0]}`),
     )
   })
+  // Binary serves the document's own type, and export files NDJSON under the names clients give it:
+  // each answers Accept itself (the file route with 406 when no NDJSON type is acceptable).
+  const exportFile = `${app.prefix}${EXPORT_FILE_PATH}`
+  const ownFormats = (request: FastifyRequest) =>
+    request.url.startsWith('/fhir/R4/Binary/') || request.routeOptions.url === exportFile
   app.addHook('onRequest', async (request, reply) => {
-    const refused = request.url.startsWith('/fhir/R4/Binary/') ? undefined : unservedFormat(request)
+    const refused = ownFormats(request) ? undefined : unservedFormat(request)
     if (refused) {
       return send(
         reply,
