@@ -19,6 +19,7 @@ import {
   type SearchQuery,
   searchOrder,
   searchQueryOf,
+  unimplementedSubsets,
 } from './search-params.js'
 
 export interface FhirOptions {
@@ -36,7 +37,15 @@ export interface FhirOptions {
 export const FHIR_JSON = 'application/fhir+json'
 
 // Result parameters every search takes, besides the search parameters (COMMON_SEARCH_PARAMETERS and the type's own).
-const COMMON_PARAMETERS = new Set(['_count', '_cursor', '_summary', '_format', '_include', '_sort'])
+const COMMON_PARAMETERS = new Set([
+  '_count',
+  '_cursor',
+  '_summary',
+  '_elements',
+  '_format',
+  '_include',
+  '_sort',
+])
 
 const notFound = (details: string) => new AppError('RES_001', details)
 
@@ -200,9 +209,18 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
   )
 
   for (const type of types) {
-    const readOne = async (request: FastifyRequest<{ Params: { id: string } }>) => {
+    const readOne = async (request: FastifyRequest<{ Params: { id: string } }>, reply: FastifyReply) => {
       const scope = await readScope(request, type, 'read')
       const id = recordId(request.params.id, type.type)
+      const subsets = unimplementedSubsets(searchQueryOf(request.query as Record<string, unknown>), 'read')
+      if (subsets.length > 0) {
+        if (isStrict(request)) {
+          throw new AppError('VAL_001', `Unsupported: ${subsets.join('; ')}`, { status: 400 })
+        }
+        // Names only: a value could hold anything, and a header takes only some characters.
+        const names = [...new Set(subsets.map((subset) => subset.split('=')[0]))].join(', ')
+        reply.header('warning', `299 - "Not supported, the whole resource is returned: ${names}"`)
+      }
       request.auditedIds = [id]
       const resource = await type.read(app.db, scope, id)
       auditAs(request, type, [resource], 'read')
@@ -225,14 +243,14 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
     app.get<{ Params: { id: string } }>(
       `/${type.type}/:id`,
       { schema: { hide: true }, config: { access: accessOf(type.restRead) } },
-      async (request, reply) => sendRecord(request, reply, await readOne(request)),
+      async (request, reply) => sendRecord(request, reply, await readOne(request, reply)),
     )
 
     app.get<{ Params: { id: string; vid: string } }>(
       `/${type.type}/:id/_history/:vid`,
       { schema: { hide: true }, config: { access: accessOf(type.restRead) } },
       async (request, reply) => {
-        const resource = await readOne(request)
+        const resource = await readOne(request, reply)
         if (resource.meta?.versionId !== request.params.vid) {
           throw notFound(
             `${type.type}/${resource.id} version ${request.params.vid} is not kept; the current version is ${resource.meta?.versionId}`,
@@ -260,6 +278,7 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
         ...(order
           ? []
           : [`_sort=${(query._sort ?? []).join(',')} (sorts by one of ${type.sortParameters.join(', ')})`]),
+        ...unimplementedSubsets(query, 'search'),
       ]
       ignored.push(...unsupported)
       if (unsupported.length > 0 && isStrict(request)) {
@@ -272,9 +291,11 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
             name,
             name === '_include'
               ? values.filter((value) => followed(type, value))
-              : name === '_sort' && !order
+              : (name === '_sort' && !order) || name === '_elements'
                 ? []
-                : values,
+                : name === '_summary'
+                  ? values.filter((value) => value === 'count' || value === 'false')
+                  : values,
           ])
           .filter(([, values]) => values.length > 0),
       )
