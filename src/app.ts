@@ -6,6 +6,7 @@ import { findTemplate } from '../db/embedded-template.js'
 import { migrateToLatest } from '../db/migrator.js'
 import type { Config } from './config.js'
 import { clientErrorHandler } from './http/client-errors.js'
+import { routeHeadAsGet } from './http/head-requests.js'
 import { lazyChildLoggers } from './lib/lazy-child-logger.js'
 import { serializersOnFirstUse } from './lib/lazy-compile.js'
 import { configuredMailer } from './lib/mailer.js'
@@ -225,7 +226,9 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
     // Fastify's default (0) would let a client hold a connection open forever sending a request slowly.
     requestTimeout: config.REQUEST_TIMEOUT_MS,
     clientErrorHandler,
+    // HEAD is answered by each path's GET route (head-requests.ts), not by a second route per GET.
     exposeHeadRoutes: false,
+    rewriteUrl: routeHeadAsGet,
     schemaController: { compilersFactory: { buildSerializer: serializersOnFirstUse } },
     trustProxy: trustProxySetting(config.TRUST_PROXY),
     frameworkErrors: frameworkErrorHandler,

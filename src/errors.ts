@@ -31,7 +31,7 @@ export const ERRORS = {
     status: 422,
     message: 'Validation failed',
     statuses: [400, 422, 413, 415, 416, 408, 431],
-    when: 'Malformed parameters, JSON, multipart body or HTTP, JSON nested more than 64 levels deep, or a URL with an undecodable or overlong path segment (400); body fails validation with no required field missing (422); body or upload too large (413); unsupported Content-Type or file type (415); download range outside the document (416); request too slow (408); headers too large (431)',
+    when: 'Malformed parameters, JSON, multipart body or HTTP, JSON nested more than 64 levels deep or not UTF-8, or a URL with an undecodable or overlong path segment (400); body fails validation with no required field missing (422); body or upload too large (413); unsupported Content-Type or file type (415); download range outside the document (416); request too slow (408); headers too large (431)',
   },
   VAL_002: {
     status: 422,
@@ -42,8 +42,8 @@ export const ERRORS = {
   RES_001: {
     status: 404,
     message: 'Resource not found',
-    statuses: [404, 410],
-    when: 'No such record or route (404); a FHIR read of a record that was deleted (410)',
+    statuses: [404, 405, 410],
+    when: 'No such record or route (404); a path that exists, called with a method it does not have: no route for that request, so this code, and `Allow` lists the methods the path has (405); a FHIR read of a record that was deleted (410)',
   },
   RES_002: {
     status: 409,

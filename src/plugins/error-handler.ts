@@ -3,7 +3,16 @@ import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } f
 import fp from 'fastify-plugin'
 import { AppError, allowsStatus, type ErrorCode, fromDatabaseError } from '../errors.js'
 import { errorBody } from '../http/envelope.js'
+import { sentMethod } from '../http/head-requests.js'
+import { routeMethods } from '../http/route-methods.js'
 import { describeProblems, problemsText } from '../http/validation-messages.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The methods a request's path has under any route (`Allow`), HEAD and preflight included. */
+    allowedMethods(url: string): string[]
+  }
+}
 
 /**
  * Schema validation failures, every problem at once (up to 20, then a count). A body that parses
@@ -93,8 +102,32 @@ function loggable(error: unknown): Record<string, unknown> {
   return { type: name, code, message, stack, ...(cause === undefined ? {} : { cause: loggable(cause) }) }
 }
 
+/**
+ * A request whose path exists under other methods only (RFC 9110 §15.5.6): the `Allow` header's
+ * value and what to tell the caller. Undefined when the path has no route, or has one for this
+ * method that found nothing (a file the explorer does not have).
+ */
+export function wrongMethod(request: FastifyRequest): { allow: string; details: string } | undefined {
+  const allowed = request.server.allowedMethods(request.url)
+  if (allowed.length === 0 || allowed.includes(request.method)) return undefined
+  const allow = allowed.join(', ')
+  const path = request.url.split('?')[0]
+  return { allow, details: `${sentMethod(request.raw)} is not allowed on ${path}; allowed: ${allow}` }
+}
+
 /** The only place a failure becomes a response: always the envelope, never a stack or SQL text. */
 const errorHandler: FastifyPluginAsync<{ bodyLimit: number }> = async (app, { bodyLimit }) => {
+  // Every route added from here on (the CORS preflight route, registered before, is asked for apart).
+  const methods = routeMethods()
+  app.addHook('onRoute', (route) => methods.add(route.method, route.url))
+  let preflight: boolean | undefined
+  app.decorate('allowedMethods', (url: string) => {
+    const allowed = methods.of(url)
+    // The CORS plugin's route answers preflights on every path (its '*' is stored as '/*').
+    preflight ??= app.hasRoute({ method: 'OPTIONS', url: '/*' })
+    return preflight && allowed.length > 0 ? [...allowed, 'OPTIONS'].sort() : allowed
+  })
+
   app.setErrorHandler((error: unknown, request: FastifyRequest, reply: FastifyReply) => {
     let appError = toAppError(error, bodyLimit)
     if (!appError) {
@@ -107,9 +140,18 @@ const errorHandler: FastifyPluginAsync<{ bodyLimit: number }> = async (app, { bo
   })
 
   app.setNotFoundHandler((request, reply) => {
-    const error = new AppError('RES_001', `No route ${request.method} ${request.url.split('?')[0]}`, {
-      message: 'Route not found',
-    })
+    const wrong = wrongMethod(request)
+    if (wrong) {
+      const error = new AppError('RES_001', wrong.details, { status: 405, message: 'Method not allowed' })
+      return reply.code(405).header('allow', wrong.allow).send(errorBody(error))
+    }
+    const error = new AppError(
+      'RES_001',
+      `No route ${sentMethod(request.raw)} ${request.url.split('?')[0]}`,
+      {
+        message: 'Route not found',
+      },
+    )
     return reply.code(404).send(errorBody(error))
   })
 }

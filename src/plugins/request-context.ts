@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import { sentMethod } from '../http/head-requests.js'
 
 export const REQUEST_ID_HEADER = 'x-request-id'
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
@@ -21,7 +22,7 @@ export const UNMATCHED_ROUTE = '(unmatched)'
  * anywhere in it, and without a template nothing tells values from structure.
  */
 function loggedRequest(request: FastifyRequest) {
-  return { method: request.method, url: request.routeOptions.url ?? UNMATCHED_ROUTE }
+  return { method: sentMethod(request.raw), url: request.routeOptions.url ?? UNMATCHED_ROUTE }
 }
 
 const requestContext: FastifyPluginAsync = async (app) => {

@@ -58,6 +58,10 @@ const EXPOSED_HEADERS = [
   'X-RateLimit-Reset',
   'Retry-After',
   'Content-Disposition',
+  // Versions and conditional writes (ETag for If-Match), where a created record is, and FHIR's notices.
+  'ETag',
+  'Location',
+  'Warning',
 ]
 
 // The API serves JSON, never pages: a policy that loads nothing and cannot be framed. The explorer
@@ -91,8 +95,16 @@ const securityHeaders: FastifyPluginAsync<{ corsOrigins: readonly string[] }> = 
   if (corsOrigins.length > 0) {
     await app.register(cors, {
       origin: [...corsOrigins],
-      methods: ['GET', 'POST', 'PUT', 'DELETE'],
-      allowedHeaders: ['Authorization', 'Content-Type', 'X-Request-Id'],
+      methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+      allowedHeaders: [
+        'Authorization',
+        'Content-Type',
+        'X-Request-Id',
+        'If-Match',
+        'If-None-Match',
+        'Idempotency-Key',
+        'Prefer',
+      ],
       exposedHeaders: EXPOSED_HEADERS,
       // Bearer tokens, not cookies: browsers need not send credentials.
       credentials: false,

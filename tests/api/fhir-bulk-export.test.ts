@@ -130,6 +130,30 @@ describe('FHIR bulk export ($export)', () => {
     expect(part.headers['content-range']).toBe(`bytes 0-9/${Buffer.byteLength(whole.body)}`)
   })
 
+  it('serves a file to the NDJSON media types clients ask for, answered as the type asked for', async () => {
+    const { manifest } = await exported(records.makers.doctor, '/$export?_type=Patient')
+    const url = local(manifest.output[0]?.url ?? '')
+    const whole = await app.inject({ url, headers: bearer(records.makers.doctor.token) })
+    for (const [accept, type] of [
+      ['application/fhir+ndjson', 'application/fhir+ndjson'],
+      ['application/ndjson', 'application/ndjson'],
+      ['application/x-ndjson', 'application/x-ndjson'],
+      ['application/fhir+ndjson, application/ndjson;q=0.5', 'application/fhir+ndjson'],
+      ['*/*', 'application/fhir+ndjson'],
+    ]) {
+      const response = await app.inject({ url, headers: { ...bearer(records.makers.doctor.token), accept } })
+      expect(response.statusCode, accept).toBe(200)
+      expect(response.headers['content-type'], accept).toBe(type)
+      expect(response.body, accept).toBe(whole.body)
+    }
+    const xml = await app.inject({
+      url,
+      headers: { ...bearer(records.makers.doctor.token), accept: 'application/fhir+xml' },
+    })
+    expect(xml.statusCode).toBe(406)
+    expect(xml.json().resourceType).toBe('OperationOutcome')
+  })
+
   it('cancels with DELETE: the status and files are gone', async () => {
     const { status, manifest } = await exported(records.makers.doctor, '/$export?_type=Practitioner')
     const token = bearer(records.makers.doctor.token)

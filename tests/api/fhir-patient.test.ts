@@ -159,6 +159,29 @@ describe('GET /fhir/R4/Patient/{id}', () => {
     expect((expectFhir(older) as OperationOutcome).issue?.[0]?.code).toBe('not-found')
   })
 
+  it('returns the whole patient with a Warning for _summary or _elements, and 400 for them with Prefer: handling=strict', async () => {
+    const { nurse } = await practice()
+    const id = await createPatient(app, nurse)
+    const plain = await get(nurse, `/Patient/${id}`)
+    for (const query of ['_summary=true', '_summary=text', '_summary=data', '_elements=name,birthDate']) {
+      const lenient = await get(nurse, `/Patient/${id}?${query}`)
+      expect(lenient.statusCode, query).toBe(200)
+      expect(lenient.json(), query).toEqual(plain.json())
+      expect(lenient.headers.warning, query).toBe(
+        `299 - "Not supported, the whole resource is returned: ${query.split('=')[0]}"`,
+      )
+      const strict = await get(nurse, `/Patient/${id}?${query}`, { prefer: 'handling=strict' })
+      expect(strict.statusCode, query).toBe(400)
+      expect((expectFhir(strict) as OperationOutcome).issue?.[0]?.diagnostics, query).toContain(
+        query.split('=')[0],
+      )
+    }
+    const unsummarised = await get(nurse, `/Patient/${id}?_summary=false`, { prefer: 'handling=strict' })
+    expect(unsummarised.statusCode).toBe(200)
+    expect(unsummarised.headers.warning).toBeUndefined()
+    expect((await get(nurse, `/Patient/${id}?_summary=all`)).statusCode).toBe(400)
+  })
+
   it('answers OperationOutcomes: 404 unknown, 410 deleted, 403 another organization, 401 no token', async () => {
     const { nurse, admin } = await practice()
     const other = await practice()
@@ -299,6 +322,27 @@ describe('GET /fhir/R4/Patient (search)', () => {
     expectFhir(strict)
     const bad = await get(nurse, '/Patient?birthdate=yesterday')
     expect(bad.statusCode).toBe(400)
+  })
+
+  it('reports _summary and _elements it does not implement in the outcome, or refuses them with Prefer: handling=strict', async () => {
+    const { nurse, ids } = await people()
+    for (const query of ['_summary=true', '_summary=text', '_summary=data', '_elements=name']) {
+      const lenient = expectFhir(await get(nurse, `/Patient?family=turing&${query}`)) as Bundle
+      expect(matchIds(lenient), query).toEqual([ids.alan])
+      const outcome = lenient.entry?.find((entry) => entry.search?.mode === 'outcome')
+        ?.resource as OperationOutcome
+      expect(outcome?.issue?.[0]?.diagnostics, query).toContain(query)
+      expect(lenient.link?.[0]?.url, query).not.toContain(query.split('=')[0])
+      const strict = await get(nurse, `/Patient?family=turing&${query}`, { prefer: 'handling=strict' })
+      expect(strict.statusCode, query).toBe(400)
+      expect((expectFhir(strict) as OperationOutcome).issue?.[0]?.diagnostics, query).toContain(query)
+    }
+    const unsummarised = await get(nurse, '/Patient?family=turing&_summary=false', {
+      prefer: 'handling=strict',
+    })
+    expect(unsummarised.statusCode).toBe(200)
+    expect(matchIds(unsummarised.json() as Bundle)).toEqual([ids.alan])
+    expect((await get(nurse, '/Patient?family=turing&_summary=all')).statusCode).toBe(400)
   })
 
   it('searches by POST _search with a form body', async () => {

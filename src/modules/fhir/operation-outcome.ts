@@ -8,6 +8,7 @@ const ISSUE_CODES: Record<number, IssueCode> = {
   401: 'login',
   403: 'forbidden',
   404: 'not-found',
+  405: 'not-supported',
   406: 'not-supported',
   410: 'deleted',
   412: 'conflict',
@@ -26,14 +27,14 @@ export function operationOutcome(status: number, diagnostics: string): Operation
   }
 }
 
-/** The warning a lenient search adds to its Bundle about parameters it did not use. */
+/** The warning a lenient search adds to its Bundle about parameters (or values) it did not use. */
 export const ignoredParameters = (names: string[]): OperationOutcome => ({
   resourceType: 'OperationOutcome',
   issue: [
     {
       severity: 'warning',
       code: 'not-supported',
-      diagnostics: `Ignored unknown search parameters: ${names.join(', ')}`,
+      diagnostics: `Ignored search parameters, unknown or not supported: ${names.join(', ')}`,
     },
   ],
 })

@@ -2,14 +2,15 @@ import formbody from '@fastify/formbody'
 import type { Bundle, BundleEntry, Resource } from '@medplum/fhirtypes'
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, forbidden } from '../../errors.js'
+import { sentMethod } from '../../http/head-requests.js'
 import { jsonBodyParser } from '../../http/json-body.js'
 import type { ProviderMetadata } from '../../identity/external-provider.js'
 import { PAGE_COMPRESSION } from '../../plugins/compression.js'
-import { toAppError } from '../../plugins/error-handler.js'
+import { toAppError, wrongMethod } from '../../plugins/error-handler.js'
 import { accessOf, typeGrant } from './access.js'
 import binaryRoutes, { type DocumentBytes } from './binary-routes.js'
 import { capabilityStatement, smartConfiguration } from './capability.js'
-import exportRoutes, { type ExportRoutesOptions } from './export/routes.js'
+import exportRoutes, { EXPORT_FILE_PATH, type ExportRoutesOptions } from './export/routes.js'
 import { ignoredParameters, operationOutcome } from './operation-outcome.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
 import { checkCategories, withinCategories } from './scopes.js'
@@ -21,6 +22,7 @@ import {
   type SearchQuery,
   searchOrder,
   searchQueryOf,
+  unimplementedSubsets,
 } from './search-params.js'
 
 export interface FhirOptions {
@@ -39,7 +41,15 @@ export interface FhirOptions {
 export const FHIR_JSON = 'application/fhir+json'
 
 // Result parameters every search takes, besides the search parameters (COMMON_SEARCH_PARAMETERS and the type's own).
-const COMMON_PARAMETERS = new Set(['_count', '_cursor', '_summary', '_format', '_include', '_sort'])
+const COMMON_PARAMETERS = new Set([
+  '_count',
+  '_cursor',
+  '_summary',
+  '_elements',
+  '_format',
+  '_include',
+  '_sort',
+])
 
 const notFound = (details: string) => new AppError('RES_001', details)
 
@@ -133,15 +143,22 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
     }
     return send(reply, appError.status, operationOutcome(appError.status, appError.details))
   })
-  app.setNotFoundHandler((request, reply) =>
-    send(
+  app.setNotFoundHandler((request, reply) => {
+    const wrong = wrongMethod(request)
+    if (wrong) return send(reply.header('allow', wrong.allow), 405, operationOutcome(405, wrong.details))
+    return send(
       reply,
       404,
-      operationOutcome(404, `No FHIR interaction ${request.method} ${request.url.split('?')[0]}`),
-    ),
-  )
+      operationOutcome(404, `No FHIR interaction ${sentMethod(request.raw)} ${request.url.split('?')[0]}`),
+    )
+  })
+  // Binary serves the document's own type, and export files NDJSON under the names clients give it:
+  // each answers Accept itself (the file route with 406 when no NDJSON type is acceptable).
+  const exportFile = `${app.prefix}${EXPORT_FILE_PATH}`
+  const ownFormats = (request: FastifyRequest) =>
+    request.url.startsWith('/fhir/R4/Binary/') || request.routeOptions.url === exportFile
   app.addHook('onRequest', async (request, reply) => {
-    const refused = request.url.startsWith('/fhir/R4/Binary/') ? undefined : unservedFormat(request)
+    const refused = ownFormats(request) ? undefined : unservedFormat(request)
     if (refused) {
       return send(
         reply,
@@ -203,9 +220,18 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
   )
 
   for (const type of types) {
-    const readOne = async (request: FastifyRequest<{ Params: { id: string } }>) => {
+    const readOne = async (request: FastifyRequest<{ Params: { id: string } }>, reply: FastifyReply) => {
       const scope = await readScope(request, type, 'read')
       const id = recordId(request.params.id, type.type)
+      const subsets = unimplementedSubsets(searchQueryOf(request.query as Record<string, unknown>), 'read')
+      if (subsets.length > 0) {
+        if (isStrict(request)) {
+          throw new AppError('VAL_001', `Unsupported: ${subsets.join('; ')}`, { status: 400 })
+        }
+        // Names only: a value could hold anything, and a header takes only some characters.
+        const names = [...new Set(subsets.map((subset) => subset.split('=')[0]))].join(', ')
+        reply.header('warning', `299 - "Not supported, the whole resource is returned: ${names}"`)
+      }
       request.auditedIds = [id]
       const resource = await type.read(app.db, scope, id)
       checkCategories(resource, scope.categories)
@@ -229,14 +255,14 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
     app.get<{ Params: { id: string } }>(
       `/${type.type}/:id`,
       { schema: { hide: true }, config: { access: accessOf(type.restRead) } },
-      async (request, reply) => sendRecord(request, reply, await readOne(request)),
+      async (request, reply) => sendRecord(request, reply, await readOne(request, reply)),
     )
 
     app.get<{ Params: { id: string; vid: string } }>(
       `/${type.type}/:id/_history/:vid`,
       { schema: { hide: true }, config: { access: accessOf(type.restRead) } },
       async (request, reply) => {
-        const resource = await readOne(request)
+        const resource = await readOne(request, reply)
         if (resource.meta?.versionId !== request.params.vid) {
           throw notFound(
             `${type.type}/${resource.id} version ${request.params.vid} is not kept; the current version is ${resource.meta?.versionId}`,
@@ -265,6 +291,7 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
         ...(order
           ? []
           : [`_sort=${(query._sort ?? []).join(',')} (sorts by one of ${type.sortParameters.join(', ')})`]),
+        ...unimplementedSubsets(query, 'search'),
       ]
       ignored.push(...unsupported)
       if (unsupported.length > 0 && isStrict(request)) {
@@ -277,9 +304,11 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
             name,
             name === '_include'
               ? values.filter((value) => followed(type, value))
-              : name === '_sort' && !order
+              : (name === '_sort' && !order) || name === '_elements'
                 ? []
-                : values,
+                : name === '_summary'
+                  ? values.filter((value) => value === 'count' || value === 'false')
+                  : values,
           ])
           .filter(([, values]) => values.length > 0),
       )

@@ -112,6 +112,25 @@ export function parseToken(text: string): Token {
   return { system: text.slice(0, bar), code: text.slice(bar + 1) || undefined }
 }
 
+const SUMMARY_VALUES = ['true', 'text', 'data', 'count', 'false']
+
+/**
+ * The `_summary` and `_elements` values asked for that are not implemented, as `name=value`: whole
+ * resources are returned instead, which FHIR allows (a server is not obliged to subset). A search
+ * serves `_summary=count`; `_summary=false` asks for what is returned anyway. A `_summary` that is
+ * none of FHIR's values is a 400.
+ */
+export function unimplementedSubsets(query: SearchQuery, interaction: 'read' | 'search'): string[] {
+  const summaries = query._summary ?? []
+  const wrong = summaries.find((value) => !SUMMARY_VALUES.includes(value))
+  if (wrong !== undefined) throw invalid(`_summary must be one of ${SUMMARY_VALUES.join(', ')}, not ${wrong}`)
+  const served = interaction === 'search' ? ['count', 'false'] : ['false']
+  return [
+    ...summaries.filter((value) => !served.includes(value)).map((value) => `_summary=${value}`),
+    ...(query._elements ?? []).map((value) => `_elements=${value}`),
+  ]
+}
+
 export const PAGE_SIZE_DEFAULT = 20
 export const PAGE_SIZE_MAX = 100
 

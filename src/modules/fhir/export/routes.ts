@@ -26,6 +26,8 @@ export interface ExportRoutesOptions {
 const FHIR_JSON = 'application/fhir+json'
 const NDJSON = 'application/fhir+ndjson'
 const RETRY_AFTER_SECONDS = 2
+/** Where an export's files are downloaded, under the FHIR base. */
+export const EXPORT_FILE_PATH = '/bulk-export/:id/:file'
 const FILE_NAME = /^([0-9]{1,6})\.ndjson$/
 const EXPORT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
@@ -36,6 +38,27 @@ const audited = (action: 'CREATE' | 'READ' | 'DELETE'): RouteAccess => ({
 const GROUP_READ: RouteAccess = { allow: 'authenticated' }
 
 const notFound = (details: string) => new AppError('RES_001', details)
+
+// The names clients give NDJSON: the Bulk Data specification's own first, which is also the answer
+// to any range that does not name one (`*/*`, or the JSON a FHIR client asks for by default).
+const NDJSON_TYPES = [NDJSON, 'application/ndjson', 'application/x-ndjson']
+const ANY_NDJSON = ['*/*', 'application/*', 'application/json', FHIR_JSON]
+
+/** The NDJSON media type an Accept header prefers (by q, then the order above), or undefined if none. */
+export function ndjsonTypeFor(accept: string | undefined): string | undefined {
+  if (accept === undefined || accept.trim() === '') return NDJSON
+  let best: { type: string; q: number } | undefined
+  for (const range of accept.split(',')) {
+    const [name = '', ...parameters] = range.split(';').map((part) => part.trim().toLowerCase())
+    const q = Number(parameters.find((parameter) => parameter.startsWith('q='))?.slice(2) ?? 1)
+    const type = NDJSON_TYPES.includes(name) ? name : ANY_NDJSON.includes(name) ? NDJSON : undefined
+    if (type === undefined || !(q > 0)) continue
+    const better =
+      !best || q > best.q || (q === best.q && NDJSON_TYPES.indexOf(type) < NDJSON_TYPES.indexOf(best.type))
+    if (better) best = { type, q }
+  }
+  return best?.type
+}
 
 /**
  * FHIR Bulk Data Access (v2): kick-off at `$export` (system, Patient, Group), a status URL to poll,
@@ -256,7 +279,7 @@ const exportRoutes: FastifyPluginAsync<ExportRoutesOptions> = async (app, option
   )
 
   app.get<{ Params: { id: string; file: string } }>(
-    '/bulk-export/:id/:file',
+    EXPORT_FILE_PATH,
     { schema: { hide: true }, config: { access: audited('READ') } },
     async (request, reply) => {
       const job = await ownExport(request)
@@ -268,6 +291,15 @@ const exportRoutes: FastifyPluginAsync<ExportRoutesOptions> = async (app, option
             )
           : undefined
       if (!file) throw notFound(`No file ${request.params.file} in export ${job.id}`)
+      const type = ndjsonTypeFor(request.headers.accept)
+      if (!type) {
+        const served = `only NDJSON (${NDJSON_TYPES.join(', ')}) is`
+        return send(
+          reply,
+          406,
+          operationOutcome(406, `Accept: ${request.headers.accept} is not served; ${served}`),
+        )
+      }
       const size = Number(file.size_bytes)
       reply.header('accept-ranges', 'bytes').header('cache-control', 'private, no-store')
       const range = parseRange(request.headers.range, size)
@@ -275,7 +307,7 @@ const exportRoutes: FastifyPluginAsync<ExportRoutesOptions> = async (app, option
         reply.header('content-range', `bytes */${size}`)
         return send(reply, 416, operationOutcome(416, `The file has ${size} bytes`))
       }
-      reply.type(NDJSON)
+      reply.type(type)
       if (!range) return reply.header('content-length', size).send(await store.read(file.storage_key))
       return reply
         .code(206)
