@@ -8,11 +8,23 @@ export interface Count {
 }
 
 // Adds a turn's requests to a key in one step, starts the window on the first of them, and says how
-// long it has left (a key left without an expiry by an interrupted script gets one).
+// long it has left (a key left without an expiry by an interrupted script gets one). With a floor
+// (ARGV[3], what this instance knows the key held, in a window that ends in ARGV[4] ms), a count
+// below it means Redis lost counts (it restarted empty, or was not told of the requests counted
+// while it could not be reached): the key is raised to the floor, its window kept or restored.
 const COUNT_SCRIPT = `
-local current = redis.call('INCRBY', KEYS[1], ARGV[2])
+local increment = tonumber(ARGV[2])
+local floor = tonumber(ARGV[3])
+local current = redis.call('INCRBY', KEYS[1], increment)
 local ttl = redis.call('PTTL', KEYS[1])
-if current == tonumber(ARGV[2]) or ttl < 0 then
+if current < floor + increment then
+  current = floor + increment
+  redis.call('SET', KEYS[1], current, 'KEEPTTL')
+  if ttl < 0 then
+    redis.call('PEXPIRE', KEYS[1], ARGV[4])
+    ttl = tonumber(ARGV[4])
+  end
+elseif current == increment or ttl < 0 then
   redis.call('PEXPIRE', KEYS[1], ARGV[1])
   ttl = tonumber(ARGV[1])
 end
@@ -31,7 +43,13 @@ const LEASES_MAX = 10_000
 
 /** A pipeline of `redis` once the counting script is defined on it. */
 interface CountingPipeline {
-  ehrRateLimitCount(key: string, windowMs: number, increment: number): unknown
+  ehrRateLimitCount(
+    key: string,
+    windowMs: number,
+    increment: number,
+    floor: number,
+    floorTtl: number,
+  ): unknown
   exec(): Promise<Replies | null>
 }
 
@@ -57,6 +75,7 @@ export async function takeBackCount(redis: Redis, key: string, answerWithinMs: n
 interface Waiting {
   windowMs: number
   max: number
+  floor: Count | undefined
   /** Counts reserved ahead with this turn's, set when the turn is sent. */
   extra: number
   waiters: { resolve(count: Count): void; reject(error: unknown): void }[]
@@ -87,8 +106,17 @@ interface Lease {
   ahead: number
 }
 
-/** A count reserved ahead is handed out at once; any other waits for Redis. */
-export type WindowCounter = (key: string, windowMs: number, max: number) => Count | Promise<Count>
+/**
+ * A count reserved ahead is handed out at once; any other waits for Redis. `floor` is what the
+ * caller knows the key to hold (`current`) in a window with `ttl` left, which Redis's count is
+ * raised to if it fell below.
+ */
+export type WindowCounter = (
+  key: string,
+  windowMs: number,
+  max: number,
+  floor?: Count,
+) => Count | Promise<Count>
 
 /**
  * Fixed-window counters in Redis, the requests counted in one turn of the event loop sent together
@@ -103,6 +131,10 @@ export type WindowCounter = (key: string, windowMs: number, max: number) => Coun
  * out, so no caller ever gets past its limit, on any number of instances; the cost is that counts
  * an instance reserved and its caller never came back for are spent (at most a tenth of what the
  * caller had left, and never past the end of the window).
+ *
+ * A count asked with a floor (what the caller knew of the key before Redis went away or came back)
+ * raises the key to it when Redis holds less, so counts a restarted Redis lost are not handed out
+ * again; the key's reservations are dropped then, as Redis may no longer hold them.
  *
  * A pipeline not answered within `answerWithinMs` fails its counts (the caller counts them itself).
  */
@@ -157,9 +189,18 @@ export function redisWindowCounter(
   async function send(batch: Map<string, Waiting>): Promise<void> {
     const pipeline = redis.pipeline() as unknown as CountingPipeline
     for (const [key, waiting] of batch) {
+      const { floor } = waiting
+      // Reservations made before Redis lost counts may not be held there any more: dropped.
+      if (floor) leases.delete(key)
       const lease = leases.get(key)
       waiting.extra = lease && lease.endsAt > Date.now() ? lease.ahead : 0
-      pipeline.ehrRateLimitCount(key, waiting.windowMs, waiting.waiters.length + waiting.extra)
+      pipeline.ehrRateLimitCount(
+        key,
+        waiting.windowMs,
+        waiting.waiters.length + waiting.extra,
+        floor?.current ?? 0,
+        Math.max(floor?.ttl ?? 1, 1),
+      )
     }
     const replies = await withinDeadline(
       pipeline.exec(),
@@ -188,8 +229,8 @@ export function redisWindowCounter(
     void send(batch)
   }
 
-  return (key, windowMs, max) => {
-    const leased = takeLeased(key)
+  return (key, windowMs, max, floor) => {
+    const leased = floor ? undefined : takeLeased(key)
     if (leased) return leased
     return new Promise((resolve, reject) => {
       if (!pending) {
@@ -197,8 +238,11 @@ export function redisWindowCounter(
         setImmediate(flush)
       }
       const waiting = pending.get(key)
-      if (waiting) waiting.waiters.push({ resolve, reject })
-      else pending.set(key, { windowMs, max, extra: 0, waiters: [{ resolve, reject }] })
+      if (!waiting) pending.set(key, { windowMs, max, floor, extra: 0, waiters: [{ resolve, reject }] })
+      else {
+        waiting.waiters.push({ resolve, reject })
+        if (floor && floor.current > (waiting.floor?.current ?? 0)) waiting.floor = floor
+      }
     })
   }
 }

@@ -36,13 +36,15 @@ declare module 'fastify' {
 const RESET_HEADER = 'x-ratelimit-reset'
 const REDIS_STARTUP_WAIT_MS = 2000
 // A Redis that accepts connections but stops answering must not hold requests: past this a count
-// has failed and the request is counted by this instance.
-const REDIS_ANSWER_WITHIN_MS = 500
+// has failed and the request is counted by this instance. A pipeline of counts on a healthy Redis
+// answers in a millisecond or two, so this is a hang, not a slow answer.
+export const REDIS_ANSWER_WITHIN_MS = 100
 // The client's own limit, well past that one, only clears commands of a silent connection from
 // its queue: the deadline above also reads an answer that came while the event loop was busy
 // (src/lib/deadline.ts), which the client's timer would take for silence.
 const REDIS_COMMAND_TIMEOUT_MS = 10 * REDIS_ANSWER_WITHIN_MS
-// While Redis is unreachable, one request per second tries it again; the others do not wait on it.
+// While Redis is unreachable, one request per second tries it again (waiting at most the deadline
+// above); the others are counted here at once.
 const REDIS_RETRY_INTERVAL_MS = 1000
 // Per-instance counters kept at most (the least recently counted are forgotten first); an entry
 // is a few dozen bytes, so this bounds the memory a flood of addresses can take.
@@ -87,18 +89,57 @@ function parseClientLimits(setting: string): Map<string, number> {
   )
 }
 
-/** Fixed windows counted in this process, least recently used keys forgotten past `LOCAL_KEYS_MAX`. */
+/** A fixed window of one key as this process knows it. */
+interface LocalWindow {
+  count: number
+  endsAt: number
+  /** The Redis connection (`epoch`) on which Redis last confirmed the count; -1 if never. */
+  confirmedIn: number
+}
+
+/**
+ * Fixed windows counted in this process, least recently used keys forgotten past
+ * `LOCAL_KEYS_MAX`: the counters themselves without Redis, and with it, what Redis last said of
+ * each key, which this process counts on from while Redis cannot be reached.
+ */
 function localCounter() {
-  const windows = new Map<string, { count: number; endsAt: number }>()
+  const windows = new Map<string, LocalWindow>()
+  const keep = (key: string, entry: LocalWindow) => {
+    windows.delete(key)
+    windows.set(key, entry)
+    if (windows.size > LOCAL_KEYS_MAX) windows.delete(windows.keys().next().value as string)
+  }
+  const live = (key: string, now: number) => {
+    const entry = windows.get(key)
+    return entry && entry.endsAt > now ? entry : undefined
+  }
   return {
     count(key: string, windowMs: number): Count {
       const now = Date.now()
-      let entry = windows.get(key)
-      if (!entry || entry.endsAt <= now) entry = { count: 0, endsAt: now + windowMs }
+      const entry = live(key, now) ?? { count: 0, endsAt: now + windowMs, confirmedIn: -1 }
       entry.count++
-      windows.delete(key)
-      windows.set(key, entry)
-      if (windows.size > LOCAL_KEYS_MAX) windows.delete(windows.keys().next().value as string)
+      keep(key, entry)
+      return { current: entry.count, ttl: entry.endsAt - now }
+    },
+    /**
+     * Redis counted `key` to `current`, with `ttl` left of its window, on connection `epoch`,
+     * answering a request sent at `sentAt`: its window ends no earlier than `sentAt + ttl`, so this
+     * window never outlives Redis's.
+     */
+    confirmed(key: string, { current, ttl }: Count, sentAt: number, epoch: number): void {
+      const entry = live(key, Date.now())
+      // The highest count wins: counts reserved ahead come back after later answers.
+      keep(key, {
+        count: Math.max(entry?.count ?? 0, current),
+        endsAt: sentAt + ttl,
+        confirmedIn: epoch,
+      })
+    },
+    /** The count of `key` in its window unless Redis confirmed it on connection `epoch`. */
+    unconfirmed(key: string, epoch: number): Count | undefined {
+      const now = Date.now()
+      const entry = live(key, now)
+      if (!entry || entry.count === 0 || entry.confirmedIn === epoch) return undefined
       return { current: entry.count, ttl: entry.endsAt - now }
     },
     takeBack(key: string): void {
@@ -111,20 +152,28 @@ function localCounter() {
 /**
  * The counters of the limits: in Redis when REDIS_URL is set (shared by every instance), and in
  * this process when it is not, or while Redis cannot be reached. An outage therefore never lifts
- * the limits: each instance enforces them on its own until Redis answers again (a caller spread
- * over N instances gets up to N times the allowance meanwhile). The switch both ways is logged
- * once, and `ehr_rate_limit_fallback_active` shows it.
+ * the limits, and does not start them again: each instance counts on from the last count Redis
+ * gave it for each caller in the window (a caller spread over several instances gets, on each, at
+ * most the part of its limit that instance had not seen it spend). When Redis answers again (on a
+ * new connection, or after failing), each key's first count there raises it to what this instance
+ * knows, which gives back the counts a Redis restarted empty lost, and the ones counted here
+ * meanwhile. The switch both ways is logged once, and `ehr_rate_limit_fallback_active` shows it.
  */
 function counters(redis: Redis | undefined, log: FastifyBaseLogger, metrics: ServiceMetrics) {
   const local = localCounter()
   const shared = redis && redisWindowCounter(redis, { answerWithinMs: REDIS_ANSWER_WITHIN_MS })
   let degraded = false
   let retryAt = 0
+  // Which connection to Redis, or which spell of it: what Redis confirmed in an earlier one may
+  // have been lost since (a restart empties it), or miss what this process counted meanwhile.
+  let epoch = 0
+  redis?.on('ready', () => epoch++)
 
   const fallBack = (error: unknown) => {
     retryAt = Date.now() + REDIS_RETRY_INTERVAL_MS
     if (degraded) return
     degraded = true
+    epoch++
     metrics.rateLimitFallback(true)
     log.warn(
       { err: { message: (error as Error | undefined)?.message } },
@@ -143,9 +192,14 @@ function counters(redis: Redis | undefined, log: FastifyBaseLogger, metrics: Ser
   }
   if (redis && redis.status !== 'ready') fallBack(new Error(`not connected (${redis.status})`))
 
-  const failedOver = (key: string, windowMs: number) => (error: unknown) => {
-    fallBack(error)
-    return countLocally(key, windowMs)
+  /** Whether to count here without asking Redis: while it is down, between two tries. */
+  const skipRedis = () => {
+    if (!degraded) return false
+    const now = Date.now()
+    if (now < retryAt) return true
+    // This request tries Redis; the others keep counting here until it has answered or failed.
+    retryAt = now + REDIS_RETRY_INTERVAL_MS
+    return false
   }
 
   // Without a promise when the count is at hand (counted here, or reserved ahead in Redis): most
@@ -153,25 +207,32 @@ function counters(redis: Redis | undefined, log: FastifyBaseLogger, metrics: Ser
   // microtask queue or two.
   const count = (key: string, windowMs: number, max: number): Count | Promise<Count> => {
     if (!shared) return local.count(key, windowMs)
-    if (degraded && Date.now() < retryAt) return countLocally(key, windowMs)
-    const counted = shared(`${NAMESPACE}${key}`, windowMs, max)
-    if (!(counted instanceof Promise)) return counted
+    if (skipRedis()) return countLocally(key, windowMs)
+    const sentAt = Date.now()
+    const sentIn = epoch
+    const counted = shared(`${NAMESPACE}${key}`, windowMs, max, local.unconfirmed(key, sentIn))
+    if (!(counted instanceof Promise)) {
+      local.confirmed(key, counted, sentAt, sentIn)
+      return counted
+    }
     return counted.then(
       (result) => {
         recovered()
+        local.confirmed(key, result, sentAt, sentIn)
         return result
       },
-      failedOver(key, windowMs),
+      (error: unknown) => {
+        fallBack(error)
+        return countLocally(key, windowMs)
+      },
     )
   }
   // Taken back where counting happens now: a count Redis took just before it failed stays spent
-  // there, which errs on the side of the limit.
+  // there, which errs on the side of the limit. This process's own count follows either way.
   const takeBack = async (key: string): Promise<void> => {
-    if (!redis || (degraded && Date.now() < retryAt)) return local.takeBack(key)
-    await takeBackCount(redis, `${NAMESPACE}${key}`, REDIS_ANSWER_WITHIN_MS).then(recovered, (error) => {
-      fallBack(error)
-      local.takeBack(key)
-    })
+    local.takeBack(key)
+    if (!redis || skipRedis()) return
+    await takeBackCount(redis, `${NAMESPACE}${key}`, REDIS_ANSWER_WITHIN_MS).then(recovered, fallBack)
   }
   return { count, takeBack }
 }

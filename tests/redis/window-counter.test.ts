@@ -156,6 +156,27 @@ describe('the Redis window counter', () => {
     await redis.del(key)
   })
 
+  it('raises a key Redis lost to the floor it is given, in the window the floor had left', async () => {
+    await ready()
+    const count = redisWindowCounter(redis, { answerWithinMs: 500 })
+    const key = newKey()
+    // As after a restart: the key is gone, and the instance knew it at 40 with 30 s left.
+    const restored = await count(key, WINDOW_MS, FAR, { current: 40, ttl: 30_000 })
+    expect(restored.current).toBe(41)
+    expect(restored.ttl).toBe(30_000)
+    expect(await redis.get(key)).toBe('41')
+    expect(await redis.pttl(key)).toBeLessThanOrEqual(30_000)
+
+    // A key that holds more than the floor keeps its count and its window.
+    expect((await count(key, WINDOW_MS, FAR, { current: 10, ttl: 50_000 })).current).toBe(42)
+    expect(await redis.pttl(key)).toBeLessThanOrEqual(30_000)
+    // One that holds less (counts taken while Redis was away) is raised, its window kept.
+    const raised = await count(key, WINDOW_MS, FAR, { current: 100, ttl: 50_000 })
+    expect(raised.current).toBe(101)
+    expect(raised.ttl).toBeLessThanOrEqual(30_000)
+    await redis.del(key)
+  })
+
   it('never gives two instances’ callers the same count, and Redis holds every count handed out', async () => {
     await ready()
     const instances = [
