@@ -290,16 +290,25 @@ export function problemCount(findings: Findings): number {
   )
 }
 
+/** `n (operation n, operation n)`: a figure and its split by operation. */
+function tally(found: readonly { operation: Operation }[]): string {
+  const counts = new Map<Operation, number>()
+  for (const entry of found) counts.set(entry.operation, (counts.get(entry.operation) ?? 0) + 1)
+  const split = [...counts].map(([operation, n]) => `${operation} ${n}`).join(', ')
+  return split ? `${found.length} (${split})` : String(found.length)
+}
+
 /** The figures as the drill prints them. */
 export function describeFindings(findings: Findings): string {
+  const halfWritten = findings.halfWritten.reduce((total, check) => total + check.count, 0)
   const lines = [
-    `acknowledged requests: ${findings.acknowledged} (${Object.entries(findings.byOperation)
+    `acknowledged requests:               ${findings.acknowledged} (${Object.entries(findings.byOperation)
       .map(([operation, n]) => `${operation} ${n}`)
       .join(', ')})`,
-    `acknowledged, record missing:        ${findings.missingRecords.length}`,
-    `acknowledged, audit record missing:  ${findings.missingAudit.length}`,
-    `acknowledged, outbox event missing:  ${findings.missingEvents.length}`,
-    `half-written records:                ${findings.halfWritten.reduce((total, check) => total + check.count, 0)}`,
+    `acknowledged, record missing:        ${tally(findings.missingRecords)}`,
+    `acknowledged, audit record missing:  ${tally(findings.missingAudit)}`,
+    `acknowledged, outbox event missing:  ${tally(findings.missingEvents)}`,
+    `half-written records:                ${halfWritten}`,
     ...findings.halfWritten
       .filter((check) => check.count > 0)
       .map((check) => `  ${check.invariant}: ${check.count}`),

@@ -30,7 +30,7 @@ half-written rows. Exits 1 if any count is not zero.
                      at the end (default: the embedded database in a temporary directory)
   --bundle           run dist/server.mjs (npm run build) instead of the sources
   --seed N           replay a drill's choices (kill moments, request mix)
-  --small            2 kills, 3 clients, kills within 1–3 s: about half a minute, for CI
+  --small            2 kills, 3 clients, kills 2–4 s into their rounds: under a minute, for CI
   --keep             keep the temporary data directory (and database) for inspection`
 
 const START_TIMEOUT_MS = 60_000
@@ -63,8 +63,8 @@ async function main(argv: string[]): Promise<number> {
   }
   const kills = Math.floor(positive('kills', values.kills, values.small ? 2 : 5))
   const clients = Math.floor(positive('clients', values.clients, values.small ? 3 : 4))
-  const minMs = 1000 * positive('min-seconds', values['min-seconds'], values.small ? 1 : 2)
-  const maxMs = Math.max(minMs, 1000 * positive('max-seconds', values['max-seconds'], values.small ? 3 : 8))
+  const minMs = 1000 * positive('min-seconds', values['min-seconds'], 2)
+  const maxMs = Math.max(minMs, 1000 * positive('max-seconds', values['max-seconds'], values.small ? 4 : 8))
   const seed = values.seed === undefined ? randomInt(2 ** 31) : Math.floor(Number(values.seed))
   const random = seededRandom(seed)
   const entry = values.bundle ? ENTRIES.bundle : ENTRIES.source

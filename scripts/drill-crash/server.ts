@@ -19,6 +19,8 @@ const running = new Set<ChildProcess>()
 process.on('exit', () => {
   for (const child of running) child.kill('SIGKILL')
 })
+// Interrupted, the drill still leaves no service behind: exiting runs the handler above.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130))
 
 const TAIL_BYTES = 8192
 const READY = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/
