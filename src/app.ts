@@ -232,6 +232,9 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
     schemaController: { compilersFactory: { buildSerializer: serializersOnFirstUse } },
     trustProxy: trustProxySetting(config.TRUST_PROXY),
     frameworkErrors: frameworkErrorHandler,
+    // Ready hooks wait for the database (the embedded one opening, migrations, the signing key):
+    // on a loaded machine that can pass Fastify's 10 s default, and a slow start is not a failed one.
+    pluginTimeout: 60_000,
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   // Before the database: a deployment missing its key stops here, naming the variable.

@@ -176,8 +176,9 @@ describe('an expiring token of the external provider', () => {
       clientSecret,
       redirectUri,
       users: [alice],
-      // Long enough to be used once on a busy machine before it expires.
-      accessTokenLifetimeSeconds: 3,
+      // Long enough to be used once on a busy machine before it expires (3 s was not, on a
+      // machine running other suites beside this one).
+      accessTokenLifetimeSeconds: 8,
     })
     const shortApp = await buildTestApp({
       OIDC_ISSUER_URL: shortLived.issuer,
