@@ -153,6 +153,8 @@ async function main(): Promise<void> {
       }),
       '',
       `The flood's sign-ins, Retry-After waited out: ${polite.summary}. Retried at once: ${blunt.summary}.`,
+      '',
+      'Retried at once, the flood is a stream of cheap requests (429s answered before any database work), sent from this process on the same cores: what slows the probes then is the event loop serving them, as any request flood would, not hashing; limits upstream, per address, are what bounds it.',
     ].join('\n')
     process.stdout.write(`${section}\n`)
     await writeBenchmarkSection(heading, section)
