@@ -53,6 +53,7 @@ import housekeeping from './plugins/housekeeping.js'
 import metrics from './plugins/metrics.js'
 import openapi from './plugins/openapi.js'
 import outbox from './plugins/outbox.js'
+import passwordHashing from './plugins/password-hashing.js'
 import rateLimits from './plugins/rate-limit.js'
 import readReplicas from './plugins/read-replicas.js'
 import requestContext, { requestIdFor } from './plugins/request-context.js'
@@ -272,6 +273,13 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   await app.register(audit, { flushIntervalMs: config.AUDIT_FLUSH_INTERVAL_MS })
   await app.register(background)
   await app.register(housekeeping, { config })
+  await app.register(passwordHashing, {
+    settings: {
+      threads: config.PASSWORD_HASH_THREADS,
+      queue: config.PASSWORD_HASH_QUEUE,
+      waitMs: config.PASSWORD_HASH_WAIT_MS,
+    },
+  })
   await app.register(auth, { config })
   await app.register(rateLimits, { config, encryptionKey })
   await app.register(routeConventions)

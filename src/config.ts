@@ -226,6 +226,27 @@ export const ConfigSchema = Type.Object({
     default: 900,
     description: 'The window of the failed sign-in limits',
   }),
+  PASSWORD_HASH_THREADS: Type.Integer({
+    minimum: 1,
+    maximum: 64,
+    default: 1,
+    description:
+      'Threads that hash passwords (sign-ins, password changes, client secrets), apart from the threads disk access, compression and DNS share. A hash keeps one core busy for a few hundred milliseconds: one thread leaves the other core of two to everything else; raise it with the cores',
+  }),
+  PASSWORD_HASH_QUEUE: Type.Integer({
+    minimum: 0,
+    maximum: 10_000,
+    default: 8,
+    description:
+      'Password checks that may wait for a hashing thread; one more gets 429 `RATE_001` with `Retry-After` at once',
+  }),
+  PASSWORD_HASH_WAIT_MS: Type.Integer({
+    minimum: 100,
+    maximum: 60_000,
+    default: 2000,
+    description:
+      'The longest a password check waits for a hashing thread; then it gets 429 `RATE_001` with `Retry-After`',
+  }),
   TRUST_PROXY: Type.String({
     minLength: 1,
     default: 'false',

@@ -10,9 +10,14 @@ import { createOrganization } from '../../src/modules/users/service.js'
 
 /**
  * The service in this process for an in-process benchmark: on a database of its own on the
- * PostgreSQL server `serverUrl` names (created now, dropped by `close`), or on in-memory PGlite.
+ * PostgreSQL server `serverUrl` names (created now, dropped by `close`), or on in-memory PGlite;
+ * `environment` adds or overrides settings.
  */
-export async function benchApp(serverUrl: string | undefined, name: string) {
+export async function benchApp(
+  serverUrl: string | undefined,
+  name: string,
+  environment: Record<string, string> = {},
+) {
   const server = serverUrl ? openPostgres({ url: serverUrl, poolMax: 1 }) : undefined
   let url: string | undefined
   if (server && serverUrl) {
@@ -32,6 +37,7 @@ export async function benchApp(serverUrl: string | undefined, name: string) {
     // Raised for the run: a benchmark is one client sending far beyond a real user's allowance.
     RATE_LIMIT_AUTHENTICATED: '1000000000',
     ...(url ? { DATABASE_URL: url } : {}),
+    ...environment,
   })
   const app = await buildApp(config, {
     database: url ? openPostgres({ url, poolMax: 10 }) : await openPglite({}),

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely'
 import type { Database } from '../../db/database.js'
 import type { LoginBody, LoginResult } from '../../schemas/auth.js'
 import { AppError } from '../errors.js'
-import { decoyHash, verifyPassword } from '../lib/passwords.js'
+import { decoyHash, verifyPassword, withHashing } from '../lib/passwords.js'
 import { findLoginCandidate } from './account-queries.js'
 import { type SessionTokens, startSession } from './sessions.js'
 import type { TokenIssuer } from './token-issuer.js'
@@ -12,13 +12,16 @@ export const invalidCredentials = () =>
 
 /**
  * Checks a password against the account it names. An unknown user costs the same hash comparison
- * as a wrong password, and both get the same error.
+ * as a wrong password, and both get the same error. While hashing is saturated the check is
+ * refused (429) before the lookup.
  */
-export async function checkPassword(db: Kysely<Database>, username: string, password: string) {
-  const user = await findLoginCandidate(db, username)
-  const matches = await verifyPassword(password, user?.password_hash ?? (await decoyHash()))
-  if (!user?.password_hash || !matches) throw invalidCredentials()
-  return user
+export function checkPassword(db: Kysely<Database>, username: string, password: string) {
+  return withHashing(async () => {
+    const user = await findLoginCandidate(db, username)
+    const matches = await verifyPassword(password, user?.password_hash ?? (await decoyHash()))
+    if (!user?.password_hash || !matches) throw invalidCredentials()
+    return user
+  })
 }
 
 export type LoginOutcome =

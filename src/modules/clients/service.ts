@@ -14,7 +14,7 @@ import { type Actor, missingRecord } from '../../access/organization-scope.js'
 import { AppError, conflict, invalidField, invalidFields } from '../../errors.js'
 import { applyMergePatch, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
-import { decoyHash, hashPassword, verifyPassword } from '../../lib/passwords.js'
+import { decoyHash, hashPassword, verifyPassword, withHashing } from '../../lib/passwords.js'
 import { checkTarget, systemResolver, type TargetPolicy, TargetRefused } from '../../outbox/targets.js'
 import { checkRoles } from '../users/service.js'
 import { AssertionRefused, type KeySource, verifyAssertion } from './assertions.js'
@@ -197,10 +197,12 @@ export async function authenticateClient(
   clientId: string,
   secret: string,
 ): Promise<{ userId: number } | undefined> {
-  const client = await findClientCredentials(db, clientId)
-  let matches = await verifyPassword(secret, client?.secret_hash ?? (await decoyHash()))
-  if (!matches) matches = await verifyPassword(secret, client?.previous_secret_hash ?? (await decoyHash()))
-  return client?.active && matches ? { userId: client.user_id } : undefined
+  return withHashing(async () => {
+    const client = await findClientCredentials(db, clientId)
+    let matches = await verifyPassword(secret, client?.secret_hash ?? (await decoyHash()))
+    if (!matches) matches = await verifyPassword(secret, client?.previous_secret_hash ?? (await decoyHash()))
+    return client?.active && matches ? { userId: client.user_id } : undefined
+  })
 }
 
 /**

@@ -171,7 +171,9 @@ async function passwordGrant(
   try {
     user = await checkPassword(db, request.username, request.password)
   } catch (error) {
-    if (error instanceof AppError) throw new OAuthError(401, 'invalid_grant', 'Invalid user credentials')
+    // Only the credentials' own failure; a refusal (a saturated hashing pool) answers as itself.
+    if (error instanceof AppError && error.code === 'AUTH_001')
+      throw new OAuthError(401, 'invalid_grant', 'Invalid user credentials')
     throw error
   }
   if (user.password_change_required) throw new OAuthError(400, 'invalid_grant', 'Account is not fully set up')
