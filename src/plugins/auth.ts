@@ -136,7 +136,7 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
   })
 
   const resolvePrincipal = createPrincipalResolver(app.db, config.OIDC_CLIENT_ID, {
-    provision: !config.embeddedIssuer,
+    external: !config.embeddedIssuer,
   })
   app.decorateRequest('principal', null)
   // The rate limiter and the access guard may both authenticate one request: count it once, and
@@ -152,7 +152,8 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
   }
   const failures = new WeakMap<FastifyRequest, AppError>()
   // A token seen before skips decoding and signature checks until it expires, but is held no longer
-  // than the account behind it is cached, so a deactivated account stops working just as soon.
+  // than the account read behind it, so that a deactivation or a role taken away reaches it just as
+  // soon.
   // Filed under the end of its signature, and found only by the whole token: a map hashes each
   // request's new copy of its key in full, which for a token of a thousand characters took a few
   // microseconds, where comparing the whole token with the one found takes a fraction of that.
@@ -202,7 +203,10 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
       // A database failure here is not the token's fault.
       throw error instanceof AppError ? rejected(request, error) : error
     }
-    if (token) knownTokens.set(tokenKey(token), { token, principal }, claims.exp * 1000 - Date.now())
+    if (token) {
+      const heldUntil = Math.min(claims.exp * 1000, principal.accountReadUntil)
+      knownTokens.set(tokenKey(token), { token, principal }, heldUntil - Date.now())
+    }
     request.principal = ended(request, principal)
     return principal
   })
