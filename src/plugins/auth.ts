@@ -21,7 +21,9 @@ import {
   SIGNING_KEY_REFRESH_MS,
   type SigningKey,
 } from '../identity/signing-keys.js'
+import { refusedClaims, type TokenClaimRules } from '../identity/token-claims.js'
 import { createTokenIssuer, type TokenIssuer } from '../identity/token-issuer.js'
+import { ACCESS_TOKEN_TTL_SECONDS } from '../identity/token-lifetimes.js'
 import type { TokenRejection } from '../lib/metrics.js'
 import { loadSecretBox } from '../lib/secret-box.js'
 import { TtlCache } from '../lib/ttl-cache.js'
@@ -143,13 +145,18 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
   // fail a token that failed once again at once, rather than waiting a second time for an identity
   // provider that does not answer.
   const counted = new WeakSet<FastifyRequest>()
-  const rejected = (request: FastifyRequest, error: unknown) => {
+  const rejected = (request: FastifyRequest, error: unknown, reason = rejectionReason(error)) => {
     if (!counted.has(request)) {
       counted.add(request)
-      app.serviceMetrics.tokenRejected(rejectionReason(error))
+      app.serviceMetrics.tokenRejected(reason)
     }
     return error
   }
+  // The embedded issuer's tokens live an hour and always name their session (src/identity/sessions.ts,
+  // and the client_credentials grant); an external provider's, as long as it is configured to give.
+  const claimRules: TokenClaimRules = config.embeddedIssuer
+    ? { maxLifetimeSeconds: ACCESS_TOKEN_TTL_SECONDS, requireSession: true }
+    : { maxLifetimeSeconds: config.OIDC_ACCESS_TOKEN_MAX_LIFETIME_SECONDS, requireSession: false }
   const failures = new WeakMap<FastifyRequest, AppError>()
   // A token seen before skips decoding and signature checks until it expires, but is held no longer
   // than the account read behind it, so that a deactivation or a role taken away reaches it just as
@@ -195,6 +202,12 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
       const appError = fromJwtError(rejected(request, error))
       failures.set(request, appError)
       throw appError
+    }
+    const refusal = refusedClaims(claims, claimRules)
+    if (refusal) {
+      const error = new AppError('AUTH_001', refusal)
+      failures.set(request, error)
+      throw rejected(request, error, 'invalid')
     }
     let principal: Principal
     try {
