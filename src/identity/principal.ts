@@ -25,7 +25,7 @@ export interface Principal {
   launchPatient: string | undefined
   /** The session the token belongs to (`sid`), which signing out or a password change ends. */
   sessionId: string | undefined
-  /** Until when (epoch ms) the account behind it was read: whatever holds it must not hold it longer. */
+  /** When (epoch ms) the read of the account behind it goes stale: nothing may keep this principal longer. */
   accountReadUntil: number
 }
 

@@ -23,7 +23,7 @@ export function refusedClaims(
 ): string | undefined {
   const { iat, exp } = claims as { iat: unknown; exp: unknown }
   if (typeof iat !== 'number' || !Number.isFinite(iat) || typeof exp !== 'number') {
-    return 'The access token’s iat and exp must be times in seconds'
+    return "The access token's iat and exp must be times in seconds"
   }
   if (iat > nowSeconds + TOKEN_CLOCK_SKEW_SECONDS) {
     return 'The access token was issued in the future (iat); the clocks of the issuer and this service disagree'
