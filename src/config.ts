@@ -146,6 +146,13 @@ export const ConfigSchema = Type.Object({
     description:
       'With OIDC_ISSUER_URL: how long the provider’s signing keys last read keep verifying tokens while the provider cannot be read (a key it stops publishing stops verifying at the next successful read, within 5 minutes)',
   }),
+  OIDC_ACCESS_TOKEN_MAX_LIFETIME_SECONDS: Type.Integer({
+    minimum: 60,
+    maximum: 86_400,
+    default: 3600,
+    description:
+      'With OIDC_ISSUER_URL: the longest lifetime (`exp` − `iat`) of the provider’s access tokens that is accepted; a token meant to live longer is refused (401). The default is the specification’s access-token lifetime (an hour); raise it to the lifespan of a provider that gives longer-lived tokens',
+  }),
   OIDC_REALM: Type.String({
     pattern: '^[A-Za-z0-9_-]+$',
     default: 'ehr',

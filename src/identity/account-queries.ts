@@ -34,6 +34,7 @@ export function findAccountBySubject(db: Kysely<Database>, subject: string) {
       'users.last_name',
       'users.active',
       'users.organization_id',
+      'users.roles',
       'organizations.group_path',
     ])
     .where('users.subject', '=', subject)

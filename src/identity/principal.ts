@@ -25,12 +25,14 @@ export interface Principal {
   launchPatient: string | undefined
   /** The session the token belongs to (`sid`), which signing out or a password change ends. */
   sessionId: string | undefined
+  /** When (epoch ms) the read of the account behind it goes stale: nothing may keep this principal longer. */
+  accountReadUntil: number
 }
 
-type Account = NonNullable<Awaited<ReturnType<typeof findAccountBySubject>>>
+type Account = NonNullable<Awaited<ReturnType<typeof findAccountBySubject>>> & { readUntil: number }
 
 // Accounts are looked up once per subject per interval, not once per request. A deactivated
-// account therefore keeps working for at most this long.
+// account, a removed role or a move to another organization therefore takes effect within this.
 export const ACCOUNT_CACHE_TTL_MS = 30_000
 
 function audiences(claims: AccessTokenClaims): string[] {
@@ -41,24 +43,31 @@ function audiences(claims: AccessTokenClaims): string[] {
 /**
  * Turns verified token claims into a Principal: the token must be an access token for this client,
  * its subject a known active account, and its `groups` must include the account's organization.
- * With `provision` (external provider), a subject seen for the first time gets its account here.
+ * With `external` (an external provider), a subject seen for the first time gets its account here,
+ * and the roles are the token's: the provider owns them. Otherwise the service owns the roles, and
+ * a token's roles count only while the account still holds them, so that a role taken away stops
+ * working with the account cache rather than when the token expires; a role given is in the next
+ * token (sign-in or refresh).
  */
 export function createPrincipalResolver(
   db: Kysely<Database>,
   clientId: string,
-  { provision }: { provision: boolean },
+  { external }: { external: boolean },
 ) {
   const accounts = new TtlCache<string, Account>(ACCOUNT_CACHE_TTL_MS, 10_000)
 
   async function accountOf(claims: AccessTokenClaims): Promise<Account | undefined> {
     const cached = accounts.get(claims.sub)
     if (cached) return cached
-    let account = await findAccountBySubject(db, claims.sub)
-    if (!account && provision) {
+    const readUntil = Date.now() + ACCOUNT_CACHE_TTL_MS
+    let found = await findAccountBySubject(db, claims.sub)
+    if (!found && external) {
       await provisionAccount(db, claims)
-      account = await findAccountBySubject(db, claims.sub)
+      found = await findAccountBySubject(db, claims.sub)
     }
-    if (account) accounts.set(claims.sub, account)
+    if (!found) return undefined
+    const account = { ...found, readUntil }
+    accounts.set(claims.sub, account)
     return account
   }
 
@@ -74,7 +83,8 @@ export function createPrincipalResolver(
     if (!claims.groups?.includes(account.group_path)) {
       throw forbidden("The token's groups do not include the account's organization")
     }
-    const roles = claims.realm_access?.roles ?? []
+    const granted = claims.realm_access?.roles ?? []
+    const roles = external ? granted : granted.filter((role) => account.roles.includes(role))
     return {
       userId: account.id,
       subject: claims.sub,
@@ -88,6 +98,7 @@ export function createPrincipalResolver(
       scopes: claims.scope?.split(' ').filter(Boolean) ?? [],
       launchPatient: claims.patient,
       sessionId: claims.sid,
+      accountReadUntil: account.readUntil,
     }
   }
 }

@@ -21,7 +21,9 @@ import {
   SIGNING_KEY_REFRESH_MS,
   type SigningKey,
 } from '../identity/signing-keys.js'
+import { refusedClaims, type TokenClaimRules } from '../identity/token-claims.js'
 import { createTokenIssuer, type TokenIssuer } from '../identity/token-issuer.js'
+import { ACCESS_TOKEN_TTL_SECONDS } from '../identity/token-lifetimes.js'
 import type { TokenRejection } from '../lib/metrics.js'
 import { loadSecretBox } from '../lib/secret-box.js'
 import { TtlCache } from '../lib/ttl-cache.js'
@@ -136,23 +138,29 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
   })
 
   const resolvePrincipal = createPrincipalResolver(app.db, config.OIDC_CLIENT_ID, {
-    provision: !config.embeddedIssuer,
+    external: !config.embeddedIssuer,
   })
   app.decorateRequest('principal', null)
   // The rate limiter and the access guard may both authenticate one request: count it once, and
   // fail a token that failed once again at once, rather than waiting a second time for an identity
   // provider that does not answer.
   const counted = new WeakSet<FastifyRequest>()
-  const rejected = (request: FastifyRequest, error: unknown) => {
+  const rejected = (request: FastifyRequest, error: unknown, reason = rejectionReason(error)) => {
     if (!counted.has(request)) {
       counted.add(request)
-      app.serviceMetrics.tokenRejected(rejectionReason(error))
+      app.serviceMetrics.tokenRejected(reason)
     }
     return error
   }
+  // The embedded issuer's tokens live an hour and always name their session (src/identity/sessions.ts,
+  // and the client_credentials grant); an external provider's, as long as it is configured to give.
+  const claimRules: TokenClaimRules = config.embeddedIssuer
+    ? { maxLifetimeSeconds: ACCESS_TOKEN_TTL_SECONDS, requireSession: true }
+    : { maxLifetimeSeconds: config.OIDC_ACCESS_TOKEN_MAX_LIFETIME_SECONDS, requireSession: false }
   const failures = new WeakMap<FastifyRequest, AppError>()
   // A token seen before skips decoding and signature checks until it expires, but is held no longer
-  // than the account behind it is cached, so a deactivated account stops working just as soon.
+  // than the account read behind it, so that a deactivation or a role taken away reaches it just as
+  // soon.
   // Filed under the end of its signature, and found only by the whole token: a map hashes each
   // request's new copy of its key in full, which for a token of a thousand characters took a few
   // microseconds, where comparing the whole token with the one found takes a fraction of that.
@@ -195,6 +203,12 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
       failures.set(request, appError)
       throw appError
     }
+    const refusal = refusedClaims(claims, claimRules)
+    if (refusal) {
+      const error = new AppError('AUTH_001', refusal)
+      failures.set(request, error)
+      throw rejected(request, error, 'invalid')
+    }
     let principal: Principal
     try {
       principal = await resolvePrincipal(claims)
@@ -202,7 +216,10 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
       // A database failure here is not the token's fault.
       throw error instanceof AppError ? rejected(request, error) : error
     }
-    if (token) knownTokens.set(tokenKey(token), { token, principal }, claims.exp * 1000 - Date.now())
+    if (token) {
+      const heldUntil = Math.min(claims.exp * 1000, principal.accountReadUntil)
+      knownTokens.set(tokenKey(token), { token, principal }, heldUntil - Date.now())
+    }
     request.principal = ended(request, principal)
     return principal
   })

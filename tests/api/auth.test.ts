@@ -31,6 +31,14 @@ const login = (username: string, password: string) =>
 
 const me = (token: string) => app.inject({ url: '/api/auth/me', headers: bearer(token) })
 
+const DAY = 86_400
+
+/** Sets `iat` that many seconds from now, and `exp` that long after it. */
+function issuedAt(claims: Record<string, unknown>, fromNow: number, lifetime: number) {
+  claims.iat = Math.floor(Date.now() / 1000) + fromNow
+  claims.exp = (claims.iat as number) + lifetime
+}
+
 /** Re-signs a valid token's claims, changed, with the service's own key: only the change can fail it. */
 async function resigned(user: TestUser, change: (claims: Record<string, unknown>) => void) {
   const claims: Record<string, unknown> = { ...decodeJwt(user.token) }
@@ -311,10 +319,35 @@ describe('access token verification', () => {
     ['a refresh token type', (c: Record<string, unknown>) => Object.assign(c, { typ: 'Refresh' })],
     ['an unknown subject', (c: Record<string, unknown>) => Object.assign(c, { sub: 'no-such-subject' })],
     ['no exp claim', (c: Record<string, unknown>) => delete c.exp],
+    ['an iat a day in the future', (c: Record<string, unknown>) => issuedAt(c, DAY, 3600)],
+    ['an iat two minutes in the future', (c: Record<string, unknown>) => issuedAt(c, 120, 3600)],
+    ['an exp ten years away', (c: Record<string, unknown>) => issuedAt(c, 0, 10 * 365 * DAY)],
+    ['a lifetime a second longer than an hour', (c: Record<string, unknown>) => issuedAt(c, -60, 3601)],
+    [
+      'no session id',
+      (c: Record<string, unknown>) => {
+        delete c.sid
+        delete c.session_state
+      },
+    ],
   ])('returns 401 for %s', async (_label, change) => {
     const response = await me(await resigned(user, change))
     expect(response.statusCode).toBe(401)
-    expect(response.json().error.code).toBe('AUTH_001')
+    expect(response.json()).toMatchObject({ success: false, error: { code: 'AUTH_001' } })
+  })
+
+  it('accepts an iat within the allowed minute of clock skew and a lifetime of exactly an hour', async () => {
+    const response = await me(await resigned(user, (c) => issuedAt(c, 50, 3600)))
+    expect(response.statusCode).toBe(200)
+  })
+
+  it('names the refused claim', async () => {
+    const future = await me(await resigned(user, (c) => issuedAt(c, DAY, 3600)))
+    expect(future.json().error.details).toMatch(/issued in the future/)
+    const long = await me(await resigned(user, (c) => issuedAt(c, 0, 7200)))
+    expect(long.json().error.details).toMatch(/lifetime/)
+    const sessionless = await me(await resigned(user, (c) => delete c.sid))
+    expect(sessionless.json().error.details).toMatch(/session/)
   })
 
   it("returns 403 AUTH_003 when the token's groups do not include the user's organization", async () => {
@@ -329,6 +362,16 @@ describe('access token verification', () => {
     const downgraded = await resigned(user, (c) => Object.assign(c, { realm_access: { roles: ['BILLING'] } }))
     expect((await app.inject({ url: '/api/patients', headers: bearer(downgraded) })).statusCode).toBe(403)
     expect((await app.inject({ url: '/api/patients', headers: bearer(user.token) })).statusCode).toBe(200)
+  })
+
+  it('grants no role the account does not hold, whatever the token says', async () => {
+    const elevated = await resigned(user, (c) =>
+      Object.assign(c, { realm_access: { roles: ['PROVIDER', 'ADMIN'] } }),
+    )
+    const response = await app.inject({ url: '/api/users', headers: bearer(elevated) })
+    expect(response.statusCode).toBe(403)
+    expect(response.json().error.code).toBe('AUTH_003')
+    expect((await me(elevated)).json().data.roles).toEqual(['PROVIDER'])
   })
 
   it('returns 401 for a deactivated account', async () => {

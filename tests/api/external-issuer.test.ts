@@ -1,4 +1,5 @@
 import type { Bundle } from '@medplum/fhirtypes'
+import { decodeJwt } from 'jose'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
 import { buildTestApp } from '../helpers/app.js'
@@ -31,6 +32,8 @@ const claimsFor = (subject: string, groups: string[]) => ({
   groups,
 })
 
+const now = () => Math.floor(Date.now() / 1000)
+
 const me = (token: string) =>
   app.inject({ url: '/api/auth/me', headers: { authorization: `Bearer ${token}` } })
 
@@ -61,6 +64,49 @@ describe('with OIDC_ISSUER_URL (external identity provider)', () => {
     const response = await me(await provider.sign(firstKey, claimsFor(user.subject, [user.groupPath]), -30))
     expect(response.statusCode).toBe(401)
     expect(response.json().error.code).toBe('AUTH_002')
+  })
+
+  it('accepts a token without a session id, and one living exactly OIDC_ACCESS_TOKEN_MAX_LIFETIME_SECONDS', async () => {
+    const token = await provider.sign(firstKey, claimsFor(user.subject, [user.groupPath]), 3600)
+    expect(decodeJwt(token).sid).toBeUndefined()
+    expect((await me(token)).statusCode).toBe(200)
+  })
+
+  it.each([
+    ['issued a day in the future', { iat: now() + 86_400, exp: now() + 90_000 }, /issued in the future/],
+    ['living ten years', { iat: now(), exp: now() + 10 * 365 * 86_400 }, /lifetime/],
+    ['living a second longer than the default hour', { iat: now(), exp: now() + 3601 }, /lifetime/],
+  ])('returns 401 AUTH_001 for a token %s', async (_label, times, details) => {
+    const response = await me(
+      await provider.sign(firstKey, { ...claimsFor(user.subject, [user.groupPath]), ...times }),
+    )
+    expect(response.statusCode).toBe(401)
+    expect(response.json()).toMatchObject({ success: false, error: { code: 'AUTH_001' } })
+    expect(response.json().error.details).toMatch(details)
+  })
+
+  it('bounds token lifetimes by OIDC_ACCESS_TOKEN_MAX_LIFETIME_SECONDS', async () => {
+    const strict = await buildTestApp({
+      OIDC_ISSUER_URL: provider.issuer,
+      OIDC_CLIENT_ID: 'ehr-client',
+      OIDC_ACCESS_TOKEN_MAX_LIFETIME_SECONDS: '600',
+    })
+    try {
+      const member = await (await newOrganization(strict)).user('PROVIDER')
+      const meOn = async (lifetime: number) =>
+        strict.inject({
+          url: '/api/auth/me',
+          headers: bearer(
+            await provider.sign(firstKey, claimsFor(member.subject, [member.groupPath]), lifetime),
+          ),
+        })
+      expect((await meOn(600)).statusCode).toBe(200)
+      const refused = await meOn(601)
+      expect(refused.statusCode).toBe(401)
+      expect(refused.json().error.code).toBe('AUTH_001')
+    } finally {
+      await strict.close()
+    }
   })
 
   it('returns 401 for a token issued for another client', async () => {

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { type App, buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { buildTestApp, testEnvironment } from '../helpers/app.js'
@@ -102,5 +102,98 @@ describe('access tokens of an ended session', () => {
     })
     expect(deactivated.statusCode, deactivated.body).toBe(200)
     await refusedEverywhere(left.token)
+  })
+})
+
+// An instance reads an account again at most 30 s after it last did (src/identity/principal.ts).
+const ACCOUNT_CACHE_MS = 30_000
+
+describe('access tokens of an account whose roles or organization changed', () => {
+  let offsetMs = 0
+  const realNow = Date.now
+  /** Moves the clock of both instances forward, as if that much time had passed. */
+  const later = (ms: number) => {
+    offsetMs += ms
+  }
+  beforeAll(() => {
+    vi.spyOn(Date, 'now').mockImplementation(() => realNow() + offsetMs)
+  })
+  afterEach(() => {
+    offsetMs = 0
+  })
+  afterAll(() => {
+    vi.restoreAllMocks()
+  })
+
+  const listUsers = (app: App, token: string) => app.inject({ url: '/api/users', headers: bearer(token) })
+  const demote = (admin: TestUser, user: TestUser) =>
+    first.inject({
+      method: 'PUT',
+      url: `/api/users/${user.id}`,
+      headers: bearer(admin.token),
+      payload: { firstName: 'Test', lastName: 'User', roles: ['NURSE'] },
+    })
+
+  it('stop granting a removed role on every instance within 30 s of the change', async () => {
+    const org = await newOrganization(first)
+    const admin = await org.user('ADMIN')
+    const demoted = await org.user('ADMIN', 'NURSE')
+    const { token } = await signIn(demoted)
+    expect((await listUsers(first, token)).statusCode).toBe(200)
+    expect((await listUsers(second, token)).statusCode).toBe(200)
+
+    const changed = await demote(admin, demoted)
+    expect(changed.statusCode, changed.body).toBe(200)
+    later(ACCOUNT_CACHE_MS + 1000)
+    for (const app of [first, second]) {
+      const refused = await listUsers(app, token)
+      expect(refused.statusCode).toBe(403)
+      expect(refused.json()).toMatchObject({ success: false, error: { code: 'AUTH_003' } })
+      const me = await app.inject({ url: '/api/auth/me', headers: bearer(token) })
+      expect(me.statusCode).toBe(200)
+      expect(me.json().data.roles).toEqual(['NURSE'])
+    }
+  })
+
+  it('stop granting a removed role within 30 s even to a token first seen just before then', async () => {
+    const org = await newOrganization(first)
+    const admin = await org.user('ADMIN')
+    const demoted = await org.user('ADMIN', 'NURSE')
+    const [seen, unseen] = [await signIn(demoted), await signIn(demoted)]
+    expect((await listUsers(first, seen.token)).statusCode).toBe(200)
+    expect((await demote(admin, demoted)).statusCode).toBe(200)
+    // First seen while the account read before the change is still cached.
+    later(ACCOUNT_CACHE_MS - 1000)
+    await listUsers(first, unseen.token)
+    later(2000)
+    const refused = await listUsers(first, unseen.token)
+    expect(refused.statusCode).toBe(403)
+    expect(refused.json().error.code).toBe('AUTH_003')
+  })
+
+  it('answer 403 AUTH_003 within 30 s of the account moving to another organization', async () => {
+    const org = await newOrganization(first)
+    const moved = await org.user('NURSE')
+    const [seen, unseen] = [await signIn(moved), await signIn(moved)]
+    const me = (app: App, token: string) => app.inject({ url: '/api/auth/me', headers: bearer(token) })
+    expect((await me(first, seen.token)).statusCode).toBe(200)
+    expect((await me(second, seen.token)).statusCode).toBe(200)
+
+    const elsewhere = await newOrganization(first)
+    await first.db
+      .updateTable('users')
+      .set({ organization_id: elsewhere.id })
+      .where('id', '=', moved.id)
+      .execute()
+    later(ACCOUNT_CACHE_MS - 1000)
+    await me(first, unseen.token)
+    later(2000)
+    for (const app of [first, second]) {
+      for (const { token } of [seen, unseen]) {
+        const refused = await me(app, token)
+        expect(refused.statusCode).toBe(403)
+        expect(refused.json()).toMatchObject({ success: false, error: { code: 'AUTH_003' } })
+      }
+    }
   })
 })

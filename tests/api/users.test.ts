@@ -460,7 +460,9 @@ describe('PUT and PATCH /api/users/{id}', () => {
   it('returns 409 RES_002 when the change would leave the organization without an active ADMIN', async () => {
     const { org, admin } = await adminOfNewOrganization()
     const second = await org.user('ADMIN')
-    // The first administrator demotes the second; the second's token still says ADMIN until it expires.
+    // The first administrator demotes the second, whose account was read moments before: for as long
+    // as that read is cached (30 s) the second's tokens still act as ADMIN.
+    expect((await call(second, 'GET', '/api/users')).statusCode).toBe(200)
     const demoted = await call(admin, 'PATCH', `/api/users/${second.id}`, { roles: ['NURSE'] })
     expect(demoted.statusCode).toBe(200)
 
@@ -491,6 +493,8 @@ describe('PUT and PATCH /api/users/{id}', () => {
     const inactive = await org.user('ADMIN')
     const other = await org.user('ADMIN')
     expect((await call(admin, 'POST', `/api/users/${inactive.id}/deactivate`)).statusCode).toBe(200)
+    // Read (and cached) before the demotion, so the next call still acts as ADMIN.
+    expect((await call(other, 'GET', '/api/users')).statusCode).toBe(200)
     expect((await call(admin, 'PATCH', `/api/users/${other.id}`, { roles: ['NURSE'] })).statusCode).toBe(200)
     const response = await call(other, 'PATCH', `/api/users/${admin.id}`, { roles: ['NURSE'] })
     expect(response.statusCode).toBe(409)

@@ -248,6 +248,36 @@ describe('managing webhooks', () => {
     expect(response.json().data).toMatchObject({ url: `${HOOK_URL}/v2`, events: ['*'], active: true })
   })
 
+  it('returns 422 VAL_002 naming url and events for a PUT that leaves them out (PUT replaces; PATCH merges), and changes nothing', async () => {
+    const admin = await (await newOrganization(app)).user('ADMIN')
+    const webhook = await registerWebhook(app, admin, { url: HOOK_URL, events: ['patient.created'] })
+    const response = await app.inject({
+      method: 'PUT',
+      url: `/api/webhooks/${webhook.id}`,
+      headers: bearer(admin.token),
+      payload: { active: false },
+    })
+    expect(response.statusCode).toBe(422)
+    expect(response.json()).toMatchObject({ success: false, error: { code: 'VAL_002' } })
+    expect(
+      response
+        .json()
+        .error.fields.map((field: { path: string }) => field.path)
+        .sort(),
+    ).toEqual(['events', 'url'])
+    const read = await app.inject({ url: `/api/webhooks/${webhook.id}`, headers: bearer(admin.token) })
+    expect(read.json().data).toMatchObject({ url: HOOK_URL, events: ['patient.created'], active: true })
+
+    const patched = await app.inject({
+      method: 'PATCH',
+      url: `/api/webhooks/${webhook.id}`,
+      headers: { ...bearer(admin.token), 'content-type': 'application/merge-patch+json' },
+      payload: { active: false },
+    })
+    expect(patched.statusCode).toBe(200)
+    expect(patched.json().data).toMatchObject({ url: HOOK_URL, events: ['patient.created'], active: false })
+  })
+
   it('deletes a webhook with its deliveries; then it is 404', async () => {
     const admin = await (await newOrganization(app)).user('ADMIN')
     const webhook = await registerWebhook(app, admin, { url: HOOK_URL })
