@@ -1,10 +1,12 @@
+import { Readable } from 'node:stream'
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import type { NewAuditRow } from '../../db/tables/audit-log.js'
 import type { RouteAccess } from '../access/route-access.js'
+import { AuditLog } from '../audit/audit-log.js'
+import { AppError } from '../errors.js'
 
 type AuditRule = NonNullable<RouteAccess['audit']>
-
-import { AuditLog } from '../audit/audit-log.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -50,44 +52,68 @@ function resourceIdsOf(request: FastifyRequest): number[] {
   return id === null ? [] : [id]
 }
 
+/** Headers describing a representation that a withheld response no longer has. */
+const REPRESENTATION_HEADERS = [
+  'content-type',
+  'content-length',
+  'content-disposition',
+  'content-range',
+  'accept-ranges',
+  'etag',
+  'last-modified',
+  'location',
+]
+
 /**
  * Every call of a route marked for audit in the access table leaves a record: who, which
  * organization, what, which records, the outcome and the request id. Only ids, never PHI.
+ * A call is answered only once its record is committed (group commit, src/audit/audit-log.ts): a
+ * success whose record cannot be written is answered 503 instead, so no data leaves and no change
+ * is confirmed without its record. The record of a call that failed anyway is kept and retried.
  */
 const audit: FastifyPluginAsync<{ flushIntervalMs: number }> = async (app, { flushIntervalMs }) => {
   const auditLog = new AuditLog(app.db, {
     flushIntervalMs,
     onFlushError: (error, pending) =>
-      app.log.error(
-        { err: { message: (error as Error).message }, pending },
-        'audit flush failed; will retry',
-      ),
+      app.log.error({ err: { message: (error as Error).message }, pending }, 'audit write failed'),
   })
   app.decorate('auditLog', auditLog)
   app.decorateRequest('auditedIds', null)
   app.decorateRequest('auditedAs', null)
   app.decorateRequest('auditedAlso', null)
 
-  app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+  // onSend rather than onResponse: the status is final here, and nothing has left yet.
+  app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const routeRule = request.routeOptions.config.access?.audit
-    if (routeRule) {
-      const entry = (what: AuditRule, ids: number[], patientId: number | null) =>
-        auditLog.record({
-          occurred_at: new Date(),
-          organization_id: request.principal?.organizationId ?? null,
-          user_id: request.principal?.userId ?? null,
-          action: what.action,
-          resource_type: what.resourceType,
-          resource_ids: ids,
-          patient_id: patientId,
-          outcome: outcomeOf(reply.statusCode),
-          status_code: reply.statusCode,
-          request_id: request.id,
-        })
-      entry(request.auditedAs ?? routeRule, resourceIdsOf(request), patientIdOf(request))
-      for (const also of request.auditedAlso ?? []) entry(also.rule, also.ids, null)
+    if (!routeRule) return payload
+    const entry = (what: AuditRule, ids: number[], patientId: number | null): NewAuditRow => ({
+      occurred_at: new Date(),
+      organization_id: request.principal?.organizationId ?? null,
+      user_id: request.principal?.userId ?? null,
+      action: what.action,
+      resource_type: what.resourceType,
+      resource_ids: ids,
+      patient_id: patientId,
+      outcome: outcomeOf(reply.statusCode),
+      status_code: reply.statusCode,
+      request_id: request.id,
+    })
+    const rows = [entry(request.auditedAs ?? routeRule, resourceIdsOf(request), patientIdOf(request))]
+    for (const also of request.auditedAlso ?? []) rows.push(entry(also.rule, also.ids, null))
+    if (reply.statusCode >= 400) {
+      // Failed anyway (the 503 below included): the answer stands, and the record is written later.
+      await auditLog.write(rows, { keepOnFailure: true }).catch(() => {})
+      return payload
     }
-    done()
+    try {
+      await auditLog.write(rows)
+    } catch {
+      for (const header of REPRESENTATION_HEADERS) reply.removeHeader(header)
+      if (payload instanceof Readable) payload.destroy()
+      // The route's error handler answers it, as an envelope or an OperationOutcome.
+      throw new AppError('SYS_002', 'The audit trail could not record this call; nothing was disclosed')
+    }
+    return payload
   })
 
   // Registered here, after the database plugin, so it runs before the pool closes.
