@@ -1,7 +1,7 @@
 import { type Kysely, sql } from 'kysely'
 import { acrossOrganizations } from '../../db/across-organizations.js'
 import { integerArrayLiteral, textArrayLiteral } from '../../db/array-literal.js'
-import type { Database } from '../../db/database.js'
+import type { Database, Db } from '../../db/database.js'
 import type { NewAuditRow } from '../../db/tables/audit-log.js'
 
 export interface AuditLogOptions {
@@ -26,7 +26,7 @@ const CLOSE_RETRY_DELAY_MS = 1000
  * as literals joined in one go (db/array-literal.ts). A row's resource ids travel as array text
  * (`{1,2}`), since PostgreSQL has no array of arrays of any length.
  */
-async function insertBatch(db: Kysely<Database>, rows: NewAuditRow[]): Promise<void> {
+export async function insertAuditRows(db: Db, rows: NewAuditRow[]): Promise<void> {
   const text = (value: (row: NewAuditRow) => string) => textArrayLiteral(rows.map(value))
   const integers = (value: (row: NewAuditRow) => number | null | undefined) =>
     integerArrayLiteral(rows.map((row) => value(row) ?? null))
@@ -160,7 +160,7 @@ export class AuditLog {
     for (let batch = this.queue.shift(); batch; batch = this.queue.shift()) {
       this.queued -= batch.rows.length
       try {
-        await insertBatch(this.db, batch.rows)
+        await insertAuditRows(this.db, batch.rows)
         this.flushed += batch.rows.length
         batch.settle()
       } catch (error) {

@@ -4,6 +4,7 @@ import fp from 'fastify-plugin'
 import type { NewAuditRow } from '../../db/tables/audit-log.js'
 import type { RouteAccess } from '../access/route-access.js'
 import { AuditLog } from '../audit/audit-log.js'
+import { type ChangeAudit, serveWithChangeAudit } from '../audit/change-audit.js'
 import { AppError } from '../errors.js'
 
 type AuditRule = NonNullable<RouteAccess['audit']>
@@ -19,6 +20,8 @@ declare module 'fastify' {
     auditedAs: AuditRule | null
     /** Records of other kinds the handler also returned (a FHIR `_include`), each under its route's rule. */
     auditedAlso: { rule: AuditRule; ids: number[] }[] | null
+    /** The record a change made by this call writes with it, on an audited route that changes records. */
+    changeAudit: ChangeAudit | null
   }
   interface FastifyContextConfig {
     access?: RouteAccess
@@ -44,6 +47,15 @@ function patientIdOf(request: FastifyRequest): number | null {
     if (source && typeof source === 'object' && 'patientId' in source) return asId(source.patientId)
   }
   return null
+}
+
+const READ_METHODS = new Set(['GET', 'HEAD'])
+
+/** The status a route answers on success: its lowest documented 2xx. */
+function successStatusOf(request: FastifyRequest): number {
+  const codes = Object.keys(request.routeOptions.schema?.response ?? {}).map(Number)
+  const successes = codes.filter((code) => code >= 200 && code < 300)
+  return successes.length > 0 ? Math.min(...successes) : 200
 }
 
 function resourceIdsOf(request: FastifyRequest): number[] {
@@ -81,11 +93,38 @@ const audit: FastifyPluginAsync<{ flushIntervalMs: number }> = async (app, { flu
   app.decorateRequest('auditedIds', null)
   app.decorateRequest('auditedAs', null)
   app.decorateRequest('auditedAlso', null)
+  app.decorateRequest('changeAudit', null)
+
+  // A call that changes records serves inside a change audit: the services write its record in
+  // the transaction (or statement) of the change (src/audit/change-audit.ts).
+  app.addHook('preHandler', (request: FastifyRequest, _reply: FastifyReply, done: () => void) => {
+    const rule = request.routeOptions.config.access?.audit
+    if (!rule || READ_METHODS.has(request.method)) return done()
+    const status = successStatusOf(request)
+    request.changeAudit = {
+      fields: {
+        occurred_at: new Date(),
+        organization_id: request.principal?.organizationId ?? null,
+        user_id: request.principal?.userId ?? null,
+        action: rule.action,
+        resource_type: rule.resourceType,
+        patient_id: patientIdOf(request),
+        outcome: outcomeOf(status),
+        status_code: status,
+        request_id: request.id,
+      },
+      written: false,
+    }
+    serveWithChangeAudit(request.changeAudit, done)
+  })
 
   // onSend rather than onResponse: the status is final here, and nothing has left yet.
   app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const routeRule = request.routeOptions.config.access?.audit
     if (!routeRule) return payload
+    // Committed with the change, as this answer says.
+    const written = request.changeAudit
+    if (written?.written && written.fields.status_code === reply.statusCode) return payload
     const entry = (what: AuditRule, ids: number[], patientId: number | null): NewAuditRow => ({
       occurred_at: new Date(),
       organization_id: request.principal?.organizationId ?? null,
