@@ -49,7 +49,8 @@ function patientIdOf(request: FastifyRequest): number | null {
   return null
 }
 
-const READ_METHODS = new Set(['GET', 'HEAD'])
+/** Actions that change nothing (a FHIR search by POST included). */
+const READ_ACTIONS: ReadonlySet<string> = new Set(['READ', 'LIST', 'SEARCH'])
 
 /** The status a route answers on success: its lowest documented 2xx. */
 function successStatusOf(request: FastifyRequest): number {
@@ -99,7 +100,7 @@ const audit: FastifyPluginAsync<{ flushIntervalMs: number }> = async (app, { flu
   // the transaction (or statement) of the change (src/audit/change-audit.ts).
   app.addHook('preHandler', (request: FastifyRequest, _reply: FastifyReply, done: () => void) => {
     const rule = request.routeOptions.config.access?.audit
-    if (!rule || READ_METHODS.has(request.method)) return done()
+    if (!rule || READ_ACTIONS.has(rule.action)) return done()
     const status = successStatusOf(request)
     request.changeAudit = {
       fields: {
@@ -118,13 +119,11 @@ const audit: FastifyPluginAsync<{ flushIntervalMs: number }> = async (app, { flu
     serveWithChangeAudit(request.changeAudit, done)
   })
 
-  // onSend rather than onResponse: the status is final here, and nothing has left yet.
-  app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
-    const routeRule = request.routeOptions.config.access?.audit
-    if (!routeRule) return payload
+  /** Writes the call's record; rejects when a success's record could not be written. */
+  async function recordCall(request: FastifyRequest, reply: FastifyReply, rule: AuditRule): Promise<void> {
     // Committed with the change, as this answer says.
     const written = request.changeAudit
-    if (written?.written && written.fields.status_code === reply.statusCode) return payload
+    if (written?.written && written.fields.status_code === reply.statusCode) return
     const entry = (what: AuditRule, ids: number[], patientId: number | null): NewAuditRow => ({
       occurred_at: new Date(),
       organization_id: request.principal?.organizationId ?? null,
@@ -137,22 +136,31 @@ const audit: FastifyPluginAsync<{ flushIntervalMs: number }> = async (app, { flu
       status_code: reply.statusCode,
       request_id: request.id,
     })
-    const rows = [entry(request.auditedAs ?? routeRule, resourceIdsOf(request), patientIdOf(request))]
+    const rows = [entry(request.auditedAs ?? rule, resourceIdsOf(request), patientIdOf(request))]
     for (const also of request.auditedAlso ?? []) rows.push(entry(also.rule, also.ids, null))
     if (reply.statusCode >= 400) {
-      // Failed anyway (the 503 below included): the answer stands, and the record is written later.
+      // Failed anyway (the 503 below included): the answer stands whatever becomes of the record,
+      // which is kept for a later try if this insert fails.
       await auditLog.write(rows, { keepOnFailure: true }).catch(() => {})
-      return payload
+      return
     }
-    try {
-      await auditLog.write(rows)
-    } catch {
-      for (const header of REPRESENTATION_HEADERS) reply.removeHeader(header)
-      if (payload instanceof Readable) payload.destroy()
-      // The route's error handler answers it, as an envelope or an OperationOutcome.
-      throw new AppError('SYS_002', 'The audit trail could not record this call; nothing was disclosed')
-    }
-    return payload
+    await auditLog.write(rows)
+  }
+
+  // onSend rather than onResponse: the status is final here, and nothing has left yet. It calls
+  // back rather than returns a promise: it runs on every response, and most routes are not audited.
+  app.addHook('onSend', (request: FastifyRequest, reply: FastifyReply, payload: unknown, done) => {
+    const rule = request.routeOptions.config.access?.audit
+    if (!rule) return done(null, payload)
+    recordCall(request, reply, rule).then(
+      () => done(null, payload),
+      () => {
+        for (const header of REPRESENTATION_HEADERS) reply.removeHeader(header)
+        if (payload instanceof Readable) payload.destroy()
+        // The route's error handler answers it, as an envelope or an OperationOutcome.
+        done(new AppError('SYS_002', 'The audit trail could not record this call; nothing was disclosed'))
+      },
+    )
   })
 
   // Registered here, after the database plugin, so it runs before the pool closes.
