@@ -252,6 +252,25 @@ describe('the audit record of a change', () => {
     expect(await recordsOf(id)).toEqual([expect.objectContaining({ outcome: 'ERROR', status_code: 500 })])
   })
 
+  it('leaves neither the vital signs nor a success record when recording them fails at the commit', async () => {
+    const id = requestId(ROLLED_BACK)
+    const response = await app.inject({
+      method: 'POST',
+      url: `/api/patients/${patientId}/vitals`,
+      headers: { ...bearer(provider.token), 'x-request-id': id },
+      payload: { systolic: 121, diastolic: 79 },
+    })
+    expect(response.statusCode).toBe(500)
+    const vitals = await app.db
+      .selectFrom('clinical_records')
+      .select('id')
+      .where('patient_id', '=', patientId)
+      .where('kind', '=', 'VITAL_SIGNS')
+      .execute()
+    expect(vitals).toEqual([])
+    expect(await recordsOf(id)).toEqual([expect.objectContaining({ outcome: 'ERROR', status_code: 500 })])
+  })
+
   it('answers an error and registers no patient when the record cannot be written', async () => {
     const id = requestId(FAILING)
     const patientsBefore = await patientCount()

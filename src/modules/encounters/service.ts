@@ -147,6 +147,7 @@ export async function updateEncounter(
       ...noteColumns(body),
       updated_by: actor.userId,
     })
+    if (updated) await auditChange(trx, [id])
     return toEncounter(updated ?? current, [])
   })
 }
@@ -194,6 +195,7 @@ export async function signEncounter(
       signed_at: new Date(),
       updated_by: actor.userId,
     })
+    if (signed) await auditChange(trx, [id])
     return toEncounter(signed ?? current, [])
   })
 }
@@ -220,6 +222,7 @@ export async function addAddendum(
       ...touch(),
       updated_by: actor.userId,
     })
+    if (amended) await auditChange(trx, [id])
     return toEncounter(amended ?? current, await addendaOf(trx, actor.organizationId, [id]))
   })
 }
