@@ -15,7 +15,6 @@ import {
   UpdateEncounterBody,
 } from '../../../schemas/encounters.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
-import { auditChange } from '../../audit/change-audit.js'
 import { AppError, conflict, forbidden, invalidField } from '../../errors.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
@@ -105,7 +104,6 @@ export async function createEncounter(
       updated_by: actor.userId,
     })
     await enqueueEvent(trx, actor.organizationId, 'encounter.created', toEncounterCreatedData(row))
-    await auditChange(trx, [row.id])
     return toEncounter(row, [])
   })
 }
@@ -147,7 +145,6 @@ export async function updateEncounter(
       ...noteColumns(body),
       updated_by: actor.userId,
     })
-    if (updated) await auditChange(trx, [id])
     return toEncounter(updated ?? current, [])
   })
 }
@@ -195,7 +192,6 @@ export async function signEncounter(
       signed_at: new Date(),
       updated_by: actor.userId,
     })
-    if (signed) await auditChange(trx, [id])
     return toEncounter(signed ?? current, [])
   })
 }
@@ -222,7 +218,6 @@ export async function addAddendum(
       ...touch(),
       updated_by: actor.userId,
     })
-    if (amended) await auditChange(trx, [id])
     return toEncounter(amended ?? current, await addendaOf(trx, actor.organizationId, [id]))
   })
 }
