@@ -1,10 +1,10 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { accessSync, constants } from 'node:fs'
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
+import { exited, freePort } from './processes.js'
 
 export interface PgBouncer {
   port: number
@@ -59,27 +59,6 @@ function runAs(): { uid: number; gid: number } | undefined {
     throw new Error('pgbouncer refuses to run as root, and there is no `postgres` user to run it as')
   }
 }
-
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', resolve)
-  })
-  const { port } = server.address() as { port: number }
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
-}
-
-const exited = (child: ChildProcess, timeoutMs: number) =>
-  new Promise<boolean>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve(true)
-    const timer = setTimeout(() => resolve(false), timeoutMs)
-    child.once('exit', () => {
-      clearTimeout(timer)
-      resolve(true)
-    })
-  })
 
 /**
  * A private PgBouncer on a free loopback port, in transaction pooling mode, in front of the

@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
+import { exited, freePort } from './processes.js'
 
 export interface RedisServer {
   port: number
@@ -20,27 +20,6 @@ export interface RedisServer {
 
 const START_TIMEOUT_MS = 10_000
 const STOP_TIMEOUT_MS = 5000
-
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', resolve)
-  })
-  const { port } = server.address() as { port: number }
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
-}
-
-const exited = (child: ChildProcess, timeoutMs: number) =>
-  new Promise<boolean>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve(true)
-    const timer = setTimeout(() => resolve(false), timeoutMs)
-    child.once('exit', () => {
-      clearTimeout(timer)
-      resolve(true)
-    })
-  })
 
 /**
  * A private redis-server (the system's) on a free loopback port, without persistence, that the test

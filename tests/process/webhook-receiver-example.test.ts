@@ -1,11 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { Webhook } from 'standardwebhooks'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { freePort } from '../helpers/processes.js'
 
 /** The receiver of docs/webhooks.md, as a reader would copy it. */
 async function documentedReceiver(): Promise<string> {
@@ -14,14 +14,6 @@ async function documentedReceiver(): Promise<string> {
   const code = section.match(/```js\n([\s\S]*?)```/)?.[1]
   if (!code) throw new Error('docs/webhooks.md has no receiver example')
   return code
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as { port: number }
-  await new Promise((resolve) => server.close(resolve))
-  return port
 }
 
 let dir: string
