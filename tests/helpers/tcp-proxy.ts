@@ -12,7 +12,9 @@ export async function startTcpProxy(targetHost: string, targetPort: number) {
   let port = 0
   let blackHoled = false
 
-  const swallow = (socket: Socket) => socket.on('data', () => {})
+  // Read and dropped. Resumed explicitly: an unpiped socket is left paused, and a paused socket
+  // would never notice its peer closing, so the other side of the pair would stay open for ever.
+  const swallow = (socket: Socket) => socket.on('data', () => {}).resume()
 
   const listen = async () => {
     if (server?.listening) return
