@@ -342,7 +342,8 @@ export const ConfigSchema = Type.Object({
     minimum: 10,
     maximum: 60_000,
     default: 1000,
-    description: 'How often buffered audit records are written',
+    description:
+      'How often the audit records of failed calls whose insert failed are retried (every other record is written before its call is answered)',
   }),
   SMTP_URL: Type.Optional(
     Type.String({

@@ -1,19 +1,18 @@
 import { type Kysely, sql } from 'kysely'
 import { acrossOrganizations } from '../../db/across-organizations.js'
 import { integerArrayLiteral, textArrayLiteral } from '../../db/array-literal.js'
-import type { Database } from '../../db/database.js'
+import type { Database, Db } from '../../db/database.js'
 import type { NewAuditRow } from '../../db/tables/audit-log.js'
 
 export interface AuditLogOptions {
+  /** How often records that could not be written are tried again. */
   flushIntervalMs: number
   onFlushError: (error: unknown, pending: number) => void
 }
 
-// Writing in batches keeps the insert off every request's path; the cap bounds memory if the
-// database stays down, and anything dropped past it is reported through onFlushError. Batches of
-// 100 rather than 500: under load, each record then waits a fifth as long in memory (fewer survive
-// into the old generation) and each insert holds a database core a fifth as long, which took the
-// by-id read's p99 from 10–13 to 9 ms and its rate up 4 % in paired rounds, at 5 × the statements.
+// Up to 100 records per insert: under load, calls that arrive while one insert runs share the next,
+// and a batch of 100 holds a database core a fifth as long as one of 500 (which took the by-id
+// read's p99 from 10–13 to 9 ms in paired rounds). The cap bounds memory if the database stays down.
 export const AUDIT_BATCH_SIZE = 100
 const MAX_PENDING = 50_000
 // Shutdown has a 15 s grace period (start.ts); three tries a second apart stay well inside it.
@@ -27,7 +26,7 @@ const CLOSE_RETRY_DELAY_MS = 1000
  * as literals joined in one go (db/array-literal.ts). A row's resource ids travel as array text
  * (`{1,2}`), since PostgreSQL has no array of arrays of any length.
  */
-async function insertBatch(db: Kysely<Database>, rows: NewAuditRow[]): Promise<void> {
+export async function insertAuditRows(db: Db, rows: NewAuditRow[]): Promise<void> {
   const text = (value: (row: NewAuditRow) => string) => textArrayLiteral(rows.map(value))
   const integers = (value: (row: NewAuditRow) => number | null | undefined) =>
     integerArrayLiteral(rows.map((row) => value(row) ?? null))
@@ -52,10 +51,36 @@ async function insertBatch(db: Kysely<Database>, rows: NewAuditRow[]): Promise<v
   `.execute(db)
 }
 
-/** Buffers audit records in memory and writes them in batches; `close()` writes what is left. */
+/** Records written by one insert, and the calls waiting for it. */
+interface Batch {
+  rows: NewAuditRow[]
+  /** The rows kept for another try if the insert fails (records of calls that failed anyway). */
+  kept: NewAuditRow[]
+  written: Promise<void>
+  settle: (error?: unknown) => void
+}
+
+function newBatch(): Batch {
+  let settle: (error?: unknown) => void = () => {}
+  const written = new Promise<void>((resolve, reject) => {
+    settle = (error) => (error === undefined ? resolve() : reject(error))
+  })
+  // A batch of retried records has no caller waiting.
+  written.catch(() => {})
+  return { rows: [], kept: [], written, settle }
+}
+
+/**
+ * Writes audit records by group commit: a call's records go into the next insert, and the call
+ * waits for that insert to commit; calls arriving while one insert runs share the next. So a
+ * record is in the database before its call is answered, at the cost of about one insert's time.
+ */
 export class AuditLog {
-  private pending: NewAuditRow[] = []
-  private flushing: Promise<void> | undefined
+  private readonly queue: Batch[] = []
+  private queued = 0
+  /** Records of failed calls whose insert failed: written again by the timer and at close. */
+  private retry: NewAuditRow[] = []
+  private writing: Promise<void> | undefined
   private readonly timer: NodeJS.Timeout
   flushed = 0
   failed = 0
@@ -70,34 +95,43 @@ export class AuditLog {
   }
 
   get buffered(): number {
-    return this.pending.length
-  }
-
-  record(row: NewAuditRow): void {
-    if (this.pending.length >= MAX_PENDING) {
-      this.pending.shift()
-      this.dropped += 1
-    }
-    this.pending.push(row)
-    if (this.pending.length >= AUDIT_BATCH_SIZE) void this.write(AUDIT_BATCH_SIZE)
-  }
-
-  /** Writes everything buffered so far (the timer's and shutdown's job). */
-  async flush(): Promise<void> {
-    while (this.flushing) await this.flushing
-    await this.write(1)
+    return this.queued + this.retry.length
   }
 
   /**
-   * Writes batches while at least `minimum` records wait; one run at a time. Between timer ticks
-   * only full batches go out: draining whatever arrived during the previous insert would, under
-   * load, keep a connection busy with an insert of a handful of rows every few requests.
+   * Resolves once `rows` are committed; rejects if their insert fails (or too many records wait
+   * already), and then the caller must not report success. `keepOnFailure`, for the records of a
+   * call that failed anyway: they are kept and written later rather than lost.
    */
-  private write(minimum: number): Promise<void> {
-    this.flushing ??= this.writeBatches(minimum).finally(() => {
-      this.flushing = undefined
-    })
-    return this.flushing
+  write(rows: NewAuditRow[], { keepOnFailure = false } = {}): Promise<void> {
+    if (this.buffered + rows.length > MAX_PENDING) {
+      if (!keepOnFailure) return Promise.reject(new Error('too many audit records are waiting'))
+      this.keep(rows)
+      return Promise.reject(new Error('audit records kept for a later try'))
+    }
+    let batch = this.queue.at(-1)
+    if (!batch || batch.rows.length >= AUDIT_BATCH_SIZE) {
+      batch = newBatch()
+      this.queue.push(batch)
+    }
+    batch.rows.push(...rows)
+    if (keepOnFailure) batch.kept.push(...rows)
+    this.queued += rows.length
+    this.startWriting()
+    return batch.written
+  }
+
+  /** Writes everything waiting, retried records included (the timer's and shutdown's job). */
+  async flush(): Promise<void> {
+    const retry = this.retry
+    this.retry = []
+    for (let start = 0; start < retry.length; start += AUDIT_BATCH_SIZE) {
+      const rows = retry.slice(start, start + AUDIT_BATCH_SIZE)
+      this.queue.push({ ...newBatch(), rows, kept: rows })
+      this.queued += rows.length
+    }
+    this.startWriting()
+    while (this.writing) await this.writing
   }
 
   /**
@@ -108,23 +142,45 @@ export class AuditLog {
     clearInterval(this.timer)
     for (let attempt = 0; attempt < CLOSE_ATTEMPTS; attempt += 1) {
       await this.flush()
-      if (this.pending.length === 0) return
+      if (this.buffered === 0) return
       await new Promise((resolve) => setTimeout(resolve, CLOSE_RETRY_DELAY_MS))
     }
   }
 
-  private async writeBatches(minimum: number): Promise<void> {
-    while (this.pending.length >= minimum) {
-      const batch = this.pending.slice(0, AUDIT_BATCH_SIZE)
+  /** One insert at a time: whatever arrives meanwhile goes into the next. */
+  private startWriting(): void {
+    if (this.writing || this.queue.length === 0) return
+    this.writing = this.writeQueued().finally(() => {
+      this.writing = undefined
+      this.startWriting()
+    })
+  }
+
+  private async writeQueued(): Promise<void> {
+    // A batch's rows count as queued until its insert ends, so that `buffered` (and close) sees them.
+    for (let batch = this.queue.shift(); batch; batch = this.queue.shift()) {
       try {
-        await insertBatch(this.db, batch)
+        await insertAuditRows(this.db, batch.rows)
+        this.queued -= batch.rows.length
+        this.flushed += batch.rows.length
+        batch.settle()
       } catch (error) {
+        this.queued -= batch.rows.length
         this.failed += 1
-        this.options.onFlushError(error, this.pending.length)
-        return
+        this.keep(batch.kept)
+        this.options.onFlushError(error, this.buffered)
+        batch.settle(error)
       }
-      this.pending.splice(0, batch.length)
-      this.flushed += batch.length
+    }
+  }
+
+  /** Keeps records for another try, dropping the oldest past the cap. */
+  private keep(rows: NewAuditRow[]): void {
+    this.retry.push(...rows)
+    const excess = this.buffered - MAX_PENDING
+    if (excess > 0) {
+      this.retry.splice(0, excess)
+      this.dropped += excess
     }
   }
 }

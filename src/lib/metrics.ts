@@ -133,7 +133,7 @@ export function createServiceMetrics(prometheus: typeof client, sources: MetricS
   })
   new prometheus.Counter({
     name: METRIC.auditFlushFailures,
-    help: 'Failed attempts to write a batch of audit records (the records stay buffered and are retried)',
+    help: 'Failed audit inserts (their successful calls answer 503; records of calls that failed anyway are retried)',
     collect() {
       this.reset()
       this.inc(sources.audit().failed)
@@ -141,7 +141,7 @@ export function createServiceMetrics(prometheus: typeof client, sources: MetricS
   })
   new prometheus.Counter({
     name: METRIC.auditRecordsDropped,
-    help: 'Audit records dropped because the buffer was full (the database was down too long)',
+    help: 'Audit records of failed calls dropped because too many waited (the database was down too long)',
     collect() {
       this.reset()
       this.inc(sources.audit().dropped)

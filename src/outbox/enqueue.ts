@@ -2,6 +2,12 @@ import { type Compilable, type OperationNodeSource, type RawBuilder, sql } from 
 import type { Db, Trx } from '../../db/database.js'
 import { type EmittedEvent, type EventData, TEST_EVENT } from '../../schemas/events.js'
 import { ALL_EVENTS } from '../../schemas/webhooks.js'
+import {
+  type ChangeAudit,
+  type ChangeAuditFields,
+  changeAuditCte,
+  currentChangeAudit,
+} from '../audit/change-audit.js'
 import { announceDeliveries } from './doorbell.js'
 
 /**
@@ -55,7 +61,8 @@ type WithDeliveries<R> = R & { [DELIVERED_TO]: number[] | null }
 /**
  * The statement of `changeWithEvent`, with the event's `timestamp` given: a precompiled statement
  * (db/precompiled-query.ts) builds it once with placeholders for its values. Its rows go through
- * `changedRow`.
+ * `changedRow`. With `audit`, the statement also writes the audit record of the call making the
+ * change (src/audit/change-audit.ts).
  */
 export function changeWithEventStatement<R, E extends EmittedEvent>(
   organizationId: number,
@@ -63,6 +70,7 @@ export function changeWithEventStatement<R, E extends EmittedEvent>(
   change: Compilable<R> & OperationNodeSource,
   data: (changed: RawBuilder<unknown>) => RawBuilder<EventData<E>>,
   timestamp: string,
+  audit?: ChangeAuditFields,
 ): RawBuilder<WithDeliveries<R>> {
   const payload = sql`jsonb_build_object(
     'event', ${event}::text, 'timestamp', ${timestamp}::text, 'data', ${data(sql.table('changed'))})`
@@ -72,23 +80,28 @@ export function changeWithEventStatement<R, E extends EmittedEvent>(
       insert into outbox_events (organization_id, event_type, payload)
       select ${organizationId}, ${event}, ${payload} from changed
       returning id
-    ), ${deliveriesOf(organizationId, event)}
+    ), ${deliveriesOf(organizationId, event)}${audit ? sql`, ${changeAuditCte(audit)}` : sql``}
     select changed.*, (select array_agg(webhook_id) from deliveries) as ${sql.id(DELIVERED_TO)} from changed
   `
 }
 
-/** The row a change-and-event statement changed, if any, once the deliveries it created are announced. */
-export function changedRow<R>(db: Db, rows: WithDeliveries<R>[]): R | undefined {
+/**
+ * The row a change-and-event statement changed, if any, once the deliveries it created are
+ * announced; `audit`, when the statement wrote its record, is marked written.
+ */
+export function changedRow<R>(db: Db, rows: WithDeliveries<R>[], audit?: ChangeAudit): R | undefined {
   const row = rows[0]
   if (!row) return undefined
   const { [DELIVERED_TO]: webhookIds, ...changed } = row
   if (webhookIds) announceDeliveries(db, webhookIds)
+  if (audit) audit.written = true
   return changed as R
 }
 
 /**
  * Makes a change and records its event in one statement, which is atomic by itself: no transaction
- * is needed for the pair, and it costs one round trip. `change` is an INSERT or UPDATE … RETURNING
+ * is needed for the pair (nor for the audit record of the call making it), and it costs one round
+ * trip. `change` is an INSERT or UPDATE … RETURNING
  * of one row; `data` builds the event's data in SQL from that row (the table `changed`). Returns
  * the row, or undefined (and no event) when the change touched none.
  */
@@ -99,8 +112,10 @@ export async function changeWithEvent<R, E extends EmittedEvent>(
   change: Compilable<R> & OperationNodeSource,
   data: (changed: RawBuilder<unknown>) => RawBuilder<EventData<E>>,
 ): Promise<R | undefined> {
-  const statement = changeWithEventStatement(organizationId, event, change, data, new Date().toISOString())
-  return changedRow(db, (await statement.execute(db)).rows)
+  const audit = currentChangeAudit()
+  const timestamp = new Date().toISOString()
+  const statement = changeWithEventStatement(organizationId, event, change, data, timestamp, audit?.fields)
+  return changedRow(db, (await statement.execute(db)).rows, audit)
 }
 
 /** A `webhook.test` event for one webhook only, at an administrator's request. */

@@ -1,3 +1,4 @@
+import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
 import { buildTestApp, openTestDatabase } from '../helpers/app.js'
@@ -18,21 +19,14 @@ const listAudit = (user: TestUser, query = '') =>
 // The audited calls practiceWithActivity makes: two registrations, two reads, a vitals list, a delete.
 const ACTIVITY_EVENTS = 6
 
-/**
- * Waits until an organization's audit records are written: a response can reach the test before
- * its onResponse hook has recorded it. A few milliseconds more put them strictly before "now".
- */
+/** Checks that the calls' records were written before their responses; then puts them strictly before "now". */
 async function recordedAuditEvents(organizationId: number, count: number): Promise<void> {
-  for (let attempt = 0; attempt < 100; attempt++) {
-    await app.auditLog.flush()
-    const row = await app.db
-      .selectFrom('audit_log')
-      .select((eb) => eb.fn.countAll<number>().as('count'))
-      .where('organization_id', '=', organizationId)
-      .executeTakeFirstOrThrow()
-    if (Number(row.count) >= count) break
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
+  const row = await app.db
+    .selectFrom('audit_log')
+    .select((eb) => eb.fn.countAll<number>().as('count'))
+    .where('organization_id', '=', organizationId)
+    .executeTakeFirstOrThrow()
+  expect(Number(row.count)).toBe(count)
   await new Promise((resolve) => setTimeout(resolve, 5))
 }
 
@@ -178,11 +172,20 @@ describe('GET /api/audit-events', () => {
 })
 
 describe('audit records at shutdown', () => {
-  it('writes every record still buffered when the app closes, before the database closes', async () => {
+  it('writes the records kept after a failed write when the app closes, before the database closes', async () => {
     const handle = await openTestDatabase()
+    // The audit inserts fail while this table holds a row, as while the database refuses them.
+    await sql`create table audit_refused (refused boolean)`.execute(handle.db)
+    await sql`create function refuse_audit() returns trigger language plpgsql as $$
+      begin
+        if exists (select 1 from audit_refused) then raise exception 'audit refused'; end if;
+        return new;
+      end $$`.execute(handle.db)
+    await sql`create trigger refuse_audit before insert on audit_log for each row
+      execute function refuse_audit()`.execute(handle.db)
     let writtenWhenDatabaseClosed = -1
     const closing = await buildTestApp(
-      // Long enough that the timer never flushes during this test: only close() can write them.
+      // Long enough that the timer never retries during this test: only close() can write them.
       { AUDIT_FLUSH_INTERVAL_MS: '60000' },
       undefined,
       {
@@ -207,10 +210,17 @@ describe('audit records at shutdown', () => {
     const organizationId = organization.id
     const provider = await organization.user('PROVIDER')
     const patientId = await createPatient(closing, provider)
-    for (let read = 0; read < 5; read += 1) {
-      await closing.inject({ url: `/api/patients/${patientId}`, headers: bearer(provider.token) })
+    await sql`insert into audit_refused values (true)`.execute(handle.db)
+    for (let attempt = 0; attempt < 5; attempt += 1) {
+      // Unrecorded, the read is withheld; the record of the 503 is kept for a later try.
+      const read = await closing.inject({
+        url: `/api/patients/${patientId}`,
+        headers: bearer(provider.token),
+      })
+      expect(read.statusCode).toBe(503)
     }
-    expect(closing.auditLog.buffered).toBe(6)
+    expect(closing.auditLog.buffered).toBe(5)
+    await sql`delete from audit_refused`.execute(handle.db)
 
     await closing.close()
     expect(closing.auditLog.buffered).toBe(0)

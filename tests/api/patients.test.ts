@@ -317,17 +317,27 @@ describe('GET /api/patients/{id}', () => {
 })
 
 describe('GET /api/patients/{id} under concurrent reads', () => {
-  // An app whose audit writer never flushes on its timer during the test (close() writes the
-  // records): on a loaded machine the reads span several flush intervals, and the count below is
-  // of the service's queries for the reads alone.
   let quiet: App
   beforeAll(async () => {
-    quiet = await buildTestApp({ AUDIT_FLUSH_INTERVAL_MS: '60000' })
+    quiet = await buildTestApp()
   })
   afterAll(async () => {
     await quiet.close()
   })
 
+  const lastAuditId = async () =>
+    Number(
+      (
+        await quiet.db
+          .selectFrom('audit_log')
+          .select((eb) => eb.fn.max('id').as('id'))
+          .executeTakeFirstOrThrow()
+      ).id ?? 0,
+    )
+  // An insert's rows share their recorded_at, the time its statement began.
+  const auditInsertsAfter = async (id: number) =>
+    (await quiet.db.selectFrom('audit_log').select('recorded_at').distinct().where('id', '>', id).execute())
+      .length
   const queriesSoFar = async () => {
     const scrape = (await quiet.inject({ url: '/actuator/prometheus' })).body
     return Number(/^ehr_db_query_duration_seconds_count\{outcome="ok"\} (\d+)/m.exec(scrape)?.[1])
@@ -350,13 +360,15 @@ describe('GET /api/patients/{id} under concurrent reads', () => {
       [secondUser, firstPatients[0]] as const,
       [firstUser, secondPatient] as const,
     ]
+    const auditedBefore = await lastAuditId()
     const before = await queriesSoFar()
     const responses = await Promise.all(
       reads.map(([user, patient]) =>
         quiet.inject({ url: `/api/patients/${patient.id}`, headers: bearer(user.token) }),
       ),
     )
-    const queries = (await queriesSoFar()) - before
+    // The reads' audit records, which each read waits for, are written by inserts of their own.
+    const queries = (await queriesSoFar()) - before - (await auditInsertsAfter(auditedBefore))
     expect(responses.slice(0, 16).map((response) => response.json().data)).toEqual(
       reads.slice(0, 16).map(([, patient]) => patient),
     )

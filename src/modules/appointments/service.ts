@@ -15,6 +15,7 @@ import {
 } from '../../../schemas/appointments.js'
 import type { PageOf } from '../../../schemas/common.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
+import { auditChange } from '../../audit/change-audit.js'
 import { AppError, conflict, invalidField, invalidFields } from '../../errors.js'
 import { withinWorkingHours } from '../../lib/availability.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
@@ -141,6 +142,7 @@ export async function createAppointment(
       updated_by: actor.userId,
     })
     await enqueueEvent(trx, actor.organizationId, 'appointment.created', toAppointmentCreatedData(row))
+    await auditChange(trx, [row.id])
     return toAppointment(row)
   })
 }
@@ -214,6 +216,7 @@ export async function updateAppointment(
     })
     if (!updated) return toAppointment(current)
     await enqueueEvent(trx, actor.organizationId, 'appointment.updated', toAppointmentUpdatedData(updated))
+    await auditChange(trx, [updated.id])
     return toAppointment(updated)
   })
 }
@@ -292,6 +295,7 @@ export async function cancelAppointment(
       'appointment.cancelled',
       toAppointmentCancelledData(cancelled, body.notifyPatient ?? true),
     )
+    await auditChange(trx, [cancelled.id])
     return toAppointment(cancelled)
   })
 }

@@ -55,8 +55,8 @@ export function listAuditRows(
 
 /**
  * A sync page of an organization's audit records after the position. Audit records never change;
- * they are written in batches after their calls, so the time they were written (not the time of
- * the call) and the id are the position: a record written late is not passed over.
+ * they are written after their calls began (in a batch, or in the transaction of the change they
+ * record), so the time they were written (not the time of the call) and the id are the position.
  */
 export async function syncAuditRows(
   db: Kysely<Database>,

@@ -13,7 +13,7 @@ const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'listAuditEvents',
         summary: 'The organization’s audit trail, newest first',
         description:
-          'One record per call of a route that touches patient data or webhooks: who, what, which records, the outcome and the request id; never names or clinical text. Records are written in batches, so a call appears within about `AUDIT_FLUSH_INTERVAL_MS`. With `updatedSince` or `cursor`, a sync page: records written at or after that time, oldest first, by (recordedAt, id); audit records never change, so `updatedSince` compares with `recordedAt`.',
+          'One record per call of a route that touches patient data or webhooks: who, what, which records, the outcome and the request id; never names or clinical text. A call is answered only once its record is written, so it is listed as soon as its answer has arrived. With `updatedSince` or `cursor`, a sync page: records written at or after that time, oldest first, by (recordedAt, id); audit records never change, so `updatedSince` compares with `recordedAt`.',
         querystring: AuditEventListQuery,
         response: { 200: AuditEventPageEnvelope },
       },

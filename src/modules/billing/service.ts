@@ -12,6 +12,7 @@ import type {
 } from '../../../schemas/billing.js'
 import type { PageOf } from '../../../schemas/common.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
+import { auditChange } from '../../audit/change-audit.js'
 import { AppError, invalidField, invalidFields } from '../../errors.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
@@ -69,6 +70,7 @@ export async function createInvoice(
       created_by: actor.userId,
     })
     await enqueueEvent(trx, actor.organizationId, 'invoice.created', toInvoiceCreatedData(invoice))
+    await auditChange(trx, [invoice.id])
     return invoice
   })
   return toInvoice(row)
@@ -234,6 +236,7 @@ export async function recordPayment(
         'payment.received',
         toPaymentReceivedData(payment, updated),
       )
+      await auditChange(trx, [payment.id])
       return { payment: { ...toPayment(payment), invoice: toInvoice(updated) }, replayed: false }
     })
   } catch (error) {

@@ -6,6 +6,7 @@ import type { ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import { type Chart, ENTERED_IN_ERROR } from '../../../schemas/clinical.js'
 import type { PageOf } from '../../../schemas/common.js'
 import type { Actor } from '../../access/organization-scope.js'
+import { auditChange, withChangeAudit } from '../../audit/change-audit.js'
 import { AppError, notFound } from '../../errors.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
@@ -77,21 +78,23 @@ export async function createRecord<I extends TObject, D extends TObject>(
   const encounterId = await checkReferences(db, kind, actor, patientId, input)
   const prepared = kind.prepare(input)
   try {
-    const row = await insertRecord(db, {
-      organization_id: actor.organizationId,
-      patient_id: patientId,
-      encounter_id: encounterId,
-      kind: kind.kind,
-      status: prepared.status,
-      code: prepared.code,
-      effective_at: prepared.effectiveAt ?? new Date(),
-      data: prepared.data as Record<string, unknown>,
-      recorded_by: actor.userId,
-      updated_by: actor.userId,
-      entered_in_error_at: null,
-      entered_in_error_by: null,
-      entered_in_error_reason: null,
-    })
+    const row = await withChangeAudit(db, (db) =>
+      insertRecord(db, {
+        organization_id: actor.organizationId,
+        patient_id: patientId,
+        encounter_id: encounterId,
+        kind: kind.kind,
+        status: prepared.status,
+        code: prepared.code,
+        effective_at: prepared.effectiveAt ?? new Date(),
+        data: prepared.data as Record<string, unknown>,
+        recorded_by: actor.userId,
+        updated_by: actor.userId,
+        entered_in_error_at: null,
+        entered_in_error_by: null,
+        entered_in_error_reason: null,
+      }),
+    )
     return toRecord<D>(row)
   } catch (error) {
     throw conflictOf(kind, error)
@@ -229,6 +232,7 @@ export async function correctRecord<I extends TObject, D extends TObject>(
         encounter_id: encounterId,
         updated_by: actor.userId,
       })
+      if (corrected) await auditChange(trx, [id])
       return corrected ?? current
     })
     return toRecord<D>(row)
@@ -296,6 +300,7 @@ export async function enterInError<D extends TObject>(
       entered_in_error_by: actor.userId,
       entered_in_error_reason: reason,
     })
+    if (withdrawn) await auditChange(trx, [id])
     return withdrawn ?? current
   })
   return toRecord<D>(row)

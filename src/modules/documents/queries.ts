@@ -1,6 +1,6 @@
 import { type Kysely, sql } from 'kysely'
 import { acrossOrganizations } from '../../../db/across-organizations.js'
-import type { Database } from '../../../db/database.js'
+import type { Database, Db } from '../../../db/database.js'
 import type { DocumentRow } from '../../../db/tables/documents.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
@@ -34,13 +34,7 @@ export function insertPendingDocument(
     .executeTakeFirstOrThrow()
 }
 
-export function markAvailable(
-  db: Kysely<Database>,
-  organizationId: number,
-  id: number,
-  size: number,
-  sha256: string,
-) {
+export function markAvailable(db: Db, organizationId: number, id: number, size: number, sha256: string) {
   return db
     .updateTable('documents')
     .set({ status: 'AVAILABLE', size_bytes: size, sha256 })
@@ -134,7 +128,7 @@ export async function syncPatientDocuments(
  * check and write in one statement. The database raises the version.
  */
 export function markDeleted(
-  db: Kysely<Database>,
+  db: Db,
   organizationId: number,
   id: number,
   userId: number,

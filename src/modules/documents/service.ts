@@ -7,6 +7,7 @@ import type { DocumentRow } from '../../../db/tables/documents.js'
 import type { PageOf } from '../../../schemas/common.js'
 import type { Document, DocumentFields, DocumentListQuery } from '../../../schemas/documents.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
+import { withChangeAudit } from '../../audit/change-audit.js'
 import { AppError, invalidField, invalidFields, preconditionFailed } from '../../errors.js'
 import { describeProblems, problemsText } from '../../http/validation-messages.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
@@ -252,7 +253,8 @@ async function storeFile(
   try {
     const { size, sha256 } = await store.write(storageKey, verified(part.file, part.mimetype))
     if (part.file.truncated) throw fileTooLarge(limits.maxBytes)
-    return await markAvailable(db, actor.organizationId, id, size, sha256)
+    // Available only with the audit record of its upload.
+    return await withChangeAudit(db, (db) => markAvailable(db, actor.organizationId, id, size, sha256))
   } catch (error) {
     // The rest of the file must be read off the connection, or the request would hang.
     part.file.resume()
@@ -336,7 +338,9 @@ export async function deleteDocument(
   expectedVersion: ExpectedVersion,
 ): Promise<{ id: number }> {
   await findDocument(db, actor, id)
-  const deleted = await markDeleted(db, actor.organizationId, id, actor.userId, expectedVersion)
+  const deleted = await withChangeAudit(db, (db) =>
+    markDeleted(db, actor.organizationId, id, actor.userId, expectedVersion),
+  )
   if (!deleted) {
     // Deleted meanwhile (404), or still there at another version than If-Match named (412).
     const current = await findDocument(db, actor, id)

@@ -15,6 +15,7 @@ import {
   UpdateEncounterBody,
 } from '../../../schemas/encounters.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
+import { auditChange } from '../../audit/change-audit.js'
 import { AppError, conflict, forbidden, invalidField } from '../../errors.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
@@ -104,6 +105,7 @@ export async function createEncounter(
       updated_by: actor.userId,
     })
     await enqueueEvent(trx, actor.organizationId, 'encounter.created', toEncounterCreatedData(row))
+    await auditChange(trx, [row.id])
     return toEncounter(row, [])
   })
 }
@@ -145,6 +147,7 @@ export async function updateEncounter(
       ...noteColumns(body),
       updated_by: actor.userId,
     })
+    if (updated) await auditChange(trx, [id])
     return toEncounter(updated ?? current, [])
   })
 }
@@ -192,6 +195,7 @@ export async function signEncounter(
       signed_at: new Date(),
       updated_by: actor.userId,
     })
+    if (signed) await auditChange(trx, [id])
     return toEncounter(signed ?? current, [])
   })
 }
@@ -218,6 +222,7 @@ export async function addAddendum(
       ...touch(),
       updated_by: actor.userId,
     })
+    if (amended) await auditChange(trx, [id])
     return toEncounter(amended ?? current, await addendaOf(trx, actor.organizationId, [id]))
   })
 }

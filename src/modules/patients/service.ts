@@ -12,6 +12,7 @@ import {
   UpdatePatientBody,
 } from '../../../schemas/patients.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
+import { type ChangeAuditFields, currentChangeAudit } from '../../audit/change-audit.js'
 import { AppError, constraintConflict, invalidField, preconditionFailed } from '../../errors.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
@@ -53,14 +54,17 @@ const GENERATED_MRN_ATTEMPTS = 5
 
 // The service's busiest write, hence compiled once per set of columns (whether the MRN and status
 // are given): the row and its event in one statement, no transaction, one round trip per attempt.
+// The audit record's fields are a record argument like the row (empty outside an audited call), so
+// the statement is compiled with its audit insert or without.
 const insertPatientWithEvent = precompiledQuery(
-  (db, organizationId: number, timestamp: string, row: NewPatientRow) => {
+  (db, organizationId: number, timestamp: string, row: NewPatientRow, audit: Partial<ChangeAuditFields>) => {
     const statement = changeWithEventStatement(
       organizationId,
       'patient.created',
       insertPatientQuery(db, row),
       patientEvent.toSql,
       timestamp,
+      'request_id' in audit ? (audit as ChangeAuditFields) : undefined,
     )
     return { compile: () => statement.compile(db) }
   },
@@ -82,8 +86,19 @@ export async function createPatient(
     deleted_at: null,
     deleted_by: null,
   }
+  const audit = currentChangeAudit()
   const insert = async () =>
-    changedRow(db, await insertPatientWithEvent(db, actor.organizationId, new Date().toISOString(), row))
+    changedRow(
+      db,
+      await insertPatientWithEvent(
+        db,
+        actor.organizationId,
+        new Date().toISOString(),
+        row,
+        audit?.fields ?? {},
+      ),
+      audit,
+    )
   let inserted = await insert()
   for (let attempt = 1; !inserted && !body.mrn && attempt < GENERATED_MRN_ATTEMPTS; attempt++) {
     inserted = await insert()

@@ -1,0 +1,69 @@
+import { AsyncLocalStorage } from 'node:async_hooks'
+import { type Kysely, type RawBuilder, sql } from 'kysely'
+import type { Database, Db, Trx } from '../../db/database.js'
+import type { NewAuditRow } from '../../db/tables/audit-log.js'
+import { insertAuditRows } from './audit-log.js'
+
+/** What the audit record of a change made by the call being served says, ids apart. */
+export type ChangeAuditFields = Omit<NewAuditRow, 'resource_ids'>
+
+/** The audit record of the call being served by an audited route that changes records. */
+export interface ChangeAudit {
+  /** The record its success leaves (outcome SUCCESS, the route's success status). */
+  readonly fields: ChangeAuditFields
+  /** Set once a record was written with a change: the call then needs no record of its own. */
+  written: boolean
+}
+
+const current = new AsyncLocalStorage<ChangeAudit>()
+
+/** Runs `serve` (a call's handling) so that the changes it makes carry `audit`'s record. */
+export const serveWithChangeAudit = (audit: ChangeAudit, serve: () => void): void => current.run(audit, serve)
+
+/** The audit record the change being made belongs with, if it is made by an audited call. */
+export const currentChangeAudit = (): ChangeAudit | undefined => current.getStore()
+
+/**
+ * Writes the audit record of the call being served in `trx`, the transaction of its change of
+ * `ids`: the record commits with the change or not at all, as its event does. Nothing outside a
+ * call (scripts, workers).
+ */
+export async function auditChange(trx: Trx, ids: number[]): Promise<void> {
+  const audit = current.getStore()
+  if (!audit) return
+  await insertAuditRows(trx, [{ ...audit.fields, resource_ids: ids }])
+  audit.written = true
+}
+
+/**
+ * Makes a change of one statement so that the audit record of the call making it commits with it:
+ * the two in one transaction while an audited call is served, the statement alone otherwise. A
+ * change that touched nothing (undefined) leaves no record here: the call's answer records itself.
+ */
+export async function withChangeAudit<R extends { id: number } | undefined>(
+  db: Kysely<Database>,
+  change: (db: Db) => Promise<R>,
+): Promise<R> {
+  if (!current.getStore()) return change(db)
+  return db.transaction().execute(async (trx) => {
+    const changed = await change(trx)
+    if (changed) await auditChange(trx, [changed.id])
+    return changed
+  })
+}
+
+/**
+ * The same record as a common table expression of a change-and-event statement, which inserts it
+ * for the row the CTE `changed` returns (none when the change touched none). Each value is cast:
+ * the statement may be prepared, and its parameters' types must not depend on their first values.
+ */
+export function changeAuditCte(fields: ChangeAuditFields): RawBuilder<unknown> {
+  return sql`audited as (
+      insert into audit_log (occurred_at, organization_id, user_id, action, resource_type, resource_ids,
+        patient_id, outcome, status_code, request_id)
+      select ${fields.occurred_at}::timestamptz, ${fields.organization_id}::integer, ${fields.user_id}::integer,
+        ${fields.action}::text, ${fields.resource_type}::text, array[changed.id], ${fields.patient_id}::integer,
+        ${fields.outcome}::text, ${fields.status_code}::integer, ${fields.request_id}::text
+      from changed
+    )`
+}
