@@ -155,7 +155,9 @@ async function main(): Promise<void> {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'ehr-profile-'))
   const profileDir = path.join(dataDir, 'profile')
   try {
-    const service = await startService(database.url, dataDir, ['--cpu-prof', `--cpu-prof-dir=${profileDir}`])
+    const service = await startService(database.url, dataDir, {
+      nodeOptions: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`],
+    })
     const token = await login(service.url, database.seeded.email)
     const plan: LoadPlan = {
       url: service.url,

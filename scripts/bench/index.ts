@@ -9,6 +9,7 @@ import { postgresCpuMs, processCpuMs } from './cpu.js'
 import { imageRuntime } from './image-node.js'
 import type { LoadPlan } from './load.js'
 import { freePort, peakMemoryMb, residentMemoryMb, runJson, type Started, startProcess } from './processes.js'
+import { buildRevision } from './revision.js'
 import { CREATED_PATIENT, FIRST_NAMES, LAST_NAMES, type Seeded } from './seed.js'
 import { adminUrl, dist, login, prepareDatabase, script, startService, UPLOAD_MB } from './service.js'
 import { uploadMemoryGrowthMb } from './upload.js'
@@ -17,6 +18,8 @@ const { values } = parseArgs({
   options: {
     patients: { type: 'string', default: '100000' },
     compare: { type: 'string' },
+    before: { type: 'string' },
+    'api-only': { type: 'boolean', default: false },
     seconds: { type: 'string', default: '10' },
     connections: { type: 'string', default: '50' },
     rounds: { type: 'string', default: '3' },
@@ -291,7 +294,7 @@ async function measureStarts(databaseUrl: string): Promise<Starts> {
       postgres: [] as number[],
       pgliteMemory: [] as StartMemory[],
     }))
-    for (const { node } of runtimes) await (await startService(undefined, dataDir, [], node)).stop()
+    for (const { node } of runtimes) await (await startService(undefined, dataDir, { node })).stop()
     for (let round = 0; round < COLD_START_ROUNDS; round++) {
       for (const [index, { node }] of runtimes.entries()) {
         const times = cold[index] as ColdStarts
@@ -299,7 +302,7 @@ async function measureStarts(databaseUrl: string): Promise<Starts> {
           [undefined, times.pglite],
           [databaseUrl, times.postgres],
         ] as const) {
-          const started = await startService(databaseUrlOf, dataDir, [], node)
+          const started = await startService(databaseUrlOf, dataDir, { node })
           list.push(started.startupMs)
           if (!databaseUrlOf) times.pgliteMemory.push(await startMemory(started.child.pid as number))
           await started.stop()
@@ -405,6 +408,9 @@ async function main(): Promise<void> {
     fhirRead: await pairedRatios(plans['GET /api/patients/{id}'], plans['GET /fhir/R4/Patient/{id}']),
     sortedPage: await pairedRatios(ceilingPlans.S, plans['GET /api/patients (sorted page)']),
   }
+  const before = values.before
+    ? await againstRevision(values.before, main.url, dataDir, plans['GET /api/patients/{id}'], main.seeded)
+    : undefined
   const peak = peakMemoryMb(service.child.pid as number)
   const upload = await uploadMemoryGrowthMb(
     { url: service.url, pid: service.child.pid as number },
@@ -431,8 +437,37 @@ async function main(): Promise<void> {
     twoInstances,
     upload,
     paired,
+    before,
     seedSeconds: main.seedSeconds,
   })
+}
+
+/**
+ * The by-id read of this build paired round by round with the same read of another commit's build
+ * (`--before`), both on the run's database: what a change cost, in one run on one machine.
+ */
+async function againstRevision(
+  revision: string,
+  databaseUrl: string,
+  dataDir: string,
+  read: Plan,
+  seeded: Seeded,
+): Promise<{ commit: string; ratios: PairedRatios }> {
+  process.stdout.write(`  building ${revision} for the comparison\n`)
+  const built = await buildRevision(path.resolve(dist, '..'), revision)
+  try {
+    const earlier = await startService(databaseUrl, dataDir, { build: built.dist })
+    try {
+      const token = await login(earlier.url, seeded.email)
+      const earlierRead = { ...read, url: earlier.url, headers: { authorization: `Bearer ${token}` } }
+      process.stdout.write(`  ${ROUNDS} paired rounds against ${built.commit}\n`)
+      return { commit: built.commit, ratios: await pairedRatios(earlierRead, read) }
+    } finally {
+      await earlier.stop()
+    }
+  } finally {
+    await built.remove()
+  }
 }
 
 interface Report {
@@ -454,6 +489,7 @@ interface Report {
     fhirRead: PairedRatios
     sortedPage: PairedRatios
   }
+  before: { commit: string; ratios: PairedRatios } | undefined
   seedSeconds: number
 }
 
@@ -486,6 +522,11 @@ async function report(run: Report): Promise<void> {
     `- GET /api/patients/{id}, median of ${ROUNDS} rounds each driving ceiling B then the service: ${describeRatios(run.paired.byId.rps)} × ceiling B's requests/s (target ≥ 0.80); p99 ${describeRatios(run.paired.byId.p99)} × ceiling B's (target ≤ 2)`,
     `- GET /api/patients/{id} against ceiling B′, which coalesces its lookups as the service does, so that the ratio shows what authentication (with revocation), the organization check, envelope, audit, metrics, logging and rate limiting (counted in Redis) cost: ${describeRatios(run.paired.byIdCoalesced.rps)} × ceiling B′'s requests/s (target ≥ 0.80); p99 ${describeRatios(run.paired.byIdCoalesced.p99)} × ceiling B′'s (target ≤ 2)`,
     ...describeCpu(run.paired.byIdCoalesced.cpu),
+    ...(run.before
+      ? [
+          `- GET /api/patients/{id} against the same read of ${run.before.commit} (built from that commit, on the same database), paired round by round: ${describeRatios(run.before.ratios.rps)} × its requests/s (target ≥ 0.90); p99 ${describeRatios(run.before.ratios.p99)} × its (target ≤ 2)`,
+        ]
+      : []),
     `- GET /fhir/R4/Patient/{id} against GET /api/patients/{id} of the same patients, paired round by round: ${describeRatios(run.paired.fhirRead.rps)} × the REST read's requests/s (target ≥ 0.80)`,
     `- GET /api/patients (sorted page) against ceiling S, the same two statements on a bare route: ${describeRatios(run.paired.sortedPage.rps)} × ceiling S's requests/s (target ≥ 0.70)`,
     `- POST /api/patients, median of ${ROUNDS} rounds each driving ceiling C then the service: ${describeRatios(run.paired.create.rps)} × ceiling C's requests/s (target ≥ 0.75)`,
@@ -518,7 +559,12 @@ async function report(run: Report): Promise<void> {
     .filter(([, m]) => m.non2xx > 0 || m.total === 0)
     .map(([name]) => name)
   if (run.upload.statusCode !== 201) failures.push(`${UPLOAD_MB} MB upload`)
-  const command = `npm run bench -- --patients ${PATIENTS}${values.compare ? ` --compare ${values.compare}` : ''} --seconds ${SECONDS} --connections ${CONNECTIONS} --rounds ${ROUNDS}`
+  const options = [
+    values.compare ? ` --compare ${values.compare}` : '',
+    values.before ? ` --before ${run.before?.commit}` : '',
+    values['api-only'] ? ' --api-only' : '',
+  ].join('')
+  const command = `npm run bench -- --patients ${PATIENTS}${options} --seconds ${SECONDS} --connections ${CONNECTIONS} --rounds ${ROUNDS}`
   const section = [
     '## API (npm run bench)',
     '',
@@ -556,7 +602,7 @@ async function runOtherBenchmarks(): Promise<void> {
 }
 
 main()
-  .then(runOtherBenchmarks)
+  .then(() => (values['api-only'] ? undefined : runOtherBenchmarks()))
   .catch((error: unknown) => {
     process.stderr.write(`${(error as Error).stack}\n`)
     process.exit(1)

@@ -39,29 +39,36 @@ export async function prepareDatabase(
 const encryptionKey = randomBytes(32).toString('base64')
 
 /** The service is started as `npm run start:prod` starts it: the same node options and bundle. */
-async function productionCommand(): Promise<string[]> {
-  const { scripts } = JSON.parse(await readFile(path.join(dist, '..', 'package.json'), 'utf8')) as {
+async function productionCommand(build: string): Promise<string[]> {
+  const { scripts } = JSON.parse(await readFile(path.join(build, '..', 'package.json'), 'utf8')) as {
     scripts: Record<string, string>
   }
   const [node, ...args] = (scripts['start:prod'] as string).replace(/^exec /, '').split(' ')
   if (node !== 'node') throw new Error('start:prod no longer starts with node; update the benchmark')
-  return args.map((arg) => (arg.startsWith('dist/') ? path.join(dist, arg.slice('dist/'.length)) : arg))
+  return args.map((arg) => (arg.startsWith('dist/') ? path.join(build, arg.slice('dist/'.length)) : arg))
+}
+
+export interface ServiceOptions {
+  /** Before the bundle, e.g. `--cpu-prof`. */
+  nodeOptions?: string[]
+  /** The Node.js binary (default: the benchmark's own). */
+  node?: string
+  /** The dist/ folder to start (default: this checkout's; another commit's: revision.ts). */
+  build?: string
 }
 
 /**
  * The service in production mode on a free port: on PostgreSQL at `databaseUrl` with the rate
- * limiter counting in Redis, or embedded (PGlite in `dataDir`) without one. `nodeOptions` go before
- * the bundle (e.g. `--cpu-prof`); `node` is the Node.js binary (default: the benchmark's own).
+ * limiter counting in Redis, or embedded (PGlite in `dataDir`) without one.
  */
 export async function startService(
   databaseUrl: string | undefined,
   dataDir: string,
-  nodeOptions: string[] = [],
-  node?: string,
+  { nodeOptions = [], node, build = dist }: ServiceOptions = {},
 ): Promise<Started & { url: string }> {
   const port = await freePort()
   const service = await startProcess(
-    [...nodeOptions, ...(await productionCommand())],
+    [...nodeOptions, ...(await productionCommand(build))],
     {
       NODE_ENV: 'production',
       LOG_LEVEL: 'info',

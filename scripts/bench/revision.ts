@@ -1,0 +1,48 @@
+import { execFile } from 'node:child_process'
+import { mkdtemp, readFile, rm, symlink } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { promisify } from 'node:util'
+
+const run = promisify(execFile)
+
+/** A service bundle built from another commit, to be driven beside this one. */
+export interface BuiltRevision {
+  /** The commit, abbreviated, as the report names it. */
+  commit: string
+  /** Its dist/ folder, for startService. */
+  dist: string
+  remove(): Promise<void>
+}
+
+/**
+ * Builds the server bundle of `revision` in a temporary worktree of this repository. The worktree
+ * uses this checkout's installed packages, so the revision must have the same package-lock.json
+ * (a benchmark of a dependency change needs two checkouts instead).
+ */
+export async function buildRevision(root: string, revision: string): Promise<BuiltRevision> {
+  const git = (...args: string[]) => run('git', args, { cwd: root, maxBuffer: 64 * 1024 * 1024 })
+  const commit = (await git('rev-parse', '--short', `${revision}^{commit}`)).stdout.trim()
+  const lock = (at: string) => git('show', `${at}:package-lock.json`).then(({ stdout }) => stdout)
+  if ((await lock(commit)) !== (await readFile(path.join(root, 'package-lock.json'), 'utf8')))
+    throw new Error(
+      `${revision} has another package-lock.json than this checkout: build it in a checkout of its own`,
+    )
+  const tree = await mkdtemp(path.join(tmpdir(), 'ehr-bench-revision-'))
+  const remove = async () => {
+    await git('worktree', 'remove', '--force', tree).catch(() => {})
+    await rm(tree, { recursive: true, force: true })
+  }
+  try {
+    await git('worktree', 'add', '--detach', tree, commit)
+    await symlink(path.join(root, 'node_modules'), path.join(tree, 'node_modules'), 'dir')
+    await run(process.execPath, ['--import', 'tsx', 'scripts/bundle/index.ts'], {
+      cwd: tree,
+      maxBuffer: 64 * 1024 * 1024,
+    })
+  } catch (error) {
+    await remove()
+    throw error
+  }
+  return { commit, dist: path.join(tree, 'dist'), remove }
+}
