@@ -7,7 +7,7 @@ import { loadConfig } from '../../src/config.js'
 import { newPostgresDatabase, testEnvironment } from '../helpers/app.js'
 import { checkResponsesAgainstContract } from '../helpers/contract.js'
 import { bearer, newOrganization, patientBody, type TestUser } from '../helpers/factories.js'
-import { startTcpProxy } from '../helpers/tcp-proxy.js'
+import { startTcpProxy } from '../../scripts/lib/tcp-proxy.js'
 
 // The request budget on the database: a pooled connection within TIMEOUT_MS, a statement within
 // TIMEOUT_MS (and a second more for a connection that does not answer at all).

@@ -6,7 +6,7 @@ import { loadConfig } from '../../src/config.js'
 import { newPostgresDatabase, testEnvironment } from '../helpers/app.js'
 import { checkResponsesAgainstContract } from '../helpers/contract.js'
 import { bearer, newOrganization, patientBody, type TestUser } from '../helpers/factories.js'
-import { startTcpProxy } from '../helpers/tcp-proxy.js'
+import { startTcpProxy } from '../../scripts/lib/tcp-proxy.js'
 
 let app: App
 let databaseUrl: string

@@ -6,7 +6,7 @@ import Provider from 'oidc-provider'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { discoverProvider, PROVIDER_TIMEOUT_MS, providerKeys } from '../../src/identity/external-provider.js'
 import { jwksCache } from '../../src/identity/jwks-cache.js'
-import { startTcpProxy } from '../helpers/tcp-proxy.js'
+import { startTcpProxy } from '../../scripts/lib/tcp-proxy.js'
 
 // A real OpenID provider (oidc-provider) publishes the keys, behind a proxy that can black-hole it.
 

@@ -75,3 +75,5 @@ export async function startTcpProxy(targetHost: string, targetPort: number) {
     },
   }
 }
+
+export type TcpProxy = Awaited<ReturnType<typeof startTcpProxy>>
