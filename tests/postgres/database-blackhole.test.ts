@@ -2,12 +2,12 @@ import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { DatabaseHandle } from '../../db/connect.js'
 import { openPostgres } from '../../db/postgres.js'
+import { startTcpProxy } from '../../scripts/lib/tcp-proxy.js'
 import { type App, buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { newPostgresDatabase, testEnvironment } from '../helpers/app.js'
 import { checkResponsesAgainstContract } from '../helpers/contract.js'
 import { bearer, newOrganization, patientBody, type TestUser } from '../helpers/factories.js'
-import { startTcpProxy } from '../../scripts/lib/tcp-proxy.js'
 
 // The request budget on the database: a pooled connection within TIMEOUT_MS, a statement within
 // TIMEOUT_MS (and a second more for a connection that does not answer at all).

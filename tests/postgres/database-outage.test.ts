@@ -1,12 +1,12 @@
 import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openPostgres } from '../../db/postgres.js'
+import { startTcpProxy } from '../../scripts/lib/tcp-proxy.js'
 import { type App, buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { newPostgresDatabase, testEnvironment } from '../helpers/app.js'
 import { checkResponsesAgainstContract } from '../helpers/contract.js'
 import { bearer, newOrganization, patientBody, type TestUser } from '../helpers/factories.js'
-import { startTcpProxy } from '../../scripts/lib/tcp-proxy.js'
 
 let app: App
 let databaseUrl: string

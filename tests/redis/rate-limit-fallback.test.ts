@@ -1,8 +1,8 @@
 import { randomInt } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startTcpProxy } from '../../scripts/lib/tcp-proxy.js'
 import type { App } from '../../src/app.js'
 import { buildTestApp } from '../helpers/app.js'
-import { startTcpProxy } from '../../scripts/lib/tcp-proxy.js'
 
 // Two instances reach the run's Redis through a loopback proxy that the test cuts and restores.
 const redisUrl = new URL(process.env.TEST_REDIS_URL as string)

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import { Redis } from 'ioredis'
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
-import { defineCountCommand, leaseSize, redisWindowCounter } from '../../src/lib/redis-window-counter.js'
 import { startTcpProxy } from '../../scripts/lib/tcp-proxy.js'
+import { defineCountCommand, leaseSize, redisWindowCounter } from '../../src/lib/redis-window-counter.js'
 
 const redis = new Redis(process.env.TEST_REDIS_URL as string, { enableOfflineQueue: false })
 defineCountCommand(redis)

@@ -4,9 +4,9 @@ import { type AddressInfo, createServer } from 'node:net'
 // @ts-expect-error oidc-provider ships no type declarations
 import Provider from 'oidc-provider'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startTcpProxy } from '../../scripts/lib/tcp-proxy.js'
 import { discoverProvider, PROVIDER_TIMEOUT_MS, providerKeys } from '../../src/identity/external-provider.js'
 import { jwksCache } from '../../src/identity/jwks-cache.js'
-import { startTcpProxy } from '../../scripts/lib/tcp-proxy.js'
 
 // A real OpenID provider (oidc-provider) publishes the keys, behind a proxy that can black-hole it.
 
