@@ -4,9 +4,10 @@ import type pg from 'pg'
 /** Distinct statement texts prepared per connection unless configured (DATABASE_PREPARED_STATEMENTS). */
 export const DEFAULT_PREPARED_STATEMENTS = 500
 
-// Changes, also when they open a WITH (a change and its event): their plans do not depend on the
-// values. DDL and transaction control always run unnamed.
-const CHANGE = /^\s*(with\s+\w+\s+as\s+\(\s*)?(insert|update|delete)\b/i
+// Changes, also when they open a WITH (a change and its event) or a marking comment (the audit
+// batches' insert, db/across-organizations.ts): their plans do not depend on the values. DDL and
+// transaction control always run unnamed.
+const CHANGE = /^\s*(\/\*[^*]*\*\/\s*)*(with\s+\w+\s+as\s+\(\s*)?(insert|update|delete)\b/i
 // A statement returning `*` stays unnamed: a column added by a migration while this instance runs
 // would change its result type, which PostgreSQL refuses for a prepared statement until the
 // connection closes.

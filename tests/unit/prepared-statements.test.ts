@@ -10,6 +10,7 @@ describe('statementNamer', () => {
       'delete from t',
       'with changed as (insert into t values ($1) returning "id") select * from changed',
       'with\n  changed as (\n  update t set a = 2 returning "id", "a") select * from changed',
+      '/* all organizations: audit batches */\n  insert into t select * from unnest($1::int[])',
     ]
     const names = texts.map(nameOf)
     expect(
@@ -25,6 +26,7 @@ describe('statementNamer', () => {
     const read = 'select * from prepared_test where id = $1'
     expect(nameOf(read)).toBeUndefined()
     expect(nameOf('with x as (select 1) select * from x')).toBeUndefined()
+    expect(nameOf('/* all organizations: owner probe */ select * from t')).toBeUndefined()
     allowPreparing(read)
     expect(nameOf(read)).toMatch(/^ehr_\d+$/)
   })
