@@ -140,11 +140,11 @@ const audit: FastifyPluginAsync<{ flushIntervalMs: number }> = async (app, { flu
     for (const also of request.auditedAlso ?? []) rows.push(entry(also.rule, also.ids, null))
     if (reply.statusCode < 400) return auditLog.write(rows)
     // Failed anyway (the 503 below included): the answer stands whatever becomes of the record,
-    // which is kept for a later try if this insert fails. A refusal waits for its record like a
-    // success; a server error does not, since its database may be unreachable and the insert
-    // would hold the answer for as long again (shutdown still writes it: AuditLog.close).
+    // which is kept for a later try if this insert fails. It waits for its record like a success,
+    // but for a 503: the database is then likely unreachable, and the insert would hold the answer
+    // for as long again (shutdown still writes it: AuditLog.close).
     const kept = auditLog.write(rows, { keepOnFailure: true }).catch(() => {})
-    if (reply.statusCode < 500) await kept
+    if (reply.statusCode !== 503) await kept
   }
 
   // onSend rather than onResponse: the status is final here, and nothing has left yet. It calls
