@@ -15,7 +15,7 @@ import { embeddedDatabaseDir, embeddedDatabaseStep, startupProgress } from './li
 import providerScheduleViewRoutes from './modules/appointments/provider-schedule-routes.js'
 import appointmentRoutes from './modules/appointments/routes.js'
 import auditRoutes from './modules/audit/routes.js'
-import { sendPasswordResetLink } from './modules/auth/passwords.js'
+import { issuePasswordResetLink, mailPasswordResetLink } from './modules/auth/passwords.js'
 import authRoutes from './modules/auth/routes.js'
 import billingRoutes from './modules/billing/routes.js'
 import clientRoutes from './modules/clients/routes.js'
@@ -337,8 +337,10 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   await app.register(userRoutes, {
     prefix: '/api/users',
     external: !config.embeddedIssuer,
-    resetMail: (email: string) =>
-      sendPasswordResetLink(app.db, mailer, { email, resetUrl: config.PASSWORD_RESET_URL }),
+    resetLinks: {
+      issue: (db, userId) => issuePasswordResetLink(db, userId, config.PASSWORD_RESET_URL),
+      mail: (email, link) => mailPasswordResetLink(mailer, email, link),
+    },
   })
   await app.register(clientRoutes, {
     prefix: '/api/clients',

@@ -9,10 +9,13 @@ export type ChangeAuditFields = Omit<NewAuditRow, 'resource_ids'>
 
 /** The audit record of the call being served by an audited route that changes records. */
 export interface ChangeAudit {
-  /** The record its success leaves (outcome SUCCESS, the route's success status). */
+  /** The record its success leaves (outcome SUCCESS, the status the route answers a change with). */
   readonly fields: ChangeAuditFields
-  /** Set once a record was written with a change: the call then needs no record of its own. */
-  written: boolean
+  /**
+   * The status of the record written with a change, once one was: an answer with that status needs
+   * no record of its own.
+   */
+  writtenStatus: number | null
 }
 
 const current = new AsyncLocalStorage<ChangeAudit>()
@@ -26,13 +29,15 @@ export const currentChangeAudit = (): ChangeAudit | undefined => current.getStor
 /**
  * Writes the audit record of the call being served in `trx`, the transaction of its change of
  * `ids`: the record commits with the change or not at all, as its event does. Nothing outside a
- * call (scripts, workers).
+ * call (scripts, workers). `status`: the success status the call answers when its route documents
+ * none (a FHIR operation's 202).
  */
-export async function auditChange(trx: Trx, ids: number[]): Promise<void> {
+export async function auditChange(trx: Trx, ids: number[], status?: number): Promise<void> {
   const audit = current.getStore()
   if (!audit) return
-  await insertAuditRows(trx, [{ ...audit.fields, resource_ids: ids }])
-  audit.written = true
+  const fields = status === undefined ? audit.fields : { ...audit.fields, status_code: status }
+  await insertAuditRows(trx, [{ ...fields, resource_ids: ids }])
+  audit.writtenStatus = fields.status_code
 }
 
 /**

@@ -94,7 +94,7 @@ export function changedRow<R>(db: Db, rows: WithDeliveries<R>[], audit?: ChangeA
   if (!row) return undefined
   const { [DELIVERED_TO]: webhookIds, ...changed } = row
   if (webhookIds) announceDeliveries(db, webhookIds)
-  if (audit) audit.written = true
+  if (audit) audit.writtenStatus = audit.fields.status_code
   return changed as R
 }
 

@@ -52,10 +52,15 @@ function patientIdOf(request: FastifyRequest): number | null {
 /** Actions that change nothing (a FHIR search by POST included). */
 const READ_ACTIONS: ReadonlySet<string> = new Set(['READ', 'LIST', 'SEARCH'])
 
-/** The status a route answers on success: its lowest documented 2xx. */
-function successStatusOf(request: FastifyRequest): number {
+/**
+ * The status a route answers a change with: 201 when it documents that (a route that also answers
+ * 200 does so when it changed nothing, as for a video room that already exists), else its lowest
+ * documented 2xx.
+ */
+function changeStatusOf(request: FastifyRequest): number {
   const codes = Object.keys(request.routeOptions.schema?.response ?? {}).map(Number)
   const successes = codes.filter((code) => code >= 200 && code < 300)
+  if (successes.includes(201)) return 201
   return successes.length > 0 ? Math.min(...successes) : 200
 }
 
@@ -101,7 +106,7 @@ const audit: FastifyPluginAsync<{ flushIntervalMs: number }> = async (app, { flu
   app.addHook('preHandler', (request: FastifyRequest, _reply: FastifyReply, done: () => void) => {
     const rule = request.routeOptions.config.access?.audit
     if (!rule || READ_ACTIONS.has(rule.action)) return done()
-    const status = successStatusOf(request)
+    const status = changeStatusOf(request)
     request.changeAudit = {
       fields: {
         occurred_at: new Date(),
@@ -114,7 +119,7 @@ const audit: FastifyPluginAsync<{ flushIntervalMs: number }> = async (app, { flu
         status_code: status,
         request_id: request.id,
       },
-      written: false,
+      writtenStatus: null,
     }
     serveWithChangeAudit(request.changeAudit, done)
   })
@@ -122,8 +127,7 @@ const audit: FastifyPluginAsync<{ flushIntervalMs: number }> = async (app, { flu
   /** Writes the call's record; rejects when a success's record could not be written. */
   async function recordCall(request: FastifyRequest, reply: FastifyReply, rule: AuditRule): Promise<void> {
     // Committed with the change, as this answer says.
-    const written = request.changeAudit
-    if (written?.written && written.fields.status_code === reply.statusCode) return
+    if (request.changeAudit?.writtenStatus === reply.statusCode) return
     const entry = (what: AuditRule, ids: number[], patientId: number | null): NewAuditRow => ({
       occurred_at: new Date(),
       organization_id: request.principal?.organizationId ?? null,

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely'
-import type { Database, Trx } from '../../../db/database.js'
+import type { Database, Db, Trx } from '../../../db/database.js'
 import type { ChangePasswordBody, ResetPasswordBody } from '../../../schemas/auth.js'
 import { AppError, forbidden, invalidFields } from '../../errors.js'
 import { findLoginCandidate } from '../../identity/account-queries.js'
@@ -53,15 +53,25 @@ export async function sendPasswordResetLink(
 ): Promise<void> {
   const account = await findLoginCandidate(db, options.email)
   if (!account?.password_hash) return
+  const link = await issuePasswordResetLink(db, account.id, options.resetUrl)
+  await mailPasswordResetLink(mailer, account.email, link)
+}
+
+/** Stores a single-use reset token for the account (its hash only) and returns the link that carries it. */
+export async function issuePasswordResetLink(db: Db, userId: number, resetUrl: string): Promise<string> {
   const token = newOpaqueToken()
   await insertPasswordResetToken(db, {
-    userId: account.id,
+    userId,
     tokenHash: hashToken(token),
     expiresAt: new Date(Date.now() + RESET_TOKEN_TTL_MINUTES * 60_000),
   })
-  const link = new URL(options.resetUrl)
+  const link = new URL(resetUrl)
   link.searchParams.set('token', token)
-  await mailer.send(resetMail(account.email, link.toString()))
+  return link.toString()
+}
+
+export function mailPasswordResetLink(mailer: Mailer, email: string, link: string): Promise<void> {
+  return mailer.send(resetMail(email, link))
 }
 
 /** After any password replacement: every session and every outstanding reset link of the user ends. */

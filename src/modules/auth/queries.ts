@@ -1,8 +1,8 @@
 import { type Kysely, sql } from 'kysely'
-import type { Database, Trx } from '../../../db/database.js'
+import type { Database, Db, Trx } from '../../../db/database.js'
 
 export function insertPasswordResetToken(
-  db: Kysely<Database>,
+  db: Db,
   token: { userId: number; tokenHash: string; expiresAt: Date },
 ) {
   return db

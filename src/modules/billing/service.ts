@@ -130,7 +130,9 @@ async function changeInvoice(
     const invoice = await lockInvoice(trx, actor.organizationId, id)
     if (!invoice) return missingInvoice(trx, actor, id)
     assertVersion(invoice.version, expectedVersion)
-    return change(invoice, trx)
+    const changed = await change(invoice, trx)
+    await auditChange(trx, [id])
+    return changed
   })
   return toInvoice(row)
 }

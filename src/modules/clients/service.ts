@@ -11,6 +11,7 @@ import {
 } from '../../../schemas/clients.js'
 import type { PageOf } from '../../../schemas/common.js'
 import { type Actor, missingRecord } from '../../access/organization-scope.js'
+import { auditChange } from '../../audit/change-audit.js'
 import { AppError, conflict, invalidField, invalidFields } from '../../errors.js'
 import { applyMergePatch, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
@@ -317,9 +318,11 @@ export async function registerClient(
     name: body.name,
     roles: body.roles,
   }
-  const { id } = await db
-    .transaction()
-    .execute((trx) => insertNewClient(trx, client, { secret_hash: hash, secret_enabled: enabled, ...keys }))
+  const id = await db.transaction().execute(async (trx) => {
+    const { id } = await insertNewClient(trx, client, { secret_hash: hash, secret_enabled: enabled, ...keys })
+    await auditChange(trx, [id])
+    return id
+  })
   const created = toClient(await requireClient(db, actor, id))
   return enabled ? { ...created, secret } : created
 }
@@ -347,6 +350,8 @@ export async function updateClient(
       first_name: body.name,
       roles: checkRoles(body.roles),
     })
+    // Recorded as a replacement, whether or not it differed from what the client held.
+    await auditChange(trx, [id])
     return toClient(updated)
   })
 }
@@ -396,6 +401,7 @@ export async function rotateClientSecret(
       previous_secret_hash: previous,
       previous_secret_seconds: previous === null ? null : settings.secretOverlapSeconds,
     })
+    await auditChange(trx, [id])
     return { ...toClient(updated), secret }
   })
 }
@@ -413,6 +419,8 @@ async function setActive(db: Kysely<Database>, actor: Actor, id: number, active:
   return db.transaction().execute(async (trx) => {
     const client = await lockClientFor(trx, actor, id)
     if (client.active === active) return toClient(client)
-    return toClient(await updateServiceAccount(trx, actor.organizationId, client, { active }))
+    const updated = await updateServiceAccount(trx, actor.organizationId, client, { active })
+    await auditChange(trx, [id])
+    return toClient(updated)
   })
 }

@@ -1,5 +1,5 @@
 import type { Insertable, Kysely } from 'kysely'
-import type { Database, Trx } from '../../../db/database.js'
+import type { Database, Db, Trx } from '../../../db/database.js'
 import type { MessagesTable } from '../../../db/tables/messages.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
@@ -28,7 +28,7 @@ export async function isActiveColleague(db: Kysely<Database>, organizationId: nu
   return user !== undefined
 }
 
-export function insertMessage(db: Kysely<Database>, message: Omit<Insertable<MessagesTable>, 'read_at'>) {
+export function insertMessage(db: Db, message: Omit<Insertable<MessagesTable>, 'read_at'>) {
   return db
     .insertInto('messages')
     .values({ ...message, read_at: null })

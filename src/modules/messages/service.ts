@@ -3,6 +3,7 @@ import type { Database } from '../../../db/database.js'
 import type { PageOf } from '../../../schemas/common.js'
 import type { Message, MessageListQuery, SendMessageBody } from '../../../schemas/messages.js'
 import type { Actor } from '../../access/organization-scope.js'
+import { auditChange, withChangeAudit } from '../../audit/change-audit.js'
 import { forbidden, invalidField, notFound } from '../../errors.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
@@ -35,16 +36,18 @@ export async function sendMessage(
     if (!parent) throw invalidField('replyToId', 'is not a message you sent or received')
     threadId = parent.thread_id ?? parent.id
   }
-  const row = await insertMessage(db, {
-    organization_id: actor.organizationId,
-    sender_id: actor.userId,
-    recipient_id: body.recipientId,
-    patient_id: body.patientId ?? null,
-    thread_id: threadId,
-    reply_to_id: body.replyToId ?? null,
-    subject: body.subject,
-    body: body.body,
-  })
+  const row = await withChangeAudit(db, (db) =>
+    insertMessage(db, {
+      organization_id: actor.organizationId,
+      sender_id: actor.userId,
+      recipient_id: body.recipientId,
+      patient_id: body.patientId ?? null,
+      thread_id: threadId,
+      reply_to_id: body.replyToId ?? null,
+      subject: body.subject,
+      body: body.body,
+    }),
+  )
   return toMessage(row)
 }
 
@@ -101,7 +104,10 @@ export async function readMessage(
     const current = await lockReceivedMessage(trx, actor.organizationId, actor.userId, id)
     if (!current) return undefined
     assertVersion(current.version, expectedVersion)
-    return current.read_at ? current : markRead(trx, actor.organizationId, id)
+    if (current.read_at) return current
+    const marked = await markRead(trx, actor.organizationId, id)
+    await auditChange(trx, [id])
+    return marked
   })
   if (row) return toMessage(row)
   if (await findVisibleMessage(db, actor.organizationId, actor.userId, id)) {

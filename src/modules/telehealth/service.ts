@@ -5,6 +5,7 @@ import type { TelehealthRoomRow } from '../../../db/tables/telehealth-rooms.js'
 import type { CreateRoomBody, JoinBody, JoinResult, Room } from '../../../schemas/telehealth.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
 import { hasAnyRole } from '../../access/roles.js'
+import { withChangeAudit } from '../../audit/change-audit.js'
 import { AppError, conflict, forbidden, invalidFields, notFound } from '../../errors.js'
 import type { Principal } from '../../identity/principal.js'
 import { requireAppointment } from '../appointments/service.js'
@@ -68,15 +69,17 @@ export async function openRoom(
   }
   const found = await existing()
   if (found) return { room: toRoom(found), created: false }
-  const inserted = await insertRoom(db, {
-    organization_id: actor.organizationId,
-    name: roomName(),
-    ...party,
-    status: 'OPEN',
-    created_by: actor.userId,
-    closed_at: null,
-    closed_by: null,
-  })
+  const inserted = await withChangeAudit(db, (db) =>
+    insertRoom(db, {
+      organization_id: actor.organizationId,
+      name: roomName(),
+      ...party,
+      status: 'OPEN',
+      created_by: actor.userId,
+      closed_at: null,
+      closed_by: null,
+    }),
+  )
   if (inserted) return { room: toRoom(inserted), created: true }
   // A concurrent request created it first.
   const raced = await existing()
@@ -90,7 +93,7 @@ export async function getRoom(db: Kysely<Database>, actor: Actor, id: number): P
 }
 
 export async function closeRoom(db: Kysely<Database>, actor: Actor, id: number): Promise<Room> {
-  const row = await closeRoomRow(db, actor.organizationId, id, actor.userId)
+  const row = await withChangeAudit(db, (db) => closeRoomRow(db, actor.organizationId, id, actor.userId))
   return toRoom(row ?? missingRecord('Room', id, await ownerOrganization(db, 'telehealth_rooms', id), actor))
 }
 

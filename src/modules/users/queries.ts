@@ -51,6 +51,8 @@ const ACCOUNT_COLUMNS = [
   'updated_at',
 ] as const
 
+const HAS_PASSWORD = sql<boolean>`password_hash is not null`.as('has_password')
+
 /**
  * The organization's accounts of people. Service accounts (the users behind confidential clients)
  * are managed through their client, so this area never shows or changes them.
@@ -59,7 +61,7 @@ const people = (db: Db, organizationId: number) =>
   db
     .selectFrom('users')
     .select(ACCOUNT_COLUMNS)
-    .select(sql<boolean>`password_hash is not null`.as('has_password'))
+    .select(HAS_PASSWORD)
     .where('organization_id', '=', organizationId)
     .where('kind', '=', 'PERSON')
 
@@ -124,22 +126,23 @@ export async function countOtherActiveAdmins(trx: Trx, organizationId: number, e
   return Number(row.count)
 }
 
-/** Changes the account if that changes something (changesRecord), and returns it as it then is. */
-export async function updateAccount(
+/** Changes the account if that changes something (changesRecord) and returns it; undefined if nothing changed. */
+export function updateAccount(
   trx: Trx,
   organizationId: number,
   id: number,
   changes: { first_name?: string; last_name?: string; roles?: string[]; active?: boolean },
-): Promise<AccountRow> {
-  await trx
+): Promise<AccountRow | undefined> {
+  return trx
     .updateTable('users')
     .set({ ...changes, updated_at: sql<Date>`now()` })
     .where('organization_id', '=', organizationId)
     .where('kind', '=', 'PERSON')
     .where('id', '=', id)
     .where(changesRecord(changes))
-    .execute()
-  return people(trx, organizationId).where('id', '=', id).executeTakeFirstOrThrow()
+    .returning(ACCOUNT_COLUMNS)
+    .returning(HAS_PASSWORD)
+    .executeTakeFirst()
 }
 
 const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`)

@@ -43,16 +43,21 @@ const roleConflict = errorResponse(
 
 interface UserRoutesOptions {
   external: boolean
-  /** Mails a password-reset link to the address (the reset flow of /api/auth). */
-  resetMail: (email: string) => Promise<void>
+  /** Password-reset links (the reset flow of /api/auth): stores one for an account, and mails one. */
+  resetLinks: {
+    issue: AccountSettings['issueResetLink']
+    mail: (email: string, link: string) => Promise<void>
+  }
 }
 
 /** Accounts of the people of the caller's organization (service accounts are managed as clients). */
-const userRoutes: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (app, { external, resetMail }) => {
+const userRoutes: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (app, { external, resetLinks }) => {
   const settings: AccountSettings = {
     external,
-    // After the response, as for a reset the user asks for: a slow mail server holds no request.
-    sendResetMail: (email) => app.background.run('password reset mail', () => resetMail(email)),
+    issueResetLink: resetLinks.issue,
+    // After the response, as for a reset the user asks for.
+    mailResetLink: (email, link) =>
+      app.background.run('password reset mail', async () => resetLinks.mail(email, await link())),
   }
 
   app.get(

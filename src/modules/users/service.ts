@@ -12,6 +12,7 @@ import {
 } from '../../../schemas/users.js'
 import { type Actor, missingRecord } from '../../access/organization-scope.js'
 import { isRole, type Role } from '../../access/roles.js'
+import { auditChange, withChangeAudit } from '../../audit/change-audit.js'
 import { conflict, constraintConflict, invalidField, invalidFields } from '../../errors.js'
 import { checkPasswordPolicy } from '../../identity/password-policy.js'
 import { revokeUserSessions } from '../../identity/sessions.js'
@@ -83,7 +84,7 @@ export function checkRoles(roles: string[]): Role[] {
 export async function createUser(db: Kysely<Database>, user: NewUser) {
   if (!EMAIL.test(user.email)) throw invalidField('email', 'is not an e-mail address')
   if (user.password !== undefined) checkPasswordPolicy(user.password, { email: user.email }, 'password')
-  return insertUser(db, {
+  const row = {
     organization_id: user.organizationId,
     subject: user.subject ?? randomUUID(),
     email: user.email,
@@ -92,15 +93,21 @@ export async function createUser(db: Kysely<Database>, user: NewUser) {
     last_name: user.lastName,
     roles: checkRoles(user.roles),
     password_change_required: user.temporaryPassword ?? false,
-  })
+  }
+  return withChangeAudit(db, (db) => insertUser(db, row))
 }
 
 /** What the users API needs besides the database. */
 export interface AccountSettings {
   /** With an external identity provider the provider owns the accounts: names, roles and passwords. */
   external: boolean
-  /** Mails the address a password-reset link (the reset flow of /api/auth), after the response. */
-  sendResetMail: (email: string) => void
+  /** Stores a single-use password-reset link for the account (the reset flow of /api/auth); returns it. */
+  issueResetLink: (db: Db, userId: number) => Promise<string>
+  /**
+   * Mails the address the reset link `link` gives, after the response: a slow mail server (or, for
+   * an invitation, storing the link) holds no request.
+   */
+  mailResetLink: (email: string, link: () => Promise<string>) => void
 }
 
 // As long as the operator script's generated passwords: 24 base64url characters.
@@ -211,7 +218,7 @@ export async function inviteUser(
     // Another request took the address between the check and the insert.
     throw isDuplicateEmail(error) ? duplicateEmail() : error
   }
-  if (body.invite === 'email') settings.sendResetMail(row.email)
+  if (body.invite === 'email') settings.mailResetLink(row.email, () => settings.issueResetLink(db, row.id))
   return { ...toUser({ ...row, has_password: true }), temporaryPassword }
 }
 
@@ -232,7 +239,8 @@ export async function updateUser(
       last_name: body.lastName,
       roles,
     })
-    return toUser(updated)
+    if (updated) await auditChange(trx, [id])
+    return toUser(updated ?? account)
   })
 }
 
@@ -263,19 +271,21 @@ export async function deactivateUser(db: Kysely<Database>, actor: Actor, id: num
     await guardAdministrators(trx, actor, account, { active: false })
     const updated = account.active
       ? await updateAccount(trx, actor.organizationId, id, { active: false })
-      : account
+      : undefined
+    // Its sessions end even if it was inactive already.
     await revokeUserSessions(trx, id, 'DEACTIVATED')
-    return toUser(updated)
+    await auditChange(trx, [id])
+    return toUser(updated ?? account)
   })
 }
 
 export async function reactivateUser(db: Kysely<Database>, actor: Actor, id: number): Promise<User> {
   return db.transaction().execute(async (trx) => {
     const account = await lockForChange(trx, actor, id)
-    const updated = account.active
-      ? account
-      : await updateAccount(trx, actor.organizationId, id, { active: true })
-    return toUser(updated)
+    if (account.active) return toUser(account)
+    const updated = await updateAccount(trx, actor.organizationId, id, { active: true })
+    await auditChange(trx, [id])
+    return toUser(updated ?? account)
   })
 }
 
@@ -292,6 +302,12 @@ export async function sendPasswordReset(
   if (!account.has_password) {
     throw conflict('The account signs in only through an external identity provider: it has no password here')
   }
-  settings.sendResetMail(account.email)
+  // Stored before the answer, with the call's audit record; only the mail goes out after it.
+  const link = await db.transaction().execute(async (trx) => {
+    const link = await settings.issueResetLink(trx, id)
+    await auditChange(trx, [id])
+    return link
+  })
+  settings.mailResetLink(account.email, async () => link)
   return toUser(account)
 }

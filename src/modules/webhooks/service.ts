@@ -15,6 +15,7 @@ import {
   type WebhookWithSecret,
 } from '../../../schemas/webhooks.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
+import { auditChange } from '../../audit/change-audit.js'
 import { AppError, invalidField, notFound } from '../../errors.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
@@ -103,6 +104,7 @@ export async function createWebhook(
       deactivation_reason: null,
       created_by: actor.userId,
     })
+    await auditChange(trx, [row.id])
     return { ...toWebhook(row), secret: secret.generated }
   })
 }
@@ -172,6 +174,7 @@ export async function updateWebhook(
     })
     // Deliveries that waited while the webhook was inactive are due again.
     if (active && !current.active) announceDeliveries(trx)
+    if (row) await auditChange(trx, [id])
     return toWebhook(row ?? current)
   })
 }
@@ -208,6 +211,7 @@ export async function deleteWebhook(
     if (!current) return missingWebhook(trx, actor, id)
     assertVersion(current.version, expectedVersion)
     await deleteWebhookRow(trx, actor.organizationId, id)
+    await auditChange(trx, [id])
     return { id }
   })
 }
@@ -238,6 +242,7 @@ export async function rotateSecret(
         ? new Date(Date.now() + settings.secretOverlapSeconds * 1000)
         : null,
     })
+    if (row) await auditChange(trx, [id])
     return { ...toWebhook(row ?? current), secret: secret.generated }
   })
 }
@@ -248,6 +253,7 @@ export async function sendTestEvent(db: Kysely<Database>, actor: Actor, id: numb
     if (!webhook) return missingWebhook(trx, actor, id)
     if (!webhook.active) throw inactive()
     const deliveryId = await enqueueTestDelivery(trx, actor.organizationId, id)
+    await auditChange(trx, [id])
     const delivery = await findDelivery(trx, actor.organizationId, id, deliveryId)
     return toDelivery(delivery as NonNullable<typeof delivery>)
   })
@@ -325,6 +331,7 @@ export async function redeliver(
     }
     // Due again without a new event: no webhook is named, so every worker claims.
     announceDeliveries(trx)
+    await auditChange(trx, [webhookId])
     return toDelivery(requeued)
   })
 }

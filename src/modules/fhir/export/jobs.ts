@@ -1,6 +1,6 @@
 import { type Kysely, type Selectable, sql } from 'kysely'
 import { acrossOrganizations } from '../../../../db/across-organizations.js'
-import type { Database, Db } from '../../../../db/database.js'
+import type { Database, Db, Trx } from '../../../../db/database.js'
 import type { BulkExportPosition } from '../../../../db/tables/bulk-exports.js'
 
 export type ExportJob = NonNullable<Awaited<ReturnType<typeof claimExport>>>
@@ -61,25 +61,19 @@ export function exportFiles(db: Db, organizationId: number, exportId: string) {
 }
 
 /** Removes an export and its file rows; returns the keys of its stored files. */
-export async function deleteExport(
-  db: Kysely<Database>,
-  organizationId: number,
-  id: string,
-): Promise<string[]> {
-  return db.transaction().execute(async (trx) => {
-    const files = await trx
-      .selectFrom('bulk_export_files')
-      .select('storage_key')
-      .where('organization_id', '=', organizationId)
-      .where('export_id', '=', id)
-      .execute()
-    await trx
-      .deleteFrom('bulk_exports')
-      .where('organization_id', '=', organizationId)
-      .where('id', '=', id)
-      .execute()
-    return files.map((file) => file.storage_key)
-  })
+export async function deleteExport(trx: Trx, organizationId: number, id: string): Promise<string[]> {
+  const files = await trx
+    .selectFrom('bulk_export_files')
+    .select('storage_key')
+    .where('organization_id', '=', organizationId)
+    .where('export_id', '=', id)
+    .execute()
+  await trx
+    .deleteFrom('bulk_exports')
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', id)
+    .execute()
+  return files.map((file) => file.storage_key)
 }
 
 /**

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Bundle } from '@medplum/fhirtypes'
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import type { RouteAccess } from '../../../access/route-access.js'
+import { auditChange } from '../../../audit/change-audit.js'
 import { AppError, forbidden } from '../../../errors.js'
 import type { Principal } from '../../../identity/principal.js'
 import { parseRange } from '../../../lib/byte-range.js'
@@ -25,6 +26,8 @@ export interface ExportRoutesOptions {
 
 const FHIR_JSON = 'application/fhir+json'
 const NDJSON = 'application/fhir+ndjson'
+// What a kick-off and a cancellation answer.
+const ACCEPTED = 202
 const RETRY_AFTER_SECONDS = 2
 /** Where an export's files are downloaded, under the FHIR base. */
 export const EXPORT_FILE_PATH = '/bulk-export/:id/:file'
@@ -74,6 +77,12 @@ const exportRoutes: FastifyPluginAsync<ExportRoutesOptions> = async (app, option
 
   const caller = async (request: FastifyRequest): Promise<Principal> =>
     request.principal ?? (await app.authenticate(request))
+  // Before the handler on the routes that change something, as the access guard does on /api
+  // routes: their audit record, made ready before the handler and written with the change
+  // (src/audit/change-audit.ts), names the caller.
+  const onRequest = async (request: FastifyRequest) => {
+    await caller(request)
+  }
 
   /**
    * The types an export by this caller holds, a note for each it leaves out, and the categories the
@@ -133,28 +142,31 @@ const exportRoutes: FastifyPluginAsync<ExportRoutesOptions> = async (app, option
     const parameters = exportParameters({ ...query, ...body }, types)
     const { chosen, issues, categories } = exportedTypes(principal, parameters.types)
     const id = randomUUID()
-    await insertExport(app.db, {
-      id,
-      organizationId: principal.organizationId,
-      requestedBy: principal.userId,
-      level,
-      groupId: groupId ?? null,
-      types: chosen,
-      typeFilters: grantedFilters(parameters.typeFilters, categories),
-      since: parameters.since ?? null,
-      requestUrl: `${options.base.replace(/\/fhir\/R4$/, '')}${request.url}`,
-      issues,
-      // Until it finishes; then the retention period starts again from its completion.
-      expiresAt: new Date(Date.now() + options.retentionHours * 3_600_000),
+    await app.db.transaction().execute(async (trx) => {
+      await insertExport(trx, {
+        id,
+        organizationId: principal.organizationId,
+        requestedBy: principal.userId,
+        level,
+        groupId: groupId ?? null,
+        types: chosen,
+        typeFilters: grantedFilters(parameters.typeFilters, categories),
+        since: parameters.since ?? null,
+        requestUrl: `${options.base.replace(/\/fhir\/R4$/, '')}${request.url}`,
+        issues,
+        // Until it finishes; then the retention period starts again from its completion.
+        expiresAt: new Date(Date.now() + options.retentionHours * 3_600_000),
+      })
+      await auditChange(trx, [], ACCEPTED)
     })
     worker.wake()
     reply.header('content-location', statusUrl(id))
-    const accepted = operationOutcome(202, `Export accepted; poll ${statusUrl(id)}`)
+    const accepted = operationOutcome(ACCEPTED, `Export accepted; poll ${statusUrl(id)}`)
     for (const issue of accepted.issue ?? []) {
       issue.severity = 'information'
       issue.code = 'informational'
     }
-    return send(reply, 202, accepted)
+    return send(reply, ACCEPTED, accepted)
   }
 
   /** The caller's own export, or 404 (another caller's, expired, cancelled or unknown). */
@@ -172,11 +184,15 @@ const exportRoutes: FastifyPluginAsync<ExportRoutesOptions> = async (app, option
     ['/$export', 'system'],
     ['/Patient/$export', 'patient'],
   ] as const) {
-    app.get(path, { schema: { hide: true }, config: { access: audited('CREATE') } }, (request, reply) =>
-      kickOff(request, reply, level),
+    app.get(
+      path,
+      { schema: { hide: true }, config: { access: audited('CREATE') }, onRequest },
+      (request, reply) => kickOff(request, reply, level),
     )
-    app.post(path, { schema: { hide: true }, config: { access: audited('CREATE') } }, (request, reply) =>
-      kickOff(request, reply, level),
+    app.post(
+      path,
+      { schema: { hide: true }, config: { access: audited('CREATE') }, onRequest },
+      (request, reply) => kickOff(request, reply, level),
     )
   }
   for (const method of ['GET', 'POST'] as const) {
@@ -185,6 +201,7 @@ const exportRoutes: FastifyPluginAsync<ExportRoutesOptions> = async (app, option
       url: '/Group/:id/$export',
       schema: { hide: true },
       config: { access: audited('CREATE') },
+      onRequest,
       handler: (request, reply) => kickOff(request, reply, 'group', request.params.id),
     })
   }
@@ -264,13 +281,17 @@ const exportRoutes: FastifyPluginAsync<ExportRoutesOptions> = async (app, option
 
   app.delete<{ Params: { id: string } }>(
     '/bulk-export/:id',
-    { schema: { hide: true }, config: { access: audited('DELETE') } },
+    { schema: { hide: true }, config: { access: audited('DELETE') }, onRequest },
     async (request, reply) => {
       const job = await ownExport(request)
-      const keys = await deleteExport(app.db, job.organization_id, job.id)
+      const keys = await app.db.transaction().execute(async (trx) => {
+        const keys = await deleteExport(trx, job.organization_id, job.id)
+        await auditChange(trx, [], ACCEPTED)
+        return keys
+      })
       await Promise.all(keys.map((key) => store.remove(key)))
-      return send(reply, 202, {
-        ...operationOutcome(202, `Export ${job.id} cancelled and its files removed`),
+      return send(reply, ACCEPTED, {
+        ...operationOutcome(ACCEPTED, `Export ${job.id} cancelled and its files removed`),
         issue: [
           { severity: 'information', code: 'informational', diagnostics: `Export ${job.id} cancelled` },
         ],

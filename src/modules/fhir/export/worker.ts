@@ -154,7 +154,9 @@ export class ExportWorker {
   private async purgeExpired() {
     const { db, store } = this.options
     for (const expired of await expiredExports(db, 20)) {
-      const keys = await deleteExport(db, expired.organization_id, expired.id)
+      const keys = await db
+        .transaction()
+        .execute((trx) => deleteExport(trx, expired.organization_id, expired.id))
       await Promise.all(keys.map((key) => store.remove(key)))
     }
   }
