@@ -52,6 +52,9 @@ export const testEnvironment = (overrides: Record<string, string> = {}) => ({
   // Likewise exports: `app.bulkExports.drainOnce()`.
   BULK_EXPORT_WORKER: 'false',
   HOUSEKEEPING_WORKER: 'false', // Tests purge with `app.housekeeping.runOnce()`.
+  // A few concurrent sign-ins on a loaded machine can wait seconds for the one hashing thread; the
+  // refusal after a wait has tests of its own (sign-in-flood).
+  PASSWORD_HASH_WAIT_MS: '30000',
   ...overrides,
 })
 

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks'
 import { describe, expect, it } from 'vitest'
 import { BackgroundTasks } from '../../src/lib/background-tasks.js'
 
@@ -14,6 +15,15 @@ describe('BackgroundTasks', () => {
     expect(done).toBe(false)
     await tasks.settled()
     expect(done).toBe(true)
+  })
+
+  it('runs a task outside the context of the request that started it', async () => {
+    const request = new AsyncLocalStorage<string>()
+    const tasks = new BackgroundTasks(() => {})
+    const seen: (string | undefined)[] = []
+    request.run('request 1', () => tasks.run('sees', async () => void seen.push(request.getStore())))
+    await tasks.settled()
+    expect(seen).toEqual([undefined])
   })
 
   it('hands a failure, thrown or rejected, to onError with the task name', async () => {
