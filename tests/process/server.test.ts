@@ -26,7 +26,7 @@ let dataDir: string
 
 beforeAll(async () => {
   dataDir = await mkdtemp(path.join(tmpdir(), 'ehr-server-'))
-  // As `npm ci` leaves it (the prepare script); the start without one: tests/unit/embedded-template.test.ts.
+  // As `npm ci` leaves it (the prepare script); the start without one: tests/database/embedded-template.test.ts.
   await prepareTemplate()
 })
 afterAll(async () => {
