@@ -1,24 +1,17 @@
-import { readFileSync } from 'node:fs'
 import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { DatabaseHandle } from '../../db/connect.js'
 import { openTestDatabase } from '../helpers/app.js'
+import {
+  DISTRIBUTED,
+  LOCAL,
+  plannedTables as planned,
+  REFERENCE,
+  SHARDING_PLAN as section,
+} from '../helpers/sharding-plan.js'
 
-// docs/scaling.md plans sharding by organization with Citus. This keeps the plan true against the
-// migrated schema, so a new table or index cannot silently break it.
-const plan = readFileSync(new URL('../../docs/scaling.md', import.meta.url), 'utf8')
-const section = plan.slice(plan.indexOf('## Sharding by organization with Citus'))
-
-/** The tables of one row of the plan's table, by the row's first cell. */
-function planned(kind: string): string[] {
-  const row = section.split('\n').find((line) => line.startsWith(`| ${kind} |`))
-  if (!row) throw new Error(`docs/scaling.md has no row "${kind}"`)
-  return [...(row.split('|')[2] ?? '').matchAll(/`([a-z_]+)`/g)].map((match) => match[1] as string)
-}
-
-const DISTRIBUTED = 'distributed by `organization_id`'
-const REFERENCE = 'reference tables (copied to every node)'
-const LOCAL = 'kept on the coordinator (local tables)'
+// The sharding plan of docs/scaling.md, kept true against the migrated schema, so that a new table
+// or index cannot silently break it.
 // Kysely's bookkeeping, not the service's data.
 const MIGRATION_TABLES = ['kysely_migration', 'kysely_migration_lock']
 

@@ -1,24 +1,17 @@
-import { readFileSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { walkPracticeDay } from '../../../scripts/smoke/walk.js'
 import type { App } from '../../../src/app.js'
 import { buildTestApp } from '../../helpers/app.js'
 import { exported } from '../../helpers/bulk-export.js'
-import { bearer, createPatient, newOrganization, TEST_PASSWORD } from '../../helpers/factories.js'
+import { bearer, createPatient, newOrganization } from '../../helpers/factories.js'
+import { PRACTICE_DAY_ENVIRONMENT, walkNewPracticeDay } from '../../helpers/practice-day.js'
+import { DISTRIBUTED, plannedTables, SHARDING_PLAN } from '../../helpers/sharding-plan.js'
 
 // Every statement on a tenant table names the organization it works in, except the few that work
 // across organizations by design, which carry a marker naming their reason and are listed in
 // docs/scaling.md. This runs a practice day and the rest of the API's kinds of work and reads
 // every statement the service sent.
-const plan = readFileSync(new URL('../../../docs/scaling.md', import.meta.url), 'utf8')
-const section = plan.slice(plan.indexOf('## Sharding by organization with Citus'))
-const distributedRow = section
-  .split('\n')
-  .find((line) => line.startsWith('| distributed by `organization_id` |'))
-const DISTRIBUTED = new Set(
-  [...(distributedRow?.split('|')[2] ?? '').matchAll(/`([a-z_]+)`/g)].map((m) => m[1]),
-)
+const DISTRIBUTED_TABLES = new Set(plannedTables(DISTRIBUTED))
 
 const TABLE = /\b(?:from|join|update|into)\s+"?([a-z_]+)"?/gi
 const ORGANIZATION_PREDICATE = /organization_id"?\s*(?:=\s*(?:any\s*\(\s*)?\$\d+|in\s*\(\s*\$\d+)/i
@@ -30,11 +23,7 @@ let app: App
 let baseUrl: string
 
 beforeAll(async () => {
-  app = await buildTestApp({
-    OUTBOX_WORKER: 'true',
-    WEBHOOK_ALLOW_HTTP: 'true',
-    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-  })
+  app = await buildTestApp(PRACTICE_DAY_ENVIRONMENT)
   app.database.observe({
     query: (_seconds, _error, statement) => statements.add(statement),
     connectionError() {},
@@ -47,19 +36,15 @@ afterAll(async () => {
 })
 
 const tablesOf = (statement: string) =>
-  new Set([...statement.matchAll(TABLE)].map((match) => match[1] as string).filter((t) => DISTRIBUTED.has(t)))
+  new Set(
+    [...statement.matchAll(TABLE)]
+      .map((match) => match[1] as string)
+      .filter((t) => DISTRIBUTED_TABLES.has(t)),
+  )
 
 describe('queries on tenant tables', () => {
   it('filter by organization, or are marked and named in docs/scaling.md', async () => {
-    const organization = await newOrganization(app)
-    const admin = await organization.user('ADMIN', 'PROVIDER')
-    const nurse = await organization.user('NURSE')
-    const result = await walkPracticeDay({
-      baseUrl,
-      admin: { username: admin.email, password: TEST_PASSWORD },
-      recipient: { username: nurse.email, password: TEST_PASSWORD },
-      webhookTimeoutMs: 15_000,
-    })
+    const { admin, result } = await walkNewPracticeDay(app, baseUrl)
     const token = admin.token
     const send = async (method: 'POST' | 'DELETE', url: string, payload?: object) => {
       const response = await app.inject({ method, url, headers: bearer(token), payload })
@@ -117,8 +102,8 @@ describe('queries on tenant tables', () => {
       else unfiltered.push(statement)
     }
     expect(unfiltered).toEqual([])
-    for (const reason of reasons) expect(section, reason).toContain(`| ${reason} |`)
+    for (const reason of reasons) expect(SHARDING_PLAN, reason).toContain(`| ${reason} |`)
     // The run reached the tenant tables it was meant to reach.
-    expect([...touched].sort()).toEqual([...DISTRIBUTED].sort())
+    expect([...touched].sort()).toEqual([...DISTRIBUTED_TABLES].sort())
   })
 })

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../../src/app.js'
 import { buildTestApp } from '../../helpers/app.js'
 import { bearer, createPatient, newOrganization, type TestUser } from '../../helpers/factories.js'
+import { forgedCursor } from '../../helpers/sync-cursors.js'
 
 let app: App
 
@@ -118,12 +119,8 @@ describe('GET /api/audit-events sync pages', () => {
     const { admin, start } = await practiceWithActivity(2)
     const page = (await listAudit(admin, `?${start}&resourceType=patient&size=1`)).json().data
     const cursor: string = page.nextCursor
-    const [body, signature] = cursor.split('.') as [string, string]
-    const forged = Buffer.from(
-      JSON.stringify({ ...JSON.parse(Buffer.from(body, 'base64url').toString('utf8')), i: 1 }),
-    ).toString('base64url')
     for (const query of [
-      `?cursor=${encodeURIComponent(`${forged}.${signature}`)}&resourceType=patient`,
+      `?cursor=${encodeURIComponent(forgedCursor(cursor))}&resourceType=patient`,
       `?cursor=${encodeURIComponent(cursor)}&resourceType=document`,
       `?cursor=${encodeURIComponent(cursor)}`,
       `?cursor=${encodeURIComponent(cursor)}&resourceType=patient&${start}`,

@@ -4,53 +4,39 @@ import type { App } from '../../../src/app.js'
 import { discoverProvider } from '../../../src/identity/external-provider.js'
 import { createOrganization } from '../../../src/modules/users/service.js'
 import { buildTestApp } from '../../helpers/app.js'
-import { bearer } from '../../helpers/factories.js'
 import {
-  type OidcProviderHarness,
-  type OidcTestUser,
-  startOidcProvider,
-} from '../../helpers/oidc-provider.js'
+  EXTERNAL_CLIENT,
+  type ExternalPractice,
+  externalPerson,
+  startExternalPractice,
+} from '../../helpers/external-practice.js'
+import { bearer } from '../../helpers/factories.js'
+import { type OidcProviderHarness, startOidcProvider } from '../../helpers/oidc-provider.js'
 
-const clientId = 'ehr-api'
-const clientSecret = 'provider-client-secret'
-const redirectUri = 'https://app.example/callback'
+const { clientId, clientSecret, redirectUri } = EXTERNAL_CLIENT
 const groupPath = `/practices/${randomUUID()}`
 
-const person = (name: string, groups: string[], roles = ['PROVIDER']): OidcTestUser => ({
-  subject: `${name}-${randomUUID()}`,
-  username: `${name}@${groupPath.slice(12)}.example`,
-  password: `${name}-password-123`,
-  email: `${name}@${groupPath.slice(12)}.example`,
-  givenName: name[0]?.toUpperCase() + name.slice(1),
-  familyName: 'Tester',
-  roles,
-  groups,
-})
-const alice = person('alice', ['/unrelated', groupPath], ['PROVIDER', 'NURSE', 'offline_access'])
-const bob = person('bob', ['/not-an-organization'])
+const alice = externalPerson(
+  groupPath,
+  'alice',
+  ['PROVIDER', 'NURSE', 'offline_access'],
+  ['/unrelated', groupPath],
+)
+const bob = externalPerson(groupPath, 'bob', ['PROVIDER'], ['/not-an-organization'])
 
+let practice: ExternalPractice
 let provider: OidcProviderHarness
 let app: App
 let organizationId: number
 
 beforeAll(async () => {
-  provider = await startOidcProvider({
-    realm: 'clinic',
-    clientId,
-    clientSecret,
-    redirectUri,
-    users: [alice, bob],
-  })
-  app = await buildTestApp({
-    OIDC_ISSUER_URL: provider.issuer,
-    OIDC_CLIENT_ID: clientId,
-    OIDC_CLIENT_SECRET: clientSecret,
-  })
-  organizationId = (await createOrganization(app.db, { name: 'External practice', groupPath })).id
+  practice = await startExternalPractice(groupPath, [alice, bob])
+  provider = practice.provider
+  app = practice.app
+  organizationId = practice.organizationId
 })
 afterAll(async () => {
-  await app.close()
-  await provider.close()
+  await practice.close()
 })
 
 const login = (username: string, password: string) =>

@@ -4,15 +4,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ROLES, type Role } from '../../../src/access/roles.js'
 import type { App } from '../../../src/app.js'
 import { authenticateClient, createClient, rotateClientSecret } from '../../../src/modules/clients/service.js'
-import { createOrganization } from '../../../src/modules/users/service.js'
 import { buildTestApp } from '../../helpers/app.js'
-import { bearer, newOrganization, type TestOrganization, type TestUser } from '../../helpers/factories.js'
-import { expectNoOpWrite } from '../../helpers/no-op-writes.js'
 import {
-  type OidcProviderHarness,
-  type OidcTestUser,
-  startOidcProvider,
-} from '../../helpers/oidc-provider.js'
+  type ExternalPractice,
+  externalPerson,
+  startExternalPractice,
+} from '../../helpers/external-practice.js'
+import { bearer, newOrganization, type TestOrganization, type TestUser } from '../../helpers/factories.js'
+import { expectSameAndEmptyPatchChangeNothing } from '../../helpers/no-op-writes.js'
 
 // A tiny overlap, so that a test can see the previous secret expire without a long wait.
 // Long enough for two rotations and three sign-ins on a loaded machine; one test waits it out.
@@ -208,15 +207,7 @@ describe('PUT and PATCH /api/clients/{id}', () => {
     const url = `/api/clients/${client.id}`
     const read = () => call(admin, 'GET', url)
     const same = { name: 'Billing sync', roles: ['BILLING'] }
-    await expectNoOpWrite(app, org.id, read, () => call(admin, 'PUT', url, same))
-    await expectNoOpWrite(app, org.id, read, () =>
-      app.inject({
-        method: 'PATCH',
-        url,
-        headers: { ...bearer(admin.token), 'content-type': 'application/merge-patch+json' },
-        payload: '{}',
-      }),
-    )
+    await expectSameAndEmptyPatchChangeNothing(app, org.id, admin, url, same)
     const before = (await read()).json().data.updatedAt
     const changed = await call(admin, 'PUT', url, { ...same, name: 'Billing export' })
     expect(changed.statusCode, changed.body).toBe(200)
@@ -425,38 +416,18 @@ describe('audit trail', () => {
 
 describe('with an external identity provider', () => {
   const groupPath = `/practices/${randomUUID()}`
-  const boss: OidcTestUser = {
-    subject: `boss-${randomUUID()}`,
-    username: `boss@${groupPath.slice(12)}.example`,
-    password: 'boss-password-123',
-    email: `boss@${groupPath.slice(12)}.example`,
-    givenName: 'Boss',
-    familyName: 'Tester',
-    roles: ['ADMIN'],
-    groups: [groupPath],
-  }
-  let provider: OidcProviderHarness
+  const boss = externalPerson(groupPath, 'boss', ['ADMIN'])
+  let practice: ExternalPractice
   let external: App
   let organizationId: number
 
   beforeAll(async () => {
-    provider = await startOidcProvider({
-      realm: 'clinic',
-      clientId: 'ehr-api',
-      clientSecret: 'provider-client-secret',
-      redirectUri: 'https://app.example/callback',
-      users: [boss],
-    })
-    external = await buildTestApp({
-      OIDC_ISSUER_URL: provider.issuer,
-      OIDC_CLIENT_ID: 'ehr-api',
-      OIDC_CLIENT_SECRET: 'provider-client-secret',
-    })
-    organizationId = (await createOrganization(external.db, { name: 'External practice', groupPath })).id
+    practice = await startExternalPractice(groupPath, [boss])
+    external = practice.app
+    organizationId = practice.organizationId
   })
   afterAll(async () => {
-    await external?.close()
-    await provider?.close()
+    await practice?.close()
   })
 
   it('refuses to register a client or rotate a secret (409 RES_002): the provider’s token endpoint is the one used', async () => {

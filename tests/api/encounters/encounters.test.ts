@@ -6,10 +6,11 @@ import {
   bearer,
   createPatient,
   daysFromToday,
+  encounterNote,
   newOrganization,
   type TestUser,
 } from '../../helpers/factories.js'
-import { booked, newPractice, outboxEvents, type Practice } from '../../helpers/scheduling.js'
+import { booked, type Clinic, newClinic, newPractice, outboxEvents } from '../../helpers/scheduling.js'
 
 let app: App
 
@@ -21,39 +22,7 @@ afterAll(async () => {
 })
 
 const TODAY = daysFromToday(0)
-
-interface Clinic extends Practice {
-  doctor: TestUser
-}
-
-/** A practice whose provider record is linked to a PROVIDER user account. */
-async function newClinic(): Promise<Clinic> {
-  const practice = await newPractice(app)
-  const doctor = await practice.org.user('PROVIDER')
-  await app.db
-    .updateTable('providers')
-    .set({ user_id: doctor.id })
-    .where('id', '=', practice.provider.id)
-    .execute()
-  return { ...practice, doctor }
-}
-
-const note = {
-  encounterDate: TODAY,
-  encounterType: 'OFFICE_VISIT',
-  chiefComplaint: 'Headache',
-  soapNote: {
-    subjective: 'Headache for three days',
-    objective: 'BP 128/82',
-    assessment: {
-      text: 'Tension-type headache',
-      diagnoses: [
-        { icd10Code: 'G44.209', description: 'Tension-type headache, unspecified, not intractable' },
-      ],
-    },
-    plan: 'Ibuprofen as needed',
-  },
-}
+const note = encounterNote()
 
 const create = (user: TestUser, payload: object) =>
   app.inject({ method: 'POST', url: '/api/encounters', headers: bearer(user.token), payload })
@@ -79,7 +48,7 @@ const action = (user: TestUser, id: number, path: string, payload?: object) =>
 
 describe('POST /api/encounters', () => {
   it('returns 201 DRAFT with the SOAP note and writes encounter.created without clinical text', async () => {
-    const clinic = await newClinic()
+    const clinic = await newClinic(app)
     const encounter = await draft(clinic)
     expect(encounter).toMatchObject({
       patientId: clinic.patient.id,
@@ -108,7 +77,7 @@ describe('POST /api/encounters', () => {
   })
 
   it('documents an appointment at most once; a second encounter is 409 and writes no event', async () => {
-    const clinic = await newClinic()
+    const clinic = await newClinic(app)
     const appointment = await booked(app, clinic, daysFromToday(3), '10:00:00')
     await draft(clinic, { appointmentId: appointment.id })
     const before = await outboxEvents(app, clinic.org.id)
@@ -128,7 +97,7 @@ describe('POST /api/encounters', () => {
   })
 
   it('checks the appointment: same patient and provider (422), not cancelled (409)', async () => {
-    const clinic = await newClinic()
+    const clinic = await newClinic(app)
     const otherPatient = await createPatient(app, clinic.nurse)
     const appointment = await booked(app, clinic, daysFromToday(3), '10:00:00')
     const mismatch = await create(clinic.doctor, {
@@ -163,7 +132,7 @@ describe('POST /api/encounters', () => {
     ['too many characters after the dot', 'S72.001AB'],
     ['a dot without characters', 'I10.'],
   ])('returns 422 for %s', async (_label, icd10Code) => {
-    const clinic = await newClinic()
+    const clinic = await newClinic(app)
     const response = await create(clinic.doctor, {
       patientId: clinic.patient.id,
       providerId: clinic.provider.id,
@@ -175,7 +144,7 @@ describe('POST /api/encounters', () => {
   })
 
   it('accepts ICD-10 codes of every shape', async () => {
-    const clinic = await newClinic()
+    const clinic = await newClinic(app)
     const diagnoses = ['I10', 'E11.9', 'J45.909', 'S72.001A', 'U07.1', 'Z00.00'].map((icd10Code) => ({
       icd10Code,
       description: 'x',
@@ -185,7 +154,7 @@ describe('POST /api/encounters', () => {
   })
 
   it('is written by PROVIDER only: 403 for NURSE and ADMIN', async () => {
-    const clinic = await newClinic()
+    const clinic = await newClinic(app)
     for (const user of [clinic.nurse, clinic.admin]) {
       const response = await create(user, {
         patientId: clinic.patient.id,
@@ -199,7 +168,7 @@ describe('POST /api/encounters', () => {
 
 describe('the note’s lifecycle', () => {
   it('edits a draft, signs it (signer and time recorded), then only takes addenda', async () => {
-    const clinic = await newClinic()
+    const clinic = await newClinic(app)
     const encounter = await draft(clinic)
     const edited = await action(clinic.doctor, encounter.id, '', { ...note, chiefComplaint: 'Migraine' })
     expect(edited.statusCode).toBe(200)
@@ -241,7 +210,7 @@ describe('the note’s lifecycle', () => {
   })
 
   it('returns 409 for every operation its status does not allow', async () => {
-    const clinic = await newClinic()
+    const clinic = await newClinic(app)
     const encounter = await draft(clinic)
     const early = await action(clinic.doctor, encounter.id, '/addendum', { text: 'Too early' })
     expect(early.statusCode).toBe(409)
@@ -268,7 +237,7 @@ describe('the note’s lifecycle', () => {
   })
 
   it('lets only the linked provider sign; any provider signs when none is linked', async () => {
-    const clinic = await newClinic()
+    const clinic = await newClinic(app)
     const encounter = await draft(clinic)
     const colleague = await clinic.org.user('PROVIDER')
     const denied = await action(colleague, encounter.id, '/sign')
@@ -285,7 +254,7 @@ describe('the note’s lifecycle', () => {
   })
 
   it('is enforced by the database too: a signed note’s text cannot be updated', async () => {
-    const clinic = await newClinic()
+    const clinic = await newClinic(app)
     const encounter = await draft(clinic)
     await action(clinic.doctor, encounter.id, '/sign')
     await expect(
@@ -296,11 +265,11 @@ describe('the note’s lifecycle', () => {
 
 describe('GET /api/encounters', () => {
   it('lists with filters, newest first by default; NURSE may read, ADMIN not', async () => {
-    const clinic = await newClinic()
+    const clinic = await newClinic(app)
     const older = await draft(clinic, { encounterDate: daysFromToday(-10) })
     const newer = await draft(clinic, { encounterDate: daysFromToday(-1), encounterType: 'TELEHEALTH' })
     await action(clinic.doctor, newer.id, '/sign')
-    await draft(await newClinic())
+    await draft(await newClinic(app))
     const list = async (query: string) => {
       const response = await app.inject({
         url: `/api/encounters?${query}`,
@@ -321,7 +290,7 @@ describe('GET /api/encounters', () => {
 
 describe('another organization’s encounter', () => {
   it('is 403 AUTH_003 on every encounter route, a missing one 404, and nothing changes', async () => {
-    const clinic = await newClinic()
+    const clinic = await newClinic(app)
     const encounter = await draft(clinic)
     const outsider = await (await newOrganization(app)).user('PROVIDER', 'NURSE')
     const requests = (id: number) => [
@@ -354,7 +323,7 @@ describe('another organization’s encounter', () => {
 
 describe('audit trail', () => {
   it('records encounter creation, reads, signing and addenda by id', async () => {
-    const clinic = await newClinic()
+    const clinic = await newClinic(app)
     const encounter = await draft(clinic)
     await app.inject({ url: `/api/encounters/${encounter.id}`, headers: bearer(clinic.nurse.token) })
     await action(clinic.doctor, encounter.id, '/sign')

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../../src/app.js'
 import { buildTestApp } from '../../helpers/app.js'
 import { bearer, daysFromToday, type TestUser } from '../../helpers/factories.js'
-import { newPractice, type Practice } from '../../helpers/scheduling.js'
+import { type Clinic, linkedDoctor, newPractice } from '../../helpers/scheduling.js'
 
 let app: App
 
@@ -20,26 +20,17 @@ const note = {
   soapNote: { subjective: 'Headache for three days', plan: 'Ibuprofen as needed' },
 }
 
-interface Clinic extends Practice {
-  /** The PROVIDER user linked to the practice's provider record. */
-  doctor: TestUser
+interface EditedClinic extends Clinic {
   /** Another PROVIDER of the same organization. */
   colleague: TestUser
   encounterId: number
 }
 
-/** A practice, its provider linked to a user account, and a draft encounter of that provider. */
-async function newClinic(linked = true): Promise<Clinic> {
+/** A practice, its provider linked to a user account (unless not `linked`), and a draft encounter of that provider. */
+async function newClinic(linked = true): Promise<EditedClinic> {
   const practice = await newPractice(app)
-  const doctor = await practice.org.user('PROVIDER')
+  const doctor = linked ? await linkedDoctor(app, practice) : await practice.org.user('PROVIDER')
   const colleague = await practice.org.user('PROVIDER')
-  if (linked) {
-    await app.db
-      .updateTable('providers')
-      .set({ user_id: doctor.id })
-      .where('id', '=', practice.provider.id)
-      .execute()
-  }
   const created = await app.inject({
     method: 'POST',
     url: '/api/encounters',

@@ -5,6 +5,7 @@ import { FeedWaiter } from '../../../src/modules/events/feed-waiter.js'
 import { feedMark } from '../../../src/modules/events/queries.js'
 import { readChangeFeed } from '../../../src/modules/events/service.js'
 import { buildTestApp } from '../../helpers/app.js'
+import { comparePositions } from '../../helpers/change-feed.js'
 import { bearer, createPatient, newOrganization, type TestUser } from '../../helpers/factories.js'
 
 let app: App
@@ -36,14 +37,6 @@ async function feed(user: TestUser, query = ''): Promise<Feed> {
   expect(response.statusCode, response.body).toBe(200)
   expect(response.json()).toMatchObject({ success: true, message: 'Events retrieved' })
   return response.json().data
-}
-
-/** Positions compare as (transaction id, event id), both decimal. */
-function compare(a: string, b: string): number {
-  const [ax = 0n, ai = 0n] = a.split('-').map(BigInt)
-  const [bx = 0n, bi = 0n] = b.split('-').map(BigInt)
-  if (ax !== bx) return ax < bx ? -1 : 1
-  return ai === bi ? 0 : ai < bi ? -1 : 1
 }
 
 /** The stored payloads of an organization's events, in id order (one writer at a time here). */
@@ -123,13 +116,13 @@ describe('GET /api/events', () => {
     const positions = body.events.map((e) => e.position)
     for (const position of positions) expect(position).toMatch(/^[0-9]+-[0-9]+$/)
     for (let i = 1; i < positions.length; i++)
-      expect(compare(positions[i - 1] as string, positions[i] as string)).toBe(-1)
+      expect(comparePositions(positions[i - 1] as string, positions[i] as string)).toBe(-1)
     expect(body.caughtUp).toBe(true)
-    expect(compare(body.position, positions.at(-1) as string)).toBe(1)
+    expect(comparePositions(body.position, positions.at(-1) as string)).toBe(1)
 
     const again = await feed(admin, `after=${body.position}`)
     expect(again).toMatchObject({ events: [], caughtUp: true })
-    expect(compare(again.position, body.position)).toBeGreaterThanOrEqual(0)
+    expect(comparePositions(again.position, body.position)).toBeGreaterThanOrEqual(0)
   })
 
   it('returns only the events named in types', async () => {
@@ -266,7 +259,7 @@ describe('GET /api/events', () => {
     const body = await feed(admin, `after=${position}&wait=1`)
     const elapsed = Date.now() - started
     expect(body).toMatchObject({ events: [], caughtUp: true })
-    expect(compare(body.position, position)).toBeGreaterThanOrEqual(0)
+    expect(comparePositions(body.position, position)).toBeGreaterThanOrEqual(0)
     expect(elapsed).toBeGreaterThanOrEqual(900)
     expect(elapsed).toBeLessThan(2500)
   })

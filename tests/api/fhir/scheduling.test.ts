@@ -5,7 +5,7 @@ import { VISIT_TYPE_SYSTEM } from '../../../src/modules/fhir/appointment.js'
 import { buildTestApp } from '../../helpers/app.js'
 import { bearer, createPatient, daysFromToday, type TestUser } from '../../helpers/factories.js'
 import { expectFhir, fhirGet, matchIds, smartToken } from '../../helpers/fhir.js'
-import { booked, createProvider, newPractice, type Practice } from '../../helpers/scheduling.js'
+import { booked, type Clinic, createProvider, newClinic, newPractice } from '../../helpers/scheduling.js'
 
 let app: App
 
@@ -18,22 +18,6 @@ afterAll(async () => {
 
 const get = (user: TestUser | string, path: string, headers: Record<string, string> = {}) =>
   fhirGet(app, user, path, headers)
-
-interface Clinic extends Practice {
-  doctor: TestUser
-}
-
-/** A practice (admin, nurse, one UTC provider 09:00–17:00, one patient) whose provider signs in as `doctor`. */
-async function newClinic(providerOverrides: Record<string, unknown> = {}): Promise<Clinic> {
-  const practice = await newPractice(app, providerOverrides)
-  const doctor = await practice.org.user('PROVIDER')
-  await app.db
-    .updateTable('providers')
-    .set({ user_id: doctor.id })
-    .where('id', '=', practice.provider.id)
-    .execute()
-  return { ...practice, doctor }
-}
 
 /** Walks next links from `path` to the end; the ids of every page's matches, in order. */
 async function allPages(user: TestUser | string, path: string): Promise<number[]> {
@@ -197,7 +181,7 @@ describe('GET /fhir/R4/Appointment', () => {
   const DAY = daysFromToday(7)
 
   it('returns the appointment with status, instants, duration, participants, type and reason', async () => {
-    const clinic = await newClinic()
+    const clinic = await newClinic(app)
     const appointment = await booked(app, clinic, DAY, '10:00:00', {
       appointmentType: 'FOLLOW_UP',
       duration: 45,
@@ -248,7 +232,7 @@ describe('GET /fhir/R4/Appointment', () => {
   })
 
   it('maps every status of the lifecycle, and the cancellation reason', async () => {
-    const clinic = await newClinic()
+    const clinic = await newClinic(app)
     const walked = await booked(app, clinic, DAY, '09:00:00')
     const read = async (id: number) =>
       expectFhir(await get(clinic.nurse, `/Appointment/${id}`)) as Appointment
@@ -288,8 +272,8 @@ describe('GET /fhir/R4/Appointment', () => {
   })
 
   it('answers 404 unknown, 403 another organization’s, 403 a role the REST routes refuse; the front desk reads', async () => {
-    const clinic = await newClinic()
-    const other = await newClinic()
+    const clinic = await newClinic(app)
+    const other = await newClinic(app)
     const foreign = await booked(app, other, DAY, '10:00:00')
     const mine = await booked(app, clinic, DAY, '10:00:00')
     const desk = await clinic.org.user('FRONT_DESK')
@@ -308,7 +292,7 @@ describe('GET /fhir/R4/Appointment', () => {
   })
 
   it('searches by patient, practitioner, date with prefixes, status, _lastUpdated and _id; pages and counts', async () => {
-    const clinic = await newClinic()
+    const clinic = await newClinic(app)
     const second = await createProvider(app, clinic.admin)
     const otherPatient = await createPatient(app, clinic.nurse)
     const [d1, d2, d3] = [daysFromToday(5), daysFromToday(12), daysFromToday(20)]
@@ -317,7 +301,7 @@ describe('GET /fhir/R4/Appointment', () => {
     const c = await booked(app, clinic, d3, '14:30:00', { providerId: second.id })
     expect((await put(clinic.nurse, b.id, { status: 'CONFIRMED' })).statusCode).toBe(200)
     expect((await put(clinic.nurse, c.id, { status: 'NO_SHOW' })).statusCode).toBe(200)
-    await booked(app, await newClinic(), d1, '10:00:00')
+    await booked(app, await newClinic(app), d1, '10:00:00')
     await expectSearches(clinic.nurse, 'Appointment', [
       ['', [a.id, b.id, c.id]],
       [`patient=${clinic.patient.id}`, [a.id, c.id]],
@@ -350,7 +334,7 @@ describe('GET /fhir/R4/Appointment', () => {
   })
 
   it('keeps a patient/ token to its launch patient’s appointments', async () => {
-    const clinic = await newClinic()
+    const clinic = await newClinic(app)
     const otherPatient = await createPatient(app, clinic.nurse)
     const mine = await booked(app, clinic, DAY, '10:00:00')
     const theirs = await booked(app, clinic, DAY, '11:00:00', { patientId: otherPatient })
@@ -391,7 +375,7 @@ const sign = (clinic: Clinic, id: number) =>
 
 describe('GET /fhir/R4/Encounter', () => {
   it('returns the encounter with status, class, type, subject, participant, appointment, period and reason', async () => {
-    const clinic = await newClinic()
+    const clinic = await newClinic(app)
     const appointment = await booked(app, clinic, daysFromToday(2), '10:00:00')
     const encounter = await encounterOf(clinic, { ...note('2024-03-15'), appointmentId: appointment.id })
     const response = await get(clinic.nurse, `/Encounter/${encounter.id}`)
@@ -448,7 +432,7 @@ describe('GET /fhir/R4/Encounter', () => {
   })
 
   it('classes a telehealth visit as virtual and keeps an amended note finished, without absent parts', async () => {
-    const clinic = await newClinic()
+    const clinic = await newClinic(app)
     const encounter = await encounterOf(clinic, { ...note('2024-03-15', 'TELEHEALTH'), chiefComplaint: null })
     expect((await sign(clinic, encounter.id)).statusCode).toBe(200)
     const addendum = await app.inject({
@@ -470,8 +454,8 @@ describe('GET /fhir/R4/Encounter', () => {
   })
 
   it('answers 404 unknown, 403 another organization’s, 403 a role the REST routes refuse; the front desk reads', async () => {
-    const clinic = await newClinic()
-    const other = await newClinic()
+    const clinic = await newClinic(app)
+    const other = await newClinic(app)
     const foreign = await encounterOf(other, note('2024-03-15'))
     const mine = await encounterOf(clinic, note('2024-03-15'))
     const desk = await clinic.org.user('FRONT_DESK')
@@ -486,14 +470,14 @@ describe('GET /fhir/R4/Encounter', () => {
   })
 
   it('searches by patient, practitioner, date with prefixes, status, class, type, _lastUpdated and _id; pages and counts', async () => {
-    const clinic = await newClinic()
+    const clinic = await newClinic(app)
     const otherPatient = await createPatient(app, clinic.nurse)
     const second = await createProvider(app, clinic.admin)
     const a = await encounterOf(clinic, note('2024-01-10'))
     const b = await encounterOf(clinic, { ...note('2024-02-15', 'TELEHEALTH'), patientId: otherPatient })
     const c = await encounterOf(clinic, { ...note('2024-03-20', 'FOLLOW_UP'), providerId: second.id })
     expect((await sign(clinic, b.id)).statusCode).toBe(200)
-    await encounterOf(await newClinic(), note('2024-01-10'))
+    await encounterOf(await newClinic(app), note('2024-01-10'))
     await expectSearches(clinic.nurse, 'Encounter', [
       ['', [a.id, b.id, c.id]],
       [`patient=${clinic.patient.id}`, [a.id, c.id]],
@@ -527,7 +511,7 @@ describe('GET /fhir/R4/Encounter', () => {
   })
 
   it('keeps a patient/ token to its launch patient’s encounters', async () => {
-    const clinic = await newClinic()
+    const clinic = await newClinic(app)
     const otherPatient = await createPatient(app, clinic.nurse)
     const mine = await encounterOf(clinic, note('2024-03-15'))
     const theirs = await encounterOf(clinic, { ...note('2024-03-15'), patientId: otherPatient })

@@ -2,6 +2,7 @@ import type { LightMyRequestResponse } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../../src/app.js'
 import { buildTestApp } from '../../helpers/app.js'
+import { stubDns } from '../../helpers/dns.js'
 import {
   bearer,
   createPatient,
@@ -29,11 +30,7 @@ let nurse: TestUser
 
 beforeAll(async () => {
   app = await buildTestApp({}, undefined, {
-    resolveHost: async (hostname) => {
-      const addresses = dns[hostname]
-      if (!addresses) throw Object.assign(new Error(`no such host ${hostname}`), { code: 'ENOTFOUND' })
-      return addresses
-    },
+    resolveHost: stubDns(dns),
   })
   const org = await newOrganization(app)
   admin = await org.user('ADMIN')

@@ -1,10 +1,12 @@
 import type { LightMyRequestResponse } from 'fastify'
 import { expect } from 'vitest'
 import type { App } from '../../../src/app.js'
+import { stubDns } from '../../helpers/dns.js'
 import {
   bearer,
   createPatient,
   daysFromToday,
+  encounterNote,
   everyDay,
   newOrganization,
   patientBody,
@@ -13,7 +15,7 @@ import {
   type TestUser,
 } from '../../helpers/factories.js'
 import { multipart } from '../../helpers/multipart.js'
-import { createProvider, newPractice } from '../../helpers/scheduling.js'
+import { createProvider, newClinic, newPractice } from '../../helpers/scheduling.js'
 
 /**
  * The table of versions.test.ts: for each kind of versioned record, how to make one, change it,
@@ -33,11 +35,7 @@ const dns: Record<string, string[]> = {
   'other.example.test': ['93.184.216.35'],
   'internal.example.test': ['10.0.0.5'],
 }
-export async function resolveHost(hostname: string) {
-  const addresses = dns[hostname]
-  if (!addresses) throw Object.assign(new Error(`no such host ${hostname}`), { code: 'ENOTFOUND' })
-  return addresses
-}
+export const resolveHost = stubDns(dns)
 
 export const MERGE_PATCH = { 'content-type': 'application/merge-patch+json' }
 /** What setup sends where a write needs If-Match (REQUIRE_IF_MATCH): any version. */
@@ -315,20 +313,18 @@ export const conditions: Kind = {
 
 export const MEASURED_AT = new Date(Date.now() - 3 * 3600_000).toISOString()
 
+export const VITALS = {
+  recordedAt: MEASURED_AT,
+  systolic: 120,
+  diastolic: 80,
+  temperature: { value: 98.6, unit: 'F' },
+  heightCm: 180,
+  weightKg: 81,
+}
+
 /** Each kind of clinical record: its path, a creation body and a member a correction changes. */
 const CLINICAL: [string, Data, Data][] = [
-  [
-    'vitals',
-    {
-      recordedAt: MEASURED_AT,
-      systolic: 120,
-      diastolic: 80,
-      temperature: { value: 98.6, unit: 'F' },
-      heightCm: 180,
-      weightKg: 81,
-    },
-    { weightKg: 82 },
-  ],
+  ['vitals', VITALS, { weightKg: 82 }],
   [
     'lab-results',
     { testCode: '2345-7', testName: 'Glucose', value: 95, unit: 'mg/dL', resultedAt: MEASURED_AT },
@@ -360,39 +356,11 @@ export const CLINICAL_KINDS = CLINICAL.map(
   }),
 )
 
-export const NOTE = {
-  encounterDate: daysFromToday(0),
-  encounterType: 'OFFICE_VISIT',
-  chiefComplaint: 'Headache',
-  soapNote: {
-    subjective: 'Headache for three days',
-    objective: 'BP 128/82',
-    assessment: {
-      text: 'Tension-type headache',
-      diagnoses: [
-        { icd10Code: 'G44.209', description: 'Tension-type headache, unspecified, not intractable' },
-      ],
-    },
-    plan: 'Ibuprofen as needed',
-  },
-}
+export const NOTE = encounterNote()
 
-/** A practice whose provider record is linked to a PROVIDER user account, who writes the notes. */
 async function clinicScope(on: App): Promise<Scope> {
-  const practice = await newPractice(on)
-  const doctor = await practice.org.user('PROVIDER')
-  await on.db
-    .updateTable('providers')
-    .set({ user_id: doctor.id })
-    .where('id', '=', practice.provider.id)
-    .execute()
-  return {
-    on,
-    org: practice.org,
-    user: doctor,
-    as: { admin: practice.admin },
-    related: { patientId: practice.patient.id, providerId: practice.provider.id },
-  }
+  const { org, doctor, admin, patient, provider } = await newClinic(on)
+  return { on, org, user: doctor, as: { admin }, related: { patientId: patient.id, providerId: provider.id } }
 }
 
 export const sign = post('/sign')

@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runUserCommand } from '../../../scripts/user/index.js'
 import type { App } from '../../../src/app.js'
 import { buildTestApp } from '../../helpers/app.js'
+import { stubDns } from '../../helpers/dns.js'
 import { bearer, newOrganization, type TestOrganization, type TestUser } from '../../helpers/factories.js'
 
 // SMART Backend Services: clients authenticate at the token endpoint with a JWT signed by their
@@ -146,11 +147,7 @@ beforeAll(async () => {
   strict = await buildTestApp({}, undefined, {
     // A second instance on the same database; the first one owns and closes it.
     database: { ...app.database, close: async () => {} },
-    resolveHost: async (hostname) => {
-      const addresses = dns[hostname]
-      if (!addresses) throw Object.assign(new Error(`no such host ${hostname}`), { code: 'ENOTFOUND' })
-      return addresses
-    },
+    resolveHost: stubDns(dns),
   })
   const discovery = await app.inject({ url: '/realms/ehr/.well-known/openid-configuration' })
   audience = discovery.json().token_endpoint

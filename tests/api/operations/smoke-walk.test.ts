@@ -3,18 +3,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { walkPracticeDay } from '../../../scripts/smoke/walk.js'
 import type { App } from '../../../src/app.js'
 import { buildTestApp } from '../../helpers/app.js'
-import { newOrganization, TEST_PASSWORD } from '../../helpers/factories.js'
+import { PRACTICE_DAY_ENVIRONMENT, walkNewPracticeDay } from '../../helpers/practice-day.js'
 
 let app: App
 let baseUrl: string
 
 beforeAll(async () => {
-  app = await buildTestApp({
-    // The walk's webhook receiver listens on loopback over plain HTTP.
-    OUTBOX_WORKER: 'true',
-    WEBHOOK_ALLOW_HTTP: 'true',
-    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-  })
+  app = await buildTestApp(PRACTICE_DAY_ENVIRONMENT)
   await app.listen({ host: '127.0.0.1', port: 0 })
   baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
 })
@@ -24,16 +19,7 @@ afterAll(async () => {
 
 describe('npm run smoke (the walk through a practice day, over HTTP with the generated client)', () => {
   it('completes every step against the service on an ephemeral loopback port', async () => {
-    const organization = await newOrganization(app)
-    const admin = await organization.user('ADMIN', 'PROVIDER')
-    const nurse = await organization.user('NURSE')
-
-    const result = await walkPracticeDay({
-      baseUrl,
-      admin: { username: admin.email, password: TEST_PASSWORD },
-      recipient: { username: nurse.email, password: TEST_PASSWORD },
-      webhookTimeoutMs: 15_000,
-    })
+    const { organization, result } = await walkNewPracticeDay(app, baseUrl)
 
     expect(result.steps).toEqual([
       'log in',

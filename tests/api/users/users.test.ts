@@ -5,8 +5,13 @@ import { ROLE_NAMES } from '../../../schemas/users.js'
 import { ROLES, type Role } from '../../../src/access/roles.js'
 import type { App } from '../../../src/app.js'
 import { createClient } from '../../../src/modules/clients/service.js'
-import { createOrganization, createUser } from '../../../src/modules/users/service.js'
+import { createUser } from '../../../src/modules/users/service.js'
 import { buildTestApp } from '../../helpers/app.js'
+import {
+  type ExternalPractice,
+  externalPerson,
+  startExternalPractice,
+} from '../../helpers/external-practice.js'
 import {
   bearer,
   newOrganization,
@@ -15,12 +20,8 @@ import {
   type TestUser,
   tokenFor,
 } from '../../helpers/factories.js'
-import { expectNoOpWrite } from '../../helpers/no-op-writes.js'
-import {
-  type OidcProviderHarness,
-  type OidcTestUser,
-  startOidcProvider,
-} from '../../helpers/oidc-provider.js'
+import { expectSameAndEmptyPatchChangeNothing } from '../../helpers/no-op-writes.js'
+import type { OidcTestUser } from '../../helpers/oidc-provider.js'
 import { mailText, startSmtpServer } from '../../helpers/smtp-server.js'
 
 const RESET_PAGE = 'https://ehr.example.test/account/reset'
@@ -359,15 +360,7 @@ describe('PUT and PATCH /api/users/{id}', () => {
     const url = `/api/users/${nurse.id}`
     const read = () => call(admin, 'GET', url)
     const same = { firstName: 'Test', lastName: 'User', roles: ['NURSE'] }
-    await expectNoOpWrite(app, org.id, read, () => call(admin, 'PUT', url, same))
-    await expectNoOpWrite(app, org.id, read, () =>
-      app.inject({
-        method: 'PATCH',
-        url,
-        headers: { ...bearer(admin.token), 'content-type': 'application/merge-patch+json' },
-        payload: '{}',
-      }),
-    )
+    await expectSameAndEmptyPatchChangeNothing(app, org.id, admin, url, same)
     const before = (await read()).json().data.updatedAt
     const changed = await call(admin, 'PUT', url, { ...same, lastName: 'Seacole' })
     expect(changed.statusCode, changed.body).toBe(200)
@@ -663,40 +656,19 @@ describe('audit trail', () => {
 
 describe('with an external identity provider', () => {
   const groupPath = `/practices/${randomUUID()}`
-  const person = (name: string, roles: string[]): OidcTestUser => ({
-    subject: `${name}-${randomUUID()}`,
-    username: `${name}@${groupPath.slice(12)}.example`,
-    password: `${name}-password-123`,
-    email: `${name}@${groupPath.slice(12)}.example`,
-    givenName: name,
-    familyName: 'Tester',
-    roles,
-    groups: [groupPath],
-  })
-  const boss = person('boss', ['ADMIN'])
-  const staff = person('staff', ['NURSE'])
-  let provider: OidcProviderHarness
+  const boss = externalPerson(groupPath, 'boss', ['ADMIN'])
+  const staff = externalPerson(groupPath, 'staff', ['NURSE'])
+  let practice: ExternalPractice
   let external: App
 
   beforeAll(async () => {
-    provider = await startOidcProvider({
-      realm: 'clinic',
-      clientId: 'ehr-api',
-      clientSecret: 'provider-client-secret',
-      redirectUri: 'https://app.example/callback',
-      users: [boss, staff],
-    })
-    external = await buildTestApp({
-      OIDC_ISSUER_URL: provider.issuer,
-      OIDC_CLIENT_ID: 'ehr-api',
-      OIDC_CLIENT_SECRET: 'provider-client-secret',
-    })
-    const organization = await createOrganization(external.db, { name: 'External practice', groupPath })
+    practice = await startExternalPractice(groupPath, [boss, staff])
+    external = practice.app
     // Known here before their first sign-in, as `npm run user -- create --subject` does it: a
     // subject seen at sign-in would be in the account cache, which notices a deactivation only
     // after its interval (30 seconds).
     await createUser(external.db, {
-      organizationId: organization.id,
+      organizationId: practice.organizationId,
       email: staff.email,
       firstName: 'staff',
       lastName: 'Tester',
@@ -705,8 +677,7 @@ describe('with an external identity provider', () => {
     })
   })
   afterAll(async () => {
-    await external?.close()
-    await provider?.close()
+    await practice?.close()
   })
 
   const signIn = (user: OidcTestUser) =>

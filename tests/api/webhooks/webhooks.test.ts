@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../../src/app.js'
 import { openSigningKey } from '../../../src/outbox/webhook-secrets.js'
 import { buildTestApp } from '../../helpers/app.js'
+import { stubDns } from '../../helpers/dns.js'
 import { bearer, newOrganization, patientBody, type TestUser } from '../../helpers/factories.js'
 import { createPatientAs, registerWebhook } from '../../helpers/webhooks.js'
 
@@ -20,11 +21,7 @@ let app: App
 
 beforeAll(async () => {
   app = await buildTestApp({}, undefined, {
-    resolveHost: async (hostname) => {
-      const addresses = dns[hostname]
-      if (!addresses) throw Object.assign(new Error(`no such host ${hostname}`), { code: 'ENOTFOUND' })
-      return addresses
-    },
+    resolveHost: stubDns(dns),
   })
 })
 afterAll(async () => {

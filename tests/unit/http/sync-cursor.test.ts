@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify'
 import { describe, expect, it } from 'vitest'
 import { AppError } from '../../../src/errors.js'
 import { type ListPaging, SyncCursors } from '../../../src/http/sync-cursor.js'
+import { forgedCursor } from '../../helpers/sync-cursors.js'
 
 const cursors = new SyncCursors(Buffer.alloc(32, 1))
 const URL = '/api/patients/:patientId/documents'
@@ -92,10 +93,7 @@ describe('SyncCursors', () => {
   })
 
   it('returns 400 for a cursor whose body was changed', () => {
-    const [body, signature] = issued().split('.')
-    const payload = JSON.parse(Buffer.from(body as string, 'base64url').toString('utf8'))
-    const forged = Buffer.from(JSON.stringify({ ...payload, i: 1 })).toString('base64url')
-    const error = refusal(() => readOn(`${forged}.${signature}`))
+    const error = refusal(() => readOn(forgedCursor(issued())))
     expect(error.status).toBe(400)
     expect(error.code).toBe('VAL_001')
     expect(error.details).toMatch(/not one this service issued/)
