@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { App } from '../../src/app.js'
 import { createOrganization } from '../../src/modules/users/service.js'
 import { buildTestApp } from './app.js'
-import { type OidcProviderHarness, type OidcTestUser, startOidcProvider } from './oidc-provider.js'
+import { type OidcProviderHarness, type OidcTestUser, startOidcProvider } from './servers/oidc-provider.js'
 
 /** The service's client at the external provider. */
 export const EXTERNAL_CLIENT = {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { prepareTemplate } from '../../db/embedded-template.js'
-import { startServer as startProcess, stopServer } from '../helpers/server-process.js'
+import { startServer as startProcess, stopServer } from '../helpers/servers/server-process.js'
 
 const serverEntry = path.resolve('src/server.ts')
 

@@ -5,7 +5,7 @@ import type { App } from '../../../src/app.js'
 import { buildTestApp } from '../../helpers/app.js'
 import { bearer, createPatient, newOrganization, type TestUser } from '../../helpers/factories.js'
 import { fhirGet, matchIds } from '../../helpers/fhir.js'
-import { newSigningKey, type SigningKeyPair, startJwksServer } from '../../helpers/jwks-server.js'
+import { newSigningKey, type SigningKeyPair, startJwksServer } from '../../helpers/servers/jwks-server.js'
 
 let app: App
 let provider: Awaited<ReturnType<typeof startJwksServer>>

@@ -11,7 +11,7 @@ import {
   startExternalPractice,
 } from '../../helpers/external-practice.js'
 import { bearer } from '../../helpers/factories.js'
-import { type OidcProviderHarness, startOidcProvider } from '../../helpers/oidc-provider.js'
+import { type OidcProviderHarness, startOidcProvider } from '../../helpers/servers/oidc-provider.js'
 
 const { clientId, clientSecret, redirectUri } = EXTERNAL_CLIENT
 const groupPath = `/practices/${randomUUID()}`

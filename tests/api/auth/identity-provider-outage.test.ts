@@ -8,7 +8,7 @@ import {
   type OidcProviderHarness,
   type OidcTestUser,
   startOidcProvider,
-} from '../../helpers/oidc-provider.js'
+} from '../../helpers/servers/oidc-provider.js'
 
 const clientId = 'ehr-api'
 const clientSecret = 'outage-client-secret'

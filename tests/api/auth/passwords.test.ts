@@ -5,7 +5,7 @@ import type { App } from '../../../src/app.js'
 import { createUser } from '../../../src/modules/users/service.js'
 import { buildTestApp } from '../../helpers/app.js'
 import { bearer, newOrganization, TEST_PASSWORD, type TestUser } from '../../helpers/factories.js'
-import { mailHeader, mailText, startSmtpServer } from '../../helpers/smtp-server.js'
+import { mailHeader, mailText, startSmtpServer } from '../../helpers/servers/smtp-server.js'
 
 const RESET_PAGE = 'https://ehr.example.test/account/reset'
 const NEW_PASSWORD = 'a brand new passphrase'

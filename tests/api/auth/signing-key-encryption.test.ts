@@ -7,7 +7,7 @@ import { SecretBox } from '../../../src/lib/secret-box.js'
 import { openSigningKey } from '../../../src/outbox/webhook-secrets.js'
 import { buildTestApp, openTestDatabase, TEST_ENCRYPTION_KEY } from '../../helpers/app.js'
 import { bearer, newOrganization, patientBody, type TestUser } from '../../helpers/factories.js'
-import { type Receiver, startReceiver } from '../../helpers/webhook-receiver.js'
+import { type Receiver, startReceiver } from '../../helpers/servers/webhook-receiver.js'
 import { createPatientAs, registerWebhook } from '../../helpers/webhooks.js'
 
 const OLD_KEY = TEST_ENCRYPTION_KEY

@@ -6,7 +6,7 @@ import { loadConfig } from '../../../src/config.js'
 import { buildTestApp, testEnvironment } from '../../helpers/app.js'
 import { bearer, createPatient, newOrganization, type TestUser } from '../../helpers/factories.js'
 import { fileBytes, multipart } from '../../helpers/multipart.js'
-import { startS3Server } from '../../helpers/s3-server.js'
+import { startS3Server } from '../../helpers/servers/s3-server.js'
 
 let s3: Awaited<ReturnType<typeof startS3Server>>
 let first: App

@@ -3,7 +3,7 @@ import type { App } from '../../../src/app.js'
 import { buildTestApp } from '../../helpers/app.js'
 import { exported, exportedResources, idsOf, local } from '../../helpers/bulk-export.js'
 import { bearer, createPatient, newOrganization } from '../../helpers/factories.js'
-import { startS3Server } from '../../helpers/s3-server.js'
+import { startS3Server } from '../../helpers/servers/s3-server.js'
 
 let s3: Awaited<ReturnType<typeof startS3Server>>
 let app: App

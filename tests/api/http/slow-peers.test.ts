@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../../src/app.js'
 import { buildTestApp } from '../../helpers/app.js'
 import { createPatient, newOrganization, type TestUser } from '../../helpers/factories.js'
-import { type Receiver, startReceiver } from '../../helpers/webhook-receiver.js'
+import { type Receiver, startReceiver } from '../../helpers/servers/webhook-receiver.js'
 import { registerWebhook } from '../../helpers/webhooks.js'
 
 // The receiver answers long after the service gives up on an attempt.

@@ -21,8 +21,8 @@ import {
   tokenFor,
 } from '../../helpers/factories.js'
 import { expectSameAndEmptyPatchChangeNothing } from '../../helpers/no-op-writes.js'
-import type { OidcTestUser } from '../../helpers/oidc-provider.js'
-import { mailText, startSmtpServer } from '../../helpers/smtp-server.js'
+import type { OidcTestUser } from '../../helpers/servers/oidc-provider.js'
+import { mailText, startSmtpServer } from '../../helpers/servers/smtp-server.js'
 
 const RESET_PAGE = 'https://ehr.example.test/account/reset'
 const NEW_PASSWORD = 'a freshly chosen passphrase'

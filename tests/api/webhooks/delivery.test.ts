@@ -5,7 +5,7 @@ import { transactionWithEvents } from '../../../src/outbox/doorbell.js'
 import { enqueueEvent } from '../../../src/outbox/enqueue.js'
 import { buildTestApp } from '../../helpers/app.js'
 import { bearer, newOrganization, patientBody, type TestUser } from '../../helpers/factories.js'
-import { type Receiver, type Reply, startReceiver } from '../../helpers/webhook-receiver.js'
+import { type Receiver, type Reply, startReceiver } from '../../helpers/servers/webhook-receiver.js'
 import { createPatientAs, registerWebhook } from '../../helpers/webhooks.js'
 
 let app: App

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../../src/app.js'
 import { buildTestApp } from '../../helpers/app.js'
 import { newOrganization, patientBody, type TestUser } from '../../helpers/factories.js'
-import { type Receiver, startReceiver } from '../../helpers/webhook-receiver.js'
+import { type Receiver, startReceiver } from '../../helpers/servers/webhook-receiver.js'
 import { createPatientAs, registerWebhook } from '../../helpers/webhooks.js'
 
 /** A receiver on loopback that holds every answer until `answerAll()`. */

@@ -4,7 +4,7 @@ import { transactionWithEvents } from '../../../src/outbox/doorbell.js'
 import { enqueueEvent } from '../../../src/outbox/enqueue.js'
 import { buildTestApp } from '../../helpers/app.js'
 import { newOrganization, patientBody } from '../../helpers/factories.js'
-import { type Receiver, startReceiver } from '../../helpers/webhook-receiver.js'
+import { type Receiver, startReceiver } from '../../helpers/servers/webhook-receiver.js'
 import { createPatientAs, registerWebhook } from '../../helpers/webhooks.js'
 
 let app: App

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, type JWTPayload, jwtVerify } from 'jose'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type OidcProviderHarness, startOidcProvider } from '../../helpers/oidc-provider.js'
+import { type OidcProviderHarness, startOidcProvider } from '../../helpers/servers/oidc-provider.js'
 
 const realm = 'ehr'
 const clientId = 'ehr-api'
