@@ -5,8 +5,9 @@ import { findChromium } from './tests/helpers/chromium.js'
 // Tests under tests/postgres need a real server (concurrency, outages); they run when
 // TEST_DATABASE_URL is set, as CI does, and are not collected otherwise. Tests under tests/process
 // start the real server on its embedded database whatever TEST_DATABASE_URL says, so they run in
-// the embedded pass only.
-const include = ['tests/{unit,api}/**/*.test.ts']
+// the embedded pass only. Unit tests, the API's tests (a folder per area) and the database layer's
+// tests run in every pass.
+const include = ['tests/{unit,api,database}/**/*.test.ts']
 if (process.env.TEST_DATABASE_URL) include.push('tests/postgres/**/*.test.ts')
 else include.push('tests/process/**/*.test.ts')
 // Tests under tests/redis need a Redis server (TEST_REDIS_URL), as CI provides.

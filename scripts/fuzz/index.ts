@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util'
 import { runCommand } from '../lib/run-command.js'
 
 /**
- * A longer run of the property-based API test (tests/api/fuzz.test.ts) than CI's: `--runs`
+ * A longer run of the property-based API test (tests/api/http/fuzz.test.ts) than CI's: `--runs`
  * requests per operation, from `--seed` (a failure prints the seed and counterexample that
  * reproduce it); `--only 'POST /api/patients '` narrows it to the operations whose
  * name contains that text. TEST_DATABASE_URL, when set, runs it on PostgreSQL.
@@ -29,7 +29,7 @@ async function main(argv: string[]): Promise<number> {
   process.stdout.write(`fuzzing with --runs ${values.runs} --seed ${values.seed}\n`)
   const vitest = join(dirname(createRequire(import.meta.url).resolve('vitest/package.json')), 'vitest.mjs')
   const filter = only === undefined ? [] : ['-t', only.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')]
-  const result = spawnSync(process.execPath, [vitest, 'run', 'tests/api/fuzz.test.ts', ...filter], {
+  const result = spawnSync(process.execPath, [vitest, 'run', 'tests/api/http/fuzz.test.ts', ...filter], {
     stdio: 'inherit',
     env: { ...process.env, FUZZ_RUNS: values.runs, FUZZ_SEED: values.seed },
   })

@@ -9,7 +9,7 @@ import { walkPracticeDay } from '../../scripts/smoke/walk.js'
 import type { App } from '../../src/app.js'
 import { buildTestApp } from '../helpers/app.js'
 import { newOrganization, TEST_PASSWORD } from '../helpers/factories.js'
-import { type PrismProxy, startPrism } from '../helpers/prism.js'
+import { type PrismProxy, startPrism } from '../helpers/servers/prism.js'
 
 // An independent implementation of OpenAPI holds the service to the document: Stoplight Prism, as a
 // validating proxy (`prism proxy --errors`), sees every request and response of the smoke walk.

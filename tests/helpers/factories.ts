@@ -160,6 +160,26 @@ export function daysFromToday(days: number): string {
   return new Date(Date.now() + days * 86_400_000).toISOString().slice(0, 10)
 }
 
+/** A valid encounter note of today (an office visit for a headache), without its patient and provider. */
+export function encounterNote() {
+  return {
+    encounterDate: daysFromToday(0),
+    encounterType: 'OFFICE_VISIT',
+    chiefComplaint: 'Headache',
+    soapNote: {
+      subjective: 'Headache for three days',
+      objective: 'BP 128/82',
+      assessment: {
+        text: 'Tension-type headache',
+        diagnoses: [
+          { icd10Code: 'G44.209', description: 'Tension-type headache, unspecified, not intractable' },
+        ],
+      },
+      plan: 'Ibuprofen as needed',
+    },
+  }
+}
+
 /** The n-th Sunday of a month of a year (US daylight saving starts on the 2nd Sunday of March, ends on the 1st of November). */
 export function nthSunday(year: number, month: number, n: number): string {
   const first = new Date(Date.UTC(year, month - 1, 1))

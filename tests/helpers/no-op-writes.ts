@@ -1,5 +1,6 @@
 import { expect } from 'vitest'
 import type { App } from '../../src/app.js'
+import { bearer } from './factories.js'
 
 interface Answer {
   statusCode: number
@@ -45,4 +46,26 @@ export async function expectNoOpWrite(
   expect(after.json().data).toEqual(record)
   expect(after.headers.etag).toBe(before.headers.etag)
   expect(await eventCounts(app, organizationId)).toEqual(countsBefore)
+}
+
+/** A PUT of what the record at `url` already holds (`same`) and an empty merge patch each change nothing. */
+export async function expectSameAndEmptyPatchChangeNothing(
+  app: App,
+  organizationId: number,
+  user: { token: string },
+  url: string,
+  same: object,
+): Promise<void> {
+  const read = () => app.inject({ url, headers: bearer(user.token) })
+  await expectNoOpWrite(app, organizationId, read, () =>
+    app.inject({ method: 'PUT', url, headers: bearer(user.token), payload: same }),
+  )
+  await expectNoOpWrite(app, organizationId, read, () =>
+    app.inject({
+      method: 'PATCH',
+      url,
+      headers: { ...bearer(user.token), 'content-type': 'application/merge-patch+json' },
+      payload: '{}',
+    }),
+  )
 }

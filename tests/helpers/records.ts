@@ -3,6 +3,7 @@ import { expect } from 'vitest'
 import type { Role } from '../../src/access/roles.js'
 import type { RouteAccess } from '../../src/access/route-access.js'
 import type { App } from '../../src/app.js'
+import { stubDns } from './dns.js'
 import {
   bearer,
   daysFromToday,
@@ -30,10 +31,7 @@ export const RECORDS_WEBHOOK_HOST = 'hooks.example.test'
  * delivery worker and these records live in a database of their own. Every other name is unknown:
  * no lookup leaves the process.
  */
-export async function recordsResolver(hostname: string): Promise<string[]> {
-  if (hostname === RECORDS_WEBHOOK_HOST) return ['93.184.216.34']
-  throw Object.assign(new Error(`no such host ${hostname}`), { code: 'ENOTFOUND' })
-}
+export const recordsResolver = stubDns({ [RECORDS_WEBHOOK_HOST]: ['93.184.216.34'] })
 
 export const RECORD_KINDS = [
   'patient',

@@ -45,6 +45,28 @@ export async function newPractice(
   return { org, admin, nurse, provider, patient }
 }
 
+export interface Clinic extends Practice {
+  /** The PROVIDER user linked to the practice's provider record. */
+  doctor: TestUser
+}
+
+/** A PROVIDER user of the practice, linked to its provider record (so that it writes that provider's notes). */
+export async function linkedDoctor(app: App, practice: Practice): Promise<TestUser> {
+  const doctor = await practice.org.user('PROVIDER')
+  await app.db
+    .updateTable('providers')
+    .set({ user_id: doctor.id })
+    .where('id', '=', practice.provider.id)
+    .execute()
+  return doctor
+}
+
+/** A practice (see newPractice) whose provider signs in as `doctor`. */
+export async function newClinic(app: App, providerOverrides: Record<string, unknown> = {}): Promise<Clinic> {
+  const practice = await newPractice(app, providerOverrides)
+  return { ...practice, doctor: await linkedDoctor(app, practice) }
+}
+
 export function book(app: App, user: TestUser, payload: Record<string, unknown>) {
   return app.inject({ method: 'POST', url: '/api/appointments', headers: bearer(user.token), payload })
 }

@@ -5,7 +5,7 @@ import { openPostgres } from '../../db/postgres.js'
 import type { App } from '../../src/app.js'
 import { buildTestApp, newPostgresDatabase, TEST_ENCRYPTION_KEY } from '../helpers/app.js'
 import { bearer, newOrganization, patientBody } from '../helpers/factories.js'
-import { type RunningServer, startServer, stopServer } from '../helpers/server-process.js'
+import { type RunningServer, startServer, stopServer } from '../helpers/servers/server-process.js'
 
 let handle: DatabaseHandle
 let databaseUrl: string

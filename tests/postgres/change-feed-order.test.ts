@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openPostgres } from '../../db/postgres.js'
 import type { App } from '../../src/app.js'
 import { buildTestApp, newPostgresDatabase } from '../helpers/app.js'
+import { comparePositions } from '../helpers/change-feed.js'
 import { bearer, newOrganization, type TestUser } from '../helpers/factories.js'
 
 // Writers here are plain sessions on the database, so that a test controls exactly when each
@@ -45,13 +46,6 @@ async function readFeed(admin: TestUser, query: string): Promise<Feed> {
   const response = await app.inject({ url: `/api/events?${query}`, headers: bearer(admin.token) })
   expect(response.statusCode, response.body).toBe(200)
   return response.json().data
-}
-
-function compare(a: string, b: string): number {
-  const [ax = 0n, ai = 0n] = a.split('-').map(BigInt)
-  const [bx = 0n, bi = 0n] = b.split('-').map(BigInt)
-  if (ax !== bx) return ax < bx ? -1 : 1
-  return ai === bi ? 0 : ai < bi ? -1 : 1
 }
 
 /**
@@ -100,13 +94,13 @@ describe('GET /api/events with transactions committing out of order', () => {
     await b.query('begin')
     const second = await writeEvent(b, organization.id, 2)
     await b.query('commit')
-    expect(compare(first.position, second.position)).toBe(-1)
+    expect(comparePositions(first.position, second.position)).toBe(-1)
 
     const early = await readFeed(admin, `after=${start}`)
     expect(early.events).toEqual([])
     expect(early.caughtUp).toBe(true)
     // The reader is not moved past the event still being written.
-    expect(compare(early.position, first.position)).toBe(-1)
+    expect(comparePositions(early.position, first.position)).toBe(-1)
 
     await a.query('commit')
     const late = await readUntil(admin, early.position, 2)
@@ -130,11 +124,11 @@ describe('GET /api/events with transactions committing out of order', () => {
     await b.query('commit')
     const fromA = await writeEvent(a, organization.id, 10)
     expect(fromA.id).toBeGreaterThan(fromB.id)
-    expect(compare(fromA.position, fromB.position)).toBe(-1)
+    expect(comparePositions(fromA.position, fromB.position)).toBe(-1)
 
     const early = await readFeed(admin, `after=${start}`)
     expect(early.events).toEqual([])
-    expect(compare(early.position, fromA.position)).toBe(-1)
+    expect(comparePositions(early.position, fromA.position)).toBe(-1)
 
     await a.query('commit')
     const late = await readUntil(admin, early.position, 2)
@@ -246,7 +240,7 @@ describe('GET /api/events with transactions committing out of order', () => {
       const limit = 1 + (read % 7)
       const page = await readFeed(admin, `after=${position}&limit=${limit}&wait=${read % 3 === 0 ? 1 : 0}`)
       seen.push(...page.events)
-      expect(compare(page.position, position)).toBeGreaterThanOrEqual(0)
+      expect(comparePositions(page.position, position)).toBeGreaterThanOrEqual(0)
       position = page.position
     }
     await done
@@ -258,7 +252,7 @@ describe('GET /api/events with transactions committing out of order', () => {
     expect([...labels].sort((x, y) => x - y)).toEqual([...committed].sort((x, y) => x - y))
     expect(labels.filter((l) => rolledBack.includes(l))).toEqual([])
     for (let i = 1; i < seen.length; i++) {
-      expect(compare((seen[i - 1] as FeedEvent).position, (seen[i] as FeedEvent).position)).toBe(-1)
+      expect(comparePositions((seen[i - 1] as FeedEvent).position, (seen[i] as FeedEvent).position)).toBe(-1)
     }
     expect(committed.length).toBeGreaterThan(WRITERS * TRANSACTIONS)
   })

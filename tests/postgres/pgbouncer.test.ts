@@ -14,9 +14,9 @@ import {
   patientBody,
   tokenFor,
 } from '../helpers/factories.js'
-import { type PgBouncer, startPgBouncer } from '../helpers/pgbouncer.js'
 import { book, newPractice } from '../helpers/scheduling.js'
-import { type Receiver, startReceiver } from '../helpers/webhook-receiver.js'
+import { type PgBouncer, startPgBouncer } from '../helpers/servers/pgbouncer.js'
+import { type Receiver, startReceiver } from '../helpers/servers/webhook-receiver.js'
 import { createPatientAs, registerWebhook } from '../helpers/webhooks.js'
 
 // Two instances of the service share one PgBouncer (transaction pooling, PgBouncer 1.18 as Debian

@@ -4,8 +4,8 @@ import { openPostgres } from '../../db/postgres.js'
 import type { App } from '../../src/app.js'
 import { buildTestApp, newPostgresDatabase, TEST_ENCRYPTION_KEY } from '../helpers/app.js'
 import { newOrganization, patientBody } from '../helpers/factories.js'
-import { type RunningServer, startServer, stopServer } from '../helpers/server-process.js'
-import { type Receiver, startReceiver } from '../helpers/webhook-receiver.js'
+import { type RunningServer, startServer, stopServer } from '../helpers/servers/server-process.js'
+import { type Receiver, startReceiver } from '../helpers/servers/webhook-receiver.js'
 import { createPatientAs, registerWebhook } from '../helpers/webhooks.js'
 
 let handle: DatabaseHandle

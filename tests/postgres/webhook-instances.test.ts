@@ -3,7 +3,7 @@ import { openPostgres } from '../../db/postgres.js'
 import type { App } from '../../src/app.js'
 import { buildTestApp, newPostgresDatabase } from '../helpers/app.js'
 import { newOrganization, patientBody } from '../helpers/factories.js'
-import { type Receiver, startReceiver } from '../helpers/webhook-receiver.js'
+import { type Receiver, startReceiver } from '../helpers/servers/webhook-receiver.js'
 import { createPatientAs, registerWebhook } from '../helpers/webhooks.js'
 
 const workerEnvironment = {

@@ -7,7 +7,7 @@ import { promisify } from 'node:util'
 import type { Metafile } from 'esbuild'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { bundleServer, ON_DEMAND } from '../../scripts/bundle/index.js'
-import { startServer, stopServer } from '../helpers/server-process.js'
+import { startServer, stopServer } from '../helpers/servers/server-process.js'
 
 let bundleDir: string
 let dataDir: string

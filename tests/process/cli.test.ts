@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { bundleCli, bundleServer } from '../../scripts/bundle/index.js'
-import { startServer, stopServer } from '../helpers/server-process.js'
+import { startServer, stopServer } from '../helpers/servers/server-process.js'
 
 let bundleDir: string
 let dataDir: string

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { prepareTemplate } from '../../db/embedded-template.js'
-import { startServer as startProcess, stopServer } from '../helpers/server-process.js'
+import { startServer as startProcess, stopServer } from '../helpers/servers/server-process.js'
 
 const serverEntry = path.resolve('src/server.ts')
 
@@ -26,7 +26,7 @@ let dataDir: string
 
 beforeAll(async () => {
   dataDir = await mkdtemp(path.join(tmpdir(), 'ehr-server-'))
-  // As `npm ci` leaves it (the prepare script); the start without one: tests/unit/embedded-template.test.ts.
+  // As `npm ci` leaves it (the prepare script); the start without one: tests/database/embedded-template.test.ts.
   await prepareTemplate()
 })
 afterAll(async () => {

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { Webhook } from 'standardwebhooks'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { freePort } from '../helpers/processes.js'
+import { freePort } from '../helpers/servers/processes.js'
 
 /** The receiver of docs/webhooks.md, as a reader would copy it. */
 async function documentedReceiver(): Promise<string> {

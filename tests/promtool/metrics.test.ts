@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
 import { buildTestApp } from '../helpers/app.js'
 import { bearer, newOrganization, patientBody, TEST_PASSWORD } from '../helpers/factories.js'
-import { type Receiver, startReceiver } from '../helpers/webhook-receiver.js'
+import { type Receiver, startReceiver } from '../helpers/servers/webhook-receiver.js'
 import { createPatientAs, registerWebhook } from '../helpers/webhooks.js'
 
 let app: App

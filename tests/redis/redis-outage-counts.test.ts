@@ -5,7 +5,7 @@ import type { App } from '../../src/app.js'
 import { REDIS_ANSWER_WITHIN_MS } from '../../src/plugins/rate-limit.js'
 import { buildTestApp } from '../helpers/app.js'
 import { newOrganization, TEST_PASSWORD } from '../helpers/factories.js'
-import { type RedisServer, startRedisServer } from '../helpers/redis-server.js'
+import { type RedisServer, startRedisServer } from '../helpers/servers/redis-server.js'
 
 // A Redis of this file's own, which the tests kill, freeze and restart empty; two instances share it.
 let server: RedisServer

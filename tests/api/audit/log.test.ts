@@ -1,0 +1,149 @@
+import { randomUUID } from 'node:crypto'
+import { sql } from 'kysely'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { DatabaseHandle } from '../../../db/connect.js'
+import { AUDIT_BATCH_SIZE, AuditLog } from '../../../src/audit/audit-log.js'
+import { openTestDatabase } from '../../helpers/app.js'
+
+let handle: DatabaseHandle
+
+beforeAll(async () => {
+  handle = await openTestDatabase()
+})
+afterAll(async () => {
+  await handle.close()
+})
+
+const record = (requestId: string) => ({
+  occurred_at: new Date(),
+  organization_id: null,
+  user_id: null,
+  action: 'READ',
+  resource_type: 'PATIENT',
+  resource_ids: [1],
+  patient_id: null,
+  outcome: 'SUCCESS',
+  status_code: 200,
+  request_id: requestId,
+})
+
+const storedWith = async (prefix: string) =>
+  (
+    await handle.db
+      .selectFrom('audit_log')
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .where('request_id', 'like', `${prefix}%`)
+      .executeTakeFirstOrThrow()
+  ).count
+
+const newLog = () => new AuditLog(handle.db, { flushIntervalMs: 3_600_000, onFlushError: () => {} })
+
+// Inserts of records whose request id starts with a prefix listed here fail, as when the database
+// refuses the audit insert.
+async function refuseRecordsOf(prefix: string, refuse: boolean): Promise<void> {
+  if (refuse) await sql`insert into audit_refusals (prefix) values (${prefix})`.execute(handle.db)
+  else await sql`delete from audit_refusals where prefix = ${prefix}`.execute(handle.db)
+}
+
+beforeAll(async () => {
+  await sql`create table audit_refusals (prefix text primary key)`.execute(handle.db)
+  await sql`create function refuse_audit() returns trigger language plpgsql as $$
+    begin
+      if exists (select 1 from audit_refusals where starts_with(new.request_id, prefix)) then
+        raise exception 'audit refused';
+      end if;
+      return new;
+    end $$`.execute(handle.db)
+  await sql`create trigger refuse_audit before insert on audit_log for each row
+    execute function refuse_audit()`.execute(handle.db)
+})
+
+describe('AuditLog', () => {
+  it('resolves a write once its records are stored, and puts the writes made meanwhile in one insert', async () => {
+    const log = newLog()
+    const prefix = randomUUID()
+    const first = log.write([record(`${prefix}-first`)])
+    const rest = Array.from({ length: AUDIT_BATCH_SIZE }, (_, i) => log.write([record(`${prefix}-${i}`)]))
+    await first
+    expect(Number(await storedWith(`${prefix}-first`))).toBe(1)
+    await Promise.all(rest)
+    expect([log.flushed, log.buffered, Number(await storedWith(prefix))]).toEqual([
+      AUDIT_BATCH_SIZE + 1,
+      0,
+      AUDIT_BATCH_SIZE + 1,
+    ])
+    // A statement's rows share their recorded_at (the time its transaction began): 101 writes, 2 inserts.
+    const inserts = await handle.db
+      .selectFrom('audit_log')
+      .select('recorded_at')
+      .distinct()
+      .where('request_id', 'like', `${prefix}%`)
+      .execute()
+    expect(inserts.length).toBeLessThanOrEqual(2)
+    await log.close()
+  })
+
+  it('rejects a write whose insert fails, keeping only the records marked to keep for the next flush', async () => {
+    const log = newLog()
+    const prefix = randomUUID()
+    await refuseRecordsOf(prefix, true)
+    const acknowledged = log.write([record(`${prefix}-acknowledged`)])
+    const failedCall = log.write([record(`${prefix}-failed-call`)], { keepOnFailure: true })
+    await expect(acknowledged).rejects.toThrow()
+    await expect(failedCall).rejects.toThrow()
+    // The first write went alone, the second into the next insert: both inserts failed.
+    expect([log.failed, log.buffered, Number(await storedWith(prefix))]).toEqual([2, 1, 0])
+    await refuseRecordsOf(prefix, false)
+    await log.flush()
+    expect([log.buffered, Number(await storedWith(prefix))]).toEqual([0, 1])
+    expect(Number(await storedWith(`${prefix}-failed-call`))).toBe(1)
+    await log.close()
+  })
+
+  it('writes the kept records at close', async () => {
+    const log = newLog()
+    const prefix = randomUUID()
+    await refuseRecordsOf(prefix, true)
+    for (let i = 0; i < 3; i++)
+      await log.write([record(`${prefix}-${i}`)], { keepOnFailure: true }).catch(() => {})
+    expect(log.buffered).toBe(3)
+    await refuseRecordsOf(prefix, false)
+    await log.close()
+    expect(Number(await storedWith(prefix))).toBe(3)
+  })
+
+  it('stores every column as recorded: several, one or no resource ids, and nulls beside values', async () => {
+    const log = newLog()
+    const prefix = randomUUID()
+    const occurredAt = new Date('2026-03-04T05:06:07.089Z')
+    const rows = [
+      { ...record(`${prefix}-a`), occurred_at: occurredAt, resource_ids: [3, 1, 2147483647], user_id: 7 },
+      { ...record(`${prefix}-b`), resource_ids: [], organization_id: 5, patient_id: 9, status_code: 404 },
+      { ...record(`${prefix}-c`), action: 'SEARCH', resource_type: 'APPOINTMENT', outcome: 'DENIED' },
+      // Text that an array literal must quote: separators, braces, quotes, backslashes, NULL, blanks.
+      { ...record(`${prefix}-d "q" \\b, {x}`), action: 'NULL', resource_type: '', outcome: ' ' },
+    ]
+    await log.write(rows)
+    await log.close()
+    const stored = await handle.db
+      .selectFrom('audit_log')
+      .select([
+        'occurred_at',
+        'organization_id',
+        'user_id',
+        'action',
+        'resource_type',
+        'resource_ids',
+        'patient_id',
+        'outcome',
+        'status_code',
+        'request_id',
+      ])
+      .where('request_id', 'like', `${prefix}%`)
+      .orderBy('request_id')
+      .execute()
+    expect(stored.map((row) => ({ ...row, occurred_at: new Date(row.occurred_at).toISOString() }))).toEqual(
+      rows.map((row) => ({ ...row, occurred_at: row.occurred_at.toISOString() })),
+    )
+  })
+})

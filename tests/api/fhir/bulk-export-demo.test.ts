@@ -1,0 +1,57 @@
+import { randomUUID } from 'node:crypto'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { seedDemoPractice } from '../../../scripts/seed/demo-practice.js'
+import type { App } from '../../../src/app.js'
+import { createOrganization } from '../../../src/modules/users/service.js'
+import { buildTestApp, openTestDatabase } from '../../helpers/app.js'
+import { danglingReferences, exported, exportedResources } from '../../helpers/bulk-export.js'
+import { tokenFor } from '../../helpers/factories.js'
+
+// A database of its own: the demo practice fills the only organization of an empty database.
+let app: App
+
+beforeAll(async () => {
+  app = await buildTestApp({}, undefined, { database: await openTestDatabase() })
+})
+afterAll(async () => {
+  await app.close()
+})
+
+describe('a bulk export of the demo practice (npm run seed)', () => {
+  it('validates line by line against R4, and every reference resolves within it', async () => {
+    const groupPath = '/default-practice'
+    const organization = await createOrganization(app.db, { name: 'Default Practice', groupPath })
+    const counts = await seedDemoPractice(app.db, {
+      patients: 20,
+      force: false,
+      billing: { currency: 'USD', taxRateBasisPoints: 0 },
+    })
+    const subject = randomUUID()
+    const email = `${subject}@example.test`
+    await app.db
+      .insertInto('users')
+      .values({
+        organization_id: organization.id,
+        subject,
+        email,
+        first_name: 'Export',
+        last_name: 'Reader',
+        roles: ['PROVIDER'],
+      })
+      .execute()
+    const token = tokenFor(app, { subject, email, roles: ['PROVIDER'], groupPath })
+
+    const { manifest } = await exported(app, token, '/$export')
+    expect(manifest.error).toEqual([])
+    const byType = await exportedResources(app, token, manifest)
+    expect(byType.get('Patient')).toHaveLength(counts.patients)
+    expect(byType.get('Practitioner')).toHaveLength(counts.providers)
+    expect(byType.get('Encounter')).toHaveLength(counts.encounters)
+    expect(byType.get('Appointment')).toHaveLength(counts.appointments)
+    const clinical = ['Observation', 'Condition', 'AllergyIntolerance', 'MedicationStatement']
+    expect(clinical.reduce((sum, type) => sum + (byType.get(type)?.length ?? 0), 0)).toBe(
+      counts.clinicalRecords,
+    )
+    expect(danglingReferences(byType)).toEqual([])
+  })
+})
