@@ -54,10 +54,7 @@ export const BulkExportEnv = Type.Object(
 export interface BulkExportSettings {
   /** Run export jobs in this instance (BULK_EXPORT_WORKER). */
   worker: boolean
-  fileMaxBytes: number
-  retentionHours: number
-  leaseSeconds: number
-  perOrganization: number
+  jobs: { fileMaxBytes: number; retentionHours: number; leaseSeconds: number; perOrganization: number }
   /** The exports' own PostgreSQL pool. */
   pool: { poolMax: number; statementTimeoutMs: number }
 }
@@ -65,10 +62,12 @@ export interface BulkExportSettings {
 export function bulkExportSettings(env: Static<typeof BulkExportEnv>): BulkExportSettings {
   return {
     worker: env.BULK_EXPORT_WORKER,
-    fileMaxBytes: env.BULK_EXPORT_FILE_MAX_BYTES,
-    retentionHours: env.BULK_EXPORT_RETENTION_HOURS,
-    leaseSeconds: env.BULK_EXPORT_LEASE_SECONDS,
-    perOrganization: env.BULK_EXPORT_CONCURRENCY_PER_ORGANIZATION,
+    jobs: {
+      fileMaxBytes: env.BULK_EXPORT_FILE_MAX_BYTES,
+      retentionHours: env.BULK_EXPORT_RETENTION_HOURS,
+      leaseSeconds: env.BULK_EXPORT_LEASE_SECONDS,
+      perOrganization: env.BULK_EXPORT_CONCURRENCY_PER_ORGANIZATION,
+    },
     pool: { poolMax: env.BULK_EXPORT_POOL_MAX, statementTimeoutMs: env.BULK_EXPORT_STATEMENT_TIMEOUT_MS },
   }
 }
