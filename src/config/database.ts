@@ -76,7 +76,7 @@ export const DatabaseEnv = Type.Object(
   {
     title: 'Database',
     description:
-      'PostgreSQL with `DATABASE_URL`; without it an embedded PostgreSQL (PGlite) in `$DATA_DIR/pgdata`, for one instance.',
+      'PostgreSQL with `DATABASE_URL`, where the server also requires `ENCRYPTION_KEY`, and `SMTP_URL` or `MAIL_TRANSPORT=log`; without it an embedded PostgreSQL (PGlite) in `$DATA_DIR/pgdata`, for one instance.',
   },
 )
 

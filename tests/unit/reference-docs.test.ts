@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
-import type { TSchema } from '@sinclair/typebox'
+import { type TSchema, Type } from '@sinclair/typebox'
 import { describe, expect, it } from 'vitest'
+import { envExample } from '../../scripts/docs/env-example.js'
 import { referenceFiles } from '../../scripts/docs/reference.js'
 import { ConfigSchema } from '../../src/config.js'
 import { ERRORS } from '../../src/errors.js'
@@ -13,7 +14,7 @@ const committed = (file: string) => {
   }
 }
 
-describe('docs/reference', () => {
+describe('the generated reference (docs/reference, .env.example)', () => {
   for (const { path, content } of referenceFiles()) {
     it(`${path} matches the code`, () => {
       expect(committed(path), `${path} is stale: run \`npm run docs\` and commit the result`).toBe(content)
@@ -33,5 +34,39 @@ describe('docs/reference', () => {
     for (const [code, { status, statuses }] of Object.entries(ERRORS)) {
       expect(statuses as readonly number[], code).toContain(status)
     }
+  })
+
+  it('writes .env.example by topic: defaults set, examples and settings without default commented out', () => {
+    const topic = Type.Object(
+      {
+        PORT: Type.Integer({ default: 8080, description: 'TCP port the server listens on' }),
+        CORS_ORIGINS: Type.String({ default: '', description: 'Allowed `origins`; **empty**: none.' }),
+        SMTP_URL: Type.Optional(
+          Type.String({ examples: ['smtp://mail.example:587'], description: 'Mail server' }),
+        ),
+        ADMIN_PASSWORD: Type.Optional(
+          Type.String({ description: `A password ${'and more words '.repeat(8)}` }),
+        ),
+      },
+      { title: 'Server', description: 'The HTTP server.' },
+    )
+    const [, section] = envExample([topic]).split('\n\n# --- ')
+    expect(`# --- ${section}`).toBe(
+      [
+        '# --- Server ---',
+        '# The HTTP server.',
+        '',
+        '# TCP port the server listens on.',
+        'PORT=8080',
+        '# Allowed origins; empty: none.',
+        'CORS_ORIGINS=',
+        '# Mail server.',
+        '# SMTP_URL=smtp://mail.example:587',
+        '# A password and more words and more words and more words and more words and more words and more',
+        '# words and more words and more words.',
+        '# ADMIN_PASSWORD=',
+        '',
+      ].join('\n'),
+    )
   })
 })
