@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs'
 import { type TSchema, Type } from '@sinclair/typebox'
 import { describe, expect, it } from 'vitest'
+import { configurationReference } from '../../scripts/docs/configuration.js'
 import { envExample } from '../../scripts/docs/env-example.js'
 import { referenceFiles } from '../../scripts/docs/reference.js'
-import { ConfigSchema } from '../../src/config.js'
+import { CONFIG_TOPICS, ConfigSchema } from '../../src/config.js'
 import { ERRORS } from '../../src/errors.js'
 
 const committed = (file: string) => {
@@ -68,5 +69,16 @@ describe('the generated reference (docs/reference, .env.example)', () => {
         '',
       ].join('\n'),
     )
+  })
+
+  it('lists the configuration by topic: a heading per topic, each variable under its own', () => {
+    const sections = configurationReference().split('\n## ').slice(1)
+    expect(sections.map((section) => section.split('\n')[0])).toEqual(
+      CONFIG_TOPICS.map((topic) => topic.title),
+    )
+    CONFIG_TOPICS.forEach((topic, index) => {
+      const listed = [...(sections[index] ?? '').matchAll(/^\| `([A-Z0-9_]+)` \|/gm)].map((match) => match[1])
+      expect(listed, topic.title).toEqual(Object.keys(topic.properties))
+    })
   })
 })
