@@ -1,4 +1,3 @@
-import path from 'node:path'
 import type { Kysely } from 'kysely'
 import { type DatabaseHandle, openPglite } from './connect.js'
 import type { Database } from './database.js'
@@ -8,9 +7,6 @@ import type { ReadReplicas } from './replicas.js'
 
 // PostgreSQL's modules (postgres.ts, replicas.ts) are loaded only when DATABASE_URL is set: pg costs
 // an embedded start tens of milliseconds to read.
-
-/** Where the embedded database keeps its files under DATA_DIR. */
-export const embeddedDatabaseDir = (dataDir: string) => path.join(dataDir, 'pgdata')
 
 /** The database settings of the configuration (src/config/database.ts). */
 export interface DatabaseSettings {

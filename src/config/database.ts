@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox'
-import { type DatabaseSettings, embeddedDatabaseDir } from '../../db/open-databases.js'
+import type { DatabaseSettings } from '../../db/open-databases.js'
+import { embeddedDatabaseDir } from '../../db/pglite-start.js'
 import { EMBEDDED_SHARED_BUFFERS_MB } from '../../db/pglite-thread-client.js'
 import { DEFAULT_PREPARED_STATEMENTS } from '../../db/prepared-statements.js'
 
