@@ -94,7 +94,8 @@ export async function openDatabases(
   const primary =
     options.primary ??
     (await openPrimaryDatabase(settings, {
-      ...options,
+      templateCache: options.templateCache,
+      onEmbeddedOpen: options.onEmbeddedOpen,
       onPoolError: (error) => options.onPoolError('database', error),
     }))
   if (!settings.url) return { primary, replicas: undefined, exports: { db: primary.db, close: undefined } }
