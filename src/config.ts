@@ -108,7 +108,7 @@ const sharedDatabase = (env: Env) => env.DATABASE_URL !== undefined
 function serverProblems(env: Env): string[] {
   const shared = sharedDatabase(env)
   return [
-    ...encryptionProblems({ key: env.ENCRYPTION_KEY, keyRequired: shared }),
+    ...encryptionProblems(encryptionSettings(env, { dataDir: env.DATA_DIR, sharedDatabase: shared })),
     ...mailProblems({ transport: mailTransport(env, shared), smtpUrl: env.SMTP_URL }),
   ]
 }
