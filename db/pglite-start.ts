@@ -5,6 +5,9 @@ import { copyDataDir } from './data-dir-copy.js'
 import { lockDataDir } from './data-dir-lock.js'
 import { PgliteThread } from './pglite-thread-client.js'
 
+/** Where the embedded database keeps its files under DATA_DIR. */
+export const embeddedDatabaseDir = (dataDir: string) => path.join(dataDir, 'pgdata')
+
 export interface PgliteOptions {
   /** Directory for the data files; omitted, the database lives in memory. */
   dataDir?: string

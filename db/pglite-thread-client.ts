@@ -9,7 +9,7 @@ export interface PgliteThreadOptions {
   sharedBuffersMb?: number
 }
 
-/** The default of EMBEDDED_SHARED_BUFFERS_MB, whose description (src/config.ts) says why. */
+/** The default of EMBEDDED_SHARED_BUFFERS_MB, whose description (src/config/database.ts) says why. */
 export const EMBEDDED_SHARED_BUFFERS_MB = 32
 
 export interface PgliteQueryResult<R> {

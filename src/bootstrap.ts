@@ -10,12 +10,6 @@ export interface BootstrapResult {
   generatedPassword?: string
 }
 
-const slug = (name: string) =>
-  name
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-|-$/g, '') || 'default'
-
 // Any constant works; it only has to be the same for every instance starting at once.
 const BOOTSTRAP_LOCK = 727_001
 
@@ -33,20 +27,18 @@ export async function bootstrapAdmin(
     const existing = await trx.selectFrom('organizations').select('id').limit(1).executeTakeFirst()
     if (existing) return undefined
     onCreate?.()
-    const organization = await createOrganization(trx, {
-      name: config.BOOTSTRAP_ORGANIZATION,
-      groupPath: `/${slug(config.BOOTSTRAP_ORGANIZATION)}`,
-    })
-    const generatedPassword = config.ADMIN_PASSWORD ? undefined : randomBytes(18).toString('base64url')
+    const { adminEmail, adminPassword, organization: newOrganization } = config.bootstrap
+    const organization = await createOrganization(trx, newOrganization)
+    const generatedPassword = adminPassword ? undefined : randomBytes(18).toString('base64url')
     await createUser(trx, {
       organizationId: organization.id,
-      email: config.ADMIN_EMAIL,
-      password: config.ADMIN_PASSWORD ?? (generatedPassword as string),
+      email: adminEmail,
+      password: adminPassword ?? (generatedPassword as string),
       firstName: 'Practice',
       lastName: 'Administrator',
       roles: ['ADMIN', 'PROVIDER'],
     })
-    return { email: config.ADMIN_EMAIL, ...(generatedPassword ? { generatedPassword } : {}) }
+    return { email: adminEmail, ...(generatedPassword ? { generatedPassword } : {}) }
   })
 }
 
@@ -55,7 +47,7 @@ export async function bootstrapAdmin(
  * once, with the bootstrap (an empty database); the generated password appears nowhere else.
  */
 export function firstStartBanner(config: Config, result: BootstrapResult, seedHint = true): string {
-  const url = config.PUBLIC_URL
+  const url = config.server.publicUrl
   const credentials = result.generatedPassword
     ? `${result.email} / ${result.generatedPassword}\nThis password is shown only now.`
     : `${result.email} (password from ADMIN_PASSWORD)`
@@ -67,7 +59,7 @@ export function firstStartBanner(config: Config, result: BootstrapResult, seedHi
   ]
   if (seedHint) {
     lines.push(
-      config.DATABASE_URL
+      config.database.url
         ? '  Demo data: run `npm run seed` (in the image: `node dist/cli.mjs seed`) beside the server.'
         : '  Demo data: stop the server, run `npm run seed` (in the image: `node dist/cli.mjs seed`), start again.',
     )
@@ -81,7 +73,7 @@ export function firstStartBanner(config: Config, result: BootstrapResult, seedHi
  */
 export function startupWarnings(config: Config): string[] {
   const warnings: string[] = []
-  if (config.WEBHOOK_ALLOW_PRIVATE_TARGETS) {
+  if (config.webhooks.allowPrivateTargets) {
     warnings.push(
       'WEBHOOK_ALLOW_PRIVATE_TARGETS=true: webhook and client JWKS URLs may point at loopback, private, link-local and cloud metadata addresses, so callers can reach internal services (SSRF); development and tests only',
     )

@@ -1,6 +1,5 @@
 import { startPgliteAhead } from '../db/pglite-start.js'
 import { loadConfig } from './config.js'
-import { embeddedDatabaseDir } from './lib/startup-progress.js'
 
 /**
  * On the embedded database, starts opening it before the rest of the service is read (db/pglite-start.ts).
@@ -13,6 +12,6 @@ export function openDatabaseAhead(env: Record<string, string | undefined>): void
   } catch {
     return
   }
-  if (!config.DATABASE_URL)
-    startPgliteAhead(embeddedDatabaseDir(config.DATA_DIR), config.EMBEDDED_SHARED_BUFFERS_MB)
+  const { url, embeddedDir, embeddedSharedBuffersMb } = config.database
+  if (!url) startPgliteAhead(embeddedDir, embeddedSharedBuffersMb)
 }

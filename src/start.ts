@@ -61,9 +61,9 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => shutdown('SIGTERM'))
   process.on('SIGINT', () => shutdown('SIGINT'))
 
-  await app.listen({ port: config.PORT, host: config.HOST })
+  await app.listen({ port: config.server.port, host: config.server.host })
   // Fastify names each interface's address for a wildcard bind; a newcomer wants the one to open.
-  if (WILDCARD_HOSTS.has(config.HOST)) {
+  if (WILDCARD_HOSTS.has(config.server.host)) {
     const { port } = app.server.address() as AddressInfo
     app.log.info(`Server listening at http://localhost:${port} (all addresses)`)
   }

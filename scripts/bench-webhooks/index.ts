@@ -153,7 +153,7 @@ async function main(): Promise<void> {
   // Ceiling 2: signed POSTs straight to the receiver, as many at once as the worker sends to one host.
   const direct = new Agent()
   const secret = Buffer.alloc(32, 2)
-  const ceilingSeconds = await pool(N, config.WEBHOOK_HOST_CONCURRENCY, async (index) => {
+  const ceilingSeconds = await pool(N, config.webhooks.hostConcurrency, async (index) => {
     const body = JSON.stringify({
       event: 'patient.created',
       timestamp: new Date().toISOString(),
@@ -211,7 +211,7 @@ async function main(): Promise<void> {
     '',
     'N patients created through the API with one local receiver registered. Commit-to-receipt runs from the event timestamp (taken just before the statement that commits the change) to the receiver reading the request. Targets: at least 1,000 deliveries/s and p99 under 250 ms.',
     '',
-    `\`${command}\` — ${new Date().toISOString().slice(0, 10)}, ${cpus().length} cores, Node ${process.version}, N = ${N}, ${CLIENTS} API clients, worker defaults (${config.WEBHOOK_CONCURRENCY} in flight, ${config.WEBHOOK_HOST_CONCURRENCY} per host).`,
+    `\`${command}\` — ${new Date().toISOString().slice(0, 10)}, ${cpus().length} cores, Node ${process.version}, N = ${N}, ${CLIENTS} API clients, worker defaults (${config.webhooks.concurrency} in flight, ${config.webhooks.hostConcurrency} per host).`,
     '',
     '| measure | value | ceiling in the same run | ratio |',
     '|---|---|---|---|',

@@ -1,8 +1,6 @@
-import { findTemplate } from '../../db/embedded-template.js'
-import { openConfiguredDatabase } from '../../src/app.js'
+import { openPrimaryDatabase } from '../../db/open-databases.js'
 import { type Config, ConfigError } from '../../src/config.js'
 import { fromDatabaseError } from '../../src/errors.js'
-import { embeddedDatabaseDir } from '../../src/lib/startup-progress.js'
 
 /** A failure the operator can act on: printed as its message alone, one line, exit code 1. */
 export class CommandError extends Error {}
@@ -17,14 +15,12 @@ const EMBEDDED_BUSY = /in use by process (\d+)/
  */
 export async function openCommandDatabase(config: Config) {
   try {
-    return await openConfiguredDatabase(
-      config,
-      (error) => process.stderr.write(`database pool error: ${error.message}\n`),
-      config.DATABASE_URL ? undefined : findTemplate(),
-    )
+    return await openPrimaryDatabase(config.database, {
+      onPoolError: (error) => process.stderr.write(`database pool error: ${error.message}\n`),
+    })
   } catch (error) {
-    if (config.DATABASE_URL) throw error
-    const directory = embeddedDatabaseDir(config.DATA_DIR)
+    if (config.database.url) throw error
+    const directory = config.database.embeddedDir
     const message = ((error as Error).message ?? String(error)).split('\n')[0]
     const busy = message?.match(EMBEDDED_BUSY)
     throw new CommandError(

@@ -1,5 +1,5 @@
-import type { TSchema } from '@sinclair/typebox'
-import { ConfigSchema } from '../../src/config.js'
+import type { TObject, TSchema } from '@sinclair/typebox'
+import { CONFIG_TOPICS } from '../../src/config.js'
 import { code, generatedNotice, table } from './markdown.js'
 
 const numberRange = (schema: TSchema) => {
@@ -40,23 +40,28 @@ function describeDefault(schema: TSchema, required: boolean): string {
   return code(String(schema.default))
 }
 
-/** docs/reference/configuration.md: every variable of `ConfigSchema` in its order. */
-export function configurationReference(schema = ConfigSchema): string {
-  const required = new Set<string>(schema.required ?? [])
-  const rows = Object.entries(schema.properties as Record<string, TSchema>).map(([name, property]) => [
+function topicSection(topic: TObject): string {
+  const required = new Set<string>(topic.required ?? [])
+  const rows = Object.entries(topic.properties as Record<string, TSchema>).map(([name, property]) => [
     code(name),
     describeType(property),
     describeDefault(property, required.has(name)),
     property.description ?? '(undocumented)',
   ])
-  return `${generatedNotice('`ConfigSchema` in src/config.ts')}
+  const intro = topic.description ? `${topic.description}\n\n` : ''
+  return `## ${topic.title}\n\n${intro}${table(['Variable', 'Accepts', 'Default', 'Meaning'], rows)}\n`
+}
+
+/** docs/reference/configuration.md: every variable, by topic, in the order of `CONFIG_TOPICS`. */
+export function configurationReference(topics: readonly TObject[] = CONFIG_TOPICS): string {
+  return `${generatedNotice('the topics of src/config/ (`CONFIG_TOPICS` in src/config.ts)')}
 
 # Configuration
 
 Every setting comes from an environment variable, validated once at start: a bad value stops the
 service with a message naming the variable (values of secrets are not repeated). An empty value
-counts as unset. \`.env.example\` lists the same variables with their defaults, grouped by topic.
+counts as unset. \`.env.example\` lists the same variables with their defaults, grouped by the same
+topics.
 
-${table(['Variable', 'Accepts', 'Default', 'Meaning'], rows)}
-`
+${topics.map(topicSection).join('\n')}`
 }

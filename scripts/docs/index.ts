@@ -6,7 +6,8 @@ import { referenceFiles } from './reference.js'
 const readIfPresent = (file: string) => readFile(file, 'utf8').catch(() => undefined)
 
 /**
- * `npm run docs`: writes the reference pages (configuration, roles, errors) from the code.
+ * `npm run docs`: writes the reference pages (configuration, roles, errors) and `.env.example`
+ * from the code.
  * `npm run docs -- --check` writes nothing and exits 1 when a committed page differs.
  */
 async function main(): Promise<number> {

@@ -10,6 +10,9 @@ export function table(headers: readonly string[], rows: readonly (readonly strin
 /** Inline code; a value holding a backtick is fenced with two. */
 export const code = (text: string) => (text.includes('`') ? `\`\` ${text} \`\`` : `\`${text}\``)
 
-/** The first lines of every generated file: where it comes from and how to regenerate it. */
-export const generatedNotice = (source: string) =>
-  `<!-- Generated from ${source} by \`npm run docs\`. Do not edit: change the source and run it again. -->`
+/** What every generated file says first: where it comes from and how to regenerate it. */
+export const generatedFrom = (source: string) =>
+  `Generated from ${source} by \`npm run docs\`. Do not edit: change the source and run it again.`
+
+/** The first line of every generated page. */
+export const generatedNotice = (source: string) => `<!-- ${generatedFrom(source)} -->`

@@ -1,4 +1,5 @@
 import { configurationReference } from './configuration.js'
+import { envExample } from './env-example.js'
 import { errorsReference } from './errors.js'
 import { rolesReference } from './roles.js'
 
@@ -8,11 +9,12 @@ export interface ReferenceFile {
   content: string
 }
 
-/** The reference pages generated from the code, as they should be committed. */
+/** The files generated from the code (reference pages and `.env.example`), as they should be committed. */
 export function referenceFiles(): ReferenceFile[] {
   return [
     { path: 'docs/reference/configuration.md', content: configurationReference() },
     { path: 'docs/reference/roles.md', content: rolesReference() },
     { path: 'docs/reference/errors.md', content: errorsReference() },
+    { path: '.env.example', content: envExample() },
   ]
 }

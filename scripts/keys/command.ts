@@ -43,11 +43,7 @@ export async function keysMain(argv: string[]): Promise<number> {
   const handle = await openCommandDatabase(config)
   try {
     if (fromKey) {
-      const newKey = await loadEncryptionKey({
-        configured: config.ENCRYPTION_KEY,
-        dataDir: config.DATA_DIR,
-        sharedDatabase: config.DATABASE_URL !== undefined,
-      })
+      const newKey = await loadEncryptionKey(config.encryption)
       if (newKey.equals(fromKey)) {
         throw new CommandError('--from-key is the ENCRYPTION_KEY itself: set ENCRYPTION_KEY to the new key')
       }
@@ -57,7 +53,7 @@ export async function keysMain(argv: string[]): Promise<number> {
       )
       return 0
     }
-    const kid = await rotateSigningKey(handle.db, await loadSecretBox(config))
+    const kid = await rotateSigningKey(handle.db, await loadSecretBox(config.encryption))
     process.stdout.write(`New signing key ${kid}; earlier keys retired\n`)
     return 0
   } finally {

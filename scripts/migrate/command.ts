@@ -1,4 +1,4 @@
-import { migrateDatabase } from '../../src/app.js'
+import { migrateDatabase } from '../../db/open-databases.js'
 import { loadConfig } from '../../src/config.js'
 import { CommandError, openCommandDatabase } from '../cli/run.js'
 
@@ -19,7 +19,7 @@ export async function migrateMain(argv: string[]): Promise<number> {
   const handle = await openCommandDatabase(config)
   try {
     // On PostgreSQL through a connection of its own without the query timeout, as at start.
-    const { results = [] } = await migrateDatabase(config, handle).catch((error: unknown) => {
+    const { results = [] } = await migrateDatabase(config.database, handle).catch((error: unknown) => {
       throw new CommandError(`Migration failed: ${(error as Error).message}`, { cause: error })
     })
     const applied = results.filter((result) => result.status === 'Success')

@@ -71,7 +71,7 @@ export async function seedMain(argv: string[]): Promise<number> {
     const counts = await seedDemoPractice(handle.db, {
       patients,
       force: values.force,
-      billing: { currency: config.DEFAULT_CURRENCY, taxRateBasisPoints: config.TAX_RATE_BASIS_POINTS },
+      billing: config.billing,
     })
     const { organizationId, administrator, ...created } = counts
     process.stdout.write(

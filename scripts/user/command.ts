@@ -374,11 +374,11 @@ export async function userMain(argv: string[]): Promise<number> {
   const config = loadConfig(process.env)
   const handle = await openCommandDatabase(config)
   try {
-    if (config.MIGRATE_ON_START) await migrateToLatest(handle.db)
+    if (config.database.migrateOnStart) await migrateToLatest(handle.db)
     // JWKS URLs follow the webhook address policy, development allowances included.
     const jwksUrls = {
-      allowHttp: config.WEBHOOK_ALLOW_HTTP,
-      allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+      allowHttp: config.webhooks.allowHttp,
+      allowPrivateTargets: config.webhooks.allowPrivateTargets,
       resolve: systemResolver,
     }
     return await runUserCommand(handle.db, argv, out, { jwksUrls })

@@ -1,4 +1,5 @@
 import type { Transporter } from 'nodemailer'
+import { type MailSettings, mailProblems } from '../config/mail.js'
 import { ConfigError } from '../config.js'
 
 export interface Mail {
@@ -61,32 +62,17 @@ export function logMailer(log: MailLog, { logLinks }: { logLinks: boolean }): Ma
   }
 }
 
-export interface MailSettings {
-  SMTP_URL?: string | undefined
-  MAIL_TRANSPORT?: 'smtp' | 'log' | undefined
-  MAIL_FROM: string
-  DATABASE_URL?: string | undefined
-  NODE_ENV?: string | undefined
-}
-
 /**
  * The mailer the settings ask for. A shared database means a real deployment, where a reset mail
  * that silently goes nowhere (or into the log) is a problem: there, writing mails to the log must
  * be asked for explicitly. Throws a ConfigError naming the setting otherwise.
  */
-export function configuredMailer(settings: MailSettings, log: MailLog): Mailer {
-  const transport = settings.MAIL_TRANSPORT ?? (settings.SMTP_URL ? 'smtp' : undefined)
-  if (transport === 'smtp') {
-    if (!settings.SMTP_URL) {
-      throw new ConfigError('Invalid configuration:\n  SMTP_URL: required when MAIL_TRANSPORT=smtp')
-    }
-    return smtpMailer(settings.SMTP_URL, settings.MAIL_FROM)
-  }
-  const production = settings.DATABASE_URL !== undefined || settings.NODE_ENV === 'production'
-  if (transport === undefined && settings.DATABASE_URL !== undefined) {
-    throw new ConfigError(
-      'Invalid configuration:\n  SMTP_URL: required when DATABASE_URL is set (password reset mails must reach users); set MAIL_TRANSPORT=log to send none and only log them',
-    )
-  }
-  return logMailer(log, { logLinks: !production })
+export function configuredMailer(
+  settings: Pick<MailSettings, 'transport' | 'smtpUrl' | 'from' | 'logLinks'>,
+  log: MailLog,
+): Mailer {
+  const [problem] = mailProblems(settings)
+  if (problem) throw new ConfigError(`Invalid configuration:\n  ${problem}`)
+  if (settings.transport === 'smtp') return smtpMailer(settings.smtpUrl as string, settings.from)
+  return logMailer(log, { logLinks: settings.logLinks })
 }

@@ -1,7 +1,8 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import { type Config, ConfigError } from '../config.js'
+import { type EncryptionSettings, encryptionProblems } from '../config/encryption.js'
+import { ConfigError } from '../config.js'
 
 const KEY_BYTES = 32
 const IV_BYTES = 12
@@ -82,19 +83,14 @@ const KEY_FILE = 'encryption.key'
  * start into DATA_DIR (readable by the owner alone). A shared PostgreSQL database needs the
  * variable: instances with different keys could not read each other's secrets.
  */
-export async function loadEncryptionKey(options: {
-  configured: string | undefined
-  dataDir: string
-  sharedDatabase: boolean
-}): Promise<Buffer> {
-  if (options.configured) return Buffer.from(options.configured, 'base64')
-  if (options.sharedDatabase) {
-    throw new ConfigError(
-      'Invalid configuration:\n  ENCRYPTION_KEY: required when DATABASE_URL is set (every instance must use the same key); create one with `openssl rand -base64 32`',
-    )
-  }
-  await mkdir(options.dataDir, { recursive: true })
-  const file = path.join(options.dataDir, KEY_FILE)
+export async function loadEncryptionKey(
+  settings: Pick<EncryptionSettings, 'key' | 'keyDir' | 'keyRequired'>,
+): Promise<Buffer> {
+  if (settings.key) return Buffer.from(settings.key, 'base64')
+  const [problem] = encryptionProblems(settings)
+  if (problem) throw new ConfigError(`Invalid configuration:\n  ${problem}`)
+  await mkdir(settings.keyDir, { recursive: true })
+  const file = path.join(settings.keyDir, KEY_FILE)
   try {
     await writeFile(file, `${randomBytes(KEY_BYTES).toString('base64')}\n`, { mode: 0o600, flag: 'wx' })
   } catch (error) {
@@ -109,16 +105,9 @@ export async function loadEncryptionKey(options: {
  * The box the service seals with: the key of loadEncryptionKey, and ENCRYPTION_KEY_PREVIOUS (if set)
  * to open values not yet re-encrypted during a key change.
  */
-export async function loadSecretBox(
-  config: Pick<Config, 'ENCRYPTION_KEY' | 'ENCRYPTION_KEY_PREVIOUS' | 'DATA_DIR' | 'DATABASE_URL'>,
-): Promise<SecretBox> {
-  const key = await loadEncryptionKey({
-    configured: config.ENCRYPTION_KEY,
-    dataDir: config.DATA_DIR,
-    sharedDatabase: config.DATABASE_URL !== undefined,
-  })
-  return new SecretBox(key, previousEncryptionKeys(config))
+export async function loadSecretBox(settings: EncryptionSettings): Promise<SecretBox> {
+  return new SecretBox(await loadEncryptionKey(settings), previousEncryptionKeys(settings))
 }
 
-export const previousEncryptionKeys = (config: Pick<Config, 'ENCRYPTION_KEY_PREVIOUS'>): Buffer[] =>
-  config.ENCRYPTION_KEY_PREVIOUS ? [Buffer.from(config.ENCRYPTION_KEY_PREVIOUS, 'base64')] : []
+export const previousEncryptionKeys = (settings: Pick<EncryptionSettings, 'previousKey'>): Buffer[] =>
+  settings.previousKey ? [Buffer.from(settings.previousKey, 'base64')] : []

@@ -1,9 +1,5 @@
 import { existsSync } from 'node:fs'
-import path from 'node:path'
 import type { FastifyBaseLogger } from 'fastify'
-
-/** Where the embedded database keeps its files. */
-export const embeddedDatabaseDir = (dataDir: string) => path.join(dataDir, 'pgdata')
 
 /**
  * Logs a startup step and writes it out at once: a first start takes seconds, and a console that
@@ -16,8 +12,8 @@ export function startupProgress(log: FastifyBaseLogger, stream?: { flush?(): voi
   }
 }
 
-export function embeddedDatabaseStep(dataDir: string, fromTemplate: boolean): string {
-  const directory = embeddedDatabaseDir(dataDir)
+/** `directory`: the embedded database's data directory. */
+export function embeddedDatabaseStep(directory: string, fromTemplate: boolean): string {
   if (existsSync(directory)) return `opening the embedded database in ${directory}`
   return fromTemplate
     ? `creating the embedded database in ${directory} from its prepared template (first start only)`

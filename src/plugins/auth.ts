@@ -2,7 +2,8 @@ import fastifyJwt from '@fastify/jwt'
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { AccessTokenClaims } from '../../schemas/auth.js'
-import type { Config } from '../config.js'
+import type { EncryptionSettings } from '../config/encryption.js'
+import type { IdentitySettings } from '../config/identity.js'
 import { AppError } from '../errors.js'
 import { bearerTokenOf } from '../http/principal.js'
 import { type AuthBackend, embeddedBackend, externalBackend } from '../identity/backends.js'
@@ -80,14 +81,17 @@ function fromJwtError(error: unknown): AppError {
   return new AppError('AUTH_001', 'The access token is invalid')
 }
 
-const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => {
+const auth: FastifyPluginAsync<{ identity: IdentitySettings; encryption: EncryptionSettings }> = async (
+  app,
+  { identity, encryption },
+) => {
   let resolveKey: KeyResolver
   let signingKey: SigningKey | undefined
   let provider: ProviderClient | undefined
   let metadata: ProviderMetadata | undefined
-  if (config.embeddedIssuer) {
+  if (identity.embeddedIssuer) {
     // Its own box from the config (this plugin comes before `encryption`): same key, same rule.
-    const secretBox = await loadSecretBox(config)
+    const secretBox = await loadSecretBox(encryption)
     // Read once the app is ready, not while it is built: the database may still be opening or
     // migrating then (src/app.ts). No request is served before.
     app.addHook('onReady', async () => {
@@ -106,16 +110,16 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
     refresh.unref()
     app.addHook('onClose', async () => clearInterval(refresh))
   } else {
-    metadata = await discoverProvider(config.tokenIssuer)
+    metadata = await discoverProvider(identity.tokenIssuer)
     resolveKey = jwksKeyResolver(metadata.jwksUri, {
-      maxStaleMs: config.OIDC_JWKS_MAX_STALE_SECONDS * 1000,
+      maxStaleMs: identity.jwksMaxStaleMs,
       onReadFailure: (ageMs) =>
         app.log.warn(
           { keySetAgeSeconds: Number.isFinite(ageMs) ? Math.round(ageMs / 1000) : null },
           'the identity provider’s keys could not be read; the last set read is kept',
         ),
     })
-    provider = createProviderClient(metadata, config.OIDC_CLIENT_ID, config.OIDC_CLIENT_SECRET)
+    provider = createProviderClient(metadata, identity.clientId, identity.clientSecret)
   }
 
   await app.register(fastifyJwt, {
@@ -131,14 +135,14 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
     // RS256 only: `none` and HS* tokens (e.g. an HMAC keyed with our public key) never verify.
     verify: {
       algorithms: ['RS256'],
-      allowedIss: config.tokenIssuer,
+      allowedIss: identity.tokenIssuer,
       requiredClaims: ['sub', 'exp', 'iat'],
       cache: 1000,
     },
   })
 
-  const resolvePrincipal = createPrincipalResolver(app.db, config.OIDC_CLIENT_ID, {
-    external: !config.embeddedIssuer,
+  const resolvePrincipal = createPrincipalResolver(app.db, identity.clientId, {
+    external: !identity.embeddedIssuer,
   })
   app.decorateRequest('principal', null)
   // The rate limiter and the access guard may both authenticate one request: count it once, and
@@ -154,9 +158,9 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
   }
   // The embedded issuer's tokens live an hour and always name their session (src/identity/sessions.ts,
   // and the client_credentials grant); an external provider's, as long as it is configured to give.
-  const claimRules: TokenClaimRules = config.embeddedIssuer
+  const claimRules: TokenClaimRules = identity.embeddedIssuer
     ? { maxLifetimeSeconds: ACCESS_TOKEN_TTL_SECONDS, requireSession: true }
-    : { maxLifetimeSeconds: config.OIDC_ACCESS_TOKEN_MAX_LIFETIME_SECONDS, requireSession: false }
+    : { maxLifetimeSeconds: identity.accessTokenMaxLifetimeSeconds, requireSession: false }
   const failures = new WeakMap<FastifyRequest, AppError>()
   // A token seen before skips decoding and signature checks until it expires, but is held no longer
   // than the account read behind it, so that a deactivation or a role taken away reaches it just as
@@ -223,10 +227,10 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
     request.principal = ended(request, principal)
     return principal
   })
-  const tokenIssuer = config.embeddedIssuer
+  const tokenIssuer = identity.embeddedIssuer
     ? createTokenIssuer(app.jwt, {
-        issuer: config.tokenIssuer,
-        clientId: config.OIDC_CLIENT_ID,
+        issuer: identity.tokenIssuer,
+        clientId: identity.clientId,
         signingKey: () => {
           if (!signingKey)
             throw new Error('The signing key is read when the app is ready: await app.ready() first')
@@ -239,7 +243,7 @@ const auth: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => 
   app.decorate(
     'authBackend',
     tokenIssuer
-      ? embeddedBackend(app.db, tokenIssuer, config.OIDC_CLIENT_ID)
+      ? embeddedBackend(app.db, tokenIssuer, identity.clientId)
       : externalBackend(provider as ProviderClient, resolvePrincipal),
   )
 }

@@ -213,8 +213,8 @@ async function purgeAll(
  */
 const housekeeping: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => {
   const settings: Settings = {
-    deliveryRetentionDays: config.WEBHOOK_DELIVERY_RETENTION_DAYS,
-    auditRetentionDays: config.AUDIT_RETENTION_DAYS,
+    deliveryRetentionDays: config.webhooks.deliveryRetentionDays,
+    auditRetentionDays: config.audit.retentionDays,
   }
   let stopping = false
   let running: Promise<HousekeepingRun> | undefined
@@ -265,15 +265,13 @@ const housekeeping: FastifyPluginAsync<{ config: Config }> = async (app, { confi
           // Logged and counted above; the next run tries again.
         })
         .finally(() => {
-          if (!stopping) schedule(config.HOUSEKEEPING_INTERVAL_MINUTES * 60_000)
+          if (!stopping) schedule(config.housekeeping.intervalMs)
         })
     }, delayMs)
     timer.unref()
   }
-  if (config.HOUSEKEEPING_WORKER) {
-    app.addHook('onReady', async () =>
-      schedule(Math.min(FIRST_RUN_DELAY_MS, config.HOUSEKEEPING_INTERVAL_MINUTES * 60_000)),
-    )
+  if (config.housekeeping.worker) {
+    app.addHook('onReady', async () => schedule(Math.min(FIRST_RUN_DELAY_MS, config.housekeeping.intervalMs)))
   }
   app.addHook('preClose', async () => {
     stopping = true

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
 import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Config } from '../config.js'
+import type { WebhookSettings } from '../config/webhooks.js'
 import { installDoorbell, notifyingDoorbell } from '../outbox/doorbell.js'
 import { createOutboxMetrics } from '../outbox/metrics.js'
 import { createSender } from '../outbox/sender.js'
@@ -21,29 +21,29 @@ declare module 'fastify' {
  * first (preClose), and the database closes only after in-flight attempts have ended (onClose,
  * registered after the database plugin, so it runs before the pool closes).
  */
-const outbox: FastifyPluginAsync<{ config: Config; targets: TargetPolicy }> = async (
+const outbox: FastifyPluginAsync<{ settings: WebhookSettings; targets: TargetPolicy }> = async (
   app,
-  { config, targets },
+  { settings, targets },
 ) => {
   const worker = new OutboxWorker({
     db: app.db,
     listen: app.database.listen,
     sender: createSender({
-      connectTimeoutMs: config.WEBHOOK_CONNECT_TIMEOUT_MS,
-      timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+      connectTimeoutMs: settings.connectTimeoutMs,
+      timeoutMs: settings.timeoutMs,
       policy: targets,
     }),
     secretBox: app.secretBox,
     metrics: createOutboxMetrics(app.metrics.client, app.db),
     log: app.log,
     instanceId: `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`,
-    retrySchedule: config.webhookRetrySeconds,
-    leaseSeconds: config.WEBHOOK_LEASE_SECONDS,
-    pollIntervalMs: config.OUTBOX_POLL_INTERVAL_MS,
-    concurrency: config.WEBHOOK_CONCURRENCY,
-    hostConcurrency: config.WEBHOOK_HOST_CONCURRENCY,
-    deactivateAfterSeconds: config.WEBHOOK_DEACTIVATE_AFTER_SECONDS,
-    attemptTimeoutMs: config.WEBHOOK_TIMEOUT_MS,
+    retrySchedule: settings.retrySeconds,
+    leaseSeconds: settings.leaseSeconds,
+    pollIntervalMs: settings.pollIntervalMs,
+    concurrency: settings.concurrency,
+    hostConcurrency: settings.hostConcurrency,
+    deactivateAfterSeconds: settings.deactivateAfterSeconds,
+    attemptTimeoutMs: settings.timeoutMs,
     releaseLeasesAtStart: app.database.kind === 'pglite',
     pinClaimPlan: app.database.kind === 'pglite',
   })
@@ -59,7 +59,7 @@ const outbox: FastifyPluginAsync<{ config: Config; targets: TargetPolicy }> = as
     worker.isRunning ? worker.wakeFor(webhookIds) : notifyOthers?.(webhookIds),
   )
 
-  if (config.OUTBOX_WORKER) app.addHook('onReady', () => worker.start())
+  if (settings.worker) app.addHook('onReady', () => worker.start())
   let stopping: Promise<void> | undefined
   app.addHook('preClose', async () => {
     stopping = worker.stop()

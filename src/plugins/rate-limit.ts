@@ -3,7 +3,7 @@ import rateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit'
 import type { FastifyBaseLogger, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Redis } from 'ioredis'
-import type { Config } from '../config.js'
+import type { RateLimitSettings } from '../config/rate-limits.js'
 import { AppError } from '../errors.js'
 import type { ServiceMetrics } from '../lib/metrics.js'
 import {
@@ -75,19 +75,6 @@ const ACCOUNT_KEY_INFO = 'ehr sign-in limit account keys'
 // The scheme is case-insensitive (RFC 9110 §11.1), and the token verifier accepts any case: a
 // lowercase `bearer` must be counted against its caller, not the address's anonymous allowance.
 const BEARER = /^Bearer\s/i
-
-/** `billing-sync=10000,etl=5000`: hourly limits for particular clients (`azp`) above the default. */
-function parseClientLimits(setting: string): Map<string, number> {
-  return new Map(
-    setting
-      .split(',')
-      .filter(Boolean)
-      .map((entry) => {
-        const [clientId, limit] = entry.split('=')
-        return [clientId as string, Number(limit)]
-      }),
-  )
-}
 
 /** A fixed window of one key as this process knows it. */
 interface LocalWindow {
@@ -289,12 +276,11 @@ async function connectRedis(url: string, log: FastifyBaseLogger): Promise<Redis>
  * per IP (`signInAttempt`). With REDIS_URL the counters are shared by every instance; without it,
  * or while Redis is unreachable, each instance counts alone.
  */
-const rateLimits: FastifyPluginAsync<{ config: Config; encryptionKey: Buffer }> = async (
+const rateLimits: FastifyPluginAsync<{ settings: RateLimitSettings; encryptionKey: Buffer }> = async (
   app,
-  { config, encryptionKey },
+  { settings, encryptionKey },
 ) => {
-  const clientLimits = parseClientLimits(config.RATE_LIMIT_CLIENTS)
-  const redis = config.REDIS_URL ? await connectRedis(config.REDIS_URL, app.log) : undefined
+  const redis = settings.redisUrl ? await connectRedis(settings.redisUrl, app.log) : undefined
   if (redis) {
     app.addHook('onClose', async () => void (await redis.quit().catch(() => redis.disconnect())))
   }
@@ -319,11 +305,11 @@ const rateLimits: FastifyPluginAsync<{ config: Config; encryptionKey: Buffer }> 
     // The store always counts (in this process when Redis fails), so an error here is a bug and
     // must not silently lift the limit.
     skipOnError: false,
-    timeWindow: config.RATE_LIMIT_WINDOW_SECONDS * 1000,
+    timeWindow: settings.windowMs,
     keyGenerator: keyOf,
     max: (request, key) => {
-      if (!key.startsWith('sub:')) return config.RATE_LIMIT_ANONYMOUS
-      return clientLimits.get(request.principal?.clientId ?? '') ?? config.RATE_LIMIT_AUTHENTICATED
+      if (!key.startsWith('sub:')) return settings.anonymous
+      return settings.clients.get(request.principal?.clientId ?? '') ?? settings.authenticated
     },
     // CORS preflights carry no token, so they would count against the anonymous limit of the
     // caller's IP (a whole clinic behind one NAT), once per distinct URL; the CORS plugin answers them.
@@ -339,11 +325,7 @@ const rateLimits: FastifyPluginAsync<{ config: Config; encryptionKey: Buffer }> 
 
   const attempt = signInAttempts(
     counted,
-    {
-      perAccount: config.RATE_LIMIT_SIGN_IN_ACCOUNT,
-      perAddress: config.RATE_LIMIT_SIGN_IN_ADDRESS,
-      windowMs: config.RATE_LIMIT_SIGN_IN_WINDOW_SECONDS * 1000,
-    },
+    settings.signIn,
     Buffer.from(hkdfSync('sha256', encryptionKey, '', ACCOUNT_KEY_INFO, 32)),
   )
   app.decorate('signInAttempt', (request, reply, username, check, failed) =>

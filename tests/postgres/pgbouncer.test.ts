@@ -1,8 +1,9 @@
 import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { DatabaseHandle } from '../../db/connect.js'
+import { openPrimaryDatabase } from '../../db/open-databases.js'
 import { openPostgres } from '../../db/postgres.js'
-import { type App, openConfiguredDatabase } from '../../src/app.js'
+import type { App } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import type { HousekeepingRun } from '../../src/plugins/housekeeping.js'
 import { buildTestApp, newPostgresDatabase, testEnvironment } from '../helpers/app.js'
@@ -45,7 +46,9 @@ async function appBehindPgBouncer(environment: Record<string, string>): Promise<
     MAIL_TRANSPORT: 'log',
     ...environment,
   }
-  const database = await openConfiguredDatabase(loadConfig(testEnvironment(settings)), () => {})
+  const database = await openPrimaryDatabase(loadConfig(testEnvironment(settings)).database, {
+    onPoolError: () => {},
+  })
   return buildTestApp(settings, undefined, { database })
 }
 

@@ -316,16 +316,15 @@ describe('retention 0 keeps forever', () => {
 describe('retention settings', () => {
   it('default to 30 days for deliveries and 2190 days (6 years) for audit records', () => {
     expect(loadConfig({})).toMatchObject({
-      WEBHOOK_DELIVERY_RETENTION_DAYS: 30,
-      AUDIT_RETENTION_DAYS: 2190,
-      HOUSEKEEPING_WORKER: true,
-      HOUSEKEEPING_INTERVAL_MINUTES: 60,
+      webhooks: { deliveryRetentionDays: 30 },
+      audit: { retentionDays: 2190 },
+      housekeeping: { worker: true, intervalMs: 60 * 60_000 },
     })
   })
 
   it('refuse an audit retention under a year other than 0 (forever)', () => {
-    expect(loadConfig({ AUDIT_RETENTION_DAYS: '0' }).AUDIT_RETENTION_DAYS).toBe(0)
-    expect(loadConfig({ AUDIT_RETENTION_DAYS: '365' }).AUDIT_RETENTION_DAYS).toBe(365)
+    expect(loadConfig({ AUDIT_RETENTION_DAYS: '0' }).audit.retentionDays).toBe(0)
+    expect(loadConfig({ AUDIT_RETENTION_DAYS: '365' }).audit.retentionDays).toBe(365)
     expect(() => loadConfig({ AUDIT_RETENTION_DAYS: '30' })).toThrow(/AUDIT_RETENTION_DAYS/)
   })
 })

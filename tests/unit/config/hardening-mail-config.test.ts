@@ -10,8 +10,10 @@ const silentLog = { info: () => {}, debug: () => {} }
 
 describe('MAIL_TRANSPORT', () => {
   it('is absent from the defaults, and takes smtp or log only', () => {
-    expect(loadConfig({}).MAIL_TRANSPORT).toBeUndefined()
-    expect(loadConfig({ MAIL_TRANSPORT: 'log' }).MAIL_TRANSPORT).toBe('log')
+    expect(loadConfig({}).mail.transport).toBe('log')
+    expect(loadConfig({ SMTP_URL: 'smtp://mail.example:587' }).mail.transport).toBe('smtp')
+    expect(loadConfig({ DATABASE_URL }).mail.transport).toBeUndefined()
+    expect(loadConfig({ DATABASE_URL, MAIL_TRANSPORT: 'log' }).mail.transport).toBe('log')
     expect(() => loadConfig({ MAIL_TRANSPORT: 'stdout' })).toThrow(/MAIL_TRANSPORT/)
   })
 
@@ -31,7 +33,7 @@ describe('MAIL_TRANSPORT', () => {
   it('accepts PostgreSQL without SMTP_URL when MAIL_TRANSPORT=log is explicit, and never logs links there', async () => {
     const logged: { level: string; details: object }[] = []
     const mailer = configuredMailer(
-      { DATABASE_URL, MAIL_TRANSPORT: 'log', MAIL_FROM: 'x@example.test' },
+      loadConfig({ DATABASE_URL, MAIL_TRANSPORT: 'log', MAIL_FROM: 'x@example.test' }).mail,
       {
         info: (details) => void logged.push({ level: 'info', details }),
         debug: (details) => void logged.push({ level: 'debug', details }),
@@ -49,7 +51,7 @@ describe('MAIL_TRANSPORT', () => {
 
   it('refuses MAIL_TRANSPORT=smtp without SMTP_URL', () => {
     expect(() =>
-      configuredMailer({ MAIL_TRANSPORT: 'smtp', MAIL_FROM: 'x@example.test' }, silentLog),
+      configuredMailer(loadConfig({ MAIL_TRANSPORT: 'smtp', MAIL_FROM: 'x@example.test' }).mail, silentLog),
     ).toThrow(/SMTP_URL: required when MAIL_TRANSPORT=smtp/)
   })
 

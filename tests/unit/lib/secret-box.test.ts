@@ -21,7 +21,7 @@ describe('loadEncryptionKey', () => {
   it('generates a key file readable by the owner only, and reads it back later', async () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), 'ehr-key-'))
     try {
-      const options = { configured: undefined, dataDir, sharedDatabase: false }
+      const options = { key: undefined, keyDir: dataDir, keyRequired: false }
       const key = await loadEncryptionKey(options)
       expect(key).toHaveLength(32)
       const file = path.join(dataDir, 'encryption.key')
@@ -35,11 +35,11 @@ describe('loadEncryptionKey', () => {
 
   it('uses ENCRYPTION_KEY when set, and requires it with a shared database', async () => {
     const configured = Buffer.alloc(32, 5).toString('base64')
-    expect(await loadEncryptionKey({ configured, dataDir: '/nonexistent', sharedDatabase: true })).toEqual(
+    expect(await loadEncryptionKey({ key: configured, keyDir: '/nonexistent', keyRequired: true })).toEqual(
       Buffer.alloc(32, 5),
     )
-    await expect(
-      loadEncryptionKey({ configured: undefined, dataDir: tmpdir(), sharedDatabase: true }),
-    ).rejects.toThrow(ConfigError)
+    await expect(loadEncryptionKey({ key: undefined, keyDir: tmpdir(), keyRequired: true })).rejects.toThrow(
+      ConfigError,
+    )
   })
 })
