@@ -19,6 +19,7 @@ const { values } = parseArgs({
     patients: { type: 'string', default: '100000' },
     compare: { type: 'string' },
     before: { type: 'string' },
+    'before-only': { type: 'boolean', default: false },
     'api-only': { type: 'boolean', default: false },
     seconds: { type: 'string', default: '10' },
     connections: { type: 'string', default: '50' },
@@ -363,6 +364,7 @@ async function main(): Promise<void> {
   process.stdout.write(`  seeded in ${main.seedSeconds.toFixed(1)} s\n`)
   const dataDir = await mkdtemp(path.join(tmpdir(), 'ehr-bench-'))
   const service = await startService(main.url, dataDir)
+  if (values['before-only']) return await compareOnly(main, dataDir, service)
   const constant = await startCeiling('constant', main.url)
   const select = await startCeiling('select', main.url)
   const selectCoalesced = await startCeiling('select-coalesced', main.url)
@@ -409,7 +411,14 @@ async function main(): Promise<void> {
     sortedPage: await pairedRatios(ceilingPlans.S, plans['GET /api/patients (sorted page)']),
   }
   const before = values.before
-    ? await againstRevision(values.before, main.url, dataDir, plans['GET /api/patients/{id}'], main.seeded)
+    ? await againstRevision(
+        values.before,
+        main.url,
+        dataDir,
+        plans['GET /api/patients/{id}'],
+        service.child.pid as number,
+        main.seeded,
+      )
     : undefined
   const peak = peakMemoryMb(service.child.pid as number)
   const upload = await uploadMemoryGrowthMb(
@@ -443,6 +452,34 @@ async function main(): Promise<void> {
 }
 
 /**
+ * `--before-only`: the by-id read against another commit's and nothing else, printed rather than
+ * recorded, for trying a change out in a few minutes.
+ */
+async function compareOnly(
+  database: Awaited<ReturnType<typeof prepareDatabase>>,
+  dataDir: string,
+  service: Awaited<ReturnType<typeof startService>>,
+): Promise<void> {
+  if (!values.before) throw new Error('--before-only needs --before <commit>')
+  try {
+    const token = await login(service.url, database.seeded.email)
+    const read = scenarios(service.url, token, database.seeded)['GET /api/patients/{id}']
+    const pid = service.child.pid as number
+    const before = await againstRevision(values.before, database.url, dataDir, read, pid, database.seeded)
+    process.stdout.write(`\n${describeRevisions(before).join('\n')}\n`)
+  } finally {
+    await service.stop()
+    await rm(dataDir, { recursive: true, force: true })
+  }
+}
+
+/** This build's by-id read against another commit's, with the CPU time per request of each. */
+type Revisions = {
+  commit: string
+  ratios: PairedRatios & { cpu?: { baseline: CpuPerRequest; scenario: CpuPerRequest } }
+}
+
+/**
  * The by-id read of this build paired round by round with the same read of another commit's build
  * (`--before`), both on the run's database: what a change cost, in one run on one machine.
  */
@@ -451,8 +488,9 @@ async function againstRevision(
   databaseUrl: string,
   dataDir: string,
   read: Plan,
+  service: number,
   seeded: Seeded,
-): Promise<{ commit: string; ratios: PairedRatios }> {
+): Promise<Revisions> {
   process.stdout.write(`  building ${revision} for the comparison\n`)
   const built = await buildRevision(path.resolve(dist, '..'), revision)
   try {
@@ -461,7 +499,8 @@ async function againstRevision(
       const token = await login(earlier.url, seeded.email)
       const earlierRead = { ...read, url: earlier.url, headers: { authorization: `Bearer ${token}` } }
       process.stdout.write(`  ${ROUNDS} paired rounds against ${built.commit}\n`)
-      return { commit: built.commit, ratios: await pairedRatios(earlierRead, read) }
+      const servers = { baseline: earlier.child.pid as number, scenario: service }
+      return { commit: built.commit, ratios: await pairedRatios(earlierRead, read, servers) }
     } finally {
       await earlier.stop()
     }
@@ -489,17 +528,27 @@ interface Report {
     fhirRead: PairedRatios
     sortedPage: PairedRatios
   }
-  before: { commit: string; ratios: PairedRatios } | undefined
+  before: Revisions | undefined
   seedSeconds: number
 }
 
 /** The CPU time per request of the by-id read and ceiling B′, from the same paired rounds. */
-function describeCpu(cpu: { baseline: CpuPerRequest; scenario: CpuPerRequest } | undefined): string[] {
+function describeCpu(
+  cpu: { baseline: CpuPerRequest; scenario: CpuPerRequest } | undefined,
+  baseline: string,
+): string[] {
   if (!cpu) return []
   const of = (values: number[]) => `${median(values)} µs (${values.join(', ')})`
   const postgres = median(cpu.baseline.postgres) > 0
   return [
-    `  - CPU time per request in those rounds, the median: the service ${of(cpu.scenario.server)}, ceiling B′ ${of(cpu.baseline.server)}${postgres ? `; PostgreSQL while the service was driven ${of(cpu.scenario.postgres)}, while ceiling B′ was ${of(cpu.baseline.postgres)}` : ' (PostgreSQL runs elsewhere: its share is not counted)'}`,
+    `  - CPU time per request in those rounds, the median: the service ${of(cpu.scenario.server)}, ${baseline} ${of(cpu.baseline.server)}${postgres ? `; PostgreSQL while the service was driven ${of(cpu.scenario.postgres)}, while ${baseline} was ${of(cpu.baseline.postgres)}` : ' (PostgreSQL runs elsewhere: its share is not counted)'}`,
+  ]
+}
+
+function describeRevisions(before: Revisions): string[] {
+  return [
+    `- GET /api/patients/{id} against the same read of ${before.commit} (built from that commit, on the same database), paired round by round: ${describeRatios(before.ratios.rps)} × its requests/s (target ≥ 0.90); p99 ${describeRatios(before.ratios.p99)} × its (target ≤ 2)`,
+    ...describeCpu(before.ratios.cpu, before.commit),
   ]
 }
 
@@ -521,12 +570,8 @@ async function report(run: Report): Promise<void> {
   const targets = [
     `- GET /api/patients/{id}, median of ${ROUNDS} rounds each driving ceiling B then the service: ${describeRatios(run.paired.byId.rps)} × ceiling B's requests/s (target ≥ 0.80); p99 ${describeRatios(run.paired.byId.p99)} × ceiling B's (target ≤ 2)`,
     `- GET /api/patients/{id} against ceiling B′, which coalesces its lookups as the service does, so that the ratio shows what authentication (with revocation), the organization check, envelope, audit, metrics, logging and rate limiting (counted in Redis) cost: ${describeRatios(run.paired.byIdCoalesced.rps)} × ceiling B′'s requests/s (target ≥ 0.80); p99 ${describeRatios(run.paired.byIdCoalesced.p99)} × ceiling B′'s (target ≤ 2)`,
-    ...describeCpu(run.paired.byIdCoalesced.cpu),
-    ...(run.before
-      ? [
-          `- GET /api/patients/{id} against the same read of ${run.before.commit} (built from that commit, on the same database), paired round by round: ${describeRatios(run.before.ratios.rps)} × its requests/s (target ≥ 0.90); p99 ${describeRatios(run.before.ratios.p99)} × its (target ≤ 2)`,
-        ]
-      : []),
+    ...describeCpu(run.paired.byIdCoalesced.cpu, 'ceiling B′'),
+    ...(run.before ? describeRevisions(run.before) : []),
     `- GET /fhir/R4/Patient/{id} against GET /api/patients/{id} of the same patients, paired round by round: ${describeRatios(run.paired.fhirRead.rps)} × the REST read's requests/s (target ≥ 0.80)`,
     `- GET /api/patients (sorted page) against ceiling S, the same two statements on a bare route: ${describeRatios(run.paired.sortedPage.rps)} × ceiling S's requests/s (target ≥ 0.70)`,
     `- POST /api/patients, median of ${ROUNDS} rounds each driving ceiling C then the service: ${describeRatios(run.paired.create.rps)} × ceiling C's requests/s (target ≥ 0.75)`,
@@ -602,7 +647,7 @@ async function runOtherBenchmarks(): Promise<void> {
 }
 
 main()
-  .then(() => (values['api-only'] ? undefined : runOtherBenchmarks()))
+  .then(() => (values['api-only'] || values['before-only'] ? undefined : runOtherBenchmarks()))
   .catch((error: unknown) => {
     process.stderr.write(`${(error as Error).stack}\n`)
     process.exit(1)

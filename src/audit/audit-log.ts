@@ -10,10 +10,13 @@ export interface AuditLogOptions {
   onFlushError: (error: unknown, pending: number) => void
 }
 
-// Up to 100 records per insert: under load, calls that arrive while one insert runs share the next,
-// and a batch of 100 holds a database core a fifth as long as one of 500 (which took the by-id
-// read's p99 from 10–13 to 9 ms in paired rounds). The cap bounds memory if the database stays down.
+// Up to 100 records per insert: a batch of 100 holds a database core a fifth as long as one of 500,
+// which shows in the by-id read's p99 (BENCHMARKS.md). The cap bounds memory if the database stays down.
 export const AUDIT_BATCH_SIZE = 100
+// How long an insert may wait for the calls expected to join it. A commit takes a fraction of a
+// millisecond, so without the wait calls under load shared an insert two or three at a time, and
+// the statements and commits cost a fifth of the by-id read's throughput (BENCHMARKS.md).
+export const AUDIT_GATHER_MS = 2
 const MAX_PENDING = 50_000
 // Shutdown has a 15 s grace period (start.ts); three tries a second apart stay well inside it.
 const CLOSE_ATTEMPTS = 3
@@ -54,6 +57,8 @@ export async function insertAuditRows(db: Db, rows: NewAuditRow[]): Promise<void
 /** Records written by one insert, and the calls waiting for it. */
 interface Batch {
   rows: NewAuditRow[]
+  /** When its first record came (performance.now()): it waits for expected calls until AUDIT_GATHER_MS later. */
+  openedAt: number
   /** The rows kept for another try if the insert fails (records of calls that failed anyway). */
   kept: NewAuditRow[]
   written: Promise<void>
@@ -67,13 +72,15 @@ function newBatch(): Batch {
   })
   // A batch of retried records has no caller waiting.
   written.catch(() => {})
-  return { rows: [], kept: [], written, settle }
+  return { rows: [], openedAt: performance.now(), kept: [], written, settle }
 }
 
 /**
  * Writes audit records by group commit: a call's records go into the next insert, and the call
  * waits for that insert to commit; calls arriving while one insert runs share the next. So a
  * record is in the database before its call is answered, at the cost of about one insert's time.
+ * Calls announced with `expect()` and not yet written hold the next insert back for up to
+ * AUDIT_GATHER_MS, so that under load one commit serves many calls; alone, a call waits for none.
  */
 export class AuditLog {
   private readonly queue: Batch[] = []
@@ -82,6 +89,9 @@ export class AuditLog {
   private retry: NewAuditRow[] = []
   private writing: Promise<void> | undefined
   private readonly timer: NodeJS.Timeout
+  /** Calls under way that will write here: the next insert may wait for them. */
+  private expected = 0
+  private gathering: NodeJS.Timeout | undefined
   flushed = 0
   failed = 0
   dropped = 0
@@ -94,8 +104,28 @@ export class AuditLog {
     this.timer.unref()
   }
 
+  /** Calls announced and not yet written. */
+  get expecting(): number {
+    return this.expected
+  }
+
   get buffered(): number {
     return this.queued + this.retry.length
+  }
+
+  /**
+   * Announces a call that will write its records here; the call ends the announcement, once it has
+   * written or when it will not (the returned function, which may be called more than once).
+   */
+  expect(): () => void {
+    this.expected += 1
+    let ended = false
+    return () => {
+      if (ended) return
+      ended = true
+      this.expected -= 1
+      if (this.expected === 0) this.startWriting()
+    }
   }
 
   /**
@@ -130,7 +160,7 @@ export class AuditLog {
       this.queue.push({ ...newBatch(), rows, kept: rows })
       this.queued += rows.length
     }
-    this.startWriting()
+    this.startWriting({ now: true })
     while (this.writing) await this.writing
   }
 
@@ -140,6 +170,7 @@ export class AuditLog {
    */
   async close(): Promise<void> {
     clearInterval(this.timer)
+    clearTimeout(this.gathering)
     for (let attempt = 0; attempt < CLOSE_ATTEMPTS; attempt += 1) {
       await this.flush()
       if (this.buffered === 0) return
@@ -148,12 +179,28 @@ export class AuditLog {
   }
 
   /** One insert at a time: whatever arrives meanwhile goes into the next. */
-  private startWriting(): void {
-    if (this.writing || this.queue.length === 0) return
+  private startWriting({ now = false } = {}): void {
+    if (this.writing || this.queue.length === 0 || (!now && this.gather())) return
     this.writing = this.writeQueued().finally(() => {
       this.writing = undefined
       this.startWriting()
     })
+  }
+
+  /** Whether the next batch waits for expected calls (then a timer starts writing when it is due). */
+  private gather(): boolean {
+    const next = this.queue[0] as Batch
+    const wait = next.openedAt + AUDIT_GATHER_MS - performance.now()
+    if (this.expected === 0 || next.rows.length >= AUDIT_BATCH_SIZE || wait <= 0) {
+      clearTimeout(this.gathering)
+      this.gathering = undefined
+      return false
+    }
+    this.gathering ??= setTimeout(() => {
+      this.gathering = undefined
+      this.startWriting({ now: true })
+    }, wait)
+    return true
   }
 
   private async writeQueued(): Promise<void> {

@@ -22,6 +22,8 @@ declare module 'fastify' {
     auditedAlso: { rule: AuditRule; ids: number[] }[] | null
     /** The record a change made by this call writes with it, on an audited route that changes records. */
     changeAudit: ChangeAudit | null
+    /** Ends the announcement that this read's record is coming (AuditLog.expect). */
+    auditExpected: (() => void) | null
   }
   interface FastifyContextConfig {
     access?: RouteAccess
@@ -100,12 +102,17 @@ const audit: FastifyPluginAsync<{ flushIntervalMs: number }> = async (app, { flu
   app.decorateRequest('auditedAs', null)
   app.decorateRequest('auditedAlso', null)
   app.decorateRequest('changeAudit', null)
+  app.decorateRequest('auditExpected', null)
 
   // A call that changes records serves inside a change audit: the services write its record in
   // the transaction (or statement) of the change (src/audit/change-audit.ts).
   app.addHook('preHandler', (request: FastifyRequest, _reply: FastifyReply, done: () => void) => {
     const rule = request.routeOptions.config.access?.audit
-    if (!rule || READ_ACTIONS.has(rule.action)) return done()
+    if (!rule) return done()
+    if (READ_ACTIONS.has(rule.action)) {
+      request.auditExpected = auditLog.expect()
+      return done()
+    }
     const status = changeStatusOf(request)
     request.changeAudit = {
       fields: {
@@ -156,7 +163,10 @@ const audit: FastifyPluginAsync<{ flushIntervalMs: number }> = async (app, { flu
   app.addHook('onSend', (request: FastifyRequest, reply: FastifyReply, payload: unknown, done) => {
     const rule = request.routeOptions.config.access?.audit
     if (!rule) return done(null, payload)
-    recordCall(request, reply, rule).then(
+    const recorded = recordCall(request, reply, rule)
+    // After recordCall has queued the records (synchronously), so the insert it waits for has them.
+    request.auditExpected?.()
+    recorded.then(
       () => done(null, payload),
       () => {
         for (const header of REPRESENTATION_HEADERS) reply.removeHeader(header)
@@ -165,6 +175,12 @@ const audit: FastifyPluginAsync<{ flushIntervalMs: number }> = async (app, { flu
         done(new AppError('SYS_002', 'The audit trail could not record this call; nothing was disclosed'))
       },
     )
+  })
+
+  // However a read ends, the next insert stops waiting for it.
+  app.addHook('onResponse', (request: FastifyRequest, _reply: FastifyReply, done: () => void) => {
+    request.auditExpected?.()
+    done()
   })
 
   // Registered here, after the database plugin, so it runs before the pool closes.

@@ -62,7 +62,6 @@ const recordsOf = (id: string) =>
     .where('request_id', '=', id)
     .execute()
 
-/** The records of a call answered with a server error, whose answer does not wait for its record. */
 /** The records of a call answered 503, which does not wait for its record to be written. */
 async function unavailableRecordsOf(id: string) {
   await app.auditLog.flush()
@@ -106,6 +105,24 @@ describe('audit records of answered calls', () => {
         status_code: 200,
       },
     ])
+  })
+
+  it('answers concurrent reads with every record stored, none of them still awaited by the next insert', async () => {
+    const ids = Array.from({ length: 12 }, () => requestId())
+    const responses = await Promise.all(
+      ids.map((id, i) =>
+        app.inject({
+          url: i % 3 === 2 ? `/api/patients/${patientId + 1_000_000}` : `/api/patients/${patientId}`,
+          headers: { ...bearer(provider.token), 'x-request-id': id },
+        }),
+      ),
+    )
+    expect(responses.map((response) => response.statusCode)).toEqual(
+      ids.map((_, i) => (i % 3 === 2 ? 404 : 200)),
+    )
+    const stored = await Promise.all(ids.map((id) => recordsOf(id)))
+    expect(stored.map((records) => records.length)).toEqual(ids.map(() => 1))
+    expect(app.auditLog.expecting).toBe(0)
   })
 
   it('returns 200 to GET /fhir/R4/Patient/{id} with its READ record already stored', async () => {

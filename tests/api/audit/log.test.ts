@@ -83,6 +83,41 @@ describe('AuditLog', () => {
     await log.close()
   })
 
+  it('holds an insert for the calls it expects, then writes them together', async () => {
+    const log = newLog()
+    const prefix = randomUUID()
+    const ends = [log.expect(), log.expect()]
+    const first = log.write([record(`${prefix}-first`)])
+    ;(ends[0] as () => void)()
+    const second = log.write([record(`${prefix}-second`)])
+    ;(ends[1] as () => void)()
+    ;(ends[1] as () => void)()
+    await Promise.all([first, second])
+    const inserts = await handle.db
+      .selectFrom('audit_log')
+      .select('recorded_at')
+      .distinct()
+      .where('request_id', 'like', `${prefix}%`)
+      .execute()
+    expect([inserts.length, log.expecting, Number(await storedWith(prefix))]).toEqual([1, 0, 2])
+    await log.close()
+  })
+
+  it('waits for an expected call only briefly, and not at all on flush', async () => {
+    const log = newLog()
+    const prefix = randomUUID()
+    const end = log.expect()
+    await log.write([record(`${prefix}-alone`)])
+    expect(Number(await storedWith(prefix))).toBe(1)
+    const held = log.write([record(`${prefix}-flushed`)])
+    await log.flush()
+    expect(Number(await storedWith(prefix))).toBe(2)
+    await held
+    end()
+    expect(log.expecting).toBe(0)
+    await log.close()
+  })
+
   it('rejects a write whose insert fails, keeping only the records marked to keep for the next flush', async () => {
     const log = newLog()
     const prefix = randomUUID()
