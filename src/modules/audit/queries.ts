@@ -15,7 +15,7 @@ export interface AuditFilters {
 }
 
 /** An organization's audit records matching the filters; records of no organization are never listed. */
-function filteredAuditRows(db: Kysely<Database>, organizationId: number, filters: AuditFilters) {
+export function filteredAuditRows(db: Kysely<Database>, organizationId: number, filters: AuditFilters) {
   let query = db.selectFrom('audit_log').selectAll().where('organization_id', '=', organizationId)
   const { patientId } = filters
   if (patientId !== undefined) {
