@@ -110,11 +110,23 @@ const WEBHOOK_ADMINISTRATORS: Audience = {
   why: 'A webhook decides where events about patients are sent: only the administrator manages them.',
 }
 
+/** The REST path segment of each kind of clinical record, under /api/patients/:patientId/. */
+export type ClinicalPath = 'vitals' | 'lab-results' | 'conditions' | 'allergies' | 'medications'
+
+type ClinicalRouteKey<P extends ClinicalPath> =
+  | `${'POST' | 'GET'} /api/patients/:patientId/${P}`
+  | `${'GET' | 'PUT' | 'PATCH'} /api/patients/:patientId/${P}/:id`
+  | `POST /api/patients/:patientId/${P}/:id/entered-in-error`
+
 /** The six routes of a kind of clinical record: PROVIDER and NURSE read, `writers` write. */
-function clinicalRecordRoutes(path: string, resourceType: AuditResource, writers: Audience) {
+function clinicalRecordRoutes<P extends ClinicalPath>(
+  path: P,
+  resourceType: AuditResource,
+  writers: Audience,
+): Record<ClinicalRouteKey<P>, RouteAccess> {
   const collection = `/api/patients/:patientId/${path}`
   const item = `${collection}/:id`
-  return {
+  const routes = {
     [`POST ${collection}`]: { ...writers, audit: { resourceType, action: 'CREATE' } },
     [`GET ${collection}`]: { ...CLINICAL_READERS, audit: { resourceType, action: 'LIST' } },
     [`GET ${item}`]: { ...CLINICAL_READERS, audit: { resourceType, action: 'READ' } },
@@ -122,7 +134,12 @@ function clinicalRecordRoutes(path: string, resourceType: AuditResource, writers
     [`PATCH ${item}`]: { ...writers, audit: { resourceType, action: 'UPDATE' } },
     [`POST ${item}/entered-in-error`]: { ...writers, audit: { resourceType, action: 'UPDATE' } },
   } satisfies Record<string, RouteAccess>
+  // Template keys widen to string: the six built above are the six of the type.
+  return routes as Record<ClinicalRouteKey<P>, RouteAccess>
 }
+
+/** The table's keys as written, each with a rule. */
+const accessTable = <K extends string>(routes: Record<K, RouteAccess>) => routes
 
 /**
  * Who may call each `/api` route, and why: the one place access rules live. Every registered `/api`
@@ -131,7 +148,7 @@ function clinicalRecordRoutes(path: string, resourceType: AuditResource, writers
  * the same records. Organization scoping applies on top of roles: a caller only ever reaches
  * records of their own organization.
  */
-export const ROUTE_ACCESS: Record<string, RouteAccess> = {
+export const ROUTE_ACCESS = accessTable({
   'POST /api/auth/login': { allow: 'public' },
   'POST /api/auth/refresh': { allow: 'public' },
   'POST /api/auth/logout': { allow: 'public' },
@@ -357,9 +374,16 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
     ...CLINICIANS,
     audit: { resourceType: 'encounter', action: 'AMEND' },
   },
-}
+})
+
+/** `METHOD /api/...` of a route in the access table: a FHIR type's REST routes are checked by the compiler. */
+export type RouteKey = keyof typeof ROUTE_ACCESS
 
 export const routeKey = (method: string, url: string) => `${method} ${url}`
+
+/** The rule of a route registered at run time, if the table has one. */
+export const accessRuleOf = (key: string): RouteAccess | undefined =>
+  Object.hasOwn(ROUTE_ACCESS, key) ? ROUTE_ACCESS[key as RouteKey] : undefined
 
 /** The access part of an operation's OpenAPI description: who may call it, and why. */
 export function describeAccess(access: RouteAccess): string {

@@ -2,7 +2,7 @@ import type { TSchema } from '@sinclair/typebox'
 import type { FastifyPluginAsync, FastifyRequest, onRequestHookHandler, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import { hasAnyRole } from '../access/roles.js'
-import { describeAccess, ROUTE_ACCESS, type RouteAccess, routeKey } from '../access/route-access.js'
+import { accessRuleOf, describeAccess, type RouteAccess, routeKey } from '../access/route-access.js'
 import { isSmartShaped } from '../access/smart-scopes.js'
 import { forbidden } from '../errors.js'
 import { errorResponse, nameResponse } from '../http/responses.js'
@@ -94,7 +94,7 @@ const routeConventions: FastifyPluginAsync = async (app) => {
     const methods = asArray(route.method)
     if (methods.length !== 1) throw new Error(`Route ${route.url} must declare exactly one method`)
     const key = routeKey(String(methods[0]), route.url)
-    const access = ROUTE_ACCESS[key]
+    const access = accessRuleOf(key)
     if (!access) throw new Error(`No access rule for ${key}; add it to src/access/route-access.ts`)
     apiRoutes.push(key)
 

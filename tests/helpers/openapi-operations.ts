@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs'
-import { ROUTE_ACCESS, type RouteAccess, routeKey } from '../../src/access/route-access.js'
+import { accessRuleOf, type RouteAccess, routeKey } from '../../src/access/route-access.js'
 import { dereference } from './dereference.js'
 import type { JsonSchema } from './schema-arbitrary.js'
 
@@ -46,7 +46,7 @@ export function documentedOperations(): Operation[] {
         path,
         name: `${upper} ${path}`,
         operation,
-        access: ROUTE_ACCESS[key] ?? { allow: 'public' },
+        access: accessRuleOf(key) ?? { allow: 'public' },
       }
     }),
   )

@@ -2,7 +2,7 @@ import type { Static, TObject, TProperties } from '@sinclair/typebox'
 import type { Kysely } from 'kysely'
 import type { Database } from '../../../db/database.js'
 import type { ClinicalKindName, ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
-import type { Role } from '../../access/roles.js'
+import type { ClinicalPath } from '../../access/route-access.js'
 
 /** What a kind's input becomes in storage. */
 export interface PreparedRecord<D> {
@@ -20,7 +20,7 @@ export interface PreparedRecord<D> {
 export interface ClinicalKind<I extends TObject = TObject, D extends TObject = TObject> {
   kind: ClinicalKindName
   /** Path segment under /api/patients/{patientId}/. */
-  path: string
+  path: ClinicalPath
   /** Singular name for messages and the audit trail's resource type. */
   label: string
   input: I
@@ -47,5 +47,4 @@ export interface ClinicalKind<I extends TObject = TObject, D extends TObject = T
   checkReferences?(db: Kysely<Database>, organizationId: number, input: Static<I>): Promise<void>
   /** A unique index of this kind and the 409 message when it is violated. */
   uniqueness?: { constraint: string; message: string }
-  writers: readonly Role[]
 }

@@ -1,11 +1,11 @@
 import { hasAnyRole, type Role } from '../../access/roles.js'
-import { ROUTE_ACCESS, type RouteAccess } from '../../access/route-access.js'
+import { ROUTE_ACCESS, type RouteAccess, type RouteKey } from '../../access/route-access.js'
 import type { Principal } from '../../identity/principal.js'
 import type { FhirResourceType } from './resource-type.js'
 import { type ScopeGrant, scopeGrant } from './scopes.js'
 
 /** The access rule (roles and audit) of the REST route whose records a FHIR interaction reads. */
-export function accessOf(route: string): RouteAccess & { allow: readonly Role[] } {
+export function accessOf(route: RouteKey): RouteAccess & { allow: readonly Role[] } {
   const access = ROUTE_ACCESS[route]
   if (!access || !Array.isArray(access.allow))
     throw new Error(`${route} has no role list in the access table`)

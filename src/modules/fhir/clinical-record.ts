@@ -3,6 +3,7 @@ import { type Kysely, sql } from 'kysely'
 import type { Database } from '../../../db/database.js'
 import type { ClinicalKindName, ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import { missingRecord } from '../../access/organization-scope.js'
+import type { ClinicalPath } from '../../access/route-access.js'
 import { forbidden } from '../../errors.js'
 import type { FhirResourceType, ReadScope, SearchParameterDefinition } from './resource-type.js'
 import {
@@ -98,7 +99,7 @@ export interface ClinicalTypeDefinition<R extends Resource> {
   type: R['resourceType']
   kind: ClinicalKindName
   /** The REST path segment under /api/patients/:patientId/ (its routes' roles and audit apply). */
-  path: string
+  path: ClinicalPath
   /** The type's own search parameters, beyond `_id`, `_lastUpdated` and `patient`. */
   searchParameters: SearchParameterDefinition[]
   toFhir(row: ClinicalRecordRow): R & { id: string }
@@ -120,8 +121,8 @@ export function clinicalResourceType<R extends Resource>(
     definition.filtered(commonFiltered(clinicalRowsOf(db, scope, kind), query), query)
   return {
     type,
-    restRead: `GET /api/patients/:patientId/${path}/:id`,
-    restSearch: `GET /api/patients/:patientId/${path}`,
+    restRead: `GET /api/patients/:patientId/${path}/:id` as const,
+    restSearch: `GET /api/patients/:patientId/${path}` as const,
     sortParameters: sortParameters(COLUMNS),
     searchParameters: [...PATIENT_PARAMETER, ...definition.searchParameters],
     includes: {

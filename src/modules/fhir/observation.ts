@@ -4,6 +4,7 @@ import type { Database } from '../../../db/database.js'
 import type { ClinicalKindName, ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import type { LabResultData } from '../../../schemas/clinical.js'
 import { missingRecord } from '../../access/organization-scope.js'
+import type { RouteKey } from '../../access/route-access.js'
 import { AppError } from '../../errors.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
 import {
@@ -217,7 +218,7 @@ function filtered(query: ObservationQuery, search: SearchQuery): ObservationQuer
 const LAB_ROUTES = {
   read: 'GET /api/patients/:patientId/lab-results/:id',
   search: 'GET /api/patients/:patientId/lab-results',
-}
+} as const satisfies { read: RouteKey; search: RouteKey }
 
 /** Observation: vital signs (as vital signs panels) and lab results. */
 export function observationResource(): FhirResourceType<Observation> {

@@ -2,6 +2,7 @@ import type { Resource } from '@medplum/fhirtypes'
 import type { Kysely } from 'kysely'
 import type { Database } from '../../../db/database.js'
 import type { Actor } from '../../access/organization-scope.js'
+import type { RouteKey } from '../../access/route-access.js'
 import type { PageRequest, SearchPage, SearchQuery } from './search-params.js'
 
 /** A search parameter as the CapabilityStatement declares it. */
@@ -27,10 +28,10 @@ export interface ReadScope {
 export interface FhirResourceType<R extends Resource = Resource> {
   type: R['resourceType']
   /** `METHOD /api/...` of the REST read and list of the same records (their roles and audit). */
-  restRead: string
-  restSearch: string
+  restRead: RouteKey
+  restSearch: RouteKey
   /** For a resource whose records have REST routes of their own (lab results among Observations): those, for its audit. */
-  restRoutesOf?(resource: R): { read: string; search: string } | undefined
+  restRoutesOf?(resource: R): { read: RouteKey; search: RouteKey } | undefined
   /** Its own search parameters; every type also takes `_id` and `_lastUpdated` (COMMON_SEARCH_PARAMETERS). */
   searchParameters: SearchParameterDefinition[]
   /** The parameters `_sort` may name. */

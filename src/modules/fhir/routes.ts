@@ -1,6 +1,7 @@
 import formbody from '@fastify/formbody'
 import type { Bundle, BundleEntry, Resource } from '@medplum/fhirtypes'
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import type { RouteKey } from '../../access/route-access.js'
 import { AppError, forbidden } from '../../errors.js'
 import { sentMethod } from '../../http/head-requests.js'
 import { jsonBodyParser } from '../../http/json-body.js'
@@ -74,7 +75,7 @@ function auditAs(
   included = false,
 ) {
   const own = interaction === 'read' ? type.restRead : type.restSearch
-  const byRoute = new Map<string, number[]>()
+  const byRoute = new Map<RouteKey, number[]>()
   for (const resource of resources) {
     const route = type.restRoutesOf?.(resource)?.[interaction] ?? own
     byRoute.set(route, [...(byRoute.get(route) ?? []), Number(resource.id)])

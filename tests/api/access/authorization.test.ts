@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Role } from '../../../src/access/roles.js'
-import { ROLE_NEEDS, ROUTE_ACCESS } from '../../../src/access/route-access.js'
+import { accessRuleOf, ROLE_NEEDS, ROUTE_ACCESS } from '../../../src/access/route-access.js'
 import type { App } from '../../../src/app.js'
 import { buildTestApp } from '../../helpers/app.js'
 import { bearer, newOrganization } from '../../helpers/factories.js'
@@ -28,7 +28,7 @@ const request = (key: string, headers: Record<string, string> = {}) => {
 
 const roleRefusal = 'This operation requires one of the roles'
 const admits = (key: string, role: Role) => {
-  const { allow } = ROUTE_ACCESS[key] ?? { allow: 'public' }
+  const { allow } = accessRuleOf(key) ?? { allow: 'public' }
   return Array.isArray(allow) && allow.includes(role)
 }
 const routesOpenTo = (role: Role) => Object.keys(ROUTE_ACCESS).filter((key) => admits(key, role))

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ROUTE_ACCESS } from '../../../src/access/route-access.js'
+import { accessRuleOf } from '../../../src/access/route-access.js'
 import type { App } from '../../../src/app.js'
 import { buildTestApp } from '../../helpers/app.js'
 import { bearer, newOrganization } from '../../helpers/factories.js'
@@ -85,7 +85,7 @@ describe('the OpenAPI document', () => {
       expect(operation.tags, label).toHaveLength(1)
       const responses = operation.responses as Record<string, unknown>
       expect(Object.keys(responses), label).toEqual(expect.arrayContaining(['5XX']))
-      const access = ROUTE_ACCESS[`${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`]
+      const access = accessRuleOf(`${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`)
       expect(access, label).toBeDefined()
       if (access?.allow === 'public') {
         expect(operation.security, label).toEqual([])

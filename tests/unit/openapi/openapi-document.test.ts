@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
-import { describeAccess, ROUTE_ACCESS } from '../../../src/access/route-access.js'
+import { accessRuleOf, describeAccess, ROUTE_ACCESS } from '../../../src/access/route-access.js'
 import { ERRORS } from '../../../src/errors.js'
 import { dereference } from '../../helpers/dereference.js'
 
@@ -49,7 +49,7 @@ describe('openapi.json', () => {
     expect(api.length).toBe(Object.keys(ROUTE_ACCESS).length)
     for (const { label, operation } of api) {
       const [method, path] = label.split(' ') as [string, string]
-      const access = ROUTE_ACCESS[`${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`]
+      const access = accessRuleOf(`${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`)
       expect(access, label).toBeDefined()
       expect(operation.description?.endsWith(describeAccess(access ?? { allow: 'public' })), label).toBe(true)
     }

@@ -21,7 +21,6 @@ export const allergies: ClinicalKind<typeof AllergyInput, typeof AllergyData> = 
   data: AllergyData,
   statusField: 'status',
   listFilters: { category: Type.Optional(StringEnum(ALLERGY_CATEGORIES)) },
-  writers: ['PROVIDER'],
   uniqueness: {
     constraint: 'clinical_records_active_allergy_key',
     message: 'The patient already has an ACTIVE allergy to this substance',

@@ -14,7 +14,6 @@ export const conditions: ClinicalKind<typeof ConditionInput, typeof ConditionDat
     icd10Code: Type.Optional(Type.String({ pattern: '^[A-TV-Z][0-9][0-9AB](\\.[0-9A-TV-Z]{1,4})?$' })),
   },
   codeFilter: 'icd10Code',
-  writers: ['PROVIDER'],
   prepare(input) {
     const onsetDate = pastDate(input.onsetDate, 'onsetDate')
     const abatementDate = pastDate(input.abatementDate, 'abatementDate')

@@ -40,7 +40,6 @@ export const labResults: ClinicalKind<typeof LabResultInput, typeof LabResultDat
     testCode: Type.Optional(Type.String({ pattern: '^[0-9]{1,7}-[0-9]$', description: 'LOINC code' })),
   },
   codeFilter: 'testCode',
-  writers: ['PROVIDER'],
   prepare(input, previous) {
     if (!validLoinc(input.testCode)) throw invalidField('testCode', 'has a wrong LOINC check digit')
     const range = input.referenceRange

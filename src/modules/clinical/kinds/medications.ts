@@ -14,7 +14,6 @@ export const medications: ClinicalKind<typeof MedicationInput, typeof Medication
   statusField: 'status',
   listFilters: { rxnormCode: Type.Optional(Type.String({ pattern: '^[0-9]{1,10}$' })) },
   codeFilter: 'rxnormCode',
-  writers: ['PROVIDER'],
   async checkReferences(db, organizationId, input) {
     if (input.prescriberId)
       await checkProviderOfOrganization(db, organizationId, input.prescriberId, 'prescriberId')

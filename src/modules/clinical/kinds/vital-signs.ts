@@ -28,7 +28,6 @@ export const vitalSigns: ClinicalKind<typeof VitalSignsInput, typeof VitalSignsD
   data: VitalSignsData,
   statusField: 'status',
   listFilters: {},
-  writers: ['PROVIDER', 'NURSE'],
   inputOf(row) {
     const data = row.data as Static<typeof VitalSignsData>
     const measured = projectOnto(VitalSignsInput, { ...data, encounterId: row.encounter_id }) as Static<
