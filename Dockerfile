@@ -47,5 +47,5 @@ EXPOSE 8080
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + process.env.PORT + '/actuator/health/readiness').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # node itself is PID 1 and handles SIGTERM (graceful shutdown in src/start.ts); the options are
-# those of `npm run start:prod` (README, Operations).
+# those of `npm run start:prod` (docs/operations.md, "Running in production").
 CMD ["node", "--max-old-space-size=256", "--max-semi-space-size=32", "dist/server.mjs"]

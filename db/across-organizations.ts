@@ -1,6 +1,6 @@
 import { type RawBuilder, sql } from 'kysely'
 
-/** The work that reads or writes tenant tables across organizations by design (docs/scaling.md). */
+/** The work that reads or writes tenant tables across organizations by design (db/sharding-plan.ts). */
 export type CrossOrganizationWork =
   | 'outbox worker'
   | 'bulk export worker'

@@ -10,8 +10,9 @@ export function textArrayLiteral(values: readonly (string | null)[]): string {
   return `{${values.map(quotedElement).join(',')}}`
 }
 
-// A replace costs a regular expression's run even where nothing matches (twice pg's whole encoding,
-// measured): the plain search comes first, and the values written here seldom hold either character.
+// A replace costs a regular expression's run even where nothing matches (more than pg's whole
+// encoding: docs/performance-log.md): the plain search comes first, and the values written here
+// seldom hold either character.
 function quotedElement(value: string | null): string {
   if (value === null) return 'NULL'
   if (value.includes('"') || value.includes('\\')) return `"${value.replace(QUOTED_SPECIALS, '\\$&')}"`

@@ -3,9 +3,10 @@ import { copyFile, mkdir, readdir, rename, rm } from 'node:fs/promises'
 import path from 'node:path'
 
 /**
- * Copies a tree of directories and files, the files all at once (a data directory holds some 1,200,
- * and copying them one at a time, as `fs.cp` does, took a third longer), each cloned where the file
- * system can (Btrfs, XFS, APFS) and copied elsewhere.
+ * Copies a tree of directories and files, the files all at once (a data directory holds over a
+ * thousand, and copying them one at a time, as `fs.cp` does, was measurably slower:
+ * docs/performance-log.md), each cloned where the file system can (Btrfs, XFS, APFS) and copied
+ * elsewhere.
  */
 async function copyTree(from: string, to: string): Promise<void> {
   const entries = await readdir(from, { withFileTypes: true, recursive: true })

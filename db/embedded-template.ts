@@ -48,7 +48,7 @@ export function findTemplate(cache = templateCache()): string | undefined {
 
 /**
  * Makes the template unless it exists, and removes those of other versions or migration lists
- * (some 40 MB each). It is built under a name of its own and renamed into place when complete.
+ * (each as large as a new data directory). It is built under a name of its own and renamed into place when complete.
  */
 export async function prepareTemplate(
   cache = templateCache(),

@@ -4,7 +4,8 @@ import { migrations } from './migrations/index.js'
 
 /**
  * Whether every migration is already recorded. Kysely's migrator introspects the whole schema
- * before it looks, which cost most of a second-long start on an up-to-date embedded database;
+ * before it looks, which was most of a start on an up-to-date embedded database
+ * (docs/performance-log.md);
  * this asks one question instead.
  */
 async function upToDate(db: Kysely<Database>): Promise<boolean> {

@@ -60,9 +60,9 @@ const startedAhead = new Map<string, Promise<StartedPglite>>()
 
 /**
  * Starts opening the embedded database in `dataDir`, if it exists, before the service's code is
- * read (src/server.ts): its boot, 0.6 to 0.8 s on its thread alone, then overlaps reading and
- * building the service. The `startPglite` for the same directory later takes it over. A first
- * start is left to that call, which makes the directory from its template.
+ * read (src/server.ts): its boot, the longest step of a start (docs/performance-log.md), then
+ * overlaps reading and building the service. The `startPglite` for the same directory later takes
+ * it over. A first start is left to that call, which makes the directory from its template.
  */
 export function startPgliteAhead(dataDir: string, sharedBuffersMb?: number): void {
   if (!existsSync(dataDir)) return

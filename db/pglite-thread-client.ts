@@ -46,10 +46,10 @@ const threadGone = (why: string) =>
 const THREAD_FILE = new URL('./pglite-thread.mjs', import.meta.url)
 
 /**
- * PGlite on a thread of its own (db/pglite-thread.mjs). Its boot (the WebAssembly PostgreSQL and its
- * file system, 0.6 to 0.8 s alone) then overlaps the rest of a start, and its statements run beside
- * the event loop instead of on it. Requests sent before the database is open wait in the thread's
- * queue; if it fails to open, they and every later one fail with its error.
+ * PGlite on a thread of its own (db/pglite-thread.mjs). Its boot (the WebAssembly PostgreSQL and
+ * its file system, the longest step of a start) then overlaps the rest of a start, and its
+ * statements run beside the event loop instead of on it. Requests sent before the database is open
+ * wait in the thread's queue; if it fails to open, they and every later one fail with its error.
  *
  * The thread keeps the process alive only while a request is waiting on it, as an open database on
  * the main thread would not either.

@@ -35,8 +35,8 @@ async function open({ dataDir, loadDataDir, sharedBuffersMb }) {
 }
 
 // Listening from the first moment, not once the database is open: a message that reached the port
-// before anyone listened was seen only at the thread's next wake-up, some 80 to 110 ms later, which
-// every start spent waiting for its first statement.
+// before anyone listened was seen only at the thread's next wake-up, which every start spent
+// waiting for its first statement (docs/performance-log.md).
 const opening = open(workerData).then(
   (pglite) => {
     parentPort.postMessage({ op: 'ready' })

@@ -10,7 +10,8 @@ import { startupProgress } from './lib/startup-progress.js'
 const SHUTDOWN_GRACE_MS = 15_000
 const WILDCARD_HOSTS = new Set(['0.0.0.0', '::'])
 // Log lines are written in chunks of this size, and at least this often: one write per request was a
-// tenth of the service's time under load, and each write wakes whoever reads the log. A kill -9
+// large share of the service's time under load (docs/performance-log.md), and each write wakes
+// whoever reads the log. A kill -9
 // loses at most this last second of lines.
 const LOG_CHUNK_BYTES = 60 * 1024
 const LOG_FLUSH_INTERVAL_MS = 1000

@@ -1,7 +1,7 @@
 import { type Kysely, sql } from 'kysely'
 
 // Frozen: a search for two common names ("kowalski olga") intersected trigram posting lists that
-// grow with the practice (4 ms of database time on a million patients). Each live patient's name
+// grow with the practice (docs/performance-log.md). Each live patient's name
 // words are now kept alone and in ordered pairs, so two name words of a query seek one narrow
 // b-tree range whatever the practice's size. Collation "C" makes a word prefix a plain key range.
 

@@ -26,8 +26,8 @@ const { values } = parseArgs({
 const FLOOD = Math.min(Number(values.flood), 500)
 const SECONDS = Math.min(Number(values.seconds), 60)
 const CUT_SECONDS = Math.min(Number(values.cut), 60)
-// Probing under the flood before the cut, and after the restore (long enough to see the 12–18 s
-// the probes once took to come back).
+// Probing under the flood before the cut, and after the restore (long enough to see the slow
+// recovery the probes once had: docs/performance-log.md).
 const BEFORE_CUT_SECONDS = 2
 const AFTER_RESTORE_SECONDS = 20
 // Probe pairs in a row that must be back (all 200, p50 of each within its bound).

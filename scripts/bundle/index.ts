@@ -4,16 +4,16 @@ import { build, type Metafile, type Plugin } from 'esbuild'
 
 /**
  * Bundles the server into ES modules in dist/ (dist/server.mjs and the chunks it imports), which
- * start in about half the time of the compiled files: most of a start is spent resolving and
- * reading some 400 modules one by one; and the operator commands (user, seed, migrate, keys) into
- * dist/cli.mjs, so that a build or the Docker image runs them with `node` alone, without tsx or the
- * TypeScript sources.
+ * start far sooner than the compiled files (docs/performance-log.md): most of a start is spent
+ * resolving and reading hundreds of modules one by one; and the operator commands (user, seed,
+ * migrate, keys) into dist/cli.mjs, so that a build or the Docker image runs them with `node`
+ * alone, without tsx or the TypeScript sources.
  *
  * What is imported with `await import()` goes into a chunk of its own (dist/chunks), read only when
  * first asked for: the service itself, after the entry has turned on Node's compile cache
  * (src/server.ts), and the packages only some settings need (src/lib/on-demand; pg through
- * db/postgres.ts). Read from node_modules instead, the Redis client alone took about 70 ms of every
- * start on PostgreSQL.
+ * db/postgres.ts). Read from node_modules instead, the Redis client alone was a share of every
+ * start on PostgreSQL (docs/performance-log.md).
  *
  * Left out of the bundle, loaded from node_modules as usual: packages that find their own files at
  * run time (PGlite's WebAssembly; the explorer is told where its files are, src/plugins/openapi.ts),
@@ -56,8 +56,8 @@ async function placeThreadFile(metafile: Metafile): Promise<void> {
 
 // pg chooses its sockets when first loaded, by asking whether it runs on Cloudflare Workers: where
 // there is no `navigator` (Node.js 20), it builds a fetch Response to find out, which loads Node's
-// whole fetch implementation, about 25 ms of every start on PostgreSQL, for nothing. The bundle is
-// for Node.js only, so it takes pg's Node.js sockets outright.
+// whole fetch implementation, on every start on PostgreSQL, for nothing (docs/performance-log.md).
+// The bundle is for Node.js only, so it takes pg's Node.js sockets outright.
 const PG_STREAM_CHOICE = 'const { getStream, getSecureStream } = getStreamFuncs()'
 const pgNodeSockets: Plugin = {
   name: 'pg-node-sockets',

@@ -41,7 +41,7 @@ export async function writeOpenApiTypes(
   const digest = await sourceDigest(documentText)
   const existing = await readFile(typesFile, 'utf8').catch(() => '')
   if (existing.startsWith(header(digest))) return false
-  // Loaded only when there is something to generate: it brings TypeScript 5 with it (about a second).
+  // Loaded only when there is something to generate: it brings TypeScript 5 with it, slow to load.
   const { generateOpenApiTypes } = await import('./generate.js')
   const types = header(digest) + (await generateOpenApiTypes(JSON.parse(documentText)))
   // Renamed into place, so a reader never sees half a file.

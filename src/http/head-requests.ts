@@ -11,8 +11,9 @@ type Marked = IncomingMessage & { [SENT_AS_HEAD]?: true }
  * HEAD request and writes no body, whatever the route sends; the headers, Content-Length included,
  * are GET's.
  *
- * Fastify's own way (`exposeHeadRoutes`) registers a second route for every GET, which took about
- * 30 ms more CPU (some 9%) to get the app ready: start-up time is held to a budget (BENCHMARKS.md).
+ * Fastify's own way (`exposeHeadRoutes`) registers a second route for every GET, which made getting
+ * the app ready measurably slower (docs/performance-log.md): start-up time is held to a budget
+ * (BENCHMARKS.md).
  */
 export function routeHeadAsGet(request: IncomingMessage): string {
   if (request.method === 'HEAD') {

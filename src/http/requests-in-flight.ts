@@ -15,7 +15,7 @@ declare module 'fastify' {
  * Set or Map to the table that replaced it. Once a full GC has moved one table to the old
  * generation, that dead table keeps its successor, and so every later table and the requests in
  * them, alive through the scavenges until the next full GC. Under load a Set of requests had nearly
- * every request promoted and a full GC four times a second.
+ * every request promoted and full GCs several times a second (docs/performance-log.md).
  */
 export function requestsInFlight(app: FastifyInstance): () => number {
   let count = 0

@@ -7,7 +7,7 @@ type Bindings = Parameters<ChildLoggerFactory>[1]
 type ChildOptions = Parameters<ChildLoggerFactory>[2]
 
 // A class rather than an object literal of closures: one small object per request instead of ten
-// closures and their context (about 1.5 KB of the 40 KB a by-id read allocates).
+// closures and their context, a share of what a by-id read allocates (docs/performance-log.md).
 class LazyChildLogger {
   private child_: FastifyBaseLogger | undefined
 
@@ -65,9 +65,9 @@ class LazyChildLogger {
 /**
  * Fastify gives every request a child logger carrying its id. Pino builds a child's bound fields at
  * once, through the credential redaction: for the `*.password`-style paths that parses each path
- * again and allocated a tenth of all the memory of a by-id read, although most requests never log
- * through it (the access line is written by request-context.ts). The child is made on first use
- * instead; until then it costs one small object.
+ * again and allocated a large share of a by-id read's memory (docs/performance-log.md), although
+ * most requests never log through it (the access line is written by request-context.ts). The child
+ * is made on first use instead; until then it costs one small object.
  */
 export const lazyChildLoggers: ChildLoggerFactory = (logger, bindings, options) =>
   new LazyChildLogger(logger, bindings, options) as unknown as FastifyBaseLogger

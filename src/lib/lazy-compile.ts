@@ -4,9 +4,10 @@ import { withNullableTypeLists } from './nullable-type-lists.js'
 
 type Validator = ReturnType<FastifySchemaCompiler<unknown>>
 
-// Compiling every route's validators and serializers at start-up took about a third of the time to
-// ready; most routes of an instance are called rarely or never. Each is compiled on its first use
-// instead (a few milliseconds once), which also keeps unused compiled code out of memory.
+// Compiling every route's validators and serializers at start-up was a large part of the time to
+// ready (docs/performance-log.md); most routes of an instance are called rarely or never. Each is
+// compiled on its first use instead (a few milliseconds once), which also keeps unused compiled
+// code out of memory.
 
 /** A validator compiled on its first call; Fastify reads `errors` after a failed one. */
 export function validatorOnFirstUse(compile: () => Validator): Validator {

@@ -29,13 +29,13 @@ export interface ClaimedDelivery {
  * (the embedded database never analyzes; PostgreSQL only some time after a burst, or never with
  * autovacuum off): the claimed ids reach the update as an array and the webhook and event of each
  * are looked up by primary key, where joins planned on stale estimates scanned whole tables and had
- * the claim compiled with JIT (40 ms instead of 2 ms at 70,000 deliveries never analyzed).
+ * the claim compiled with JIT (docs/performance-log.md).
  *
  * `pinPlan` (the embedded database) also claims in a transaction of its own without bitmap scans,
  * as the change feed's read does: the planner then walks the due index in order and stops at
- * `limit`, rather than reading every due delivery and sorting them (10 ms instead of 0.4 ms at 3,000
- * pending). On PostgreSQL, whose statistics autovacuum keeps current, the transaction would cost
- * each claim three more round trips, which showed in the delivery latency.
+ * `limit`, rather than reading every due delivery and sorting them. On PostgreSQL, whose statistics
+ * autovacuum keeps current, the transaction would cost each claim three more round trips, which
+ * showed in the delivery latency.
  */
 export async function claimDeliveries(
   db: Db,
@@ -198,7 +198,7 @@ export interface Success {
  * load the worker's throughput is bounded by these writes, not by sending. A success never
  * deactivates a webhook; it only ends its failure streak. The ids are given to the planner as well
  * as joined: with statistics never updated it would otherwise scan the whole table to join them
- * (20 ms instead of 0.7 ms at 70,000 deliveries).
+ * (docs/performance-log.md).
  */
 export async function recordSuccesses(
   db: Db,

@@ -16,8 +16,8 @@ declare module 'fastify' {
 /**
  * Pages (and FHIR searchsets, which mark their routes with it) compressed with the encoding the
  * client prefers. Below 1 KB (the plugin's default threshold) an answer fits in one packet either
- * way, so compressing it costs CPU and saves no round trip: an empty page (~170 bytes) or a page of
- * one patient (~650) stays as it is, while a page of 20 patients goes from ~10 KB to ~1.4 KB.
+ * way, so compressing it costs CPU and saves no round trip: an empty page or a page of one patient
+ * stays as it is, while a page of 20 patients shrinks several times (docs/performance-log.md).
  * Brotli at quality 4 (the plugin's default): per request, the higher levels cost far more time
  * than the bytes they save.
  */
@@ -81,7 +81,8 @@ interface Representation {
   etag: string
 }
 
-// Brotli 11 would save another ~9% of the document at ~12 times the time, paid by its first reader.
+// Brotli 11 would save a little more of the document at many times the time, paid by its first
+// reader (docs/performance-log.md).
 const BROTLI_DOCUMENT = {
   params: { [constants.BROTLI_PARAM_QUALITY]: 9, [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT },
 }

@@ -17,7 +17,8 @@ import { documentRoute } from './openapi-route.js'
 /**
  * The explorer's pages and scripts, in its package. They are named here rather than found by the
  * package itself, so that the production bundle can hold its code: loaded from node_modules, it and
- * its dependencies (a second YAML library among them) took about 60 ms of every start.
+ * its dependencies (a second YAML library among them) were a share of every start
+ * (docs/performance-log.md).
  */
 const explorerFiles = path.join(
   path.dirname(createRequire(import.meta.url).resolve('@fastify/swagger-ui/package.json')),
@@ -185,7 +186,8 @@ const openapi: FastifyPluginAsync = async (app) => {
       // Nothing from other sites: the explorer's scripts, styles and the document are served here.
       validatorUrl: null,
       // Each schema shows inside the operations that use it. The Schemas section would list all of
-      // them (~180) again on load: measured, about a quarter more start-up work for the page.
+      // them (every named schema) again on load: measurably more start-up work for the page
+      // (docs/performance-log.md).
       defaultModelsExpandDepth: -1,
       // "Try it out" shows how long the request took.
       displayRequestDuration: true,

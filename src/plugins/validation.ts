@@ -188,7 +188,7 @@ const noFlawedString = (data: unknown) => {
 /**
  * Headers are checked in the members the schema declares only: those are the ones the service
  * reads through validation, and walking every header of every request (a bearer token is a
- * kilobyte) cost about 1 % of a read's time.
+ * kilobyte) cost a measurable share of a read's time (docs/performance-log.md).
  */
 const noFlawedStringAmong = (names: readonly string[]) => (data: unknown) => {
   if (typeof data !== 'object' || data === null) return undefined

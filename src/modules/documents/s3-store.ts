@@ -19,7 +19,7 @@ const QUEUE_SIZE = 2
 /**
  * An S3-compatible bucket, so that several instances share the documents. The SDK is imported here,
  * when a bucket is configured: a static import would load it on every start, bundled or not, and it
- * is the largest package the service has (about 50 ms of each start).
+ * is the largest package the service has (its share of a start: docs/performance-log.md).
  */
 export async function s3Store(options: S3StoreOptions): Promise<DocumentStore> {
   const [{ DeleteObjectCommand, GetObjectCommand, S3Client }, { Upload }] = await Promise.all([

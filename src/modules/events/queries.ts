@@ -30,8 +30,8 @@ export interface FeedRows {
  * In a transaction of its own, because of one planner setting: with statistics that undercount the
  * organization's events (the embedded database never analyzes; PostgreSQL only some time after a
  * bulk load), the planner prefers a bitmap scan of every event after `after` plus a sort, which
- * makes each page cost the whole backlog (275 ms instead of 1 ms per page of 1,000 at 100,000
- * events). Without bitmap scans it walks the feed index in order and stops at `limit`.
+ * makes each page cost the whole backlog (docs/performance-log.md). Without bitmap scans it walks
+ * the feed index in order and stops at `limit`.
  */
 export async function readFeedRows(
   trx: Trx,
