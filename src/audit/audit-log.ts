@@ -10,12 +10,12 @@ export interface AuditLogOptions {
   onFlushError: (error: unknown, pending: number) => void
 }
 
-// Up to 100 records per insert: a batch of 100 holds a database core a fifth as long as one of 500,
-// which shows in the by-id read's p99 (BENCHMARKS.md). The cap bounds memory if the database stays down.
+// Up to 100 records per insert: a smaller batch holds a database core for less time, which shows in
+// the by-id read's p99 (docs/performance-log.md). The cap bounds memory if the database stays down.
 export const AUDIT_BATCH_SIZE = 100
-// How long an insert may wait for the calls expected to join it. A commit takes a fraction of a
-// millisecond, so without the wait calls under load shared an insert two or three at a time, and
-// the statements and commits cost a fifth of the by-id read's throughput (BENCHMARKS.md).
+// How long an insert may wait for the calls expected to join it. A commit is quick, so without the
+// wait calls under load shared an insert a few at a time, and the statements and commits cost much
+// of the by-id read's throughput (docs/performance-log.md).
 export const AUDIT_GATHER_MS = 2
 const MAX_PENDING = 50_000
 // Shutdown has a 15 s grace period (start.ts); three tries a second apart stay well inside it.
@@ -24,9 +24,9 @@ const CLOSE_RETRY_DELAY_MS = 1000
 
 /**
  * Writes a batch as one array parameter per column: building and binding a statement of 500 rows ×
- * 10 values took a large share of the service's time under load. Arrays cost the database about a
- * third less to read than the same rows as one JSON document, and less to build here, the more so
- * as literals joined in one go (db/array-literal.ts). A row's resource ids travel as array text
+ * 10 values took a large share of the service's time under load. Arrays cost the database less to
+ * read than the same rows as one JSON document, and less to build here, the more so as literals
+ * joined in one go (db/array-literal.ts). A row's resource ids travel as array text
  * (`{1,2}`), since PostgreSQL has no array of arrays of any length.
  */
 export async function insertAuditRows(db: Db, rows: NewAuditRow[]): Promise<void> {
