@@ -31,7 +31,7 @@ import webhookDeliveryRoutes from './modules/webhooks/delivery-routes.js'
 import webhookRoutes from './modules/webhooks/routes.js'
 import type { TargetPolicy } from './outbox/targets.js'
 
-export interface AreaOptions {
+interface AreaOptions {
   config: Config
   databases: Databases
   mailer: Mailer

@@ -33,7 +33,7 @@ export async function openCommandDatabase(config: Config) {
 }
 
 /** What to print for a failure: its message alone when the operator can act on it, else the stack. */
-export function describeFailure(error: unknown): string {
+function describeFailure(error: unknown): string {
   if (error instanceof CommandError || error instanceof ConfigError) return error.message
   const unreachable = fromDatabaseError(error)
   if (unreachable?.code === 'SYS_002') {

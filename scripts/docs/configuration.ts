@@ -11,7 +11,7 @@ const numberRange = (schema: TSchema) => {
 }
 
 /** What a variable accepts, read from its TypeBox schema. */
-export function describeType(schema: TSchema): string {
+function describeType(schema: TSchema): string {
   const literals = (schema.anyOf as TSchema[] | undefined)?.map((member) => member.const)
   if (literals?.every((value) => typeof value === 'string')) {
     return `one of ${literals.map((value) => code(String(value))).join(', ')}`

@@ -5,7 +5,7 @@ import { generatedFrom } from './markdown.js'
 const WIDTH = 100
 
 /** `text` as comment lines of at most WIDTH characters, Markdown emphasis and code marks removed. */
-export function comment(text: string): string[] {
+function comment(text: string): string[] {
   const plain = text.replaceAll('**', '').replaceAll('`', '')
   const lines: string[] = []
   let line = '#'

@@ -2,7 +2,7 @@ import { authorityOf, ROLES, type Role } from '../../src/access/roles.js'
 import { ROLE_NEEDS, ROUTE_ACCESS, type RouteAccess } from '../../src/access/route-access.js'
 import { code, generatedNotice, table } from './markdown.js'
 
-export function whoMayCall(access: RouteAccess): string {
+function whoMayCall(access: RouteAccess): string {
   if (access.allow === 'public') return 'anyone (public)'
   if (access.allow === 'authenticated') return 'any valid token'
   return access.allow.join(', ')

@@ -32,7 +32,7 @@ interface Expectation {
   event?: string
 }
 
-export const EXPECTATIONS: Record<Operation, Expectation> = {
+const EXPECTATIONS: Record<Operation, Expectation> = {
   'create patient': {
     table: 'patients',
     audit: { resourceType: 'patient', action: 'CREATE' },
@@ -61,7 +61,7 @@ export const EXPECTATIONS: Record<Operation, Expectation> = {
   },
 }
 
-export interface Finding {
+interface Finding {
   operation: Operation
   requestId: string
   id: number

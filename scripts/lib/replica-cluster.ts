@@ -36,7 +36,7 @@ let binariesCache: string | null | undefined
  * The directory of the PostgreSQL server binaries (initdb, pg_ctl, pg_basebackup, postgres): the
  * highest version under /usr/lib/postgresql (Debian's layout), else `pg_config --bindir`.
  */
-export function postgresBinaries(): string | undefined {
+function postgresBinaries(): string | undefined {
   if (binariesCache !== undefined) return binariesCache ?? undefined
   const complete = (dir: string) => requiredBinaries.every((name) => existsSync(path.join(dir, name)))
   const candidates: string[] = []

@@ -18,7 +18,7 @@ import { createProvider } from '../../src/modules/providers/service.js'
 import { createOrganization, createUser } from '../../src/modules/users/service.js'
 
 /** The demo's addresses: `.invalid` is reserved (RFC 2606), so no mail to them goes anywhere. */
-export const DEMO_DOMAIN = 'demo.invalid'
+const DEMO_DOMAIN = 'demo.invalid'
 
 export interface DemoOptions {
   patients: number

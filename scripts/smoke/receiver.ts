@@ -1,7 +1,7 @@
 import { createServer, type IncomingHttpHeaders } from 'node:http'
 import type { AddressInfo } from 'node:net'
 
-export interface ReceivedCall {
+interface ReceivedCall {
   headers: IncomingHttpHeaders
   body: string
 }
@@ -32,5 +32,3 @@ export async function startWebhookReceiver(host = '127.0.0.1') {
       }),
   }
 }
-
-export type WebhookReceiver = Awaited<ReturnType<typeof startWebhookReceiver>>

@@ -38,7 +38,7 @@ export interface WalkResult {
 }
 
 /** The events the day must produce; each must arrive signed with the webhook's secret. */
-export const EXPECTED_EVENTS = [
+const EXPECTED_EVENTS = [
   'patient.created',
   'appointment.created',
   'invoice.created',

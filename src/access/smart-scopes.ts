@@ -8,7 +8,7 @@ const SMART_SCOPE = /^(patient|user|system)\/([A-Za-z]+|\*)\.(read|write|\*|c?r?
 const SMART_SHAPED = /^(patient|user|system)\//
 
 /** The types whose scopes may be narrowed to a category (SMART v2 granular scopes, as US Core uses them). */
-export const CATEGORY_SCOPED_TYPES: readonly string[] = ['Observation', 'Condition']
+const CATEGORY_SCOPED_TYPES: readonly string[] = ['Observation', 'Condition']
 
 export interface SmartScope {
   level: 'patient' | 'user' | 'system'

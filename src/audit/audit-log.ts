@@ -16,7 +16,7 @@ export const AUDIT_BATCH_SIZE = 100
 // How long an insert may wait for the calls expected to join it. A commit is quick, so without the
 // wait calls under load shared an insert a few at a time, and the statements and commits cost much
 // of the by-id read's throughput (docs/performance-log.md).
-export const AUDIT_GATHER_MS = 2
+const AUDIT_GATHER_MS = 2
 const MAX_PENDING = 50_000
 // Shutdown has a 15 s grace period (start.ts); three tries a second apart stay well inside it.
 const CLOSE_ATTEMPTS = 3

@@ -62,7 +62,7 @@ export const StorageEnv = Type.Object(
   { title: 'Files and documents' },
 )
 
-export interface S3Settings {
+interface S3Settings {
   bucket: string
   region: string
   endpoint: string | undefined

@@ -16,7 +16,7 @@ export interface ValidationProblems {
 
 // A request with a thousand bad items gets the first few and a count: enough to see the pattern,
 // and the response stays small whatever the body held. The envelope's schema sets the number.
-export const MAX_PROBLEMS = ErrorEnvelope.properties.error.properties.fields.maxItems ?? 20
+const MAX_PROBLEMS = ErrorEnvelope.properties.error.properties.fields.maxItems ?? 20
 
 // Member names are echoed (an unknown field must be named to be fixed), but a name can be long.
 const MAX_SEGMENT = 64

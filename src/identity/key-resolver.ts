@@ -5,7 +5,7 @@ import { PROVIDER_TIMEOUT_MS, providerKeys } from './external-provider.js'
 import { jwksCache } from './jwks-cache.js'
 import { loadVerificationKeys } from './signing-keys.js'
 
-export interface TokenHeader {
+interface TokenHeader {
   kid?: string
   alg?: string
 }

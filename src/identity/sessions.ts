@@ -93,7 +93,7 @@ export async function startSession(
   return issueFor(db, issuer, userId, sessionId, clientId, refreshToken, scopes)
 }
 
-export function revokeSession(db: Db, sessionId: string, reason: string) {
+function revokeSession(db: Db, sessionId: string, reason: string) {
   return db
     .updateTable('sessions')
     .set({ revoked_at: sql`now()`, revoked_reason: reason })

@@ -2,7 +2,7 @@ import type { AccessTokenClaims } from '../../schemas/auth.js'
 
 // How far ahead of this instance's clock a token's `iat` may be. Hosts kept by NTP agree within a
 // second; a minute absorbs a drifting one without accepting tokens minted for later use.
-export const TOKEN_CLOCK_SKEW_SECONDS = 60
+const TOKEN_CLOCK_SKEW_SECONDS = 60
 
 export interface TokenClaimRules {
   /** The longest lifetime (`exp` − `iat`) the issuer gives its access tokens. */

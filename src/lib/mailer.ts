@@ -2,7 +2,7 @@ import type { Transporter } from 'nodemailer'
 import { type MailSettings, mailProblems } from '../config/mail.js'
 import { ConfigError } from '../config.js'
 
-export interface Mail {
+interface Mail {
   to: string
   subject: string
   text: string
@@ -17,7 +17,7 @@ export interface Mailer {
 const SMTP_TIMEOUTS = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 30_000 }
 
 /** Sends through the SMTP server of `url` (smtp:// or smtps://, credentials in the URL). */
-export function smtpMailer(url: string, from: string): Mailer {
+function smtpMailer(url: string, from: string): Mailer {
   // Loaded on first use: most deployments send a mail rarely, and start-up time matters more.
   let transport: Promise<Transporter> | undefined
   return {
@@ -51,7 +51,7 @@ export function maskAddress(address: string): string {
  * (development: the embedded database, not production mode). The rest of the text is never logged,
  * since a mail body may one day carry names.
  */
-export function logMailer(log: MailLog, { logLinks }: { logLinks: boolean }): Mailer {
+function logMailer(log: MailLog, { logLinks }: { logLinks: boolean }): Mailer {
   return {
     async send({ to, subject, text }) {
       const recipient = maskAddress(to)

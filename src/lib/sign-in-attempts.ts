@@ -18,7 +18,7 @@ export interface SignInLimits {
 }
 
 /** Which limit refused an attempt, and how long until its window ends. */
-export interface Refusal {
+interface Refusal {
   limit: number
   retryAfterSeconds: number
 }
@@ -86,5 +86,3 @@ export function signInAttempts(counters: AttemptCounters, limits: SignInLimits, 
     return result
   }
 }
-
-export type SignInAttempt = ReturnType<typeof signInAttempts>

@@ -27,7 +27,7 @@ export interface SyncResult<T> {
 }
 
 /** The row's position: its change time as exact UTC text. */
-export const positionTime = (column: string) =>
+const positionTime = (column: string) =>
   sql<string>`to_char(${sql.ref(column)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
 
 /**

@@ -115,7 +115,7 @@ export async function checkTarget(url: string, policy: TargetPolicy): Promise<UR
  * checked, so a DNS answer that changes between the check and the connect (rebinding) cannot
  * slip an internal address through. IP literals never reach a lookup; the sender checks those.
  */
-export function guardedLookup(policy: TargetPolicy): LookupFunction {
+function guardedLookup(policy: TargetPolicy): LookupFunction {
   return ((hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
     allowedAddresses(hostname, policy).then(
       (addresses) => {

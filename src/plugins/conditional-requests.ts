@@ -19,7 +19,7 @@ export const mergePatchDescription = (particulars: string) =>
   `Send \`Content-Type: application/merge-patch+json\` (RFC 7396; \`application/json\` is read the same). Only the members sent change; ${particulars}`
 
 /** The weak ETag of a record version, as every single-record response carries it. */
-export const etagOf = (version: number) => `W/"${version}"`
+const etagOf = (version: number) => `W/"${version}"`
 
 /** `If-None-Match` names the version (weak comparison, RFC 9110 §13.1.2), or is `*`. */
 function namesVersion(header: string | undefined, version: number): boolean {

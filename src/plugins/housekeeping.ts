@@ -19,7 +19,7 @@ export interface HousekeepingRun {
   purged: Record<PurgedTable, number>
 }
 
-export interface Housekeeping {
+interface Housekeeping {
   /** One run now (or the one already under way): every table, in bounded batches. */
   runOnce(): Promise<HousekeepingRun>
 }

@@ -7,7 +7,7 @@ type HeaderSchema = { type: 'string' | 'integer'; description: string; example?:
 type ResponseSchema = { headers?: Record<string, HeaderSchema>; properties?: Record<string, unknown> }
 
 /** The headers the service sets on many answers, declared once here for the API description. */
-export const RESPONSE_HEADERS = {
+const RESPONSE_HEADERS = {
   'X-Request-Id': {
     type: 'string',
     description:

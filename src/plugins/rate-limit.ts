@@ -1,6 +1,6 @@
 import { hkdfSync } from 'node:crypto'
 import rateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit'
-import type { FastifyBaseLogger, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyBaseLogger, FastifyPluginAsync, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Redis } from 'ioredis'
 import type { RateLimitSettings } from '../config/rate-limits.js'

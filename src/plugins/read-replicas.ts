@@ -19,9 +19,9 @@ declare module 'fastify' {
 }
 
 /** Sent on every successful write: the primary's WAL position once it had committed. */
-export const WRITE_POSITION_HEADER = 'x-write-position'
+const WRITE_POSITION_HEADER = 'x-write-position'
 /** Sent back by a caller (to any instance): read nothing older than this position. */
-export const READ_AFTER_HEADER = 'x-read-after'
+const READ_AFTER_HEADER = 'x-read-after'
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
 // A caller's last write position is kept this long (past it, any replica in rotation has

@@ -14,7 +14,7 @@ export function requestIdFor(request: IncomingMessage): string {
 }
 
 /** What the access log shows of a request that matched no route, in place of its path. */
-export const UNMATCHED_ROUTE = '(unmatched)'
+const UNMATCHED_ROUTE = '(unmatched)'
 
 /**
  * The request as the access log shows it: the method and the route template. A path that matched

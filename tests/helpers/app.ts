@@ -10,7 +10,7 @@ import { loadConfig } from '../../src/config.js'
 import { checkResponsesAgainstContract } from './contract.js'
 
 /** Which database this run uses: PostgreSQL when TEST_DATABASE_URL was set, PGlite otherwise. */
-export const onPostgres = () => inject('postgresTemplate') !== undefined
+const onPostgres = () => inject('postgresTemplate') !== undefined
 
 /**
  * The URL of a new PostgreSQL database for the caller alone, a copy of the run's migrated template;

@@ -43,7 +43,7 @@ function folderOf(file: string): string {
 const SPECIFIER = /(?:from|import)\s*\(?\s*['"](\.{1,2}\/[^'"]+)['"]/g
 
 /** Every relative import between the given files, as [importer, imported] paths. */
-export function importEdges(sources: Sources): [string, string][] {
+function importEdges(sources: Sources): [string, string][] {
   const edges: [string, string][] = []
   for (const [file, text] of sources) {
     for (const [, specifier = ''] of text.matchAll(SPECIFIER)) {
@@ -57,7 +57,7 @@ export function importEdges(sources: Sources): [string, string][] {
 }
 
 /** The groups of nodes that reach each other (strongly connected components of two or more). */
-export function cyclesOf(edges: [string, string][]): string[][] {
+function cyclesOf(edges: [string, string][]): string[][] {
   const next = new Map<string, string[]>()
   for (const [from, to] of edges) {
     if (from === to) continue

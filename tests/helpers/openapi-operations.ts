@@ -3,14 +3,14 @@ import { accessRuleOf, type RouteAccess, routeKey } from '../../src/access/route
 import { dereference } from './dereference.js'
 import type { JsonSchema } from './schema-arbitrary.js'
 
-export interface OpenApiParameter {
+interface OpenApiParameter {
   in: 'path' | 'query' | 'header'
   name: string
   required?: boolean
   schema: JsonSchema
 }
 
-export interface OpenApiOperation {
+interface OpenApiOperation {
   parameters?: OpenApiParameter[]
   requestBody?: { required?: boolean; content: Record<string, { schema: JsonSchema }> }
   responses: Record<string, { content?: Record<string, { schema: JsonSchema }> }>

@@ -33,7 +33,7 @@ export const RECORDS_WEBHOOK_HOST = 'hooks.example.test'
  */
 export const recordsResolver = stubDns({ [RECORDS_WEBHOOK_HOST]: ['93.184.216.34'] })
 
-export const RECORD_KINDS = [
+const RECORD_KINDS = [
   'patient',
   'vitals',
   'lab-results',

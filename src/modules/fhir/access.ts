@@ -32,7 +32,7 @@ const rolesFor = (type: FhirResourceType, interaction: 'read' | 'search') =>
   accessOf(interaction === 'read' ? type.restRead : type.restSearch).allow
 
 /** Whether holders of these authorities (`ROLE_…`) may read or search the type, scopes aside. */
-export const rolesAllow = (
+const rolesAllow = (
   authorities: ReadonlySet<string>,
   type: FhirResourceType,
   interaction: 'read' | 'search',

@@ -57,7 +57,7 @@ const SUBSTANCE_SYSTEMS: Record<string, string> = {
  * is sent only for a withdrawn record (entered-in-error, without clinicalStatus: ait-2). The
  * record's overall severity has no place in R4 (only each reaction's severity has): it is left out.
  */
-export function toFhirAllergyIntolerance(row: ClinicalRecordRow): AllergyIntolerance & { id: string } {
+function toFhirAllergyIntolerance(row: ClinicalRecordRow): AllergyIntolerance & { id: string } {
   const data = row.data as AllergyData
   const removed = withdrawn(row)
   const system = data.substanceCode ? SUBSTANCE_SYSTEMS[data.substanceCode.system] : undefined

@@ -56,7 +56,7 @@ const APPOINTMENT_REASONS: Record<string, Coding> = {
   ANNUAL_PHYSICAL: { system: APPOINTMENT_REASON_SYSTEM, code: 'CHECKUP', display: 'A routine check-up' },
 }
 
-export const APPOINTMENT_STATUS_SYSTEM = 'http://hl7.org/fhir/appointmentstatus'
+const APPOINTMENT_STATUS_SYSTEM = 'http://hl7.org/fhir/appointmentstatus'
 
 /**
  * Our lifecycle in FHIR's appointment status codes. FHIR has no "confirmed": a SCHEDULED
@@ -82,7 +82,7 @@ const STATUSES_OF_CODE = Object.entries(STATUSES).reduce<Record<string, string[]
 }, {})
 
 /** An appointment row as FHIR R4 Appointment; empty parts are left out, as FHIR requires. */
-export function toFhirAppointment(row: AppointmentRow): Appointment & { id: string } {
+function toFhirAppointment(row: AppointmentRow): Appointment & { id: string } {
   return present({
     resourceType: 'Appointment' as const,
     id: String(row.id),

@@ -17,7 +17,7 @@ export interface DocumentBytes {
   read(key: string): Promise<Readable>
 }
 
-export interface BinaryRoutesOptions {
+interface BinaryRoutesOptions {
   store: DocumentBytes
 }
 

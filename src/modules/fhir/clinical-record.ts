@@ -27,7 +27,7 @@ const COLUMNS: SearchColumns = { id: 'id', updatedAt: 'updated_at' }
  * The organization's records of one kind, of its live patients (a deleted patient's records are
  * missing, as in the REST API), kept to the launch patient's for a `patient/` scope.
  */
-export const clinicalRowsOf = (db: Kysely<Database>, scope: ReadScope, kind: ClinicalKindName) => {
+const clinicalRowsOf = (db: Kysely<Database>, scope: ReadScope, kind: ClinicalKindName) => {
   const query = db
     .selectFrom('clinical_records')
     .selectAll()

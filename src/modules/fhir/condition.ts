@@ -53,7 +53,7 @@ const PROBLEM_LIST = 'problem-list-item'
  * record has verificationStatus entered-in-error and no clinicalStatus (con-5; its old one is not
  * kept). The abatement date is sent only with an abated clinical status (con-4).
  */
-export function toFhirCondition(row: ClinicalRecordRow): Condition & { id: string } {
+function toFhirCondition(row: ClinicalRecordRow): Condition & { id: string } {
   const data = row.data as ConditionData
   const removed = withdrawn(row)
   const clinical = removed ? undefined : CLINICAL_STATUS[data.clinicalStatus]

@@ -28,7 +28,7 @@ const COLUMNS: SearchColumns = {
 }
 
 /** Our document categories as a code system of our own: no standard one says the same. */
-export const DOCUMENT_CATEGORY_SYSTEM = 'urn:ehr-service:document-category'
+const DOCUMENT_CATEGORY_SYSTEM = 'urn:ehr-service:document-category'
 
 const CATEGORY_NAMES: Record<string, string> = {
   LAB_REPORT: 'Laboratory report',
@@ -59,10 +59,7 @@ function categoryConcept(category: string): CodeableConcept {
  * A stored document as FHIR R4 DocumentReference. The SHA-256 we keep is not put in
  * `attachment.hash`, which R4 defines as SHA-1; the Binary's raw download carries it as its ETag.
  */
-export function toFhirDocumentReference(
-  row: DocumentWithAuthor,
-  base: string,
-): DocumentReference & { id: string } {
+function toFhirDocumentReference(row: DocumentWithAuthor, base: string): DocumentReference & { id: string } {
   const size = row.size_bytes === null ? undefined : Number(row.size_bytes)
   const concept = categoryConcept(row.category)
   return present({

@@ -25,7 +25,7 @@ import { occurrences, type SearchQuery } from './search-params.js'
 
 const COLUMNS: SearchColumns = { id: 'id', updatedAt: 'updated_at', sortDates: { date: 'encounter_date' } }
 
-export const ENCOUNTER_STATUS_SYSTEM = 'http://hl7.org/fhir/encounter-status'
+const ENCOUNTER_STATUS_SYSTEM = 'http://hl7.org/fhir/encounter-status'
 const ACT_CODE_SYSTEM = 'http://terminology.hl7.org/CodeSystem/v3-ActCode'
 
 /**
@@ -59,7 +59,7 @@ const PRIMARY_PERFORMER: Coding = {
  * Encounter has no place for it (that is Composition's and Condition's); the chief complaint is the
  * reason for the visit.
  */
-export function toFhirEncounter(row: EncounterRow): Encounter & { id: string } {
+function toFhirEncounter(row: EncounterRow): Encounter & { id: string } {
   return present({
     resourceType: 'Encounter' as const,
     id: String(row.id),

@@ -14,7 +14,7 @@ import type { FhirResourceType } from './resource-type.js'
 import { present, whereOneOf } from './search-conditions.js'
 import { occurrences, type SearchQuery } from './search-params.js'
 
-export const RXNORM = 'http://www.nlm.nih.gov/research/umls/rxnorm'
+const RXNORM = 'http://www.nlm.nih.gov/research/umls/rxnorm'
 const STATUS_SYSTEM = 'http://hl7.org/fhir/CodeSystem/medication-statement-status'
 const SNOMED = 'http://snomed.info/sct'
 
@@ -71,7 +71,7 @@ function dosageOf(data: MedicationData): Dosage | undefined {
  * (what the patient takes, from when to when), not an order. RxNorm-coded when a code is stored;
  * the name is always the text.
  */
-export function toFhirMedicationStatement(row: ClinicalRecordRow): MedicationStatement & { id: string } {
+function toFhirMedicationStatement(row: ClinicalRecordRow): MedicationStatement & { id: string } {
   const data = row.data as MedicationData
   const dosage = dosageOf(data)
   const period = present({ start: data.startDate ?? undefined, end: data.endDate ?? undefined })

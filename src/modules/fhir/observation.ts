@@ -96,7 +96,7 @@ function interpretationOf(data: LabResultData): CodeableConcept[] | undefined {
 }
 
 /** A lab result as a laboratory Observation: LOINC code, value, range, interpretation. */
-export function toFhirLabResult(row: ClinicalRecordRow): Observation & { id: string } {
+function toFhirLabResult(row: ClinicalRecordRow): Observation & { id: string } {
   const data = row.data as LabResultData
   const range = data.referenceRange
   const referenceRange = range

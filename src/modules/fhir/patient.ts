@@ -40,7 +40,7 @@ const GENDERS: Record<string, NonNullable<Patient['gender']>> = {
 const GENDER_OF_CODE = Object.fromEntries(Object.entries(GENDERS).map(([ours, code]) => [code, ours]))
 
 /** A patient row as FHIR R4 (US Core) Patient; empty parts are left out, as FHIR requires. */
-export function toFhirPatient(row: PatientRow, { mrnSystem }: PatientMapping): Patient & { id: string } {
+function toFhirPatient(row: PatientRow, { mrnSystem }: PatientMapping): Patient & { id: string } {
   const telecom: ContactPoint[] = [
     ...(row.email ? [{ system: 'email' as const, value: row.email }] : []),
     ...(row.phone_number ? [{ system: 'phone' as const, value: row.phone_number }] : []),

@@ -20,10 +20,10 @@ import { occurrences, type SearchQuery } from './search-params.js'
 const COLUMNS: SearchColumns = { id: 'id', updatedAt: 'updated_at' }
 
 /** The identifier system of US National Provider Identifiers. */
-export const NPI_SYSTEM = 'http://hl7.org/fhir/sid/us-npi'
+const NPI_SYSTEM = 'http://hl7.org/fhir/sid/us-npi'
 
 /** A provider row as FHIR R4 Practitioner; empty parts are left out, as FHIR requires. */
-export function toFhirPractitioner(row: ProviderRow): Practitioner & { id: string } {
+function toFhirPractitioner(row: ProviderRow): Practitioner & { id: string } {
   const telecom: ContactPoint[] = [
     ...(row.email ? [{ system: 'email' as const, value: row.email, use: 'work' as const }] : []),
     ...(row.phone_number

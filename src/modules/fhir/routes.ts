@@ -26,7 +26,7 @@ import {
   unimplementedSubsets,
 } from './search-params.js'
 
-export interface FhirOptions {
+interface FhirOptions {
   /** The FHIR base URL, absolute (links are absolute): the service's public address and /fhir/R4. */
   base: string
   /** The resource types served (resourceTypes()). */
@@ -39,7 +39,7 @@ export interface FhirOptions {
   bulkExport: Omit<ExportRoutesOptions, 'base' | 'types'>
 }
 
-export const FHIR_JSON = 'application/fhir+json'
+const FHIR_JSON = 'application/fhir+json'
 
 // Result parameters every search takes, besides the search parameters (COMMON_SEARCH_PARAMETERS and the type's own).
 const COMMON_PARAMETERS = new Set([

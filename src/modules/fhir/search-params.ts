@@ -45,7 +45,7 @@ export const occurrences = (query: SearchQuery, name: string): string[][] =>
   (query[name] ?? []).map((value) => value.split(',').filter((part) => part !== ''))
 
 const COMPARATORS = ['eq', 'ne', 'gt', 'lt', 'ge', 'le'] as const
-export type Comparator = (typeof COMPARATORS)[number]
+type Comparator = (typeof COMPARATORS)[number]
 
 /** A date search value: its comparator and the instant range its precision covers. */
 export interface DateRange {
@@ -131,7 +131,7 @@ export function unimplementedSubsets(query: SearchQuery, interaction: 'read' | '
   ]
 }
 
-export const PAGE_SIZE_DEFAULT = 20
+const PAGE_SIZE_DEFAULT = 20
 export const PAGE_SIZE_MAX = 100
 
 /** `_count`: how many matches a page holds (0: only the total). */
@@ -186,7 +186,7 @@ export const cursorFor = (position: PagePosition, order: SearchOrder) =>
  * The id a reference search value names for `type`: `123`, `Patient/123` or an absolute URL ending
  * in `Patient/123`. Undefined when it names another type or no numeric id (it matches nothing).
  */
-export function referenceId(value: string, type: string): number | undefined {
+function referenceId(value: string, type: string): number | undefined {
   const match = new RegExp(`^(?:.*/)?(?:${type}/)?([1-9][0-9]{0,9})$`).exec(value)
   if (!match || (value.includes('/') && !value.includes(`${type}/`))) return undefined
   const id = Number(match[1])

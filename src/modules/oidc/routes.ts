@@ -80,7 +80,7 @@ function toOAuthError(error: unknown): OAuthError {
   return new OAuthError(500, 'server_error', 'Unexpected error')
 }
 
-export interface OidcRouteOptions {
+interface OidcRouteOptions {
   issuerUrl: string
   publicClientId: string
   /** Where clients' JWKS URLs may point: the webhook address policy; https and public hosts only if unset. */

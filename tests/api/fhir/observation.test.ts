@@ -439,11 +439,6 @@ describe('GET /fhir/R4/Observation (search)', () => {
     return { org, provider, nurse, ada, alan, ids }
   }
 
-  const _idsOf = (bundle: Bundle) =>
-    (bundle.entry ?? [])
-      .filter((entry) => entry.search?.mode === 'match')
-      .map((entry) => Number(entry.resource?.id))
-
   it('finds by patient, subject, category, code, date with prefixes, status, _lastUpdated and _id', async () => {
     const { nurse, ada, alan, ids } = await records()
     const all = [ids.adaVitals, ids.adaGlucose, ids.alanVitals, ids.alanUrine]

@@ -257,11 +257,6 @@ describe('GET /fhir/R4/Patient (search)', () => {
     return { org, nurse, admin, ids }
   }
 
-  const _idsOf = (bundle: Bundle) =>
-    (bundle.entry ?? [])
-      .filter((entry) => entry.search?.mode === 'match')
-      .map((entry) => Number(entry.resource?.id))
-
   it('finds by name, family, given, gender, birthdate with prefixes, identifier and _id', async () => {
     const { nurse, ids } = await people()
     const cases: [string, number[]][] = [

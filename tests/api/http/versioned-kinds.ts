@@ -100,9 +100,9 @@ const request =
       user: as === undefined ? undefined : s.as[as],
     })
 export const get: Send = request('GET')
-export const put = (payload: Payload, path = '', as?: string) => request('PUT', payload, path, as)
+const put = (payload: Payload, path = '', as?: string) => request('PUT', payload, path, as)
 export const patch = (payload: unknown, as?: string) => request('PATCH', () => payload, '', as)
-export const post = (path: string, payload?: Payload) => request('POST', payload, path)
+const post = (path: string, payload?: Payload) => request('POST', payload, path)
 const remove = (as?: string) => request('DELETE', undefined, '', as)
 /** A change made without regard to the version (setup, another client). */
 const anyVersion = (send: Send) => (s: Subject) => send(s, ANY_VERSION)
@@ -122,7 +122,7 @@ export interface Write {
 }
 
 /** One step of a record's life: it raises the version by one. */
-export interface Step {
+interface Step {
   name: string
   send(subject: Subject, previous?: Answer): Promise<Answer | undefined>
   status?: number
@@ -137,7 +137,7 @@ const step = (name: string, send: Send, more: Partial<Step> = {}): Step => ({
 })
 
 /** A write that sends what the record already holds; `always`: still so once the record changed. */
-export interface NoOp {
+interface NoOp {
   name: string
   send: Send
   always?: boolean
@@ -269,7 +269,7 @@ const anotherPatient = async (scope: Scope): Promise<Scope> => ({
   related: { ...scope.related, patientId: await createPatient(scope.on, scope.user) },
 })
 
-export const withdraw = post('/entered-in-error', { reason: 'Duplicate' })
+const withdraw = post('/entered-in-error', { reason: 'Duplicate' })
 
 export const conditions: Kind = {
   name: 'conditions',
@@ -613,7 +613,7 @@ const invoiceBody = (patientId: number | undefined, issue = false) => ({
   lineItems: [{ code: '99213', description: 'Visit', quantity: 1, unitPrice: 10_000 }],
 })
 
-export const invoices: Kind = {
+const invoices: Kind = {
   name: 'invoices',
   async scope(on) {
     const org = await newOrganization(on)
@@ -710,7 +710,7 @@ const retitle = async (s: Subject, title: string) => {
   return undefined
 }
 
-export const documents: Kind = {
+const documents: Kind = {
   name: 'documents',
   scope: (on) => patientScope(on),
   make: (scope) => uploaded(scope),

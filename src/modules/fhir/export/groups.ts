@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely'
 import type { Database } from '../../../../db/database.js'
 
 /** The Group of all the organization's patients. */
-export const ALL_PATIENTS = 'all-patients'
+const ALL_PATIENTS = 'all-patients'
 
 const PROVIDER_GROUP = /^provider-([1-9][0-9]{0,9})$/
 

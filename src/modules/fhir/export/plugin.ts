@@ -15,7 +15,7 @@ declare module 'fastify' {
   }
 }
 
-export interface BulkExportWorkerOptions {
+interface BulkExportWorkerOptions {
   run: boolean
   /** The exports' own database handle, and how to close it (undefined: it is the API's). */
   db: Kysely<Database>

@@ -48,7 +48,7 @@ const NDJSON_TYPES = [NDJSON, 'application/ndjson', 'application/x-ndjson']
 const ANY_NDJSON = ['*/*', 'application/*', 'application/json', FHIR_JSON]
 
 /** The NDJSON media type an Accept header prefers (by q, then the order above), or undefined if none. */
-export function ndjsonTypeFor(accept: string | undefined): string | undefined {
+function ndjsonTypeFor(accept: string | undefined): string | undefined {
   if (accept === undefined || accept.trim() === '') return NDJSON
   let best: { type: string; q: number } | undefined
   for (const range of accept.split(',')) {

@@ -60,7 +60,7 @@ const PAGE_SIZE = 250
 const BY_ID = { name: '_id', descending: false }
 const ERROR_TYPE = 'OperationOutcome'
 
-export const exportFileKey = (exportId: string, sequence: number) => `bulk-export-${exportId}-${sequence}`
+const exportFileKey = (exportId: string, sequence: number) => `bulk-export-${exportId}-${sequence}`
 
 /**
  * Runs FHIR bulk exports in the background: claims one job at a time per slot (a lease, like
