@@ -57,7 +57,7 @@ const AppointmentStatus = StringEnum(APPOINTMENT_STATUSES, {
   description: `Lifecycle: ${transitionText}. Any other change is 409. CANCELLED and NO_SHOW free the time for new bookings. Only SCHEDULED and CONFIRMED appointments can be rescheduled.`,
 })
 
-export const APPOINTMENT_TYPES = [
+const APPOINTMENT_TYPES = [
   'OFFICE_VISIT',
   'NEW_PATIENT',
   'FOLLOW_UP',
@@ -68,7 +68,7 @@ export const APPOINTMENT_TYPES = [
 ] as const
 export const VisitType = (options: { description?: string } = {}) => StringEnum(APPOINTMENT_TYPES, options)
 
-export const PRIORITIES = ['ROUTINE', 'URGENT'] as const
+const PRIORITIES = ['ROUTINE', 'URGENT'] as const
 const Priority = (options: { description?: string } = {}) => StringEnum(PRIORITIES, options)
 
 const Duration = (description: string) =>

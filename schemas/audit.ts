@@ -5,7 +5,7 @@ const IdOf = (description: string) => Type.Integer({ minimum: 1, maximum: 2_147_
 const TimeBound = (description: string) => Type.String({ format: 'date-time', description })
 
 /** What an audited call did; each `/api` route's action is set in src/access/route-access.ts. */
-export const AUDIT_ACTIONS = [
+const AUDIT_ACTIONS = [
   'READ',
   'LIST',
   'SEARCH',
@@ -19,7 +19,7 @@ export const AUDIT_ACTIONS = [
 export type AuditAction = (typeof AUDIT_ACTIONS)[number]
 
 /** The kinds of record an audited call touched. */
-export const AUDIT_RESOURCES = [
+const AUDIT_RESOURCES = [
   'patient',
   'document',
   'vital-signs',
@@ -42,7 +42,7 @@ export const AUDIT_RESOURCES = [
 ] as const
 export type AuditResource = (typeof AUDIT_RESOURCES)[number]
 
-export const AUDIT_OUTCOMES = ['SUCCESS', 'DENIED', 'NOT_FOUND', 'REJECTED', 'ERROR'] as const
+const AUDIT_OUTCOMES = ['SUCCESS', 'DENIED', 'NOT_FOUND', 'REJECTED', 'ERROR'] as const
 
 const literals = (values: readonly string[], description: string) => StringEnum(values, { description })
 
@@ -75,7 +75,7 @@ export const AuditEvent = Named(
 )
 export type AuditEvent = Static<typeof AuditEvent>
 
-export const AUDIT_EVENT_SORT_FIELDS = ['occurredAt'] as const
+const AUDIT_EVENT_SORT_FIELDS = ['occurredAt'] as const
 
 export const AuditEventListQuery = ListQuery(AUDIT_EVENT_SORT_FIELDS, {
   patientId: Type.Optional(

@@ -16,7 +16,7 @@ export const LoginBody = Named(
 )
 export type LoginBody = Static<typeof LoginBody>
 
-export const LoginUser = Named(
+const LoginUser = Named(
   'LoginUser',
   Type.Object({
     id: Type.Integer(),
@@ -154,7 +154,7 @@ export const IdpLoginBody = Named(
 )
 export type IdpLoginBody = Static<typeof IdpLoginBody>
 
-export const RefreshResult = Named(
+const RefreshResult = Named(
   'RefreshResult',
   Type.Object({
     token: Type.String(),

@@ -13,8 +13,8 @@ import {
   Version,
 } from './common.js'
 
-export const INVOICE_STATUSES = ['DRAFT', 'ISSUED', 'PARTIALLY_PAID', 'PAID', 'VOID'] as const
-export const PAYMENT_METHODS = ['CARD', 'CASH', 'CHECK', 'INSURANCE', 'OTHER'] as const
+const INVOICE_STATUSES = ['DRAFT', 'ISSUED', 'PARTIALLY_PAID', 'PAID', 'VOID'] as const
+const PAYMENT_METHODS = ['CARD', 'CASH', 'CHECK', 'INSURANCE', 'OTHER'] as const
 
 const InvoiceStatus = StringEnum(INVOICE_STATUSES, {
   description:
@@ -30,7 +30,7 @@ const Money = (description: string) =>
   })
 const Currency = Type.String({ pattern: '^[A-Z]{3}$', description: 'ISO 4217 code', examples: ['USD'] })
 
-export const LineItemInput = Named(
+const LineItemInput = Named(
   'LineItemInput',
   Type.Object(
     {
@@ -79,7 +79,7 @@ export const CreateInvoiceBody = Named(
 )
 export type CreateInvoiceBody = Static<typeof CreateInvoiceBody>
 
-export const Payment = Named(
+const Payment = Named(
   'Payment',
   Type.Object({
     id: Id,

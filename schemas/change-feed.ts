@@ -2,10 +2,10 @@ import { type Static, Type } from '@sinclair/typebox'
 import { Envelope, Named, Timestamp } from './common.js'
 import { EVENT_NAMES, type EventName } from './events.js'
 
-export const FEED_LIMIT_DEFAULT = 100
-export const FEED_LIMIT_MAX = 1000
+const FEED_LIMIT_DEFAULT = 100
+const FEED_LIMIT_MAX = 1000
 /** Longest long poll: below the usual 60 s idle timeout of proxies and load balancers in between. */
-export const FEED_WAIT_MAX_SECONDS = 30
+const FEED_WAIT_MAX_SECONDS = 30
 /** `after=now`: start at the current horizon instead of a position read earlier. */
 export const FEED_NOW = 'now'
 
@@ -16,7 +16,7 @@ const POSITION = '(0|[1-9][0-9]{0,18})-(0|[1-9][0-9]{0,17})'
 const Position = (description: string) =>
   Type.String({ pattern: `^${POSITION}$`, maxLength: 40, description, examples: ['48213-90417'] })
 
-export const FeedPosition = Position(
+const FeedPosition = Position(
   'Where this event is in the feed. Opaque: store it and send it back as `after` to read on after this event; never compare or build one.',
 )
 

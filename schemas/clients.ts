@@ -27,7 +27,7 @@ const Base64Url = (maxLength: number) => Type.String({ minLength: 1, maxLength, 
  * A public key as a JWK (RFC 7517). Only public members are declared, so a key with private
  * material (`d`, `p`, `q`, `dp`, `dq`, `qi`, `oth`) or a symmetric key (`k`) is refused (422).
  */
-export const PublicJwk = Named(
+const PublicJwk = Named(
   'PublicJwk',
   Type.Object(
     {

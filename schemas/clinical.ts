@@ -52,7 +52,7 @@ export const RecordFields = {
 }
 
 /** A clinical record of one kind as the API returns it: common fields plus the kind's own. */
-export const ClinicalRecord = (data: TObject) =>
+const ClinicalRecord = (data: TObject) =>
   Type.Composite([Type.Object(RecordFields), data], data.title ? { title: data.title } : {})
 
 export const EnteredInErrorBody = Named(
@@ -70,7 +70,7 @@ export type EnteredInErrorBody = Static<typeof EnteredInErrorBody>
 
 export const RecordParams = Type.Object({ patientId: Id, id: Id }, strict)
 
-export const CLINICAL_SORT_FIELDS = ['effectiveAt', 'recordedAt'] as const
+const CLINICAL_SORT_FIELDS = ['effectiveAt', 'recordedAt'] as const
 
 /** Query of a clinical list: paging, newest first by default, the kind's status and code filters, a time range. */
 export const ClinicalListQuery = (filters: TProperties) =>
@@ -89,7 +89,7 @@ export const ClinicalListQuery = (filters: TProperties) =>
 
 // ---- Vital signs -------------------------------------------------------------------------------
 
-export const VITAL_STATUSES = ['FINAL', 'AMENDED', ENTERED_IN_ERROR] as const
+const VITAL_STATUSES = ['FINAL', 'AMENDED', ENTERED_IN_ERROR] as const
 
 export const VitalSignsInput = Named(
   'VitalSignsInput',
@@ -154,8 +154,8 @@ export type VitalSignsData = Static<typeof VitalSignsData>
 
 // ---- Lab results -------------------------------------------------------------------------------
 
-export const LAB_STATUSES = ['PRELIMINARY', 'FINAL', 'CORRECTED', ENTERED_IN_ERROR] as const
-export const INTERPRETATIONS = ['NORMAL', 'LOW', 'HIGH', 'CRITICAL'] as const
+const LAB_STATUSES = ['PRELIMINARY', 'FINAL', 'CORRECTED', ENTERED_IN_ERROR] as const
+const INTERPRETATIONS = ['NORMAL', 'LOW', 'HIGH', 'CRITICAL'] as const
 
 const ReferenceRange = Type.Object(
   {
@@ -233,21 +233,8 @@ export type LabResultData = Static<typeof LabResultData>
 
 // ---- Conditions --------------------------------------------------------------------------------
 
-export const CLINICAL_STATUSES = [
-  'ACTIVE',
-  'RECURRENCE',
-  'RELAPSE',
-  'INACTIVE',
-  'REMISSION',
-  'RESOLVED',
-] as const
-export const VERIFICATION_STATUSES = [
-  'UNCONFIRMED',
-  'PROVISIONAL',
-  'DIFFERENTIAL',
-  'CONFIRMED',
-  'REFUTED',
-] as const
+const CLINICAL_STATUSES = ['ACTIVE', 'RECURRENCE', 'RELAPSE', 'INACTIVE', 'REMISSION', 'RESOLVED'] as const
+const VERIFICATION_STATUSES = ['UNCONFIRMED', 'PROVISIONAL', 'DIFFERENTIAL', 'CONFIRMED', 'REFUTED'] as const
 
 export const ConditionInput = Named(
   'ConditionInput',
@@ -293,7 +280,7 @@ export type ConditionData = Static<typeof ConditionData>
 
 // ---- Allergies ---------------------------------------------------------------------------------
 
-export const ALLERGY_STATUSES = ['ACTIVE', 'INACTIVE', 'RESOLVED', ENTERED_IN_ERROR] as const
+const ALLERGY_STATUSES = ['ACTIVE', 'INACTIVE', 'RESOLVED', ENTERED_IN_ERROR] as const
 export const ALLERGY_CATEGORIES = ['FOOD', 'MEDICATION', 'ENVIRONMENT', 'BIOLOGIC'] as const
 
 export const AllergyInput = Named(
@@ -366,8 +353,8 @@ export type AllergyData = Static<typeof AllergyData>
 
 // ---- Medications -------------------------------------------------------------------------------
 
-export const MEDICATION_STATUSES = ['ACTIVE', 'COMPLETED', 'STOPPED', 'ON_HOLD', ENTERED_IN_ERROR] as const
-export const MEDICATION_ROUTES = [
+const MEDICATION_STATUSES = ['ACTIVE', 'COMPLETED', 'STOPPED', 'ON_HOLD', ENTERED_IN_ERROR] as const
+const MEDICATION_ROUTES = [
   'ORAL',
   'SUBLINGUAL',
   'INTRAVENOUS',

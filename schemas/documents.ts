@@ -13,7 +13,7 @@ import {
   Version,
 } from './common.js'
 
-export const DOCUMENT_CATEGORIES = [
+const DOCUMENT_CATEGORIES = [
   'LAB_REPORT',
   'IMAGING',
   'CONSENT',
@@ -21,7 +21,7 @@ export const DOCUMENT_CATEGORIES = [
   'CLINICAL_NOTE',
   'OTHER',
 ] as const
-export const DOCUMENT_CONTENT_TYPES = [
+const DOCUMENT_CONTENT_TYPES = [
   'application/pdf',
   'image/png',
   'image/jpeg',
@@ -85,7 +85,7 @@ export const DocumentEnvelope = Envelope(Document)
 export const DocumentPageEnvelope = Envelope(Page(Document, { tombstones: true }))
 export const DocumentDeletedEnvelope = Envelope(Deleted)
 
-export const DOCUMENT_SORT_FIELDS = ['createdAt', 'title'] as const
+const DOCUMENT_SORT_FIELDS = ['createdAt', 'title'] as const
 export const DocumentListQuery = ListQuery(DOCUMENT_SORT_FIELDS, { category: Type.Optional(Category) })
 export type DocumentListQuery = Static<typeof DocumentListQuery>
 

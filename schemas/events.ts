@@ -18,7 +18,7 @@ export const EVENT_NAMES = [
 export type EventName = (typeof EVENT_NAMES)[number]
 
 /** `data` of patient.created and patient.updated: identifiers only, no demographics. */
-export const PatientEventData = Named(
+const PatientEventData = Named(
   'PatientEventData',
   Type.Object(
     {
@@ -38,7 +38,7 @@ export const PatientEventData = Named(
 )
 
 /** `data` of invoice.created. */
-export const InvoiceEventData = Named(
+const InvoiceEventData = Named(
   'InvoiceEventData',
   Type.Object({
     id: Id,
@@ -51,7 +51,7 @@ export const InvoiceEventData = Named(
 )
 
 /** `data` of payment.received. */
-export const PaymentEventData = Named(
+const PaymentEventData = Named(
   'PaymentEventData',
   Type.Object({
     id: Id,
@@ -71,13 +71,13 @@ const appointmentIdentity = {
 }
 
 /** `data` of appointment.created: exactly the fields the specification shows. */
-export const AppointmentCreatedEventData = Named(
+const AppointmentCreatedEventData = Named(
   'AppointmentCreatedEventData',
   Type.Object(appointmentIdentity, { additionalProperties: false }),
 )
 
 /** `data` of appointment.updated: after a reschedule or a status change. */
-export const AppointmentUpdatedEventData = Named(
+const AppointmentUpdatedEventData = Named(
   'AppointmentUpdatedEventData',
   Type.Object(
     { ...appointmentIdentity, status: StringEnum(APPOINTMENT_STATUSES) },
@@ -86,7 +86,7 @@ export const AppointmentUpdatedEventData = Named(
 )
 
 /** `data` of appointment.cancelled. */
-export const AppointmentCancelledEventData = Named(
+const AppointmentCancelledEventData = Named(
   'AppointmentCancelledEventData',
   Type.Object(
     {
@@ -100,7 +100,7 @@ export const AppointmentCancelledEventData = Named(
 )
 
 /** `data` of encounter.created: identifiers only, no clinical text. */
-export const EncounterCreatedEventData = Named(
+const EncounterCreatedEventData = Named(
   'EncounterCreatedEventData',
   Type.Object(
     {

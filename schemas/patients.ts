@@ -18,7 +18,7 @@ import {
 } from './common.js'
 
 export const PATIENT_STATUSES = ['ACTIVE', 'INACTIVE', 'DECEASED'] as const
-export const GENDERS = ['Male', 'Female', 'Other', 'Unknown'] as const
+const GENDERS = ['Male', 'Female', 'Other', 'Unknown'] as const
 
 const PatientStatus = StringEnum(PATIENT_STATUSES, {
   description: 'ACTIVE: in care; INACTIVE: no longer seen here; DECEASED',

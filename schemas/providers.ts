@@ -35,7 +35,7 @@ export const DAYS_OF_WEEK = [
 export const DayOfWeek = StringEnum(DAYS_OF_WEEK, { description: 'Day of the week' })
 export type DayOfWeek = Static<typeof DayOfWeek>
 
-export const EXCEPTION_KINDS = ['TIME_OFF', 'EXTRA_HOURS'] as const
+const EXCEPTION_KINDS = ['TIME_OFF', 'EXTRA_HOURS'] as const
 
 const Npi = Type.String({
   pattern: '^[0-9]{10}$',

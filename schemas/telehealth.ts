@@ -21,7 +21,7 @@ export const CreateRoomBody = Named(
 )
 export type CreateRoomBody = Static<typeof CreateRoomBody>
 
-export const ROOM_STATUSES = ['OPEN', 'CLOSED'] as const
+const ROOM_STATUSES = ['OPEN', 'CLOSED'] as const
 
 export const Room = Named(
   'Room',

@@ -190,7 +190,7 @@ export const Delivery = Named(
 )
 export type Delivery = Static<typeof Delivery>
 
-export const DeliveryAttempt = Named(
+const DeliveryAttempt = Named(
   'DeliveryAttempt',
   Type.Object({
     attemptedAt: Timestamp,
