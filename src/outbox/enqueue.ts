@@ -1,5 +1,5 @@
 import { type Compilable, type OperationNodeSource, type RawBuilder, sql } from 'kysely'
-import type { Db, Trx } from '../../db/database.js'
+import type { Db } from '../../db/database.js'
 import { type EmittedEvent, type EventData, TEST_EVENT } from '../../schemas/events.js'
 import { ALL_EVENTS } from '../../schemas/webhooks.js'
 import {
@@ -8,7 +8,7 @@ import {
   changeAuditCte,
   currentChangeAudit,
 } from '../audit/change-audit.js'
-import { announceDeliveries } from './doorbell.js'
+import { announceDeliveries, type EventHandle, type EventTrx } from './doorbell.js'
 
 /**
  * The deliveries of the event row `inserted`: one for each active webhook of the organization that
@@ -34,7 +34,7 @@ function deliveriesOf(organizationId: number, event: EmittedEvent) {
  * `transactionWithEvents`, which announces the deliveries once it commits.
  */
 export async function enqueueEvent<E extends EmittedEvent>(
-  trx: Trx,
+  trx: EventTrx,
   organizationId: number,
   event: E,
   data: EventData<E>,
@@ -89,11 +89,15 @@ export function changeWithEventStatement<R, E extends EmittedEvent>(
  * The row a change-and-event statement changed, if any, once the deliveries it created are
  * announced; `audit`, when the statement wrote its record, is marked written.
  */
-export function changedRow<R>(db: Db, rows: WithDeliveries<R>[], audit?: ChangeAudit): R | undefined {
+export function changedRow<R, D extends Db>(
+  db: D & EventHandle<D>,
+  rows: WithDeliveries<R>[],
+  audit?: ChangeAudit,
+): R | undefined {
   const row = rows[0]
   if (!row) return undefined
   const { [DELIVERED_TO]: webhookIds, ...changed } = row
-  if (webhookIds) announceDeliveries(db, webhookIds)
+  if (webhookIds) announceDeliveries<D>(db, webhookIds)
   if (audit) audit.writtenStatus = audit.fields.status_code
   return changed as R
 }
@@ -105,8 +109,8 @@ export function changedRow<R>(db: Db, rows: WithDeliveries<R>[], audit?: ChangeA
  * of one row; `data` builds the event's data in SQL from that row (the table `changed`). Returns
  * the row, or undefined (and no event) when the change touched none.
  */
-export async function changeWithEvent<R, E extends EmittedEvent>(
-  db: Db,
+export async function changeWithEvent<R, E extends EmittedEvent, D extends Db>(
+  db: D & EventHandle<D>,
   organizationId: number,
   event: E,
   change: Compilable<R> & OperationNodeSource,
@@ -115,12 +119,12 @@ export async function changeWithEvent<R, E extends EmittedEvent>(
   const audit = currentChangeAudit()
   const timestamp = new Date().toISOString()
   const statement = changeWithEventStatement(organizationId, event, change, data, timestamp, audit?.fields)
-  return changedRow(db, (await statement.execute(db)).rows, audit)
+  return changedRow<R, D>(db, (await statement.execute(db)).rows, audit)
 }
 
 /** A `webhook.test` event for one webhook only, at an administrator's request. */
 export async function enqueueTestDelivery(
-  trx: Trx,
+  trx: EventTrx,
   organizationId: number,
   webhookId: number,
 ): Promise<number> {
