@@ -60,7 +60,7 @@ type WithDeliveries<R> = R & { [DELIVERED_TO]: number[] | null }
 
 /**
  * The statement of `changeWithEvent`, with the event's `timestamp` given: a precompiled statement
- * (db/precompiled-query.ts) builds it once with placeholders for its values. Its rows go through
+ * (src/modules/patients/fast-path.ts) builds it once with placeholders for its values. Its rows go through
  * `changedRow`. With `audit`, the statement also writes the audit record of the call making the
  * change (src/audit/change-audit.ts).
  */
