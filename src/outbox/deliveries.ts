@@ -1,6 +1,7 @@
 import { type Kysely, sql } from 'kysely'
 import { acrossOrganizations } from '../../db/across-organizations.js'
 import type { Database } from '../../db/database.js'
+import { prepared } from '../../db/prepared-statements.js'
 import type { StoredPayload } from '../../schemas/events.js'
 
 type Db = Kysely<Database>
@@ -29,12 +30,13 @@ export interface ClaimedDelivery {
  * (the embedded database never analyzes; PostgreSQL only some time after a burst, or never with
  * autovacuum off): the claimed ids reach the update as an array and the webhook and event of each
  * are looked up by primary key, where joins planned on stale estimates scanned whole tables and had
- * the claim compiled with JIT (40 ms instead of 2 ms at 70,000 deliveries never analyzed).
+ * the claim compiled with JIT, many times slower on a large table never analyzed (BENCHMARKS.md,
+ * "Webhooks": the backlog drain).
  *
  * `pinPlan` (the embedded database) also claims in a transaction of its own without bitmap scans,
  * as the change feed's read does: the planner then walks the due index in order and stops at
- * `limit`, rather than reading every due delivery and sorting them (10 ms instead of 0.4 ms at 3,000
- * pending). On PostgreSQL, whose statistics autovacuum keeps current, the transaction would cost
+ * `limit`, rather than reading every due delivery and sorting them (BENCHMARKS.md, "Webhooks:
+ * PGlite"). On PostgreSQL, whose statistics autovacuum keeps current, the transaction would cost
  * each claim three more round trips, which showed in the delivery latency.
  */
 export async function claimDeliveries(
@@ -52,7 +54,7 @@ export async function claimDeliveries(
       ? sql`and candidate.webhook_id not in (${sql.join(options.skipWebhookIds)})`
       : sql``
   const claim = async (trx: Db) => {
-    const { rows } = await sql<ClaimedDelivery>`${acrossOrganizations('outbox worker')}
+    const { rows } = await prepared(sql<ClaimedDelivery>`${acrossOrganizations('outbox worker')}
     update webhook_deliveries
     set locked_until = now() + ${options.leaseSeconds}::float8 * interval '1 second', locked_by = ${options.instanceId}
     where webhook_deliveries.id = any(array(
@@ -75,7 +77,7 @@ export async function claimDeliveries(
       (select case when previous_secret_expires_at > now() then previous_secret end
         from webhooks where id = webhook_deliveries.webhook_id) as previous_secret,
       (select payload from outbox_events where id = webhook_deliveries.event_id) as payload
-  `.execute(trx)
+  `).execute(trx)
     return rows
   }
   if (!options.pinPlan) return claim(db)
@@ -160,7 +162,7 @@ export async function recordFailure(db: Db, result: FailedAttempt): Promise<{ de
       -- failed attempts alone do not raise its version and fail an administrator's If-Match.
       where webhooks.id = streak.id and (webhooks.failing_since is null or streak.deactivate)
       returning streak.deactivate as deactivated`
-  const { rows } = await sql<{ deactivated: boolean }>`${acrossOrganizations('outbox worker')}
+  const { rows } = await prepared(sql<{ deactivated: boolean }>`${acrossOrganizations('outbox worker')}
     with attempt as (
       insert into webhook_delivery_attempts (delivery_id, organization_id, attempted_at, status_code, error, latency_ms, instance_id)
       select id, organization_id, ${result.attemptedAt}, ${result.statusCode}, ${result.error}, ${result.latencyMs}, ${result.instanceId}
@@ -181,7 +183,7 @@ export async function recordFailure(db: Db, result: FailedAttempt): Promise<{ de
       where id = ${result.deliveryId} and locked_by = ${result.instanceId}
     ), webhook as (${webhookUpdate})
     select coalesce((select bool_or(deactivated) from webhook), false) as deactivated, ${asyncCommit}
-  `.execute(db)
+  `).execute(db)
   return { deactivated: rows[0]?.deactivated === true }
 }
 
@@ -198,7 +200,7 @@ export interface Success {
  * load the worker's throughput is bounded by these writes, not by sending. A success never
  * deactivates a webhook; it only ends its failure streak. The ids are given to the planner as well
  * as joined: with statistics never updated it would otherwise scan the whole table to join them
- * (20 ms instead of 0.7 ms at 70,000 deliveries).
+ * (BENCHMARKS.md, "Webhooks": the backlog drain).
  */
 export async function recordSuccesses(
   db: Db,

@@ -1,5 +1,6 @@
 import { type Compilable, type OperationNodeSource, type RawBuilder, sql } from 'kysely'
 import type { Db } from '../../db/database.js'
+import { prepared, returnsEveryColumn } from '../../db/prepared-statements.js'
 import { type EmittedEvent, type EventData, TEST_EVENT } from '../../schemas/events.js'
 import { ALL_EVENTS } from '../../schemas/webhooks.js'
 import {
@@ -40,14 +41,14 @@ export async function enqueueEvent<E extends EmittedEvent>(
   data: EventData<E>,
 ): Promise<void> {
   const payload = { event, timestamp: new Date().toISOString(), data }
-  const { rows } = await sql<{ webhook_id: number }>`
+  const { rows } = await prepared(sql<{ webhook_id: number }>`
     with inserted as (
       insert into outbox_events (organization_id, event_type, payload)
       values (${organizationId}, ${event}, ${JSON.stringify(payload)}::jsonb)
       returning id
     ), ${deliveriesOf(organizationId, event)}
     select webhook_id from deliveries
-  `.execute(trx)
+  `).execute(trx)
   announceDeliveries(
     trx,
     rows.map((row) => row.webhook_id),
@@ -74,7 +75,7 @@ export function changeWithEventStatement<R, E extends EmittedEvent>(
 ): RawBuilder<WithDeliveries<R>> {
   const payload = sql`jsonb_build_object(
     'event', ${event}::text, 'timestamp', ${timestamp}::text, 'data', ${data(sql.table('changed'))})`
-  return sql<WithDeliveries<R>>`
+  const statement = sql<WithDeliveries<R>>`
     with changed as (${change}),
     inserted as (
       insert into outbox_events (organization_id, event_type, payload)
@@ -83,6 +84,8 @@ export function changeWithEventStatement<R, E extends EmittedEvent>(
     ), ${deliveriesOf(organizationId, event)}${audit ? sql`, ${changeAuditCte(audit)}` : sql``}
     select changed.*, (select array_agg(webhook_id) from deliveries) as ${sql.id(DELIVERED_TO)} from changed
   `
+  // A change returning every column would make `changed.*` change with the table.
+  return returnsEveryColumn(change.toOperationNode()) ? statement : prepared(statement)
 }
 
 /**
@@ -133,7 +136,7 @@ export async function enqueueTestDelivery(
     timestamp: new Date().toISOString(),
     data: { webhookId, message: 'Test delivery requested by an administrator' },
   }
-  const { rows } = await sql<{ id: number }>`
+  const { rows } = await prepared(sql<{ id: number }>`
     with inserted as (
       insert into outbox_events (organization_id, event_type, payload)
       values (${organizationId}, ${TEST_EVENT}, ${JSON.stringify(payload)}::jsonb)
@@ -142,7 +145,7 @@ export async function enqueueTestDelivery(
     insert into webhook_deliveries (webhook_id, organization_id, event_id, event_type)
     select ${webhookId}, ${organizationId}, inserted.id, ${TEST_EVENT} from inserted
     returning id
-  `.execute(trx)
+  `).execute(trx)
   announceDeliveries(trx, [webhookId])
   return (rows[0] as { id: number }).id
 }

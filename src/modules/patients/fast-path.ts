@@ -5,7 +5,7 @@
  * page)" and "POST /api/patients" of BENCHMARKS.md, where building and compiling a query on every
  * call cost about as much as running it (docs/scaling.md):
  * - a query compiled once per shape, each call only filling in its values (precompiledQuery), and
- *   prepared on PostgreSQL;
+ *   declared a prepared statement (db/prepared-statements.ts), its plan suiting every value;
  * - lookups by id outside a transaction made in the same event-loop turn answered by one query;
  * - the list as a practice opens it (no filter but perhaps the status) compiled once per sort order
  *   and status filter, with its total from the maintained counts.
@@ -13,7 +13,7 @@
  */
 import { type Compilable, type CompiledQuery, type Kysely, sql } from 'kysely'
 import type { Database, Db } from '../../../db/database.js'
-import { allowPreparing } from '../../../db/prepared-statements.js'
+import { prepared } from '../../../db/prepared-statements.js'
 import type { NewPatientRow, PatientRow } from '../../../db/tables/patients.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import type { ChangeAuditFields } from '../../audit/change-audit.js'
@@ -63,8 +63,7 @@ function slotValue(args: readonly unknown[], [index, field]: Slot[typeof SLOT]):
  * A query that Kysely builds and compiles once per shape; each call only fills in its parameter
  * values. `build` may use its arguments as values only (never in conditions of its own), since it
  * runs once with placeholders. A plain object argument (a row to insert) is a value per field: the
- * statement is compiled once for each set of fields it is called with. Its plan must suit every
- * value (a lookup by key, a change), since on PostgreSQL it is prepared and its plan reused.
+ * statement is compiled once for each set of fields it is called with.
  */
 export function precompiledQuery<A extends readonly unknown[], R>(
   build: (db: Db, ...args: A) => Compilable<R>,
@@ -75,7 +74,6 @@ export function precompiledQuery<A extends readonly unknown[], R>(
     let compiled = compiledByShape.get(shape)
     if (!compiled) {
       compiled = build(db, ...(placeholders(args) as unknown as A)).compile()
-      allowPreparing(compiled.sql)
       compiledByShape.set(shape, compiled)
     }
     const parameters = compiled.parameters.map((value) =>
@@ -87,9 +85,11 @@ export function precompiledQuery<A extends readonly unknown[], R>(
 }
 
 const patientsByIds = precompiledQuery((db, organizationId: number, ids: number[]) =>
-  live(db, organizationId)
-    .select(PATIENT_COLUMNS)
-    .where('id', '=', (eb) => eb.fn.any(eb.val(ids))),
+  prepared(
+    live(db, organizationId)
+      .select(PATIENT_COLUMNS)
+      .where('id', '=', (eb) => eb.fn.any(eb.val(ids))),
+  ),
 )
 
 const lookups = new WeakMap<
@@ -141,10 +141,12 @@ function openingPage(sort: SortOrder, byStatus: boolean): PageQueryFn {
   if (!page) {
     page = precompiledQuery((db, organizationId: number, size: number, offset: number, status?: string) => {
       const query = live(db, organizationId).select(PATIENT_COLUMNS)
-      return (byStatus ? query.where('status', '=', status as PatientRow['status']) : query)
-        .orderBy(orderByExpression(sort))
-        .limit(size)
-        .offset(offset)
+      return prepared(
+        (byStatus ? query.where('status', '=', status as PatientRow['status']) : query)
+          .orderBy(orderByExpression(sort))
+          .limit(size)
+          .offset(offset),
+      )
     })
     openingPages.set(key, page)
   }
@@ -156,9 +158,9 @@ const liveCount = (db: Db, organizationId: number) =>
     .selectFrom('patient_counts')
     .select(sql<number>`coalesce(sum(live_count), 0)::int`.as('total'))
     .where('organization_id', '=', organizationId)
-const allLiveCount = precompiledQuery(liveCount)
+const allLiveCount = precompiledQuery((db, organizationId: number) => prepared(liveCount(db, organizationId)))
 const liveCountOfStatus = precompiledQuery((db, organizationId: number, status: string) =>
-  liveCount(db, organizationId).where('status', '=', status),
+  prepared(liveCount(db, organizationId).where('status', '=', status)),
 )
 
 /** The maintained count of an organization's live patients (of one status, if given). */
