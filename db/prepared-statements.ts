@@ -48,6 +48,16 @@ export function prepared<Q extends OperationNodeSource>(query: Q): Q {
   return query
 }
 
+/**
+ * Records for every database the text of `compiled` if its query was declared with `prepared()`;
+ * whether it was. A query compiled once may have been compiled by a database that prepares nothing.
+ */
+export function rememberDeclared(compiled: CompiledQuery): boolean {
+  if (!declared.has(compiled.query)) return false
+  declaredTexts.add(compiled.sql)
+  return true
+}
+
 const isChange = (node: OperationNode): node is InsertQueryNode | UpdateQueryNode | DeleteQueryNode =>
   InsertQueryNode.is(node) || UpdateQueryNode.is(node) || DeleteQueryNode.is(node)
 
@@ -92,8 +102,8 @@ class PreparingQueryCompiler extends PostgresQueryCompiler {
 
   override compileQuery(node: RootOperationNode, queryId: QueryId): CompiledQuery {
     const compiled = super.compileQuery(node, queryId)
-    if (declared.has(node)) declaredTexts.add(compiled.sql)
-    else if (isChange(node) && !returnsEveryColumn(node)) this.names.name(compiled.sql)
+    if (!rememberDeclared(compiled) && isChange(node) && !returnsEveryColumn(node))
+      this.names.name(compiled.sql)
     return compiled
   }
 }

@@ -1,7 +1,7 @@
-import { Kysely, sql } from 'kysely'
+import { Kysely, PostgresDialect, sql } from 'kysely'
 import pg from 'pg'
 import { afterEach, describe, expect, it } from 'vitest'
-import { PreparingPostgresDialect, prepared } from '../../db/prepared-statements.js'
+import { PreparingPostgresDialect, prepared, rememberDeclared } from '../../db/prepared-statements.js'
 
 interface Tables {
   t: { a: number; b: number | null }
@@ -64,6 +64,14 @@ describe('prepared statements', () => {
     const second = database()
     const text = prepared(first.db.selectFrom('u').select('a').where('a', '=', 1)).compile().sql
     expect(second.nameOf({ compile: () => ({ sql: text }) })).toMatch(NAME)
+    // Compiled once by a database that prepares nothing, as a precompiled query may be.
+    const plain = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: new pg.Pool() }) })
+    opened.push(plain)
+    const compiled = prepared(plain.selectFrom('u').select('a').where('a', '>', 1)).compile()
+    expect(first.nameOf({ compile: () => compiled })).toBeUndefined()
+    expect(rememberDeclared(compiled)).toBe(true)
+    expect(first.nameOf({ compile: () => compiled })).toMatch(NAME)
+    expect(rememberDeclared(plain.selectFrom('u').select('a').compile())).toBe(false)
   })
 
   it('leaves schema changes and transaction control unnamed', () => {

@@ -13,7 +13,7 @@
  */
 import { type Compilable, type CompiledQuery, type Kysely, sql } from 'kysely'
 import type { Database, Db } from '../../../db/database.js'
-import { prepared } from '../../../db/prepared-statements.js'
+import { prepared, rememberDeclared } from '../../../db/prepared-statements.js'
 import type { NewPatientRow, PatientRow } from '../../../db/tables/patients.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import type { ChangeAuditFields } from '../../audit/change-audit.js'
@@ -74,6 +74,8 @@ export function precompiledQuery<A extends readonly unknown[], R>(
     let compiled = compiledByShape.get(shape)
     if (!compiled) {
       compiled = build(db, ...(placeholders(args) as unknown as A)).compile()
+      // Then run on any database, prepared wherever it was declared so.
+      rememberDeclared(compiled)
       compiledByShape.set(shape, compiled)
     }
     const parameters = compiled.parameters.map((value) =>
