@@ -2,7 +2,7 @@ import { Kysely, PostgresDialect } from 'kysely'
 import pg from 'pg'
 import { type DatabaseHandle, observation, type SessionLock, type Unlisten } from './connect.js'
 import type { Database } from './database.js'
-import { DEFAULT_PREPARED_STATEMENTS, preparingPool, statementNamer } from './prepared-statements.js'
+import { DEFAULT_PREPARED_STATEMENTS, PreparingPostgresDialect } from './prepared-statements.js'
 import { parseTimestamptz, TIMESTAMPTZ_OID } from './utc-timestamp.js'
 
 const INT8_OID = 20
@@ -143,9 +143,10 @@ export function openPostgres({
       throw error
     }
   }) as typeof pool.connect
-  const dialect = new PostgresDialect({
-    pool: preparedStatements > 0 ? preparingPool(pool, statementNamer(preparedStatements)) : pool,
-  })
+  const dialect =
+    preparedStatements > 0
+      ? new PreparingPostgresDialect(pool, preparedStatements)
+      : new PostgresDialect({ pool })
   const db = new Kysely<Database>({ dialect, log: observed.log })
   const listeners = new Set<Unlisten>()
   return {

@@ -1,20 +1,16 @@
 import Fastify from 'fastify'
-import { type CompiledQuery, Kysely, PostgresDialect } from 'kysely'
 import pg from 'pg'
-import type { Database } from '../../db/database.js'
-import { coalesced } from '../../src/lib/coalesce.js'
-import { sortOrder } from '../../src/lib/paging.js'
-import { listPatients, PATIENT_SORT_COLUMNS } from '../../src/modules/patients/queries.js'
+import { SORTED_PAGE_SIZE, SORTED_PAGE_SQL, SORTED_PAGE_TOTAL_SQL } from './ceiling-statements.js'
 
 /**
  * The ceilings the service is measured against, each a bare Fastify route (no auth, envelope,
- * audit, metrics or validation): `constant` returns a fixed object; `select` runs the service's
- * primary-key SELECT of a patient with pg; `select-coalesced` runs the same lookups coalesced per
- * event-loop turn into one SELECT, as the service does (src/lib/coalesce.ts), so that the service's
- * ratio to it is what the rest of its work costs; `insert` runs an INSERT of a patient in a transaction;
- * `sorted-page` runs the statements of the service's first page of patients sorted by last name,
- * taken from the service's own query code (run once through Kysely at start, its SQL and parameters
- * recorded), and answers the rows and the total.
+ * audit, metrics or validation) on Fastify and pg alone, importing none of the service's code, so
+ * that a ceiling measures what the database and the libraries can do: `constant` returns a fixed
+ * object; `select` runs a primary-key SELECT of a patient; `select-coalesced` runs the same lookups
+ * gathered per event-loop turn into one SELECT, as the service gathers its lookups, so that the
+ * service's ratio to it is what the rest of its work costs; `insert` runs an INSERT of a patient in
+ * a transaction; `sorted-page` runs the two statements of the service's first page of patients
+ * sorted by last name (ceiling-statements.ts) and answers the rows and the total.
  * Statements are named (prepared once per connection), as the service's are, so neither side gains by it.
  */
 const [kind, port, databaseUrl, organizationId] = process.argv.slice(2)
@@ -33,7 +29,7 @@ if (kind === 'constant') {
     return result.rows[0] ?? {}
   })
 } else if (kind === 'select-coalesced' && pool) {
-  const lookup = coalesced(async (_group: 'patients', ids: number[]) => {
+  const lookup = coalescedLookup(async (ids) => {
     const result = await pool.query({
       name: 'patients_by_ids',
       text: 'select * from patients where id = any($1) and deleted_at is null',
@@ -43,7 +39,7 @@ if (kind === 'constant') {
   })
   app.get<{ Params: { id: string } }>(
     '/patients/:id',
-    async (request) => (await lookup('patients', Number(request.params.id))) ?? {},
+    async (request) => (await lookup(Number(request.params.id))) ?? {},
   )
 } else if (kind === 'insert' && pool) {
   app.post<{ Body: { organizationId: number; userId: number } }>('/patients', async (request) => {
@@ -66,11 +62,11 @@ if (kind === 'constant') {
     }
   })
 } else if (kind === 'sorted-page' && pool) {
-  const [page, total] = await sortedPageStatements(pool, Number(organizationId))
+  const organization = Number(organizationId)
   app.get('/patients', async () => {
     const [rows, count] = await Promise.all([
-      pool.query({ name: 'sorted_page', text: page.sql, values: [...page.parameters] }),
-      pool.query({ name: 'sorted_page_total', text: total.sql, values: [...total.parameters] }),
+      pool.query({ name: 'sorted_page', text: SORTED_PAGE_SQL, values: [organization, SORTED_PAGE_SIZE, 0] }),
+      pool.query({ name: 'sorted_page_total', text: SORTED_PAGE_TOTAL_SQL, values: [organization] }),
     ])
     return { rows: rows.rows, total: count.rows[0]?.total }
   })
@@ -78,21 +74,35 @@ if (kind === 'constant') {
   throw new Error(`unknown ceiling ${kind}`)
 }
 
-/** The page query and the count query of the service's first page of 20 patients by last name. */
-async function sortedPageStatements(
-  pool: pg.Pool,
-  organizationId: number,
-): Promise<[CompiledQuery, CompiledQuery]> {
-  const recorded: CompiledQuery[] = []
-  const db = new Kysely<Database>({
-    dialect: new PostgresDialect({ pool }),
-    log: (event) => void recorded.push(event.query),
-  })
-  const sort = sortOrder('lastName,asc', PATIENT_SORT_COLUMNS, { field: 'lastName', direction: 'asc' })
-  await listPatients(db, organizationId, {}, sort, { page: 0, size: 20 })
-  if (recorded.length !== 2) throw new Error(`expected a page and a count query, saw ${recorded.length}`)
-  const [first, second] = recorded as [CompiledQuery, CompiledQuery]
-  return /order by/i.test(first.sql) ? [first, second] : [second, first]
+/**
+ * Lookups by id asked for in the same turn of the event loop, answered by one call of `fetchMany`
+ * once the turn's other work is done, as the service gathers its lookups by id.
+ */
+function coalescedLookup<V>(fetchMany: (ids: number[]) => Promise<Map<number, V>>) {
+  type Waiter = { resolve: (value: V | undefined) => void; reject: (error: unknown) => void }
+  let asked: Map<number, Waiter[]> | undefined
+  const answer = async (waiting: Map<number, Waiter[]>) => {
+    try {
+      const found = await fetchMany([...waiting.keys()])
+      for (const [id, waiters] of waiting) for (const waiter of waiters) waiter.resolve(found.get(id))
+    } catch (error) {
+      for (const waiters of waiting.values()) for (const waiter of waiters) waiter.reject(error)
+    }
+  }
+  return (id: number) =>
+    new Promise<V | undefined>((resolve, reject) => {
+      if (!asked) {
+        const waiting = new Map<number, Waiter[]>()
+        asked = waiting
+        setImmediate(() => {
+          asked = undefined
+          void answer(waiting)
+        })
+      }
+      const waiters = asked.get(id)
+      if (waiters) waiters.push({ resolve, reject })
+      else asked.set(id, [{ resolve, reject }])
+    })
 }
 
 await app.listen({ port: Number(port), host: '127.0.0.1' })

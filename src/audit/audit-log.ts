@@ -2,6 +2,7 @@ import { type Kysely, sql } from 'kysely'
 import { acrossOrganizations } from '../../db/across-organizations.js'
 import { integerArrayLiteral, textArrayLiteral } from '../../db/array-literal.js'
 import type { Database, Db } from '../../db/database.js'
+import { prepared } from '../../db/prepared-statements.js'
 import type { NewAuditRow } from '../../db/tables/audit-log.js'
 
 export interface AuditLogOptions {
@@ -33,7 +34,7 @@ export async function insertAuditRows(db: Db, rows: NewAuditRow[]): Promise<void
   const text = (value: (row: NewAuditRow) => string) => textArrayLiteral(rows.map(value))
   const integers = (value: (row: NewAuditRow) => number | null | undefined) =>
     integerArrayLiteral(rows.map((row) => value(row) ?? null))
-  await sql`${acrossOrganizations('audit batches')}
+  await prepared(sql`${acrossOrganizations('audit batches')}
     insert into audit_log (occurred_at, organization_id, user_id, action, resource_type, resource_ids,
       patient_id, outcome, status_code, request_id)
     select occurred_at, organization_id, user_id, action, resource_type, resource_ids::integer[],
@@ -51,7 +52,7 @@ export async function insertAuditRows(db: Db, rows: NewAuditRow[]): Promise<void
       ${text((row) => row.request_id)}::text[]
     ) as batch(occurred_at, organization_id, user_id, action, resource_type, resource_ids, patient_id,
       outcome, status_code, request_id)
-  `.execute(db)
+  `).execute(db)
 }
 
 /** Records written by one insert, and the calls waiting for it. */

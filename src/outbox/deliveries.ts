@@ -1,6 +1,7 @@
 import { type Kysely, sql } from 'kysely'
 import { acrossOrganizations } from '../../db/across-organizations.js'
 import type { Database } from '../../db/database.js'
+import { prepared } from '../../db/prepared-statements.js'
 import type { StoredPayload } from '../../schemas/events.js'
 
 type Db = Kysely<Database>
@@ -52,7 +53,7 @@ export async function claimDeliveries(
       ? sql`and candidate.webhook_id not in (${sql.join(options.skipWebhookIds)})`
       : sql``
   const claim = async (trx: Db) => {
-    const { rows } = await sql<ClaimedDelivery>`${acrossOrganizations('outbox worker')}
+    const { rows } = await prepared(sql<ClaimedDelivery>`${acrossOrganizations('outbox worker')}
     update webhook_deliveries
     set locked_until = now() + ${options.leaseSeconds}::float8 * interval '1 second', locked_by = ${options.instanceId}
     where webhook_deliveries.id = any(array(
@@ -75,7 +76,7 @@ export async function claimDeliveries(
       (select case when previous_secret_expires_at > now() then previous_secret end
         from webhooks where id = webhook_deliveries.webhook_id) as previous_secret,
       (select payload from outbox_events where id = webhook_deliveries.event_id) as payload
-  `.execute(trx)
+  `).execute(trx)
     return rows
   }
   if (!options.pinPlan) return claim(db)
@@ -160,7 +161,7 @@ export async function recordFailure(db: Db, result: FailedAttempt): Promise<{ de
       -- failed attempts alone do not raise its version and fail an administrator's If-Match.
       where webhooks.id = streak.id and (webhooks.failing_since is null or streak.deactivate)
       returning streak.deactivate as deactivated`
-  const { rows } = await sql<{ deactivated: boolean }>`${acrossOrganizations('outbox worker')}
+  const { rows } = await prepared(sql<{ deactivated: boolean }>`${acrossOrganizations('outbox worker')}
     with attempt as (
       insert into webhook_delivery_attempts (delivery_id, organization_id, attempted_at, status_code, error, latency_ms, instance_id)
       select id, organization_id, ${result.attemptedAt}, ${result.statusCode}, ${result.error}, ${result.latencyMs}, ${result.instanceId}
@@ -181,7 +182,7 @@ export async function recordFailure(db: Db, result: FailedAttempt): Promise<{ de
       where id = ${result.deliveryId} and locked_by = ${result.instanceId}
     ), webhook as (${webhookUpdate})
     select coalesce((select bool_or(deactivated) from webhook), false) as deactivated, ${asyncCommit}
-  `.execute(db)
+  `).execute(db)
   return { deactivated: rows[0]?.deactivated === true }
 }
 

@@ -23,7 +23,22 @@ interface Pending {
   webhookIds: number[]
   anything: boolean
 }
-const pendingOf = new WeakMap<Trx, Pending>()
+const pendingOf = new WeakMap<Db, Pending>()
+
+declare const RECORDS_EVENTS: unique symbol
+
+/**
+ * A transaction opened by `transactionWithEvents`, which announces the deliveries of the events
+ * recorded in it once it commits: the only transaction that the functions recording events accept.
+ */
+export type EventTrx = Trx & { readonly [RECORDS_EVENTS]: true }
+
+/**
+ * A handle an event may be recorded through: the database, for a statement that commits by itself,
+ * or an EventTrx. Taken as `D & EventHandle<D>`, it makes a handle typed as any other transaction
+ * a type error.
+ */
+export type EventHandle<D extends Db> = D extends EventTrx ? D : D extends Trx ? never : D
 
 /** Where the deliveries committed through `db` are announced (the outbox plugin installs it). */
 export function installDoorbell(db: Kysely<Database>, doorbell: Doorbell): void {
@@ -35,12 +50,17 @@ export function installDoorbell(db: Kysely<Database>, doorbell: Doorbell): void 
  * commit when it runs in a transaction opened by `transactionWithEvents`. Without a doorbell (a
  * script, the CLI) workers find them when they next poll.
  */
-export function announceDeliveries(db: Db, webhookIds?: readonly number[]): void {
+export function announceDeliveries<D extends Db>(
+  db: D & EventHandle<D>,
+  webhookIds?: readonly number[],
+): void {
   if (!db.isTransaction) {
-    doorbells.get(db as Kysely<Database>)?.(webhookIds)
+    doorbells.get(db)?.(webhookIds)
     return
   }
-  const pending = pendingOf.get(db as Trx)
+  const pending = pendingOf.get(db)
+  // Still reachable: a transaction passes for the database where a parameter is typed as the
+  // database (Transaction extends Kysely), as a service's `db: Kysely<Database>` is.
   if (!pending) {
     throw new Error(
       'events are recorded in a transaction opened by transactionWithEvents(), which announces their deliveries once it commits',
@@ -53,12 +73,12 @@ export function announceDeliveries(db: Db, webhookIds?: readonly number[]): void
 /** Runs `work` in a transaction and announces the deliveries its events created once it has committed. */
 export async function transactionWithEvents<T>(
   db: Kysely<Database>,
-  work: (trx: Trx) => Promise<T>,
+  work: (trx: EventTrx) => Promise<T>,
 ): Promise<T> {
   const pending: Pending = { webhookIds: [], anything: false }
   const result = await db.transaction().execute((trx) => {
     pendingOf.set(trx, pending)
-    return work(trx)
+    return work(trx as EventTrx)
   })
   if (pending.anything) announceDeliveries(db)
   else if (pending.webhookIds.length > 0) announceDeliveries(db, pending.webhookIds)

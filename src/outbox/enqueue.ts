@@ -1,5 +1,6 @@
 import { type Compilable, type OperationNodeSource, type RawBuilder, sql } from 'kysely'
-import type { Db, Trx } from '../../db/database.js'
+import type { Db } from '../../db/database.js'
+import { prepared, returnsEveryColumn } from '../../db/prepared-statements.js'
 import { type EmittedEvent, type EventData, TEST_EVENT } from '../../schemas/events.js'
 import { ALL_EVENTS } from '../../schemas/webhooks.js'
 import {
@@ -8,7 +9,7 @@ import {
   changeAuditCte,
   currentChangeAudit,
 } from '../audit/change-audit.js'
-import { announceDeliveries } from './doorbell.js'
+import { announceDeliveries, type EventHandle, type EventTrx } from './doorbell.js'
 
 /**
  * The deliveries of the event row `inserted`: one for each active webhook of the organization that
@@ -34,20 +35,20 @@ function deliveriesOf(organizationId: number, event: EmittedEvent) {
  * `transactionWithEvents`, which announces the deliveries once it commits.
  */
 export async function enqueueEvent<E extends EmittedEvent>(
-  trx: Trx,
+  trx: EventTrx,
   organizationId: number,
   event: E,
   data: EventData<E>,
 ): Promise<void> {
   const payload = { event, timestamp: new Date().toISOString(), data }
-  const { rows } = await sql<{ webhook_id: number }>`
+  const { rows } = await prepared(sql<{ webhook_id: number }>`
     with inserted as (
       insert into outbox_events (organization_id, event_type, payload)
       values (${organizationId}, ${event}, ${JSON.stringify(payload)}::jsonb)
       returning id
     ), ${deliveriesOf(organizationId, event)}
     select webhook_id from deliveries
-  `.execute(trx)
+  `).execute(trx)
   announceDeliveries(
     trx,
     rows.map((row) => row.webhook_id),
@@ -60,7 +61,7 @@ type WithDeliveries<R> = R & { [DELIVERED_TO]: number[] | null }
 
 /**
  * The statement of `changeWithEvent`, with the event's `timestamp` given: a precompiled statement
- * (db/precompiled-query.ts) builds it once with placeholders for its values. Its rows go through
+ * (src/modules/patients/fast-path.ts) builds it once with placeholders for its values. Its rows go through
  * `changedRow`. With `audit`, the statement also writes the audit record of the call making the
  * change (src/audit/change-audit.ts).
  */
@@ -74,7 +75,7 @@ export function changeWithEventStatement<R, E extends EmittedEvent>(
 ): RawBuilder<WithDeliveries<R>> {
   const payload = sql`jsonb_build_object(
     'event', ${event}::text, 'timestamp', ${timestamp}::text, 'data', ${data(sql.table('changed'))})`
-  return sql<WithDeliveries<R>>`
+  const statement = sql<WithDeliveries<R>>`
     with changed as (${change}),
     inserted as (
       insert into outbox_events (organization_id, event_type, payload)
@@ -83,17 +84,23 @@ export function changeWithEventStatement<R, E extends EmittedEvent>(
     ), ${deliveriesOf(organizationId, event)}${audit ? sql`, ${changeAuditCte(audit)}` : sql``}
     select changed.*, (select array_agg(webhook_id) from deliveries) as ${sql.id(DELIVERED_TO)} from changed
   `
+  // A change returning every column would make `changed.*` change with the table.
+  return returnsEveryColumn(change.toOperationNode()) ? statement : prepared(statement)
 }
 
 /**
  * The row a change-and-event statement changed, if any, once the deliveries it created are
  * announced; `audit`, when the statement wrote its record, is marked written.
  */
-export function changedRow<R>(db: Db, rows: WithDeliveries<R>[], audit?: ChangeAudit): R | undefined {
+export function changedRow<R, D extends Db>(
+  db: D & EventHandle<D>,
+  rows: WithDeliveries<R>[],
+  audit?: ChangeAudit,
+): R | undefined {
   const row = rows[0]
   if (!row) return undefined
   const { [DELIVERED_TO]: webhookIds, ...changed } = row
-  if (webhookIds) announceDeliveries(db, webhookIds)
+  if (webhookIds) announceDeliveries<D>(db, webhookIds)
   if (audit) audit.writtenStatus = audit.fields.status_code
   return changed as R
 }
@@ -105,8 +112,8 @@ export function changedRow<R>(db: Db, rows: WithDeliveries<R>[], audit?: ChangeA
  * of one row; `data` builds the event's data in SQL from that row (the table `changed`). Returns
  * the row, or undefined (and no event) when the change touched none.
  */
-export async function changeWithEvent<R, E extends EmittedEvent>(
-  db: Db,
+export async function changeWithEvent<R, E extends EmittedEvent, D extends Db>(
+  db: D & EventHandle<D>,
   organizationId: number,
   event: E,
   change: Compilable<R> & OperationNodeSource,
@@ -115,12 +122,12 @@ export async function changeWithEvent<R, E extends EmittedEvent>(
   const audit = currentChangeAudit()
   const timestamp = new Date().toISOString()
   const statement = changeWithEventStatement(organizationId, event, change, data, timestamp, audit?.fields)
-  return changedRow(db, (await statement.execute(db)).rows, audit)
+  return changedRow<R, D>(db, (await statement.execute(db)).rows, audit)
 }
 
 /** A `webhook.test` event for one webhook only, at an administrator's request. */
 export async function enqueueTestDelivery(
-  trx: Trx,
+  trx: EventTrx,
   organizationId: number,
   webhookId: number,
 ): Promise<number> {
@@ -129,7 +136,7 @@ export async function enqueueTestDelivery(
     timestamp: new Date().toISOString(),
     data: { webhookId, message: 'Test delivery requested by an administrator' },
   }
-  const { rows } = await sql<{ id: number }>`
+  const { rows } = await prepared(sql<{ id: number }>`
     with inserted as (
       insert into outbox_events (organization_id, event_type, payload)
       values (${organizationId}, ${TEST_EVENT}, ${JSON.stringify(payload)}::jsonb)
@@ -138,7 +145,7 @@ export async function enqueueTestDelivery(
     insert into webhook_deliveries (webhook_id, organization_id, event_id, event_type)
     select ${webhookId}, ${organizationId}, inserted.id, ${TEST_EVENT} from inserted
     returning id
-  `.execute(trx)
+  `).execute(trx)
   announceDeliveries(trx, [webhookId])
   return (rows[0] as { id: number }).id
 }

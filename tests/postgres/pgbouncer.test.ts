@@ -281,7 +281,7 @@ describe('what the settings for PgBouncer prevent', () => {
       const handle = openPostgres({ url: single.urlOf(directUrl), poolMax: 2, preparedStatements })
       try {
         // A change, which the service prepares; it deletes nothing.
-        const run = () => sql`delete from password_reset_tokens where id = ${-1}`.execute(handle.db)
+        const run = () => handle.db.deleteFrom('password_reset_tokens').where('id', '=', -1).execute()
         const results = await Promise.allSettled(Array.from({ length: 6 }, run))
         return results.flatMap((result) =>
           result.status === 'rejected' ? [(result.reason as { code?: string }).code] : [],

@@ -1,10 +1,8 @@
 import { type Kysely, sql } from 'kysely'
 import type { Database, Db } from '../../../db/database.js'
-import { precompiledQuery } from '../../../db/precompiled-query.js'
 import type { NewPatientRow, PatientRow, PatientRowUpdate } from '../../../db/tables/patients.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import type { PATIENT_SORT_FIELDS } from '../../../schemas/patients.js'
-import { coalesced } from '../../lib/coalesce.js'
 import { countRows, fetchPageOfKnownTotal, orderByExpression, type SortOrder } from '../../lib/paging.js'
 import { prefixEnd } from '../../lib/prefix-range.js'
 import { type SyncRead, syncRows, syncTombstones } from '../../lib/sync-paging.js'
@@ -33,7 +31,7 @@ export interface PatientFilters {
   mrn?: string
 }
 
-const PATIENT_COLUMNS = [
+export const PATIENT_COLUMNS = [
   'id',
   'organization_id',
   'mrn',
@@ -63,7 +61,7 @@ const PATIENT_COLUMNS = [
   'deleted_by',
 ] as const satisfies readonly (keyof PatientRow)[]
 
-const live = (db: Db, organizationId: number) =>
+export const live = (db: Db, organizationId: number) =>
   db.selectFrom('patients').where('organization_id', '=', organizationId).where('deleted_at', 'is', null)
 
 /** The INSERT of a patient, which returns no row when the MRN is taken in the organization. */
@@ -73,41 +71,6 @@ export function insertPatientQuery(db: Db, row: NewPatientRow) {
     .values(row)
     .onConflict((conflict) => conflict.constraint('patients_organization_mrn_key').doNothing())
     .returning(PATIENT_COLUMNS)
-}
-
-// The busiest read of the service, hence compiled once. Outside a transaction every lookup of the
-// same event-loop turn goes into one call (coalesced); inside one, a single id.
-const patientsByIds = precompiledQuery((db, organizationId: number, ids: number[]) =>
-  live(db, organizationId)
-    .select(PATIENT_COLUMNS)
-    .where('id', '=', (eb) => eb.fn.any(eb.val(ids))),
-)
-
-const lookups = new WeakMap<
-  Kysely<Database>,
-  (organizationId: number, id: number) => Promise<PatientRow | undefined>
->()
-
-function coalescedLookup(db: Kysely<Database>) {
-  let lookup = lookups.get(db)
-  if (!lookup) {
-    lookup = coalesced(async (organizationId: number, ids: number[]) => {
-      const rows = await patientsByIds(db, organizationId, ids)
-      return new Map(rows.map((row) => [row.id, row]))
-    })
-    lookups.set(db, lookup)
-  }
-  return lookup
-}
-
-export async function findPatient(
-  db: Db,
-  organizationId: number,
-  id: number,
-): Promise<PatientRow | undefined> {
-  if (!db.isTransaction) return coalescedLookup(db)(organizationId, id)
-  const [row] = await patientsByIds(db, organizationId, [id])
-  return row
 }
 
 /**
@@ -145,54 +108,14 @@ function filteredPatients(db: Kysely<Database>, organizationId: number, filters:
   return query
 }
 
-// The patient list as a practice opens it (no filter but perhaps the status) is the busiest page,
-// hence compiled once per sort order and status filter; the sort comes from PATIENT_SORT_COLUMNS,
-// so there are at most a few dozen. Its total comes from the maintained counts. Being prepared is
-// safe here: with no filter on skewed values, any plan PostgreSQL settles on either walks the
-// sort's index or sorts the organization's rows, as the plan made for the values would.
-type PageQueryFn = (
-  db: Db,
-  organizationId: number,
-  size: number,
-  offset: number,
-  status?: string,
-) => Promise<PatientRow[]>
-const openingPages = new Map<string, PageQueryFn>()
-
-function openingPage(sort: SortOrder, byStatus: boolean): PageQueryFn {
-  const key = `${sort.column} ${sort.direction}${byStatus ? ' by status' : ''}`
-  let page = openingPages.get(key)
-  if (!page) {
-    page = precompiledQuery((db, organizationId: number, size: number, offset: number, status?: string) => {
-      const query = live(db, organizationId).select(PATIENT_COLUMNS)
-      return (byStatus ? query.where('status', '=', status as PatientRow['status']) : query)
-        .orderBy(orderByExpression(sort))
-        .limit(size)
-        .offset(offset)
-    })
-    openingPages.set(key, page)
-  }
-  return page
-}
-
-export async function listPatients(
+/** A page of the organization's live patients matching the filters. */
+export function listPatients(
   db: Kysely<Database>,
   organizationId: number,
   filters: PatientFilters,
   sort: SortOrder,
   paging: PageQuery,
 ) {
-  const onlyByStatus = Object.entries(filters).every(
-    ([name, value]) => name === 'status' || value === undefined,
-  )
-  if (onlyByStatus) {
-    const page = openingPage(sort, filters.status !== undefined)
-    const [rows, total] = await Promise.all([
-      page(db, organizationId, paging.size, paging.page * paging.size, filters.status),
-      countLivePatients(db, organizationId, filters.status),
-    ])
-    return { rows, total }
-  }
   const query = filteredPatients(db, organizationId, filters)
   // The total is counted apart from the page, through the filters' index alone: a window count in
   // the page's query would read every matching row.
@@ -211,24 +134,6 @@ export async function syncPatients(
     syncTombstones(db, { organizationId, resourceType: 'patient' }, read),
   ])
   return { rows, tombstones }
-}
-
-const liveCount = (db: Db, organizationId: number) =>
-  db
-    .selectFrom('patient_counts')
-    .select(sql<number>`coalesce(sum(live_count), 0)::int`.as('total'))
-    .where('organization_id', '=', organizationId)
-const allLiveCount = precompiledQuery(liveCount)
-const liveCountOfStatus = precompiledQuery((db, organizationId: number, status: string) =>
-  liveCount(db, organizationId).where('status', '=', status),
-)
-
-/** The maintained count of an organization's live patients (of one status, if given). */
-async function countLivePatients(db: Db, organizationId: number, status?: string): Promise<number> {
-  const [row] = await (status === undefined
-    ? allLiveCount(db, organizationId)
-    : liveCountOfStatus(db, organizationId, status))
-  return Number(row?.total ?? 0)
 }
 
 const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`)
@@ -263,7 +168,7 @@ function patientsWithNameWords(db: Kysely<Database>, organizationId: number, fir
  * Two name words seek the pair index (patient_name_words) and any further terms filter those
  * patients; without name words the terms are found in the search text through its trigram index.
  * The count comes first and decides the plan: left to itself, the planner may walk the whole name
- * index looking for a handful of matches (seconds on a million patients).
+ * index looking for a handful of matches (BENCHMARKS.md, "GET /api/patients/search?q=").
  */
 export async function searchPatients(
   db: Kysely<Database>,

@@ -1,6 +1,5 @@
 import type { Kysely } from 'kysely'
 import type { Database, Db } from '../../../db/database.js'
-import { precompiledQuery } from '../../../db/precompiled-query.js'
 import type { NewPatientRow, PatientRow } from '../../../db/tables/patients.js'
 import type { PageOf } from '../../../schemas/common.js'
 import {
@@ -12,18 +11,16 @@ import {
   UpdatePatientBody,
 } from '../../../schemas/patients.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
-import { type ChangeAuditFields, currentChangeAudit } from '../../audit/change-audit.js'
+import { currentChangeAudit } from '../../audit/change-audit.js'
 import { AppError, constraintConflict, invalidField, preconditionFailed } from '../../errors.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, toPage } from '../../lib/paging.js'
 import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
 import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
-import { changedRow, changeWithEvent, changeWithEventStatement } from '../../outbox/enqueue.js'
+import { changedRow, changeWithEvent } from '../../outbox/enqueue.js'
+import { findPatient, insertPatientWithEvent, listPatients as listPatientRows } from './fast-path.js'
 import { demographicColumns, patientEvent, toPatient } from './mapper.js'
 import {
-  findPatient,
-  insertPatientQuery,
-  listPatients as listPatientRows,
   PATIENT_SORT_COLUMNS,
   searchPatients as searchPatientRows,
   syncPatients as syncPatientRows,
@@ -51,24 +48,6 @@ async function missingPatient(db: Db, actor: Actor, id: number): Promise<never> 
 
 // A generated MRN can only collide with one a client chose by hand; a few fresh draws settle it.
 const GENERATED_MRN_ATTEMPTS = 5
-
-// The service's busiest write, hence compiled once per set of columns (whether the MRN and status
-// are given): the row and its event in one statement, no transaction, one round trip per attempt.
-// The audit record's fields are a record argument like the row (empty outside an audited call), so
-// the statement is compiled with its audit insert or without.
-const insertPatientWithEvent = precompiledQuery(
-  (db, organizationId: number, timestamp: string, row: NewPatientRow, audit: Partial<ChangeAuditFields>) => {
-    const statement = changeWithEventStatement(
-      organizationId,
-      'patient.created',
-      insertPatientQuery(db, row),
-      patientEvent.toSql,
-      timestamp,
-      'request_id' in audit ? (audit as ChangeAuditFields) : undefined,
-    )
-    return { compile: () => statement.compile(db) }
-  },
-)
 
 export async function createPatient(
   db: Kysely<Database>,

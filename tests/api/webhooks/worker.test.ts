@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { CreatePatientBody } from '../../../schemas/patients.js'
 import type { App } from '../../../src/app.js'
+import { createPatient } from '../../../src/modules/patients/service.js'
 import { transactionWithEvents } from '../../../src/outbox/doorbell.js'
 import { enqueueEvent } from '../../../src/outbox/enqueue.js'
 import { buildTestApp } from '../../helpers/app.js'
@@ -71,19 +73,16 @@ describe('the running outbox worker', () => {
     expect((request?.receivedAt as number) - committing).toBeLessThan(3000)
   })
 
-  it('refuses an event recorded in a transaction that would not announce it', async () => {
+  it('refuses an event recorded in a plain transaction that a function took for the database', async () => {
     const organization = await newOrganization(app)
     const admin = await organization.user('ADMIN')
     await registerWebhook(app, admin, { url: receiver.url })
-    const recorded = app.db.transaction().execute((trx) =>
-      enqueueEvent(trx, organization.id, 'patient.created', {
-        id: 1,
-        mrn: 'UNANNOUNCED',
-        status: 'ACTIVE',
-        version: 1,
-        deleted: false,
-      }),
-    )
+    const body = patientBody({ mrn: 'UNANNOUNCED' }) as CreatePatientBody
+    // createPatient takes the database; a transaction passes for one (Transaction extends Kysely),
+    // so only the run-time check stands between its event and a commit that announces nothing.
+    const recorded = app.db
+      .transaction()
+      .execute((trx) => createPatient(trx, { organizationId: organization.id, userId: admin.id }, body))
     await expect(recorded).rejects.toThrow('transactionWithEvents')
     const events = await app.db
       .selectFrom('outbox_events')
