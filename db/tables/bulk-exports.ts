@@ -27,6 +27,7 @@ export interface BulkExportsTable {
   issues: ColumnType<string[], string[] | undefined, string[]>
   /** Why it failed, when it did. */
   error: string | null
+  /** The worker running the export until `lease_until`, unless renewed; after a crash the lease lapses. */
   lease_owner: string | null
   lease_until: Date | null
   created_at: Generated<Date>

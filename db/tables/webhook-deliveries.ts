@@ -16,9 +16,9 @@ export interface WebhookDeliveriesTable {
   /** Position in the retry schedule; a redelivery starts it again. */
   retry_step: Generated<number>
   next_attempt_at: Generated<Date>
-  /** While in the future, one instance holds the delivery; after a crash it simply expires. */
-  locked_until: Date | null
-  locked_by: string | null
+  /** The worker holding the delivery until `lease_until`; after a crash the lease simply lapses. */
+  lease_owner: string | null
+  lease_until: Date | null
   last_attempt_at: Date | null
   last_status_code: number | null
   last_error: string | null

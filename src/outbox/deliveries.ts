@@ -23,7 +23,7 @@ export interface ClaimedDelivery {
 
 /**
  * Claims due deliveries of active webhooks. SKIP LOCKED lets several instances claim at once
- * without waiting on or taking each other's rows; the lease (`locked_until`) keeps a claimed row
+ * without waiting on or taking each other's rows; the lease (`lease_until`) keeps a claimed row
  * away from them afterwards, and its expiry hands back the work of an instance that died.
  *
  * Shaped to cost the same whatever the statistics say, since they are often wrong about this table
@@ -55,14 +55,14 @@ export async function claimDeliveries(
   const claim = async (trx: Db) => {
     const { rows } = await prepared(sql<ClaimedDelivery>`${acrossOrganizations('outbox worker')}
     update webhook_deliveries
-    set locked_until = now() + ${options.leaseSeconds}::float8 * interval '1 second', locked_by = ${options.instanceId}
+    set lease_until = now() + ${options.leaseSeconds}::float8 * interval '1 second', lease_owner = ${options.instanceId}
     where webhook_deliveries.id = any(array(
       select candidate.id
       from webhook_deliveries candidate
       join webhooks target on target.id = candidate.webhook_id
       where candidate.status = 'PENDING'
         and candidate.next_attempt_at <= now()
-        and (candidate.locked_until is null or candidate.locked_until < now())
+        and (candidate.lease_until is null or candidate.lease_until < now())
         and target.active
         ${skip}
       order by candidate.next_attempt_at
@@ -91,9 +91,9 @@ export async function releaseDeliveries(db: Db, ids: readonly number[], instance
   if (ids.length === 0) return
   await db
     .updateTable('webhook_deliveries')
-    .set({ locked_until: null, locked_by: null })
+    .set({ lease_until: null, lease_owner: null })
     .where('id', 'in', ids)
-    .where('locked_by', '=', instanceId)
+    .where('lease_owner', '=', instanceId)
     .modifyEnd(acrossOrganizations('outbox worker'))
     .execute()
 }
@@ -105,8 +105,8 @@ export async function releaseDeliveries(db: Db, ids: readonly number[], instance
 export async function releaseAllLeases(db: Db): Promise<void> {
   await db
     .updateTable('webhook_deliveries')
-    .set({ locked_until: null, locked_by: null })
-    .where('locked_until', 'is not', null)
+    .set({ lease_until: null, lease_owner: null })
+    .where('lease_until', 'is not', null)
     .modifyEnd(acrossOrganizations('outbox worker'))
     .execute()
 }
@@ -177,9 +177,9 @@ export async function recordFailure(db: Db, result: FailedAttempt): Promise<{ de
         last_error = ${result.error},
         last_latency_ms = ${result.latencyMs},
         completed_at = ${status === 'PENDING' ? null : sql`now()`},
-        locked_until = null,
-        locked_by = null
-      where id = ${result.deliveryId} and locked_by = ${result.instanceId}
+        lease_until = null,
+        lease_owner = null
+      where id = ${result.deliveryId} and lease_owner = ${result.instanceId}
     ), webhook as (${webhookUpdate})
     select coalesce((select bool_or(deactivated) from webhook), false) as deactivated, ${asyncCommit}
   `).execute(db)
@@ -230,11 +230,11 @@ export async function recordSuccesses(
         last_error = null,
         last_latency_ms = input.latency_ms,
         completed_at = now(),
-        locked_until = null,
-        locked_by = null
+        lease_until = null,
+        lease_owner = null
       from input
       where webhook_deliveries.id = any(${ids}::bigint[]) and webhook_deliveries.id = input.delivery_id
-        and webhook_deliveries.locked_by = ${instanceId}
+        and webhook_deliveries.lease_owner = ${instanceId}
     ), streak as (
       update webhooks set failing_since = null
       where id = any(${webhookIds}::int[]) and failing_since is not null

@@ -170,7 +170,7 @@ export function requeueDelivery(trx: Trx, organizationId: number, webhookId: num
     .where('organization_id', '=', organizationId)
     .where('webhook_id', '=', webhookId)
     .where('id', '=', id)
-    .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', sql<Date>`now()`)]))
+    .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', sql<Date>`now()`)]))
     .returningAll()
     .executeTakeFirst()
 }
