@@ -1,12 +1,13 @@
 import { type Kysely, sql } from 'kysely'
 import { acrossOrganizations } from '../../db/across-organizations.js'
 import type { Database } from '../../db/database.js'
+import { leaseFree, takeLease } from '../../db/leases.js'
 import { prepared } from '../../db/prepared-statements.js'
 import type { StoredPayload } from '../../schemas/events.js'
 
 type Db = Kysely<Database>
 
-/** A delivery this instance holds until `leaseSeconds` pass, with what sending it needs. */
+/** A delivery this worker holds a lease on, with what sending it needs. */
 export interface ClaimedDelivery {
   id: number
   message_id: string
@@ -22,9 +23,10 @@ export interface ClaimedDelivery {
 }
 
 /**
- * Claims due deliveries of active webhooks. SKIP LOCKED lets several instances claim at once
- * without waiting on or taking each other's rows; the lease (`lease_until`) keeps a claimed row
- * away from them afterwards, and its expiry hands back the work of an instance that died.
+ * Claims due deliveries of active webhooks, each under a lease of `leaseSeconds` (db/leases.ts).
+ * SKIP LOCKED lets several instances claim at once without waiting on or taking each other's rows;
+ * the lease keeps a claimed row away from them afterwards, and its lapse hands back the work of an
+ * instance that died.
  *
  * Shaped to cost the same whatever the statistics say, since they are often wrong about this table
  * (the embedded database never analyzes; PostgreSQL only some time after a burst, or never with
@@ -42,8 +44,8 @@ export async function claimDeliveries(
   db: Db,
   options: {
     limit: number
+    leaseOwner: string
     leaseSeconds: number
-    instanceId: string
     skipWebhookIds: readonly number[]
     pinPlan: boolean
   },
@@ -55,14 +57,14 @@ export async function claimDeliveries(
   const claim = async (trx: Db) => {
     const { rows } = await prepared(sql<ClaimedDelivery>`${acrossOrganizations('outbox worker')}
     update webhook_deliveries
-    set lease_until = now() + ${options.leaseSeconds}::float8 * interval '1 second', lease_owner = ${options.instanceId}
+    set ${takeLease(options.leaseOwner, options.leaseSeconds)}
     where webhook_deliveries.id = any(array(
       select candidate.id
       from webhook_deliveries candidate
       join webhooks target on target.id = candidate.webhook_id
       where candidate.status = 'PENDING'
         and candidate.next_attempt_at <= now()
-        and (candidate.lease_until is null or candidate.lease_until < now())
+        and ${leaseFree('candidate')}
         and target.active
         ${skip}
       order by candidate.next_attempt_at
@@ -86,31 +88,6 @@ export async function claimDeliveries(
   })
 }
 
-/** Hands claimed deliveries back untried (shutdown, or a host already at its limit). */
-export async function releaseDeliveries(db: Db, ids: readonly number[], instanceId: string): Promise<void> {
-  if (ids.length === 0) return
-  await db
-    .updateTable('webhook_deliveries')
-    .set({ lease_until: null, lease_owner: null })
-    .where('id', 'in', ids)
-    .where('lease_owner', '=', instanceId)
-    .modifyEnd(acrossOrganizations('outbox worker'))
-    .execute()
-}
-
-/**
- * After a crash of the only process that can open an embedded database, every lease it held is
- * stale; there is no other instance whose work could be taken.
- */
-export async function releaseAllLeases(db: Db): Promise<void> {
-  await db
-    .updateTable('webhook_deliveries')
-    .set({ lease_until: null, lease_owner: null })
-    .where('lease_until', 'is not', null)
-    .modifyEnd(acrossOrganizations('outbox worker'))
-    .execute()
-}
-
 /**
  * Not waiting for the commit of a statement that records attempts to reach disk: if the database
  * crashed and lost it, the lease would expire and the delivery be sent again, which at-least-once
@@ -123,7 +100,7 @@ const asyncCommit = sql`set_config('synchronous_commit', 'off', true) is not nul
 export interface FailedAttempt {
   deliveryId: number
   webhookId: number
-  instanceId: string
+  leaseOwner: string
   attemptedAt: Date
   statusCode: number | null
   error: string
@@ -164,7 +141,7 @@ export async function recordFailure(db: Db, result: FailedAttempt): Promise<{ de
   const { rows } = await prepared(sql<{ deactivated: boolean }>`${acrossOrganizations('outbox worker')}
     with attempt as (
       insert into webhook_delivery_attempts (delivery_id, organization_id, attempted_at, status_code, error, latency_ms, instance_id)
-      select id, organization_id, ${result.attemptedAt}, ${result.statusCode}, ${result.error}, ${result.latencyMs}, ${result.instanceId}
+      select id, organization_id, ${result.attemptedAt}, ${result.statusCode}, ${result.error}, ${result.latencyMs}, ${result.leaseOwner}
       from webhook_deliveries where id = ${result.deliveryId}
     ), delivery as (
       update webhook_deliveries set
@@ -177,9 +154,9 @@ export async function recordFailure(db: Db, result: FailedAttempt): Promise<{ de
         last_error = ${result.error},
         last_latency_ms = ${result.latencyMs},
         completed_at = ${status === 'PENDING' ? null : sql`now()`},
-        lease_until = null,
-        lease_owner = null
-      where id = ${result.deliveryId} and lease_owner = ${result.instanceId}
+        lease_owner = null,
+        lease_until = null
+      where id = ${result.deliveryId} and lease_owner = ${result.leaseOwner}
     ), webhook as (${webhookUpdate})
     select coalesce((select bool_or(deactivated) from webhook), false) as deactivated, ${asyncCommit}
   `).execute(db)
@@ -203,7 +180,7 @@ export interface Success {
  */
 export async function recordSuccesses(
   db: Db,
-  instanceId: string,
+  leaseOwner: string,
   successes: readonly Success[],
 ): Promise<void> {
   if (successes.length === 0) return
@@ -218,7 +195,7 @@ export async function recordSuccesses(
         as t(delivery_id, attempted_at, status_code, latency_ms)
     ), attempt as (
       insert into webhook_delivery_attempts (delivery_id, organization_id, attempted_at, status_code, error, latency_ms, instance_id)
-      select d.id, d.organization_id, input.attempted_at, input.status_code, null, input.latency_ms, ${instanceId}
+      select d.id, d.organization_id, input.attempted_at, input.status_code, null, input.latency_ms, ${leaseOwner}
       from input join webhook_deliveries d on d.id = input.delivery_id
       where d.id = any(${ids}::bigint[])
     ), delivery as (
@@ -230,11 +207,11 @@ export async function recordSuccesses(
         last_error = null,
         last_latency_ms = input.latency_ms,
         completed_at = now(),
-        lease_until = null,
-        lease_owner = null
+        lease_owner = null,
+        lease_until = null
       from input
       where webhook_deliveries.id = any(${ids}::bigint[]) and webhook_deliveries.id = input.delivery_id
-        and webhook_deliveries.lease_owner = ${instanceId}
+        and webhook_deliveries.lease_owner = ${leaseOwner}
     ), streak as (
       update webhooks set failing_since = null
       where id = any(${webhookIds}::int[]) and failing_since is not null

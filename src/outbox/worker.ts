@@ -2,16 +2,10 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { Kysely } from 'kysely'
 import type { Unlisten } from '../../db/connect.js'
 import type { Database } from '../../db/database.js'
+import { releaseAllLeases, releaseLeases } from '../../db/leases.js'
 import type { SecretBox } from '../lib/secret-box.js'
 import { retryDelaySeconds } from './backoff.js'
-import {
-  type ClaimedDelivery,
-  claimDeliveries,
-  recordFailure,
-  recordSuccesses,
-  releaseAllLeases,
-  releaseDeliveries,
-} from './deliveries.js'
+import { type ClaimedDelivery, claimDeliveries, recordFailure, recordSuccesses } from './deliveries.js'
 import { OUTBOX_CHANNEL } from './doorbell.js'
 import type { AttemptOutcome, OutboxMetrics } from './metrics.js'
 import type { Sender } from './sender.js'
@@ -29,7 +23,7 @@ const HOST_QUEUE = 2 * CLAIM_BATCH
 // cut off and handed back as pending.
 const STOP_GRACE_MS = 5000
 // A queued delivery is sent only if its lease outlasts a whole attempt by this much; otherwise it
-// is handed back, so that no other instance can claim it while it is being sent.
+// is released, so that no other instance can claim it while it is being sent.
 const LEASE_MARGIN_MS = 2000
 
 export interface WorkerOptions {
@@ -39,9 +33,10 @@ export interface WorkerOptions {
   secretBox: SecretBox
   metrics: OutboxMetrics
   log: Pick<FastifyBaseLogger, 'warn' | 'error'>
-  instanceId: string
-  retrySchedule: readonly number[]
+  /** This worker's id in the leases it takes (db/leases.ts), and in the attempts it records. */
+  leaseOwner: string
   leaseSeconds: number
+  retrySchedule: readonly number[]
   pollIntervalMs: number
   concurrency: number
   hostConcurrency: number
@@ -89,11 +84,11 @@ export class OutboxWorker {
   private readonly successes: SuccessBatch
 
   constructor(private readonly options: WorkerOptions) {
-    this.successes = new SuccessBatch((batch) => recordSuccesses(options.db, options.instanceId, batch))
+    this.successes = new SuccessBatch((batch) => recordSuccesses(options.db, options.leaseOwner, batch))
   }
 
   async start(): Promise<void> {
-    if (this.options.releaseLeasesAtStart) await releaseAllLeases(this.options.db)
+    if (this.options.releaseLeasesAtStart) await releaseAllLeases(this.options.db, 'webhook_deliveries')
     this.running = true
     this.unlisten = await this.options.listen(OUTBOX_CHANNEL, (payload) =>
       this.wakeFor(payload ? [Number(payload)] : undefined),
@@ -220,14 +215,14 @@ export class OutboxWorker {
   }
 
   private async claimAndStart(): Promise<void> {
-    const { db, concurrency, hostConcurrency, leaseSeconds, instanceId } = this.options
+    const { db, concurrency, hostConcurrency, leaseOwner, leaseSeconds } = this.options
     while (!this.stopping) {
       const limit = Math.min(CLAIM_BATCH, concurrency - this.inFlight.size)
       if (limit <= 0) return
       const claimed = await claimDeliveries(db, {
         limit,
+        leaseOwner,
         leaseSeconds,
-        instanceId,
         skipWebhookIds: this.busyWebhooks(),
         pinPlan: this.options.pinClaimPlan,
       })
@@ -243,7 +238,7 @@ export class OutboxWorker {
         else if (state.queue.length < HOST_QUEUE) state.queue.push({ delivery, claimedAt })
         else overflow.push(delivery.id)
       }
-      await releaseDeliveries(db, overflow, instanceId)
+      await releaseLeases(db, 'webhook_deliveries', leaseOwner, overflow)
       if (claimed.length < limit) return
       // Claiming again now would skip every host this claim filled up and could only find other
       // hosts' work, which the next notification, answer or poll claims as well; under a backlog
@@ -257,7 +252,7 @@ export class OutboxWorker {
     const ids: number[] = []
     for (const state of this.hosts.values())
       ids.push(...state.queue.splice(0).map(({ delivery }) => delivery.id))
-    await releaseDeliveries(this.options.db, ids, this.options.instanceId)
+    await releaseLeases(this.options.db, 'webhook_deliveries', this.options.leaseOwner, ids)
   }
 
   private begin(delivery: ClaimedDelivery, host: string): void {
@@ -292,14 +287,14 @@ export class OutboxWorker {
 
   /** A slot of `host` is free: the next queued delivery goes, or, with none left, claiming resumes. */
   private next(host: string, state: HostState): void {
-    const { leaseSeconds, attemptTimeoutMs, db, instanceId } = this.options
+    const { leaseOwner, leaseSeconds, attemptTimeoutMs, db } = this.options
     const queued = this.stopping ? undefined : state.queue.shift()
     if (queued) {
       const leaseLeft = queued.claimedAt + leaseSeconds * 1000 - Date.now()
       if (leaseLeft > attemptTimeoutMs + LEASE_MARGIN_MS) {
         this.begin(queued.delivery, host)
       } else {
-        releaseDeliveries(db, [queued.delivery.id], instanceId).catch(() => {})
+        releaseLeases(db, 'webhook_deliveries', leaseOwner, [queued.delivery.id]).catch(() => {})
         this.next(host, state)
       }
       return
@@ -317,7 +312,7 @@ export class OutboxWorker {
   }
 
   private async attempt(delivery: ClaimedDelivery, answered: () => void): Promise<void> {
-    const { db, sender, metrics, instanceId } = this.options
+    const { db, sender, metrics, leaseOwner } = this.options
     const { event, timestamp, data } = delivery.payload
     const body = JSON.stringify({ event, timestamp, data })
     const attemptedAt = new Date()
@@ -335,7 +330,7 @@ export class OutboxWorker {
     const sent = await sender.send(delivery.url, headers, body, this.shutdown.signal)
     answered()
     if (sent.aborted) {
-      await releaseDeliveries(db, [delivery.id], instanceId)
+      await releaseLeases(db, 'webhook_deliveries', leaseOwner, [delivery.id])
       return
     }
     const retryIn =
@@ -356,7 +351,7 @@ export class OutboxWorker {
     const { deactivated } = await recordFailure(db, {
       deliveryId: delivery.id,
       webhookId: delivery.webhook_id,
-      instanceId,
+      leaseOwner,
       attemptedAt,
       statusCode: sent.statusCode,
       error: sent.error,

@@ -1,7 +1,6 @@
-import { randomUUID } from 'node:crypto'
-import { hostname } from 'node:os'
 import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
+import { newLeaseOwner } from '../../db/leases.js'
 import type { WebhookSettings } from '../config/webhooks.js'
 import { installDoorbell, notifyingDoorbell } from '../outbox/doorbell.js'
 import { createOutboxMetrics } from '../outbox/metrics.js'
@@ -36,9 +35,9 @@ const outbox: FastifyPluginAsync<{ settings: WebhookSettings; targets: TargetPol
     secretBox: app.secretBox,
     metrics: createOutboxMetrics(app.metrics.client, app.db),
     log: app.log,
-    instanceId: `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`,
-    retrySchedule: settings.retrySeconds,
+    leaseOwner: newLeaseOwner(),
     leaseSeconds: settings.leaseSeconds,
+    retrySchedule: settings.retrySeconds,
     pollIntervalMs: settings.pollIntervalMs,
     concurrency: settings.concurrency,
     hostConcurrency: settings.hostConcurrency,

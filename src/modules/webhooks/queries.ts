@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely'
 import type { Database, Db, Trx } from '../../../db/database.js'
+import { leaseFree } from '../../../db/leases.js'
 import type { NewWebhookRow, WebhookRow, WebhookRowUpdate } from '../../../db/tables/webhooks.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import type { DELIVERY_SORT_FIELDS, WEBHOOK_SORT_FIELDS } from '../../../schemas/webhooks.js'
@@ -170,7 +171,7 @@ export function requeueDelivery(trx: Trx, organizationId: number, webhookId: num
     .where('organization_id', '=', organizationId)
     .where('webhook_id', '=', webhookId)
     .where('id', '=', id)
-    .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', sql<Date>`now()`)]))
+    .where(leaseFree('webhook_deliveries'))
     .returningAll()
     .executeTakeFirst()
 }

@@ -382,7 +382,7 @@ describe('FHIR bulk export worker at shutdown', () => {
       store: { remove: async () => {} } as unknown as ExportWorkerOptions['store'],
       types: [],
       log: { error: (entry: unknown) => void errors.push(entry) } as unknown as ExportWorkerOptions['log'],
-      instanceId: 'shutdown-test',
+      leaseOwner: 'shutdown-test',
       fileMaxBytes: 1_000_000,
       retentionHours: 1,
       leaseSeconds: 30,
@@ -430,7 +430,7 @@ describe('FHIR bulk export worker with a lease shorter than a file takes', () =>
       store,
       types: resourceTypes({ mrnSystem: 'urn:oid:2.999', base: 'http://127.0.0.1/fhir/R4' }),
       log: { error: (entry: unknown) => void errors.push(entry) } as unknown as ExportWorkerOptions['log'],
-      instanceId: 'lease-test',
+      leaseOwner: 'lease-test',
       // One resource per file.
       fileMaxBytes: 1,
       retentionHours: 1,

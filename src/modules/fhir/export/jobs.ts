@@ -1,6 +1,7 @@
 import { type Kysely, type Selectable, sql } from 'kysely'
 import { acrossOrganizations } from '../../../../db/across-organizations.js'
 import type { Database, Db, Trx } from '../../../../db/database.js'
+import { leaseFree, leaseUntil, takeLease } from '../../../../db/leases.js'
 import type { BulkExportPosition } from '../../../../db/tables/bulk-exports.js'
 
 export type ExportJob = NonNullable<Awaited<ReturnType<typeof claimExport>>>
@@ -78,24 +79,24 @@ export async function deleteExport(trx: Trx, organizationId: number, id: string)
 
 /**
  * Claims the oldest export that is waiting, or running under a lapsed lease (its instance stopped,
- * or is too slow to keep it), while its organization has fewer than `perOrganization` exports
- * running under live leases. `running`: the exports the claiming instance is running now, which it
- * never takes a second time, lapsed lease or not; another instance may.
+ * or is too slow to renew it), under a lease of `leaseSeconds` (db/leases.ts), while its
+ * organization has fewer than `perOrganization` exports running under live leases. `running`: the
+ * exports the claiming worker is running now, which it never takes a second time, lapsed lease or
+ * not; another worker may.
  */
 export async function claimExport(
   db: Kysely<Database>,
-  owner: string,
+  leaseOwner: string,
   leaseSeconds: number,
   perOrganization: number,
   running: readonly string[],
 ) {
   const result = await sql<Selectable<Database['bulk_exports']>>`${acrossOrganizations('bulk export worker')}
-    update bulk_exports set status = 'in-progress', lease_owner = ${owner},
-      lease_until = now() + make_interval(secs => ${leaseSeconds})
+    update bulk_exports set status = 'in-progress', ${takeLease(leaseOwner, leaseSeconds)}
     where id = (
       select j.id from bulk_exports j
       where j.status in ('accepted', 'in-progress')
-        and (j.lease_until is null or j.lease_until < now())
+        and ${leaseFree('j')}
         and j.id <> all(${[...running]}::uuid[])
         and j.expires_at > now()
         and (select count(*) from bulk_exports r
@@ -115,25 +116,32 @@ export async function claimExport(
   }
 }
 
-/** Extends the lease of a running export; false when it is no longer this owner's (cancelled, taken). */
-export async function renewLease(db: Db, id: string, owner: string, leaseSeconds: number): Promise<boolean> {
+/** Renews the lease of a running export; false when it is no longer this owner's (cancelled, taken). */
+export async function renewLease(
+  db: Db,
+  job: { id: string; leaseOwner: string; leaseSeconds: number },
+): Promise<boolean> {
   const result = await db
     .updateTable('bulk_exports')
-    .set({ lease_until: sql<Date>`now() + make_interval(secs => ${leaseSeconds})` })
-    .where('id', '=', id)
-    .where('lease_owner', '=', owner)
+    .set({ lease_until: leaseUntil(job.leaseSeconds) })
+    .where('id', '=', job.id)
+    .where('lease_owner', '=', job.leaseOwner)
     .where('status', '=', 'in-progress')
     .modifyEnd(acrossOrganizations('bulk export worker'))
     .executeTakeFirst()
   return result.numUpdatedRows > 0n
 }
 
-export async function setTransactionTime(db: Db, id: string, owner: string, at: Date): Promise<boolean> {
+export async function setTransactionTime(
+  db: Db,
+  job: { id: string; leaseOwner: string },
+  at: Date,
+): Promise<boolean> {
   const result = await db
     .updateTable('bulk_exports')
     .set({ transaction_time: at })
-    .where('id', '=', id)
-    .where('lease_owner', '=', owner)
+    .where('id', '=', job.id)
+    .where('lease_owner', '=', job.leaseOwner)
     .where('status', '=', 'in-progress')
     .modifyEnd(acrossOrganizations('bulk export worker'))
     .executeTakeFirst()
@@ -147,7 +155,7 @@ export async function setTransactionTime(db: Db, id: string, owner: string, at: 
  */
 export async function recordFile(
   db: Kysely<Database>,
-  job: { id: string; owner: string; leaseSeconds: number },
+  job: { id: string; leaseOwner: string; leaseSeconds: number },
   file: { sequence: number; type: string; key: string; count: number; size: number } | undefined,
   next: BulkExportPosition,
 ): Promise<boolean> {
@@ -157,10 +165,10 @@ export async function recordFile(
       .set({
         position: JSON.stringify(next),
         exported: sql<number>`exported + ${file?.type === 'OperationOutcome' ? 0 : (file?.count ?? 0)}`,
-        lease_until: sql<Date>`now() + make_interval(secs => ${job.leaseSeconds})`,
+        lease_until: leaseUntil(job.leaseSeconds),
       })
       .where('id', '=', job.id)
-      .where('lease_owner', '=', job.owner)
+      .where('lease_owner', '=', job.leaseOwner)
       .where('status', '=', 'in-progress')
       .returning('organization_id')
       .modifyEnd(acrossOrganizations('bulk export worker'))
@@ -186,7 +194,7 @@ export async function recordFile(
 
 export async function finishExport(
   db: Db,
-  job: { id: string; owner: string },
+  job: { id: string; leaseOwner: string },
   outcome: { status: 'completed' | 'failed'; error?: string; retentionHours: number },
 ): Promise<void> {
   await db
@@ -200,28 +208,7 @@ export async function finishExport(
       lease_until: null,
     })
     .where('id', '=', job.id)
-    .where('lease_owner', '=', job.owner)
-    .modifyEnd(acrossOrganizations('bulk export worker'))
-    .execute()
-}
-
-/** Gives back a job's lease at a file boundary, so that it resumes without waiting for the lease to lapse. */
-export async function releaseLease(db: Db, job: { id: string; owner: string }): Promise<void> {
-  await db
-    .updateTable('bulk_exports')
-    .set({ lease_owner: null, lease_until: null })
-    .where('id', '=', job.id)
-    .where('lease_owner', '=', job.owner)
-    .modifyEnd(acrossOrganizations('bulk export worker'))
-    .execute()
-}
-
-/** Gives back the leases an instance held (the embedded database has one instance: all of them). */
-export async function releaseLeases(db: Db): Promise<void> {
-  await db
-    .updateTable('bulk_exports')
-    .set({ lease_owner: null, lease_until: null })
-    .where('status', '=', 'in-progress')
+    .where('lease_owner', '=', job.leaseOwner)
     .modifyEnd(acrossOrganizations('bulk export worker'))
     .execute()
 }

@@ -1,9 +1,8 @@
-import { randomUUID } from 'node:crypto'
-import { hostname } from 'node:os'
 import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Kysely } from 'kysely'
 import type { Database } from '../../../../db/database.js'
+import { newLeaseOwner } from '../../../../db/leases.js'
 import { requestsInFlight } from '../../../http/requests-in-flight.js'
 import type { FhirResourceType } from '../resource-type.js'
 import { type ExportFileStore, ExportWorker, type ExportWorkerOptions } from './worker.js'
@@ -52,7 +51,7 @@ const bulkExportWorker: FastifyPluginAsync<BulkExportWorkerOptions> = async (app
     store: options.store,
     types: options.types,
     log: app.log,
-    instanceId: `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`,
+    leaseOwner: newLeaseOwner(),
     ...options.settings,
     concurrency: JOBS_PER_INSTANCE,
     snapshotWaitMs: SNAPSHOT_WAIT_MS,

@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { Kysely } from 'kysely'
 import type { Database } from '../../../../db/database.js'
+import { releaseAllLeases, releaseLeases } from '../../../../db/leases.js'
 import type { ReadReplicas } from '../../../../db/replicas.js'
 import type { BulkExportPosition } from '../../../../db/tables/bulk-exports.js'
 import type { ByteRange } from '../../../lib/byte-range.js'
@@ -15,8 +16,6 @@ import {
   expiredExports,
   finishExport,
   recordFile,
-  releaseLease,
-  releaseLeases,
   renewLease,
   setTransactionTime,
 } from './jobs.js'
@@ -38,16 +37,18 @@ export interface ExportWorkerOptions {
   store: ExportFileStore
   types: readonly FhirResourceType[]
   log: FastifyBaseLogger
-  instanceId: string
+  /** This worker's id in the leases it takes (db/leases.ts). */
+  leaseOwner: string
+  leaseSeconds: number
   fileMaxBytes: number
   retentionHours: number
-  leaseSeconds: number
   perOrganization: number
   /** Jobs this instance runs at once. */
   concurrency: number
   pollIntervalMs: number
   /** How long to wait for transactions begun before an export's transactionTime. */
   snapshotWaitMs: number
+  /** Only one process can open an embedded database: any lease found at start is stale. */
   releaseLeasesAtStart: boolean
   /** Whether the process is serving API requests now: the export then gives way to them. */
   busy: () => boolean
@@ -86,7 +87,7 @@ export class ExportWorker {
   }
 
   async start(): Promise<void> {
-    if (this.options.releaseLeasesAtStart) await releaseLeases(this.options.db)
+    if (this.options.releaseLeasesAtStart) await releaseAllLeases(this.options.db, 'bulk_exports')
     this.running = true
     this.schedule(0)
   }
@@ -147,8 +148,8 @@ export class ExportWorker {
   }
 
   private claim() {
-    const { db, instanceId, leaseSeconds, perOrganization } = this.options
-    return claimExport(db, instanceId, leaseSeconds, perOrganization, [...this.active.keys()])
+    const { db, leaseOwner, leaseSeconds, perOrganization } = this.options
+    return claimExport(db, leaseOwner, leaseSeconds, perOrganization, [...this.active.keys()])
   }
 
   private async purgeExpired() {
@@ -163,32 +164,38 @@ export class ExportWorker {
 
   /** Runs one claimed job until it is done, cancelled, taken over or the worker stops. */
   private async run(job: ExportJob): Promise<void> {
-    const { db, log, instanceId: owner, retentionHours } = this.options
-    const handle = { id: job.id, owner }
+    const { db, log, retentionHours } = this.options
+    const lease = this.leaseOf(job)
     try {
       const at = job.transaction_time ?? (await transactionTime(db, this.options.snapshotWaitMs))
-      if (!job.transaction_time && !(await setTransactionTime(db, job.id, owner, at))) return
+      if (!job.transaction_time && !(await setTransactionTime(db, lease, at))) return
       // Every transaction begun before `at` has ended, so a replica that has replayed the primary's
       // position now holds all that the export may contain.
       const readAfter = await this.options.replicas?.writePosition()
       let position = job.position
       while (position.typeIndex < job.types.length) {
         // Stopping: the job is left at its last finished file, for this or another instance to resume.
-        if (this.stopping) return await releaseLease(db, handle)
+        if (this.stopping) return await releaseLeases(db, 'bulk_exports', lease.leaseOwner, [job.id])
         const next = await this.writeFile(job, at, readAfter, position)
         if (!next) return
         position = next
       }
       if (job.issues.length > 0 && !(await this.writeIssues(job, position))) return
-      await finishExport(db, handle, { status: 'completed', retentionHours })
+      await finishExport(db, lease, { status: 'completed', retentionHours })
     } catch (error) {
       log.error({ err: { message: (error as Error).message }, export: job.id }, 'bulk export failed')
-      await finishExport(db, handle, {
+      await finishExport(db, lease, {
         status: 'failed',
         error: 'The export failed on the server; start a new one',
         retentionHours,
       }).catch(() => {})
     }
+  }
+
+  /** The lease this worker holds on `job`, which every write to the job names. */
+  private leaseOf(job: ExportJob) {
+    const { leaseOwner, leaseSeconds } = this.options
+    return { id: job.id, leaseOwner, leaseSeconds }
   }
 
   /**
@@ -223,7 +230,8 @@ export class ExportWorker {
     readAfter: bigint | undefined,
     position: BulkExportPosition,
   ): Promise<BulkExportPosition | undefined> {
-    const { db, replicas, store, fileMaxBytes, instanceId: owner, leaseSeconds } = this.options
+    const { db, replicas, store, fileMaxBytes, leaseSeconds } = this.options
+    const lease = this.leaseOf(job)
     // Chosen for each page: a replica that falls behind or fails mid-export leaves the rotation.
     const reader = () => (replicas && readAfter !== undefined ? replicas.readerFor(readAfter) : db)
     const typeName = job.types[position.typeIndex] as string
@@ -274,7 +282,7 @@ export class ExportWorker {
           return
         }
         if (Date.now() - renewedAt > renewEveryMs) {
-          if (!(await renewLease(db, job.id, owner, leaseSeconds))) return
+          if (!(await renewLease(db, lease))) return
           renewedAt = Date.now()
         }
       }
@@ -290,14 +298,14 @@ export class ExportWorker {
       ? { typeIndex: position.typeIndex + 1, after: 0, sequence: position.sequence + (file ? 1 : 0) }
       : { typeIndex: position.typeIndex, after: last, sequence: position.sequence + 1 }
     if (!typeDone && count === 0) return undefined // the lease was lost before anything was written
-    if (await recordFile(db, { id: job.id, owner, leaseSeconds }, file, next)) return next
+    if (await recordFile(db, lease, file, next)) return next
     if (file) await store.remove(key)
     return undefined
   }
 
   /** The OperationOutcome file: what the export left out, and why. */
   private async writeIssues(job: ExportJob, position: BulkExportPosition): Promise<boolean> {
-    const { db, store, instanceId: owner, leaseSeconds } = this.options
+    const { db, store } = this.options
     const key = exportFileKey(job.id, position.sequence)
     const lines = job.issues.map((issue) => {
       const outcome = operationOutcome(403, issue)
@@ -319,7 +327,7 @@ export class ExportWorker {
       size: stored.size,
     }
     const next = { ...position, sequence: position.sequence + 1 }
-    if (await recordFile(db, { id: job.id, owner, leaseSeconds }, file, next)) return true
+    if (await recordFile(db, this.leaseOf(job), file, next)) return true
     await store.remove(key)
     return false
   }
