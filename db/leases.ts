@@ -9,8 +9,8 @@ import { prepared } from './prepared-statements.js'
  * Leases of background jobs. A worker claims a job by writing its id (`lease_owner`) and the end
  * of the lease (`lease_until`); until then no other worker takes the job. Whatever the worker then
  * writes to the job (renewal, progress, outcome, release) it writes only while `lease_owner` is
- * still its own, so a worker whose lease lapsed and was taken over changes nothing. A worker that
- * dies hands its jobs back by letting their leases lapse.
+ * still its own, so a worker whose lease lapsed and was taken over changes nothing. The jobs of a
+ * worker that died are claimed again once their leases lapse.
  */
 type LeasedTable = 'webhook_deliveries' | 'bulk_exports'
 

@@ -71,7 +71,7 @@ export const UNIQUE_WITHOUT_ORGANIZATION: Record<string, string> = {
 export const CROSS_ORGANIZATION_WORK: Record<CrossOrganizationWork, { statements: string; onCitus: string }> =
   {
     'outbox worker': {
-      statements: 'Claims due deliveries of every organization, records their attempts, hands back leases.',
+      statements: 'Claims due deliveries of every organization, records their attempts, releases leases.',
       onCitus:
         'A multi-shard update, run in parallel on every shard; the LISTEN/NOTIFY wake-up goes through the coordinator.',
     },

@@ -45,7 +45,7 @@ export const BulkExportEnv = Type.Object(
       maximum: 3600,
       default: 60,
       description:
-        'How long a running export is reserved for one instance without news from it; after a crash another instance resumes it from its last finished file after this',
+        'The lease an instance takes on each export it runs, renewed as it writes: no other instance claims the export until the lease lapses, so after a crash another instance resumes it from its last finished file after this',
     }),
   },
   { title: 'FHIR bulk export' },

@@ -46,7 +46,7 @@ export const WebhookEnv = Type.Object(
       maximum: 3600,
       default: 60,
       description:
-        'How long a claimed delivery is reserved for one instance; after a crash it is pending again after this. Must exceed `WEBHOOK_TIMEOUT_MS`',
+        'The lease an instance takes on each delivery it claims: no other instance claims the delivery until the lease lapses, so after a crash it is pending again after this. Must exceed `WEBHOOK_TIMEOUT_MS`',
     }),
     WEBHOOK_CONCURRENCY: Type.Integer({
       minimum: 1,

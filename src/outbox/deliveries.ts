@@ -25,8 +25,8 @@ export interface ClaimedDelivery {
 /**
  * Claims due deliveries of active webhooks, each under a lease of `leaseSeconds` (db/leases.ts).
  * SKIP LOCKED lets several instances claim at once without waiting on or taking each other's rows;
- * the lease keeps a claimed row away from them afterwards, and its lapse hands back the work of an
- * instance that died.
+ * the lease keeps a claimed row away from them afterwards, and once it lapses the work of an
+ * instance that died is claimed again.
  *
  * Shaped to cost the same whatever the statistics say, since they are often wrong about this table
  * (the embedded database never analyzes; PostgreSQL only some time after a burst, or never with
@@ -90,7 +90,7 @@ export async function claimDeliveries(
 
 /**
  * Not waiting for the commit of a statement that records attempts to reach disk: if the database
- * crashed and lost it, the lease would expire and the delivery be sent again, which at-least-once
+ * crashed and lost it, the lease would lapse and the delivery be sent again, which at-least-once
  * allows. It saves a disk flush per statement. A transaction-local setting made inside a statement
  * run on its own lasts until that statement's implicit transaction commits, so no explicit
  * transaction (three more round trips) is needed for it.

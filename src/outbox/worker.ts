@@ -20,7 +20,7 @@ import { openSigningKey } from './webhook-secrets.js'
 const CLAIM_BATCH = 25
 const HOST_QUEUE = 2 * CLAIM_BATCH
 // In-flight attempts get this long to finish at shutdown (within the server's 15 s); the rest are
-// cut off and handed back as pending.
+// cut off and their leases released (pending again).
 const STOP_GRACE_MS = 5000
 // A queued delivery is sent only if its lease outlasts a whole attempt by this much; otherwise it
 // is released, so that no other instance can claim it while it is being sent.
@@ -103,7 +103,7 @@ export class OutboxWorker {
     return this.running && !this.stopping
   }
 
-  /** Stops claiming, lets attempts in flight finish for a while, then hands the rest back. */
+  /** Stops claiming, lets attempts in flight finish for a while, then releases the rest. */
   async stop(): Promise<void> {
     this.stopping = true
     clearInterval(this.timer)
@@ -247,7 +247,7 @@ export class OutboxWorker {
     }
   }
 
-  /** Hands back what waits in the local queues (shutdown). */
+  /** Releases what waits in the local queues (shutdown). */
   private async releaseQueued(): Promise<void> {
     const ids: number[] = []
     for (const state of this.hosts.values())
