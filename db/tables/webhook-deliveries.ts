@@ -16,9 +16,13 @@ export interface WebhookDeliveriesTable {
   /** Position in the retry schedule; a redelivery starts it again. */
   retry_step: Generated<number>
   next_attempt_at: Generated<Date>
-  /** The worker holding the delivery until `lease_until`; after a crash the lease simply lapses. */
-  lease_owner: string | null
-  lease_until: Date | null
+  /**
+   * The lease: the worker holding the delivery (`locked_by`) until `locked_until`; after a crash it
+   * simply lapses. Named before bulk exports' `lease_owner` and `lease_until`, and kept: a rename is
+   * not additive, and instances of the two releases run side by side during a rolling deploy.
+   */
+  locked_by: string | null
+  locked_until: Date | null
   last_attempt_at: Date | null
   last_status_code: number | null
   last_error: string | null

@@ -1,7 +1,7 @@
 import { type Kysely, sql } from 'kysely'
 import { acrossOrganizations } from '../../db/across-organizations.js'
 import type { Database } from '../../db/database.js'
-import { leaseFree, takeLease } from '../../db/leases.js'
+import { leaseFree, noLease, takeLease } from '../../db/leases.js'
 import { prepared } from '../../db/prepared-statements.js'
 import type { StoredPayload } from '../../schemas/events.js'
 
@@ -57,14 +57,14 @@ export async function claimDeliveries(
   const claim = async (trx: Db) => {
     const { rows } = await prepared(sql<ClaimedDelivery>`${acrossOrganizations('outbox worker')}
     update webhook_deliveries
-    set ${takeLease(options.leaseOwner, options.leaseSeconds)}
+    set ${takeLease('webhook_deliveries', options.leaseOwner, options.leaseSeconds)}
     where webhook_deliveries.id = any(array(
       select candidate.id
       from webhook_deliveries candidate
       join webhooks target on target.id = candidate.webhook_id
       where candidate.status = 'PENDING'
         and candidate.next_attempt_at <= now()
-        and ${leaseFree('candidate')}
+        and ${leaseFree('webhook_deliveries', 'candidate')}
         and target.active
         ${skip}
       order by candidate.next_attempt_at
@@ -154,9 +154,8 @@ export async function recordFailure(db: Db, result: FailedAttempt): Promise<{ de
         last_error = ${result.error},
         last_latency_ms = ${result.latencyMs},
         completed_at = ${status === 'PENDING' ? null : sql`now()`},
-        lease_owner = null,
-        lease_until = null
-      where id = ${result.deliveryId} and lease_owner = ${result.leaseOwner}
+        ${noLease('webhook_deliveries')}
+      where id = ${result.deliveryId} and locked_by = ${result.leaseOwner}
     ), webhook as (${webhookUpdate})
     select coalesce((select bool_or(deactivated) from webhook), false) as deactivated, ${asyncCommit}
   `).execute(db)
@@ -207,11 +206,10 @@ export async function recordSuccesses(
         last_error = null,
         last_latency_ms = input.latency_ms,
         completed_at = now(),
-        lease_owner = null,
-        lease_until = null
+        ${noLease('webhook_deliveries')}
       from input
       where webhook_deliveries.id = any(${ids}::bigint[]) and webhook_deliveries.id = input.delivery_id
-        and webhook_deliveries.lease_owner = ${leaseOwner}
+        and webhook_deliveries.locked_by = ${leaseOwner}
     ), streak as (
       update webhooks set failing_since = null
       where id = any(${webhookIds}::int[]) and failing_since is not null

@@ -65,7 +65,7 @@ describe('a process killed with SIGKILL while delivering', () => {
     const held = await handle.db
       .selectFrom('webhook_deliveries')
       .select('id')
-      .where('lease_until', 'is not', null)
+      .where('locked_until', 'is not', null)
       .execute()
     expect(held.length).toBeGreaterThan(0)
 
@@ -110,7 +110,7 @@ describe('graceful shutdown of the worker', () => {
       await worker.close()
       const row = await handle.db
         .selectFrom('webhook_deliveries')
-        .select(['status', 'attempt_count', 'lease_until'])
+        .select(['status', 'attempt_count', 'locked_until'])
         .where('webhook_id', '=', webhook.id)
         .executeTakeFirstOrThrow()
       return { row, closedAfterMs: Date.now() - started }
@@ -121,13 +121,13 @@ describe('graceful shutdown of the worker', () => {
 
   it('lets an attempt in flight finish and records it', async () => {
     const { row, closedAfterMs } = await inFlightAtClose(800)
-    expect(row).toEqual({ status: 'SUCCEEDED', attempt_count: 1, lease_until: null })
+    expect(row).toEqual({ status: 'SUCCEEDED', attempt_count: 1, locked_until: null })
     expect(closedAfterMs).toBeGreaterThanOrEqual(500)
   })
 
   it('hands an attempt that outlasts the grace period back as pending, not counted', async () => {
     const { row, closedAfterMs } = await inFlightAtClose(8000)
-    expect(row).toEqual({ status: 'PENDING', attempt_count: 0, lease_until: null })
+    expect(row).toEqual({ status: 'PENDING', attempt_count: 0, locked_until: null })
     expect(closedAfterMs).toBeLessThan(7500)
     // The attempt lasts 8 s by design; the bound leaves room for the grace period and start-up.
   }, 30_000)

@@ -62,7 +62,7 @@ beforeAll(async () => {
   // Counts the worker's claims (this replaces the metrics' view of queries, which no test here reads).
   app.database.observe({
     query: (_seconds, _error, statement) => {
-      if (/set lease_owner = \$/.test(statement)) claims += 1
+      if (/set "locked_by" = \$/.test(statement)) claims += 1
     },
     connectionError: () => {},
   })

@@ -92,11 +92,11 @@ export async function claimExport(
   running: readonly string[],
 ) {
   const result = await sql<Selectable<Database['bulk_exports']>>`${acrossOrganizations('bulk export worker')}
-    update bulk_exports set status = 'in-progress', ${takeLease(leaseOwner, leaseSeconds)}
+    update bulk_exports set status = 'in-progress', ${takeLease('bulk_exports', leaseOwner, leaseSeconds)}
     where id = (
       select j.id from bulk_exports j
       where j.status in ('accepted', 'in-progress')
-        and ${leaseFree('j')}
+        and ${leaseFree('bulk_exports', 'j')}
         and j.id <> all(${[...running]}::uuid[])
         and j.expires_at > now()
         and (select count(*) from bulk_exports r
