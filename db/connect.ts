@@ -6,7 +6,7 @@ import { type PgliteOptions, startPglite, takeStartedAhead } from './pglite-star
 // PostgreSQL's side is in postgres.ts, loaded only when DATABASE_URL is set: pg costs an embedded
 // start tens of milliseconds to read.
 
-export interface PoolStats {
+interface PoolStats {
   total: number
   idle: number
   waiting: number

@@ -28,7 +28,7 @@ function pgliteNodeModules(): string {
  * that reads them, so that the sources (`npm start`), the bundle and the Docker image find the same
  * place, and a fresh install starts with none.
  */
-export function templateCache(): string {
+function templateCache(): string {
   return path.join(pgliteNodeModules(), '.cache', 'ehr-service', 'embedded-database')
 }
 

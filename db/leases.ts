@@ -19,7 +19,7 @@ type LeasedTable = 'webhook_deliveries' | 'bulk_exports'
  * renaming them would not be additive, and old and new instances share the database during a
  * rolling deploy (docs/operations.md), so the names stay and this table maps them.
  */
-export const LEASE_COLUMNS = {
+const LEASE_COLUMNS = {
   webhook_deliveries: { owner: 'locked_by', until: 'locked_until' },
   bulk_exports: { owner: 'lease_owner', until: 'lease_until' },
 } as const satisfies Record<LeasedTable, { owner: string; until: string }>

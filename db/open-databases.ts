@@ -29,7 +29,7 @@ export interface DatabaseSettings {
 }
 
 /** A pool of its own for long reads, with its own statement limit. */
-export interface PoolSettings {
+interface PoolSettings {
   poolMax: number
   statementTimeoutMs: number
 }

@@ -4,9 +4,9 @@ import type { Database } from './database.js'
 import { openPostgres } from './postgres.js'
 import { formatLsn, parseLsn } from './wal-positions.js'
 
-export type ReplicaState = 'UP' | 'LAGGING' | 'DOWN'
+type ReplicaState = 'UP' | 'LAGGING' | 'DOWN'
 
-export interface ReplicaStatus {
+interface ReplicaStatus {
   /** The replica's host and port (never its credentials). */
   name: string
   state: ReplicaState

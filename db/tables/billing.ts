@@ -6,7 +6,7 @@ export interface OrganizationCountersTable {
   value: number
 }
 
-export interface InvoiceLineItemRow {
+interface InvoiceLineItemRow {
   code: string
   description: string
   quantity: number

@@ -1,4 +1,4 @@
-import type { ColumnType, Selectable } from 'kysely'
+import type { ColumnType } from 'kysely'
 
 /**
  * The `jti` of every client assertion accepted at the token endpoint, kept until the assertion
@@ -11,5 +11,3 @@ export interface ClientAssertionJtisTable {
   jti: string
   expires_at: ColumnType<Date, Date | string, Date | string>
 }
-
-export type ClientAssertionJtiRow = Selectable<ClientAssertionJtisTable>

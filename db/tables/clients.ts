@@ -1,4 +1,4 @@
-import type { ColumnType, Generated, Selectable } from 'kysely'
+import type { ColumnType, Generated } from 'kysely'
 
 /** A JSON Web Key Set of public keys, as registered (checked at registration: public members only). */
 export interface StoredJwks {
@@ -27,5 +27,3 @@ export interface ClientsTable {
   created_at: Generated<Date>
   updated_at: Generated<Date>
 }
-
-export type ClientRow = Selectable<ClientsTable>

@@ -1,4 +1,4 @@
-import type { ColumnType, Generated, Selectable } from 'kysely'
+import type { ColumnType, Generated } from 'kysely'
 
 export interface OrganizationsTable {
   id: ColumnType<number, never, never>
@@ -7,5 +7,3 @@ export interface OrganizationsTable {
   created_at: Generated<Date>
   updated_at: Generated<Date>
 }
-
-export type OrganizationRow = Selectable<OrganizationsTable>

@@ -1,4 +1,4 @@
-import type { Generated, Selectable } from 'kysely'
+import type { Generated } from 'kysely'
 
 export interface SessionsTable {
   /** Also the `session_state` claim of the access tokens issued in this session. */
@@ -14,5 +14,3 @@ export interface SessionsTable {
   revoked_reason: string | null
   created_at: Generated<Date>
 }
-
-export type SessionRow = Selectable<SessionsTable>

@@ -1,4 +1,4 @@
-import type { Generated, Selectable } from 'kysely'
+import type { Generated } from 'kysely'
 
 export interface SigningKeysTable {
   kid: string
@@ -11,5 +11,3 @@ export interface SigningKeysTable {
   created_at: Generated<Date>
   retired_at: Date | null
 }
-
-export type SigningKeyRow = Selectable<SigningKeysTable>

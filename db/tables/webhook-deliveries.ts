@@ -1,6 +1,6 @@
 import type { ColumnType, Generated, Selectable } from 'kysely'
 
-export type DeliveryStatus = 'PENDING' | 'SUCCEEDED' | 'FAILED'
+type DeliveryStatus = 'PENDING' | 'SUCCEEDED' | 'FAILED'
 
 /** One event for one webhook; its attempts are in webhook_delivery_attempts. */
 export interface WebhookDeliveriesTable {

@@ -10,7 +10,7 @@ import { BENCH_PASSWORD, type Seeded, seed } from './seed.js'
 /** The benchmarks' PostgreSQL server; each benchmark makes databases of its own on it. */
 export const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 /** The rate limiter's shared store, as a production deployment of several instances has it. */
-export const redisUrl = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'
+const redisUrl = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'
 /** The compiled scripts and bundle (the benchmarks run from dist/). */
 export const dist = path.resolve(import.meta.dirname, '..', '..')
 export const script = (file: string) => path.join(dist, file)

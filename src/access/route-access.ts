@@ -1,8 +1,6 @@
 import type { AuditAction, AuditResource } from '../../schemas/audit.js'
 import type { Role } from './roles.js'
 
-export type { AuditAction, AuditResource }
-
 export interface RouteAccess {
   /** `public`: no token; `authenticated`: any valid token; otherwise at least one of the roles. */
   allow: 'public' | 'authenticated' | readonly Role[]

@@ -18,7 +18,7 @@ export const JWT_BEARER = 'urn:ietf:params:oauth:client-assertion-type:jwt-beare
 // SMART Backend Services: an assertion expires no more than five minutes after it is made.
 const MAX_LIFETIME_SECONDS = 300
 // Clocks of client hosts drift; a minute either way is usual for JWT validation.
-export const CLOCK_SKEW_SECONDS = 60
+const CLOCK_SKEW_SECONDS = 60
 const MAX_JTI_LENGTH = 255
 
 const INVALID_CLIENT = 'Invalid client or client credentials'

@@ -90,7 +90,7 @@ export function keySummary(jwks: StoredJwks | null): { kid: string | null; alg: 
 }
 
 /** Why a key set fetched from a client's JWKS URL cannot be used. */
-export class UnusableKeySet extends Error {}
+class UnusableKeySet extends Error {}
 
 const MAX_FETCHED_KEYS = 50
 

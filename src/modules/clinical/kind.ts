@@ -5,7 +5,7 @@ import type { ClinicalKindName, ClinicalRecordRow } from '../../../db/tables/cli
 import type { ClinicalPath } from '../../access/route-access.js'
 
 /** What a kind's input becomes in storage. */
-export interface PreparedRecord<D> {
+interface PreparedRecord<D> {
   data: D
   status: string
   code: string | null

@@ -79,7 +79,7 @@ const DownloadHeaders = Type.Object({
 // Housekeeping runs at start and then this often (interrupted uploads, purge after retention).
 const SWEEP_INTERVAL_MS = 10 * 60_000
 
-export interface DocumentRoutesOptions {
+interface DocumentRoutesOptions {
   store: DocumentStore
   maxUploadBytes: number
   retentionDays: number

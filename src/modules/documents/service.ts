@@ -35,7 +35,7 @@ import {
 import type { DocumentStore } from './store.js'
 
 /** A client's file name made safe to show: base name only, no control or quote characters. */
-export function safeFileName(name: string | undefined): string {
+function safeFileName(name: string | undefined): string {
   const base = (name ?? '').split(/[\\/]/).pop() ?? ''
   const printable = [...base].filter((char) => {
     const code = char.codePointAt(0) ?? 0

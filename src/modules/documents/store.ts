@@ -7,7 +7,7 @@ import { pipeline } from 'node:stream/promises'
 import { AppError } from '../../errors.js'
 import type { ByteRange } from '../../lib/byte-range.js'
 
-export interface StoredObject {
+interface StoredObject {
   size: number
   sha256: string
 }

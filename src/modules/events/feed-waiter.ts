@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 
 /** How often the feed's mark is read while long polls wait. */
-export const FEED_POLL_MS = 100
+const FEED_POLL_MS = 100
 
 /** One long poll's interest in new events, from before its first read of the feed to its answer. */
 export interface FeedWatch {

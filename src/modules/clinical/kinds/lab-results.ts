@@ -6,7 +6,7 @@ import type { ClinicalKind } from '../kind.js'
 import { orNull, pastInstant } from './checks.js'
 
 /** LOINC's check digit: the mod-10 (Luhn) digit of the part before the dash. */
-export function validLoinc(code: string): boolean {
+function validLoinc(code: string): boolean {
   const [body = '', check] = code.split('-')
   let sum = 0
   for (let i = 0; i < body.length; i++) {
