@@ -1,19 +1,10 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto'
 import type { FastifyRequest } from 'fastify'
-import type { PageOf } from '../../schemas/common.js'
+import { LIST_PAGING_PARAMETERS, type ListPaging, type PageOf } from '../../schemas/common.js'
 import { AppError } from '../errors.js'
 import type { SyncPosition, SyncRead, SyncResult } from '../lib/sync-paging.js'
 
-/** The query of a list endpoint as far as paging goes; the rest of it are the list's filters. */
-export interface ListPaging {
-  page: number
-  size: number
-  sort?: string
-  cursor?: string
-  updatedSince?: string
-}
-
-const PAGING_PARAMETERS = new Set(['page', 'size', 'sort', 'cursor', 'updatedSince'])
+const PAGING_PARAMETERS: ReadonlySet<string> = new Set(LIST_PAGING_PARAMETERS)
 
 const badCursor = (details: string) =>
   new AppError('VAL_001', details, { status: 400, message: 'Invalid request parameters' })

@@ -1,6 +1,21 @@
 import { type Kysely, type RawBuilder, type SelectQueryBuilder, sql } from 'kysely'
 import type { Database } from '../../db/database.js'
-import type { PageOf, PageQuery } from '../../schemas/common.js'
+import { LIST_PAGING_PARAMETERS, type ListPaging, type PageOf, type PageQuery } from '../../schemas/common.js'
+
+/** The filters of a list query: all of it but its paging parameters. */
+export type ListFilters<Q extends PageQuery> = Omit<Q, keyof ListPaging>
+
+const PAGING: ReadonlySet<string> = new Set(LIST_PAGING_PARAMETERS)
+
+/** A list query split into its paging part and its filters. */
+export function splitListQuery<Q extends PageQuery>(
+  query: Q,
+): { paging: ListPaging; filters: ListFilters<Q> } {
+  const paging: Record<string, unknown> = {}
+  const filters: Record<string, unknown> = {}
+  for (const [name, value] of Object.entries(query)) (PAGING.has(name) ? paging : filters)[name] = value
+  return { paging: paging as ListPaging, filters: filters as ListFilters<Q> }
+}
 
 export interface SortOrder {
   column: string

@@ -19,7 +19,7 @@ import { auditChange } from '../../audit/change-audit.js'
 import { AppError, conflict, invalidField, invalidFields } from '../../errors.js'
 import { withinWorkingHours } from '../../lib/availability.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
-import { sortOrder, toPage } from '../../lib/paging.js'
+import { sortOrder, splitListQuery, toPage } from '../../lib/paging.js'
 import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
 import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
 import { minutesOf, zonedInstant } from '../../lib/zoned-time.js'
@@ -313,14 +313,13 @@ export async function listAppointments(
   actor: Actor,
   query: AppointmentListQuery,
 ): Promise<PageOf<Appointment>> {
-  const { page, size, sort, cursor: _cursor, updatedSince: _since, ...filters } = query
+  const { paging, filters } = splitListQuery(query)
   checkDateRange(filters)
-  const paging = { page, size }
   const { rows, total } = await listAppointmentRows(
     db,
     actor.organizationId,
     filters,
-    sortOrder(sort, APPOINTMENT_SORT_COLUMNS, DEFAULT_SORT),
+    sortOrder(paging.sort, APPOINTMENT_SORT_COLUMNS, DEFAULT_SORT),
     paging,
   )
   return toPage(rows.map(toAppointment), total, paging)
@@ -333,7 +332,7 @@ export async function syncAppointments(
   query: AppointmentListQuery,
   read: SyncRead,
 ): Promise<SyncResult<Appointment>> {
-  const { page: _page, size: _size, sort: _sort, cursor: _cursor, updatedSince: _since, ...filters } = query
+  const { filters } = splitListQuery(query)
   checkDateRange(filters)
   const rows = await syncAppointmentRows(db, actor.organizationId, filters, read)
   return syncPage(rows, toAppointment, read) as SyncResult<Appointment>

@@ -4,7 +4,7 @@ import type { AuditEvent, AuditEventListQuery } from '../../../schemas/audit.js'
 import type { PageOf } from '../../../schemas/common.js'
 import type { Actor } from '../../access/organization-scope.js'
 import { AppError } from '../../errors.js'
-import { sortOrder, toPage } from '../../lib/paging.js'
+import { sortOrder, splitListQuery, toPage } from '../../lib/paging.js'
 import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
 import { toAuditEvent } from './mapper.js'
 import { type AuditFilters, listAuditRows, syncAuditRows } from './queries.js'
@@ -13,7 +13,7 @@ const SORT_COLUMNS = { occurredAt: 'occurred_at' } as const
 
 /** The list's filters (the query without paging and sync parameters), checked. */
 function filtersOf(query: AuditEventListQuery): AuditFilters {
-  const { page: _page, size: _size, sort: _sort, cursor: _cursor, updatedSince: _since, ...filters } = query
+  const { filters } = splitListQuery(query)
   if (filters.from && filters.to && Date.parse(filters.from) > Date.parse(filters.to)) {
     throw new AppError('VAL_001', 'from must not be later than to', {
       status: 400,
@@ -29,10 +29,9 @@ export async function listAuditEvents(
   actor: Actor,
   query: AuditEventListQuery,
 ): Promise<PageOf<AuditEvent>> {
-  const { page, size, sort } = query
+  const { paging } = splitListQuery(query)
   const filters = filtersOf(query)
-  const paging = { page, size }
-  const order = sortOrder(sort, SORT_COLUMNS, { field: 'occurredAt', direction: 'desc' })
+  const order = sortOrder(paging.sort, SORT_COLUMNS, { field: 'occurredAt', direction: 'desc' })
   const { rows, total } = await listAuditRows(db, actor.organizationId, filters, order, paging)
   return toPage(rows.map(toAuditEvent), total, paging)
 }

@@ -14,7 +14,7 @@ import type { PageOf } from '../../../schemas/common.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
 import { auditChange } from '../../audit/change-audit.js'
 import { AppError, invalidField, invalidFields } from '../../errors.js'
-import { sortOrder, toPage } from '../../lib/paging.js'
+import { sortOrder, splitListQuery, toPage } from '../../lib/paging.js'
 import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
 import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
 import { transactionWithEvents } from '../../outbox/doorbell.js'
@@ -96,14 +96,11 @@ export async function listInvoices(
   actor: Actor,
   query: InvoiceListQuery,
 ): Promise<PageOf<Invoice>> {
-  const { page, size, sort } = query
-  const paging = { page, size }
-  const order = sortOrder(sort, INVOICE_SORT_COLUMNS, { field: 'createdAt', direction: 'desc' })
-  const { rows, total } = await listInvoiceRows(db, actor.organizationId, filtersOf(query), order, paging)
+  const { paging, filters } = splitListQuery(query)
+  const order = sortOrder(paging.sort, INVOICE_SORT_COLUMNS, { field: 'createdAt', direction: 'desc' })
+  const { rows, total } = await listInvoiceRows(db, actor.organizationId, filters, order, paging)
   return toPage(rows.map(toInvoice), total, paging)
 }
-
-const filtersOf = ({ patientId, status, from, to }: InvoiceListQuery) => ({ patientId, status, from, to })
 
 /** A sync page of the organization's invoices: created or changed since the position, in (updatedAt, id) order. */
 export async function syncInvoices(
@@ -112,7 +109,7 @@ export async function syncInvoices(
   query: InvoiceListQuery,
   read: SyncRead,
 ): Promise<SyncResult<Invoice>> {
-  const rows = await syncInvoiceRows(db, actor.organizationId, filtersOf(query), read)
+  const rows = await syncInvoiceRows(db, actor.organizationId, splitListQuery(query).filters, read)
   return syncPage(rows, toInvoice, read) as SyncResult<Invoice>
 }
 

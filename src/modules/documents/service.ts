@@ -10,7 +10,7 @@ import { type Actor, missingRecord, ownerOrganization } from '../../access/organ
 import { withChangeAudit } from '../../audit/change-audit.js'
 import { AppError, invalidField, invalidFields, preconditionFailed } from '../../errors.js'
 import { describeProblems, problemsText } from '../../http/validation-messages.js'
-import { sortOrder, toPage } from '../../lib/paging.js'
+import { sortOrder, splitListQuery, toPage } from '../../lib/paging.js'
 import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
 import type { ExpectedVersion } from '../../lib/versions.js'
 import { checkEncounterOfPatient } from '../encounters/service.js'
@@ -274,12 +274,6 @@ async function discard(db: Kysely<Database>, store: DocumentStore, row: Document
   await deleteUploadedDocument(db, row.organization_id, row.id)
 }
 
-/** The list's filters: the query without its paging and sync parameters. */
-function filtersOf(query: DocumentListQuery) {
-  const { page: _page, size: _size, sort: _sort, cursor: _cursor, updatedSince: _since, ...filters } = query
-  return filters
-}
-
 export async function listDocuments(
   db: Kysely<Database>,
   actor: Actor,
@@ -287,13 +281,13 @@ export async function listDocuments(
   query: DocumentListQuery,
 ): Promise<PageOf<Document>> {
   await requirePatient(db, actor, patientId)
-  const paging = { page: query.page, size: query.size }
-  const sort = sortOrder(query.sort, DOCUMENT_SORT_COLUMNS, { field: 'createdAt', direction: 'desc' })
+  const { paging, filters } = splitListQuery(query)
+  const sort = sortOrder(paging.sort, DOCUMENT_SORT_COLUMNS, { field: 'createdAt', direction: 'desc' })
   const { rows, total } = await listPatientDocuments(
     db,
     actor.organizationId,
     patientId,
-    filtersOf(query),
+    filters,
     sort,
     paging,
   )
@@ -313,7 +307,7 @@ export async function syncDocuments(
     db,
     actor.organizationId,
     patientId,
-    filtersOf(query),
+    splitListQuery(query).filters,
     read,
   )
   return syncPage(rows, toDocument, read, tombstones)

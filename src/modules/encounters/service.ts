@@ -18,7 +18,7 @@ import { type Actor, missingRecord, ownerOrganization } from '../../access/organ
 import { auditChange } from '../../audit/change-audit.js'
 import { AppError, conflict, forbidden, invalidField } from '../../errors.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
-import { sortOrder, toPage } from '../../lib/paging.js'
+import { sortOrder, splitListQuery, toPage } from '../../lib/paging.js'
 import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
 import { assertVersion, type ExpectedVersion, touch } from '../../lib/versions.js'
 import { transactionWithEvents } from '../../outbox/doorbell.js'
@@ -240,14 +240,13 @@ export async function listEncounters(
   actor: Actor,
   query: EncounterListQuery,
 ): Promise<PageOf<Encounter>> {
-  const { page, size, sort, cursor: _cursor, updatedSince: _since, ...filters } = query
+  const { paging, filters } = splitListQuery(query)
   checkDateRange(filters)
-  const paging = { page, size }
   const { rows, total } = await listEncounterRows(
     db,
     actor.organizationId,
     filters,
-    sortOrder(sort, ENCOUNTER_SORT_COLUMNS, DEFAULT_SORT),
+    sortOrder(paging.sort, ENCOUNTER_SORT_COLUMNS, DEFAULT_SORT),
     paging,
   )
   const addenda = await addendaOf(
@@ -269,7 +268,7 @@ export async function syncEncounters(
   query: EncounterListQuery,
   read: SyncRead,
 ): Promise<SyncResult<Encounter>> {
-  const { page: _page, size: _size, sort: _sort, cursor: _cursor, updatedSince: _since, ...filters } = query
+  const { filters } = splitListQuery(query)
   checkDateRange(filters)
   const rows = await syncEncounterRows(db, actor.organizationId, filters, read)
   const addenda = await addendaOf(

@@ -5,7 +5,7 @@ import type { Message, MessageListQuery, SendMessageBody } from '../../../schema
 import type { Actor } from '../../access/organization-scope.js'
 import { auditChange, withChangeAudit } from '../../audit/change-audit.js'
 import { forbidden, invalidField, notFound } from '../../errors.js'
-import { sortOrder, toPage } from '../../lib/paging.js'
+import { sortOrder, splitListQuery, toPage } from '../../lib/paging.js'
 import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
 import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
 import { requirePatient } from '../patients/service.js'
@@ -56,20 +56,11 @@ export async function listMessages(
   actor: Actor,
   query: MessageListQuery,
 ): Promise<PageOf<Message>> {
-  const paging = { page: query.page, size: query.size }
-  const sort = sortOrder(query.sort, { createdAt: 'created_at' }, { field: 'createdAt', direction: 'desc' })
-  const { rows, total } = await listMailbox(
-    db,
-    actor.organizationId,
-    actor.userId,
-    mailboxFilter(query),
-    sort,
-    paging,
-  )
+  const { paging, filters } = splitListQuery(query)
+  const sort = sortOrder(paging.sort, { createdAt: 'created_at' }, { field: 'createdAt', direction: 'desc' })
+  const { rows, total } = await listMailbox(db, actor.organizationId, actor.userId, filters, sort, paging)
   return toPage(rows.map(toMessage), total, paging)
 }
-
-const mailboxFilter = ({ folder, unread, patientId }: MessageListQuery) => ({ folder, unread, patientId })
 
 /** A sync page of the mailbox: messages sent or read since the position, in (updatedAt, id) order. */
 export async function syncMessages(
@@ -78,7 +69,7 @@ export async function syncMessages(
   query: MessageListQuery,
   read: SyncRead,
 ): Promise<SyncResult<Message>> {
-  const rows = await syncMailbox(db, actor.organizationId, actor.userId, mailboxFilter(query), read)
+  const rows = await syncMailbox(db, actor.organizationId, actor.userId, splitListQuery(query).filters, read)
   return syncPage(rows, toMessage, read) as SyncResult<Message>
 }
 

@@ -14,7 +14,7 @@ import { type Actor, missingRecord, ownerOrganization } from '../../access/organ
 import { currentChangeAudit } from '../../audit/change-audit.js'
 import { AppError, constraintConflict, invalidField, preconditionFailed } from '../../errors.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
-import { sortOrder, toPage } from '../../lib/paging.js'
+import { sortOrder, splitListQuery, toPage } from '../../lib/paging.js'
 import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
 import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
 import { changedRow, changeWithEvent } from '../../outbox/enqueue.js'
@@ -215,13 +215,12 @@ export async function listPatients(
   actor: Actor,
   query: PatientListQuery,
 ): Promise<PageOf<Patient>> {
-  const { page, size, sort, cursor: _cursor, updatedSince: _since, ...filters } = query
-  const paging = { page, size }
+  const { paging, filters } = splitListQuery(query)
   const { rows, total } = await listPatientRows(
     db,
     actor.organizationId,
     filters,
-    sortOrder(sort, PATIENT_SORT_COLUMNS, DEFAULT_SORT),
+    sortOrder(paging.sort, PATIENT_SORT_COLUMNS, DEFAULT_SORT),
     paging,
   )
   return toPage(rows.map(toPatient), total, paging)
@@ -234,7 +233,7 @@ export async function syncPatients(
   query: PatientListQuery,
   read: SyncRead,
 ): Promise<SyncResult<Patient>> {
-  const { page: _page, size: _size, sort: _sort, cursor: _cursor, updatedSince: _since, ...filters } = query
+  const { filters } = splitListQuery(query)
   const { rows, tombstones } = await syncPatientRows(db, actor.organizationId, filters, read)
   return syncPage(rows, toPatient, read, tombstones)
 }

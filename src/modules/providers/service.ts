@@ -18,7 +18,7 @@ import { invalidField, invalidFields, notFound } from '../../errors.js'
 import { type Interval, workingIntervals } from '../../lib/availability.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { isValidNpi } from '../../lib/npi.js'
-import { sortOrder, toPage } from '../../lib/paging.js'
+import { sortOrder, splitListQuery, toPage } from '../../lib/paging.js'
 import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
 import { assertVersion, type ExpectedVersion, touch } from '../../lib/versions.js'
 import { canonicalTimeZone, minutesOf } from '../../lib/zoned-time.js'
@@ -295,13 +295,12 @@ export async function listProviders(
   actor: Actor,
   query: ProviderListQuery,
 ): Promise<PageOf<Provider>> {
-  const { page, size, sort, cursor: _cursor, updatedSince: _since, ...filters } = query
-  const paging = { page, size }
+  const { paging, filters } = splitListQuery(query)
   const { rows, total } = await listProviderRows(
     db,
     actor.organizationId,
     filters,
-    sortOrder(sort, PROVIDER_SORT_COLUMNS, DEFAULT_SORT),
+    sortOrder(paging.sort, PROVIDER_SORT_COLUMNS, DEFAULT_SORT),
     paging,
   )
   const hours = await weeklyHoursOf(
@@ -323,7 +322,7 @@ export async function syncProviders(
   query: ProviderListQuery,
   read: SyncRead,
 ): Promise<SyncResult<Provider>> {
-  const { page: _page, size: _size, sort: _sort, cursor: _cursor, updatedSince: _since, ...filters } = query
+  const { filters } = splitListQuery(query)
   const rows = await syncProviderRows(db, actor.organizationId, filters, read)
   const hours = await weeklyHoursOf(
     db,

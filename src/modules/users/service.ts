@@ -17,7 +17,7 @@ import { conflict, constraintConflict, invalidField, invalidFields } from '../..
 import { checkPasswordPolicy } from '../../identity/password-policy.js'
 import { revokeUserSessions } from '../../identity/sessions.js'
 import { applyMergePatch, projectOnto } from '../../lib/merge-patch.js'
-import { sortOrder, toPage } from '../../lib/paging.js'
+import { sortOrder, splitListQuery, toPage } from '../../lib/paging.js'
 import { hashPassword } from '../../lib/passwords.js'
 import { toUser } from './mapper.js'
 import {
@@ -172,13 +172,12 @@ export async function listUsers(
   actor: Actor,
   query: UserListQuery,
 ): Promise<PageOf<User>> {
-  const { page, size, sort, ...filters } = query
-  const paging = { page, size }
+  const { paging, filters } = splitListQuery(query)
   const { rows, total } = await listAccounts(
     db,
     actor.organizationId,
     filters,
-    sortOrder(sort, USER_SORT_COLUMNS, DEFAULT_SORT),
+    sortOrder(paging.sort, USER_SORT_COLUMNS, DEFAULT_SORT),
     paging,
   )
   return toPage(rows.map(toUser), total, paging)

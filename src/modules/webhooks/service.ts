@@ -18,7 +18,7 @@ import { type Actor, missingRecord, ownerOrganization } from '../../access/organ
 import { auditChange } from '../../audit/change-audit.js'
 import { AppError, invalidField, notFound } from '../../errors.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
-import { sortOrder, toPage } from '../../lib/paging.js'
+import { sortOrder, splitListQuery, toPage } from '../../lib/paging.js'
 import type { SecretBox } from '../../lib/secret-box.js'
 import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
 import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
@@ -119,13 +119,12 @@ export async function listWebhooks(
   actor: Actor,
   query: WebhookListQuery,
 ): Promise<PageOf<Webhook>> {
-  const { page, size, sort } = query
-  const paging = { page, size }
+  const { paging, filters } = splitListQuery(query)
   const { rows, total } = await listWebhookRows(
     db,
     actor.organizationId,
-    { active: query.active },
-    sortOrder(sort, WEBHOOK_SORT_COLUMNS, { field: 'createdAt', direction: 'asc' }),
+    filters,
+    sortOrder(paging.sort, WEBHOOK_SORT_COLUMNS, { field: 'createdAt', direction: 'asc' }),
     paging,
   )
   return toPage(rows.map(toWebhook), total, paging)
@@ -138,7 +137,12 @@ export async function syncWebhooks(
   query: WebhookListQuery,
   read: SyncRead,
 ): Promise<SyncResult<Webhook>> {
-  const { rows, tombstones } = await syncWebhookRows(db, actor.organizationId, { active: query.active }, read)
+  const { rows, tombstones } = await syncWebhookRows(
+    db,
+    actor.organizationId,
+    splitListQuery(query).filters,
+    read,
+  )
   return syncPage(rows, toWebhook, read, tombstones)
 }
 
@@ -271,14 +275,13 @@ export async function listDeliveries(
   query: DeliveryListQuery,
 ): Promise<PageOf<Delivery>> {
   await requireWebhook(db, actor, webhookId)
-  const { page, size, sort, cursor: _cursor, updatedSince: _since, ...filters } = query
-  const paging = { page, size }
+  const { paging, filters } = splitListQuery(query)
   const { rows, total } = await listDeliveryRows(
     db,
     actor.organizationId,
     webhookId,
     filters,
-    sortOrder(sort, DELIVERY_SORT_COLUMNS, { field: 'createdAt', direction: 'desc' }),
+    sortOrder(paging.sort, DELIVERY_SORT_COLUMNS, { field: 'createdAt', direction: 'desc' }),
     paging,
   )
   return toPage(rows.map(toDelivery), total, paging)
@@ -293,7 +296,7 @@ export async function syncDeliveries(
   read: SyncRead,
 ): Promise<SyncResult<Delivery>> {
   await requireWebhook(db, actor, webhookId)
-  const { page: _page, size: _size, sort: _sort, cursor: _cursor, updatedSince: _since, ...filters } = query
+  const { filters } = splitListQuery(query)
   const rows = await syncDeliveryRows(db, actor.organizationId, webhookId, filters, read)
   return syncPage(rows, toDelivery, read)
 }
