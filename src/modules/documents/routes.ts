@@ -15,7 +15,7 @@ import {
 import { AppError } from '../../errors.js'
 import { ok } from '../../http/envelope.js'
 import { principalOf } from '../../http/principal.js'
-import { errorResponse } from '../../http/responses.js'
+import { errorResponse, recordErrors } from '../../http/responses.js'
 import { parseRange } from '../../lib/byte-range.js'
 import { STREAMED_BODY } from '../../plugins/validation.js'
 import { contentDisposition } from './download.js'
@@ -31,16 +31,8 @@ import {
 import type { DocumentStore } from './store.js'
 
 const tags = ['Documents']
-const patientRule = errorResponse(
-  403,
-  'Missing role, or the patient belongs to another organization (AUTH_003)',
-  'PatientForbidden',
-)
-const documentRule = errorResponse(
-  403,
-  'Missing role, or the document belongs to another organization (AUTH_003)',
-  'DocumentForbidden',
-)
+const patientErrors = recordErrors('patient', 'Patient')
+const documentErrors = recordErrors('document', 'Document')
 /** The headers of a download: what the bytes are and which of them were sent. */
 const downloadHeaders = {
   ETag: {
@@ -116,8 +108,7 @@ const documentRoutes: FastifyPluginAsyncTypebox<DocumentRoutesOptions> = async (
         body: { ...DocumentUploadBody, [STREAMED_BODY]: true },
         response: {
           201: DocumentEnvelope,
-          403: patientRule,
-          404: errorResponse(404, 'No such patient (RES_001)', 'PatientNotFound'),
+          ...patientErrors,
         },
       },
     },
@@ -158,8 +149,7 @@ const documentRoutes: FastifyPluginAsyncTypebox<DocumentRoutesOptions> = async (
         querystring: DocumentListQuery,
         response: {
           200: DocumentPageEnvelope,
-          403: patientRule,
-          404: errorResponse(404, 'No such patient (RES_001)', 'PatientNotFound'),
+          ...patientErrors,
         },
       },
     },
@@ -207,8 +197,7 @@ const documentRoutes: FastifyPluginAsyncTypebox<DocumentRoutesOptions> = async (
             type: 'null',
             headers: { ETag: downloadHeaders.ETag },
           },
-          403: documentRule,
-          404: errorResponse(404, 'No such document (RES_001)', 'DocumentNotFound'),
+          ...documentErrors,
           416: {
             ...errorResponse(416, 'The range is outside the document (VAL_001)'),
             headers: { 'Content-Range': downloadHeaders['Content-Range'] },
@@ -257,8 +246,7 @@ const documentRoutes: FastifyPluginAsyncTypebox<DocumentRoutesOptions> = async (
         headers: IfMatchHeaders,
         response: {
           200: DocumentDeletedEnvelope,
-          403: documentRule,
-          404: errorResponse(404, 'No such document (RES_001)', 'DocumentNotFound'),
+          ...documentErrors,
         },
       },
     },

@@ -8,7 +8,7 @@ import {
 } from '../../../schemas/messages.js'
 import { ok } from '../../http/envelope.js'
 import { principalOf } from '../../http/principal.js'
-import { errorResponse } from '../../http/responses.js'
+import { errorResponse, recordErrors } from '../../http/responses.js'
 import { getMessage, listMessages, readMessage, sendMessage, syncMessages } from './service.js'
 
 const tags = ['Messages']
@@ -25,12 +25,7 @@ const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
         body: SendMessageBody,
         response: {
           201: MessageEnvelope,
-          403: errorResponse(
-            403,
-            'Missing role, or the patient belongs to another organization (AUTH_003)',
-            'PatientForbidden',
-          ),
-          404: errorResponse(404, 'No such patient (RES_001)', 'PatientNotFound'),
+          ...recordErrors('patient', 'Patient'),
         },
       },
     },

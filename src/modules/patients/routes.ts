@@ -14,7 +14,7 @@ import {
 import { ok } from '../../http/envelope.js'
 import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
-import { errorResponse } from '../../http/responses.js'
+import { errorResponse, recordErrors } from '../../http/responses.js'
 import { MERGE_PATCH, mergePatchDescription } from '../../plugins/conditional-requests.js'
 import {
   createPatient,
@@ -28,12 +28,7 @@ import {
 } from './service.js'
 
 const tags = ['Patients']
-const notFound = errorResponse(404, 'No such patient (RES_001)', 'PatientNotFound')
-const otherOrganization = errorResponse(
-  403,
-  'Missing role, or the patient belongs to another organization (AUTH_003)',
-  'PatientForbidden',
-)
+const patientErrors = recordErrors('patient', 'Patient')
 const duplicate = errorResponse(409, 'The MRN is already used in this organization (RES_002)')
 
 const patientRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -92,7 +87,7 @@ const patientRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description: 'Carries the ETag `W/"<version>"`; with a current `If-None-Match`, 304 without a body.',
         params: IdParams,
         headers: IfNoneMatchHeaders,
-        response: { 200: PatientEnvelope, 403: otherOrganization, 404: notFound },
+        response: { 200: PatientEnvelope, ...patientErrors },
       },
     },
     async (request) =>
@@ -130,7 +125,7 @@ const patientRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: IdParams,
         headers: IfMatchHeaders,
         body: UpdatePatientBody,
-        response: { 200: PatientEnvelope, 403: otherOrganization, 404: notFound, 409: duplicate },
+        response: { 200: PatientEnvelope, ...patientErrors, 409: duplicate },
       },
     },
     async (request) =>
@@ -160,7 +155,7 @@ const patientRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: IdParams,
         headers: IfMatchHeaders,
         body: PatchPatientBody,
-        response: { 200: PatientEnvelope, 403: otherOrganization, 404: notFound, 409: duplicate },
+        response: { 200: PatientEnvelope, ...patientErrors, 409: duplicate },
       },
     },
     async (request) => {
@@ -189,7 +184,7 @@ const patientRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'The patient disappears from every read and search; the record and its clinical data are retained, and the MRN is never reissued. Emits patient.updated with deleted=true.',
         params: IdParams,
         headers: IfMatchHeaders,
-        response: { 200: PatientDeletedEnvelope, 403: otherOrganization, 404: notFound },
+        response: { 200: PatientDeletedEnvelope, ...patientErrors },
       },
     },
     async (request) =>

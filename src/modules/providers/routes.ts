@@ -13,7 +13,7 @@ import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse } from '../../http/responses.js'
 import { MERGE_PATCH, mergePatchDescription } from '../../plugins/conditional-requests.js'
-import { notFound, otherOrganization, tags } from './responses.js'
+import { providerErrors, tags } from './responses.js'
 import {
   createProvider,
   getProvider,
@@ -67,7 +67,7 @@ const providerRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description: 'Carries the ETag `W/"<version>"`; with a current `If-None-Match`, 304 without a body.',
         params: IdParams,
         headers: IfNoneMatchHeaders,
-        response: { 200: ProviderEnvelope, 403: otherOrganization, 404: notFound },
+        response: { 200: ProviderEnvelope, ...providerErrors },
       },
     },
     async (request) =>
@@ -104,7 +104,7 @@ const providerRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: IdParams,
         headers: IfMatchHeaders,
         body: UpdateProviderBody,
-        response: { 200: ProviderEnvelope, 403: otherOrganization, 404: notFound, 409: duplicate },
+        response: { 200: ProviderEnvelope, ...providerErrors, 409: duplicate },
       },
     },
     async (request) =>
@@ -134,7 +134,7 @@ const providerRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: IdParams,
         headers: IfMatchHeaders,
         body: PatchProviderBody,
-        response: { 200: ProviderEnvelope, 403: otherOrganization, 404: notFound, 409: duplicate },
+        response: { 200: ProviderEnvelope, ...providerErrors, 409: duplicate },
       },
     },
     async (request) => {

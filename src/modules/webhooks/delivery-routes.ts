@@ -9,15 +9,14 @@ import {
 } from '../../../schemas/webhooks.js'
 import { ok } from '../../http/envelope.js'
 import { principalOf } from '../../http/principal.js'
-import { errorResponse } from '../../http/responses.js'
-import { otherOrganization, tags, webhookNotFound } from './routes.js'
+import { errorResponse, noSuch } from '../../http/responses.js'
+import { tags, webhookErrors } from './routes.js'
 import { getDelivery, listDeliveries, redeliver, syncDeliveries } from './service.js'
 
-const deliveryNotFound = errorResponse(
-  404,
-  'No such webhook, or no such delivery of it (RES_001)',
-  'DeliveryNotFound',
-)
+const deliveryErrors = {
+  ...webhookErrors,
+  404: noSuch('webhook, or no such delivery of it', 'DeliveryNotFound'),
+}
 
 const deliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
@@ -31,7 +30,7 @@ const deliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'Each with its attempt count, last status code, last error, latency and next attempt. With `updatedSince` or `cursor`, a sync page: deliveries changed since (claimed, attempted, finished or redelivered), oldest change first.',
         params: IdParams,
         querystring: DeliveryListQuery,
-        response: { 200: DeliveryPageEnvelope, 403: otherOrganization, 404: webhookNotFound },
+        response: { 200: DeliveryPageEnvelope, ...webhookErrors },
       },
     },
     async (request) => {
@@ -56,7 +55,7 @@ const deliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'getWebhookDelivery',
         summary: 'One delivery with its body and every attempt',
         params: DeliveryParams,
-        response: { 200: DeliveryDetailEnvelope, 403: otherOrganization, 404: deliveryNotFound },
+        response: { 200: DeliveryDetailEnvelope, ...deliveryErrors },
       },
     },
     async (request) =>
@@ -78,8 +77,7 @@ const deliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: DeliveryParams,
         response: {
           200: DeliveryEnvelope,
-          403: otherOrganization,
-          404: deliveryNotFound,
+          ...deliveryErrors,
           409: errorResponse(
             409,
             'The webhook is inactive, or the delivery is being sent right now (RES_002)',

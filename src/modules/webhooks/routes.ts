@@ -15,7 +15,7 @@ import {
 import { ok } from '../../http/envelope.js'
 import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
-import { errorResponse } from '../../http/responses.js'
+import { errorResponse, recordErrors } from '../../http/responses.js'
 import { MERGE_PATCH, mergePatchDescription } from '../../plugins/conditional-requests.js'
 import {
   createWebhook,
@@ -31,12 +31,7 @@ import {
 } from './service.js'
 
 export const tags = ['Webhooks']
-export const webhookNotFound = errorResponse(404, 'No such webhook (RES_001)', 'WebhookNotFound')
-export const otherOrganization = errorResponse(
-  403,
-  'Missing role, or the webhook belongs to another organization (AUTH_003)',
-  'WebhookForbidden',
-)
+export const webhookErrors = recordErrors('webhook', 'Webhook')
 const refused = errorResponse(
   422,
   'The body failed validation, or the url is not https or resolves to an internal address (VAL_001, VAL_002)',
@@ -102,7 +97,7 @@ const webhookRoutes: FastifyPluginAsyncTypebox<{ settings: WebhookSettings }> = 
         description: 'Carries the ETag `W/"<version>"`; with a current `If-None-Match`, 304 without a body.',
         params: IdParams,
         headers: IfNoneMatchHeaders,
-        response: { 200: WebhookEnvelope, 403: otherOrganization, 404: webhookNotFound },
+        response: { 200: WebhookEnvelope, ...webhookErrors },
       },
     },
     async (request) =>
@@ -121,7 +116,7 @@ const webhookRoutes: FastifyPluginAsyncTypebox<{ settings: WebhookSettings }> = 
         params: IdParams,
         headers: IfMatchHeaders,
         body: UpdateWebhookBody,
-        response: { 200: WebhookEnvelope, 403: otherOrganization, 404: webhookNotFound, 422: refused },
+        response: { 200: WebhookEnvelope, ...webhookErrors, 422: refused },
       },
     },
     async (request) =>
@@ -152,7 +147,7 @@ const webhookRoutes: FastifyPluginAsyncTypebox<{ settings: WebhookSettings }> = 
         params: IdParams,
         headers: IfMatchHeaders,
         body: PatchWebhookBody,
-        response: { 200: WebhookEnvelope, 403: otherOrganization, 404: webhookNotFound, 422: refused },
+        response: { 200: WebhookEnvelope, ...webhookErrors, 422: refused },
       },
     },
     async (request) => {
@@ -181,7 +176,7 @@ const webhookRoutes: FastifyPluginAsyncTypebox<{ settings: WebhookSettings }> = 
           'With `If-Match`, only if the webhook is still at that version (412 otherwise). Sync readers of the list see a tombstone.',
         params: IdParams,
         headers: IfMatchHeaders,
-        response: { 200: WebhookDeletedEnvelope, 403: otherOrganization, 404: webhookNotFound },
+        response: { 200: WebhookDeletedEnvelope, ...webhookErrors },
       },
     },
     async (request) =>
@@ -203,7 +198,7 @@ const webhookRoutes: FastifyPluginAsyncTypebox<{ settings: WebhookSettings }> = 
         params: IdParams,
         headers: IfMatchHeaders,
         body: RotateSecretBody,
-        response: { 200: WebhookWithSecretEnvelope, 403: otherOrganization, 404: webhookNotFound },
+        response: { 200: WebhookWithSecretEnvelope, ...webhookErrors },
       },
     },
     async (request) =>
@@ -230,7 +225,7 @@ const webhookRoutes: FastifyPluginAsyncTypebox<{ settings: WebhookSettings }> = 
         description:
           'Queues a `webhook.test` event for this webhook only; follow it in the deliveries. It never describes a real change.',
         params: IdParams,
-        response: { 201: DeliveryEnvelope, 403: otherOrganization, 404: webhookNotFound, 409: inactive },
+        response: { 201: DeliveryEnvelope, ...webhookErrors, 409: inactive },
       },
     },
     async (request, reply) => {
