@@ -12,6 +12,7 @@ import {
 } from '../../../schemas/appointments.js'
 import { IdParams, IfMatchHeaders, IfNoneMatchHeaders } from '../../../schemas/common.js'
 import { ok } from '../../http/envelope.js'
+import { listOrSync } from '../../http/list-or-sync.js'
 import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse, noSuch, recordErrors } from '../../http/responses.js'
@@ -53,18 +54,8 @@ const appointmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: AppointmentPageEnvelope },
       },
     },
-    async (request) => {
-      const sync = app.syncCursors.readOf(request, request.query)
-      const page = sync
-        ? app.syncCursors.pageOf(
-            request,
-            request.query,
-            await syncAppointments(app.readDb(request), principalOf(request), request.query, sync),
-          )
-        : await listAppointments(app.readDb(request), principalOf(request), request.query)
-      request.auditedIds = page.content.map((appointment) => appointment.id)
-      return ok('Appointments retrieved', page)
-    },
+    async (request) =>
+      listOrSync(request, 'Appointments retrieved', { list: listAppointments, sync: syncAppointments }),
   )
 
   app.get(

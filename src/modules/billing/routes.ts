@@ -11,6 +11,7 @@ import {
 } from '../../../schemas/billing.js'
 import { IdParams, IfMatchHeaders, IfNoneMatchHeaders } from '../../../schemas/common.js'
 import { ok } from '../../http/envelope.js'
+import { listOrSync } from '../../http/list-or-sync.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse, noSuch, otherOrganization } from '../../http/responses.js'
 import {
@@ -70,17 +71,13 @@ const billingRoutes: FastifyPluginAsyncTypebox<{ settings: BillingSettings }> = 
         response: { 200: InvoicePageEnvelope },
       },
     },
-    async (request) => {
-      const sync = app.syncCursors.readOf(request, request.query)
-      const page = sync
-        ? app.syncCursors.pageOf(
-            request,
-            request.query,
-            await syncInvoices(app.readDb(request), principalOf(request), request.query, sync),
-          )
-        : await listInvoices(app.readDb(request), principalOf(request), request.query)
-      return ok('Invoices retrieved', page)
-    },
+    async (request) =>
+      listOrSync(
+        request,
+        'Invoices retrieved',
+        { list: listInvoices, sync: syncInvoices },
+        { auditIds: false },
+      ),
   )
 
   app.get(

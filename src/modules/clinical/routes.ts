@@ -11,6 +11,7 @@ import {
 import { IfMatchHeaders, IfNoneMatchHeaders } from '../../../schemas/common.js'
 import { PatientIdParams } from '../../../schemas/documents.js'
 import { ok } from '../../http/envelope.js'
+import { listOrSync } from '../../http/list-or-sync.js'
 import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse, noSuch, recordErrors } from '../../http/responses.js'
@@ -101,19 +102,11 @@ function registerKind<I extends TObject, D extends TObject>(app: App, kind: Clin
       },
     },
     async (request) => {
-      const query = request.query as Record<string, unknown> & { page: number; size: number }
-      const actor = principalOf(request)
       const { patientId } = request.params
-      const sync = app.syncCursors.readOf(request, query)
-      const result = sync
-        ? app.syncCursors.pageOf(
-            request,
-            query,
-            await syncClinicalRecords(app.readDb(request), kind, actor, patientId, query, sync),
-          )
-        : await listClinicalRecords(app.readDb(request), kind, actor, patientId, query)
-      request.auditedIds = result.content.map((record) => record.id)
-      return ok(`${kind.path} retrieved`, result)
+      return listOrSync(request, `${kind.path} retrieved`, {
+        list: (db, actor, query) => listClinicalRecords(db, kind, actor, patientId, query),
+        sync: (db, actor, query, read) => syncClinicalRecords(db, kind, actor, patientId, query, read),
+      })
     },
   )
 

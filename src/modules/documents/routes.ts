@@ -14,6 +14,7 @@ import {
 } from '../../../schemas/documents.js'
 import { AppError } from '../../errors.js'
 import { ok } from '../../http/envelope.js'
+import { listOrSync } from '../../http/list-or-sync.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse, recordErrors } from '../../http/responses.js'
 import { parseRange } from '../../lib/byte-range.js'
@@ -154,18 +155,11 @@ const documentRoutes: FastifyPluginAsyncTypebox<DocumentRoutesOptions> = async (
       },
     },
     async (request) => {
-      const actor = principalOf(request)
       const { patientId } = request.params
-      const sync = app.syncCursors.readOf(request, request.query)
-      const page = sync
-        ? app.syncCursors.pageOf(
-            request,
-            request.query,
-            await syncDocuments(app.readDb(request), actor, patientId, request.query, sync),
-          )
-        : await listDocuments(app.readDb(request), actor, patientId, request.query)
-      request.auditedIds = page.content.map((document) => document.id)
-      return ok('Documents retrieved', page)
+      return listOrSync(request, 'Documents retrieved', {
+        list: (db, actor, query) => listDocuments(db, actor, patientId, query),
+        sync: (db, actor, query, read) => syncDocuments(db, actor, patientId, query, read),
+      })
     },
   )
 

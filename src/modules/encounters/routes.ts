@@ -10,6 +10,7 @@ import {
   UpdateEncounterBody,
 } from '../../../schemas/encounters.js'
 import { ok } from '../../http/envelope.js'
+import { listOrSync } from '../../http/list-or-sync.js'
 import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse, recordErrors } from '../../http/responses.js'
@@ -50,18 +51,8 @@ const encounterRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: EncounterPageEnvelope },
       },
     },
-    async (request) => {
-      const sync = app.syncCursors.readOf(request, request.query)
-      const page = sync
-        ? app.syncCursors.pageOf(
-            request,
-            request.query,
-            await syncEncounters(app.readDb(request), principalOf(request), request.query, sync),
-          )
-        : await listEncounters(app.readDb(request), principalOf(request), request.query)
-      request.auditedIds = page.content.map((encounter) => encounter.id)
-      return ok('Encounters retrieved', page)
-    },
+    async (request) =>
+      listOrSync(request, 'Encounters retrieved', { list: listEncounters, sync: syncEncounters }),
   )
 
   app.get(

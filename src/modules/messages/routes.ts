@@ -7,6 +7,7 @@ import {
   SendMessageBody,
 } from '../../../schemas/messages.js'
 import { ok } from '../../http/envelope.js'
+import { listOrSync } from '../../http/list-or-sync.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse, recordErrors } from '../../http/responses.js'
 import { getMessage, listMessages, readMessage, sendMessage, syncMessages } from './service.js'
@@ -49,18 +50,7 @@ const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: MessagePageEnvelope },
       },
     },
-    async (request) => {
-      const sync = app.syncCursors.readOf(request, request.query)
-      const page = sync
-        ? app.syncCursors.pageOf(
-            request,
-            request.query,
-            await syncMessages(app.readDb(request), principalOf(request), request.query, sync),
-          )
-        : await listMessages(app.readDb(request), principalOf(request), request.query)
-      request.auditedIds = page.content.map((message) => message.id)
-      return ok('Messages retrieved', page)
-    },
+    async (request) => listOrSync(request, 'Messages retrieved', { list: listMessages, sync: syncMessages }),
   )
 
   app.get(

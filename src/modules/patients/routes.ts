@@ -12,6 +12,7 @@ import {
   UpdatePatientBody,
 } from '../../../schemas/patients.js'
 import { ok } from '../../http/envelope.js'
+import { listOrSync } from '../../http/list-or-sync.js'
 import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse, recordErrors } from '../../http/responses.js'
@@ -45,18 +46,7 @@ const patientRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: PatientPageEnvelope },
       },
     },
-    async (request) => {
-      const sync = app.syncCursors.readOf(request, request.query)
-      const page = sync
-        ? app.syncCursors.pageOf(
-            request,
-            request.query,
-            await syncPatients(app.readDb(request), principalOf(request), request.query, sync),
-          )
-        : await listPatients(app.readDb(request), principalOf(request), request.query)
-      request.auditedIds = page.content.map((patient) => patient.id)
-      return ok('Patients retrieved', page)
-    },
+    async (request) => listOrSync(request, 'Patients retrieved', { list: listPatients, sync: syncPatients }),
   )
 
   app.get(

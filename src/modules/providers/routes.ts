@@ -9,6 +9,7 @@ import {
   UpdateProviderBody,
 } from '../../../schemas/providers.js'
 import { ok } from '../../http/envelope.js'
+import { listOrSync } from '../../http/list-or-sync.js'
 import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse } from '../../http/responses.js'
@@ -44,17 +45,8 @@ const providerRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: ProviderPageEnvelope },
       },
     },
-    async (request) => {
-      const sync = app.syncCursors.readOf(request, request.query)
-      const page = sync
-        ? app.syncCursors.pageOf(
-            request,
-            request.query,
-            await syncProviders(app.readDb(request), principalOf(request), request.query, sync),
-          )
-        : await listProviders(app.readDb(request), principalOf(request), request.query)
-      return ok('Providers retrieved', page)
-    },
+    async (request) =>
+      listOrSync(request, 'Providers retrieved', { list: listProviders, sync: syncProviders }),
   )
 
   app.get(

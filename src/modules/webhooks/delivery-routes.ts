@@ -8,6 +8,7 @@ import {
   DeliveryParams,
 } from '../../../schemas/webhooks.js'
 import { ok } from '../../http/envelope.js'
+import { listOrSync } from '../../http/list-or-sync.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse, noSuch } from '../../http/responses.js'
 import { tags, webhookErrors } from './routes.js'
@@ -34,16 +35,16 @@ const deliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const actor = principalOf(request)
-      const sync = app.syncCursors.readOf(request, request.query)
-      const page = sync
-        ? app.syncCursors.pageOf(
-            request,
-            request.query,
-            await syncDeliveries(app.readDb(request), actor, request.params.id, request.query, sync),
-          )
-        : await listDeliveries(app.readDb(request), actor, request.params.id, request.query)
-      return ok('Deliveries retrieved', page)
+      const webhookId = request.params.id
+      return listOrSync(
+        request,
+        'Deliveries retrieved',
+        {
+          list: (db, actor, query) => listDeliveries(db, actor, webhookId, query),
+          sync: (db, actor, query, read) => syncDeliveries(db, actor, webhookId, query, read),
+        },
+        { auditIds: false },
+      )
     },
   )
 

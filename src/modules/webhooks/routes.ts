@@ -13,6 +13,7 @@ import {
   WebhookWithSecretEnvelope,
 } from '../../../schemas/webhooks.js'
 import { ok } from '../../http/envelope.js'
+import { listOrSync } from '../../http/list-or-sync.js'
 import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse, recordErrors } from '../../http/responses.js'
@@ -73,18 +74,7 @@ const webhookRoutes: FastifyPluginAsyncTypebox<{ settings: WebhookSettings }> = 
         response: { 200: WebhookPageEnvelope },
       },
     },
-    async (request) => {
-      const sync = app.syncCursors.readOf(request, request.query)
-      const page = sync
-        ? app.syncCursors.pageOf(
-            request,
-            request.query,
-            await syncWebhooks(app.readDb(request), principalOf(request), request.query, sync),
-          )
-        : await listWebhooks(app.readDb(request), principalOf(request), request.query)
-      request.auditedIds = page.content.map((webhook) => webhook.id)
-      return ok('Webhooks retrieved', page)
-    },
+    async (request) => listOrSync(request, 'Webhooks retrieved', { list: listWebhooks, sync: syncWebhooks }),
   )
 
   app.get(
