@@ -1,36 +1,53 @@
 import type { FastifyRequest } from 'fastify'
 import type { Kysely } from 'kysely'
 import type { Database } from '../../db/database.js'
-import type { ListPaging, PageOf } from '../../schemas/common.js'
+import type { ListPaging, PageOf, PageQuery } from '../../schemas/common.js'
 import type { Principal } from '../identity/principal.js'
-import type { SyncRead, SyncResult } from '../lib/sync-paging.js'
+import type { RecordList } from '../lib/row-list.js'
 import { ok } from './envelope.js'
 import { principalOf } from './principal.js'
 
-/** The two ways an area reads its list for a caller: an offset page, or the changes after a position. */
-export interface ListReads<Q, T> {
-  list: (db: Kysely<Database>, actor: Principal, query: Q) => Promise<PageOf<T>>
-  sync: (db: Kysely<Database>, actor: Principal, query: Q, read: SyncRead) => Promise<SyncResult<T>>
+/** How an area reads its list for the caller, from the list query. */
+type ListRead<Q, R> = (db: Kysely<Database>, actor: Principal, query: Q) => R | Promise<R>
+
+/** Whether the ids listed go into the call's audit record (else it names the record of the path, if any). */
+interface ListOptions {
+  auditIds?: boolean
 }
 
 /**
  * Answers a list request: a sync page when it sends `updatedSince` or `cursor`, an offset page
- * otherwise, read where `readDb` sends the caller. The ids listed go into the call's audit record
- * unless `auditIds` is false (the record then names the record of the path, if any).
+ * otherwise, read where `readDb` sends the caller.
  */
 export async function listOrSync<Q extends ListPaging, T extends { id: number }>(
   request: FastifyRequest & { query: Q },
   message: string,
-  reads: ListReads<Q, T>,
-  { auditIds = true }: { auditIds?: boolean } = {},
+  read: ListRead<Q, RecordList<T>>,
+  options: ListOptions = {},
 ) {
   const { query, server } = request
-  const db = server.readDb(request)
-  const actor = principalOf(request)
   const sync = server.syncCursors.readOf(request, query)
-  const page = sync
-    ? server.syncCursors.pageOf(request, query, await reads.sync(db, actor, query, sync))
-    : await reads.list(db, actor, query)
+  const list = await read(server.readDb(request), principalOf(request), query)
+  const page = sync ? server.syncCursors.pageOf(request, query, await list.changes(sync)) : await list.page()
+  return answer(request, message, page, options)
+}
+
+/** Answers a request for a list that has offset pages only (its query takes no sync parameters). */
+export async function listPage<Q extends PageQuery, T extends { id: number }>(
+  request: FastifyRequest & { query: Q },
+  message: string,
+  read: ListRead<Q, PageOf<T>>,
+) {
+  const page = await read(request.server.readDb(request), principalOf(request), request.query)
+  return answer(request, message, page, {})
+}
+
+function answer<T extends { id: number }>(
+  request: FastifyRequest,
+  message: string,
+  page: PageOf<T>,
+  { auditIds = true }: ListOptions,
+) {
   if (auditIds) request.auditedIds = page.content.map((record) => record.id)
   return ok(message, page)
 }

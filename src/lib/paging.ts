@@ -1,6 +1,7 @@
 import { type Kysely, type RawBuilder, type SelectQueryBuilder, sql } from 'kysely'
 import type { Database } from '../../db/database.js'
 import { LIST_PAGING_PARAMETERS, type ListPaging, type PageOf, type PageQuery } from '../../schemas/common.js'
+import { AppError } from '../errors.js'
 
 /** The filters of a list query: all of it but its paging parameters. */
 export type ListFilters<Q extends PageQuery> = Omit<Q, keyof ListPaging>
@@ -15,6 +16,13 @@ export function splitListQuery<Q extends PageQuery>(
   const filters: Record<string, unknown> = {}
   for (const [name, value] of Object.entries(query)) (PAGING.has(name) ? paging : filters)[name] = value
   return { paging: paging as ListPaging, filters: filters as ListFilters<Q> }
+}
+
+/** A list's `dateFrom`/`dateTo` filters: an empty range is a mistake, refused with 400. */
+export function checkDateRange(filters: { dateFrom?: string; dateTo?: string }): void {
+  if (filters.dateFrom && filters.dateTo && filters.dateTo < filters.dateFrom) {
+    throw new AppError('VAL_001', 'dateTo must not be before dateFrom', { status: 400 })
+  }
 }
 
 export interface SortOrder {

@@ -24,7 +24,6 @@ import {
   getAppointment,
   listAppointments,
   patchAppointment,
-  syncAppointments,
   updateAppointment,
 } from './service.js'
 
@@ -54,8 +53,7 @@ const appointmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: AppointmentPageEnvelope },
       },
     },
-    async (request) =>
-      listOrSync(request, 'Appointments retrieved', { list: listAppointments, sync: syncAppointments }),
+    async (request) => listOrSync(request, 'Appointments retrieved', listAppointments),
   )
 
   app.get(

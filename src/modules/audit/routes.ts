@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AuditEventListQuery, AuditEventPageEnvelope } from '../../../schemas/audit.js'
 import { listOrSync } from '../../http/list-or-sync.js'
-import { listAuditEvents, syncAuditEvents } from './service.js'
+import { listAuditEvents } from './service.js'
 
 const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
@@ -17,13 +17,7 @@ const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: AuditEventPageEnvelope },
       },
     },
-    async (request) =>
-      listOrSync(
-        request,
-        'Audit events retrieved',
-        { list: listAuditEvents, sync: syncAuditEvents },
-        { auditIds: false },
-      ),
+    async (request) => listOrSync(request, 'Audit events retrieved', listAuditEvents, { auditIds: false }),
   )
 }
 

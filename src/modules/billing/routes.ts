@@ -21,7 +21,6 @@ import {
   issueInvoice,
   listInvoices,
   recordPayment,
-  syncInvoices,
   voidInvoice,
 } from './service.js'
 
@@ -71,13 +70,7 @@ const billingRoutes: FastifyPluginAsyncTypebox<{ settings: BillingSettings }> = 
         response: { 200: InvoicePageEnvelope },
       },
     },
-    async (request) =>
-      listOrSync(
-        request,
-        'Invoices retrieved',
-        { list: listInvoices, sync: syncInvoices },
-        { auditIds: false },
-      ),
+    async (request) => listOrSync(request, 'Invoices retrieved', listInvoices, { auditIds: false }),
   )
 
   app.get(

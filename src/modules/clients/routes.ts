@@ -10,6 +10,7 @@ import {
 } from '../../../schemas/clients.js'
 import { IdParams } from '../../../schemas/common.js'
 import { ok } from '../../http/envelope.js'
+import { listPage } from '../../http/list-or-sync.js'
 import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse, recordErrors } from '../../http/responses.js'
@@ -48,11 +49,7 @@ const clientRoutes: FastifyPluginAsyncTypebox<{ settings: ClientSettings }> = as
         response: { 200: ClientPageEnvelope },
       },
     },
-    async (request) => {
-      const page = await listClients(app.readDb(request), principalOf(request), request.query)
-      request.auditedIds = page.content.map((client) => client.id)
-      return ok('Clients retrieved', page)
-    },
+    async (request) => listPage(request, 'Clients retrieved', listClients),
   )
 
   app.get(

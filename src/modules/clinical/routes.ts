@@ -30,7 +30,6 @@ import {
   getRecord,
   listClinicalRecords,
   patchClinicalRecord,
-  syncClinicalRecords,
 } from './service.js'
 
 const tags = ['Clinical records']
@@ -103,10 +102,9 @@ function registerKind<I extends TObject, D extends TObject>(app: App, kind: Clin
     },
     async (request) => {
       const { patientId } = request.params
-      return listOrSync(request, `${kind.path} retrieved`, {
-        list: (db, actor, query) => listClinicalRecords(db, kind, actor, patientId, query),
-        sync: (db, actor, query, read) => syncClinicalRecords(db, kind, actor, patientId, query, read),
-      })
+      return listOrSync(request, `${kind.path} retrieved`, (db, actor, query) =>
+        listClinicalRecords(db, kind, actor, patientId, query),
+      )
     },
   )
 

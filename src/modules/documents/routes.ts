@@ -25,7 +25,6 @@ import {
   findDocument,
   listDocuments,
   sweepDocuments,
-  syncDocuments,
   UPLOAD_PARTS,
   uploadDocument,
 } from './service.js'
@@ -156,10 +155,9 @@ const documentRoutes: FastifyPluginAsyncTypebox<DocumentRoutesOptions> = async (
     },
     async (request) => {
       const { patientId } = request.params
-      return listOrSync(request, 'Documents retrieved', {
-        list: (db, actor, query) => listDocuments(db, actor, patientId, query),
-        sync: (db, actor, query, read) => syncDocuments(db, actor, patientId, query, read),
-      })
+      return listOrSync(request, 'Documents retrieved', (db, actor, query) =>
+        listDocuments(db, actor, patientId, query),
+      )
     },
   )
 

@@ -22,7 +22,6 @@ import {
   listEncounters,
   patchEncounter,
   signEncounter,
-  syncEncounters,
   updateEncounter,
 } from './service.js'
 
@@ -51,8 +50,7 @@ const encounterRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: EncounterPageEnvelope },
       },
     },
-    async (request) =>
-      listOrSync(request, 'Encounters retrieved', { list: listEncounters, sync: syncEncounters }),
+    async (request) => listOrSync(request, 'Encounters retrieved', listEncounters),
   )
 
   app.get(

@@ -10,7 +10,7 @@ import { ok } from '../../http/envelope.js'
 import { listOrSync } from '../../http/list-or-sync.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse, recordErrors } from '../../http/responses.js'
-import { getMessage, listMessages, readMessage, sendMessage, syncMessages } from './service.js'
+import { getMessage, listMessages, readMessage, sendMessage } from './service.js'
 
 const tags = ['Messages']
 const notVisible = errorResponse(404, 'No such message among yours (RES_001)', 'MessageNotFound')
@@ -50,7 +50,7 @@ const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: MessagePageEnvelope },
       },
     },
-    async (request) => listOrSync(request, 'Messages retrieved', { list: listMessages, sync: syncMessages }),
+    async (request) => listOrSync(request, 'Messages retrieved', listMessages),
   )
 
   app.get(

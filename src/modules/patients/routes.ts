@@ -12,7 +12,7 @@ import {
   UpdatePatientBody,
 } from '../../../schemas/patients.js'
 import { ok } from '../../http/envelope.js'
-import { listOrSync } from '../../http/list-or-sync.js'
+import { listOrSync, listPage } from '../../http/list-or-sync.js'
 import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse, recordErrors } from '../../http/responses.js'
@@ -24,7 +24,6 @@ import {
   listPatients,
   patchPatient,
   searchPatients,
-  syncPatients,
   updatePatient,
 } from './service.js'
 
@@ -46,7 +45,7 @@ const patientRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: PatientPageEnvelope },
       },
     },
-    async (request) => listOrSync(request, 'Patients retrieved', { list: listPatients, sync: syncPatients }),
+    async (request) => listOrSync(request, 'Patients retrieved', listPatients),
   )
 
   app.get(
@@ -60,11 +59,7 @@ const patientRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: PatientSearchPageEnvelope },
       },
     },
-    async (request) => {
-      const page = await searchPatients(app.readDb(request), principalOf(request), request.query)
-      request.auditedIds = page.content.map((patient) => patient.id)
-      return ok('Patients found', page)
-    },
+    async (request) => listPage(request, 'Patients found', searchPatients),
   )
 
   app.get(

@@ -15,14 +15,7 @@ import { principalOf } from '../../http/principal.js'
 import { errorResponse } from '../../http/responses.js'
 import { MERGE_PATCH, mergePatchDescription } from '../../plugins/conditional-requests.js'
 import { providerErrors, tags } from './responses.js'
-import {
-  createProvider,
-  getProvider,
-  listProviders,
-  patchProvider,
-  syncProviders,
-  updateProvider,
-} from './service.js'
+import { createProvider, getProvider, listProviders, patchProvider, updateProvider } from './service.js'
 
 const duplicate = errorResponse(
   409,
@@ -45,8 +38,7 @@ const providerRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: ProviderPageEnvelope },
       },
     },
-    async (request) =>
-      listOrSync(request, 'Providers retrieved', { list: listProviders, sync: syncProviders }),
+    async (request) => listOrSync(request, 'Providers retrieved', listProviders),
   )
 
   app.get(

@@ -10,6 +10,7 @@ import {
   UserPageEnvelope,
 } from '../../../schemas/users.js'
 import { ok } from '../../http/envelope.js'
+import { listPage } from '../../http/list-or-sync.js'
 import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse, recordErrors } from '../../http/responses.js'
@@ -68,11 +69,7 @@ const userRoutes: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (app, { e
         response: { 200: UserPageEnvelope },
       },
     },
-    async (request) => {
-      const page = await listUsers(app.readDb(request), principalOf(request), request.query)
-      request.auditedIds = page.content.map((user) => user.id)
-      return ok('Users retrieved', page)
-    },
+    async (request) => listPage(request, 'Users retrieved', listUsers),
   )
 
   app.get(

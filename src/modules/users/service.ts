@@ -17,18 +17,19 @@ import { conflict, constraintConflict, invalidField, invalidFields } from '../..
 import { checkPasswordPolicy } from '../../identity/password-policy.js'
 import { revokeUserSessions } from '../../identity/sessions.js'
 import { applyMergePatch, projectOnto } from '../../lib/merge-patch.js'
-import { sortOrder, splitListQuery, toPage } from '../../lib/paging.js'
+import { sortOrder, splitListQuery } from '../../lib/paging.js'
 import { hashPassword } from '../../lib/passwords.js'
+import { recordList } from '../../lib/row-list.js'
 import { toUser } from './mapper.js'
 import {
   type AccountRow,
   accountOwnerOrganization,
+  accountRows,
   countOtherActiveAdmins,
   emailTaken,
   findAccount,
   insertOrganization,
   insertUser,
-  listAccounts,
   lockAccount,
   lockAdministration,
   USER_SORT_COLUMNS,
@@ -173,14 +174,10 @@ export async function listUsers(
   query: UserListQuery,
 ): Promise<PageOf<User>> {
   const { paging, filters } = splitListQuery(query)
-  const { rows, total } = await listAccounts(
-    db,
-    actor.organizationId,
-    filters,
-    sortOrder(paging.sort, USER_SORT_COLUMNS, DEFAULT_SORT),
-    paging,
-  )
-  return toPage(rows.map(toUser), total, paging)
+  const sort = sortOrder(paging.sort, USER_SORT_COLUMNS, DEFAULT_SORT)
+  return recordList(accountRows(db, actor.organizationId, filters), paging, sort, (rows) =>
+    rows.map(toUser),
+  ).page()
 }
 
 export async function getUser(db: Kysely<Database>, actor: Actor, id: number): Promise<User> {

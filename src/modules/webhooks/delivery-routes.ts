@@ -12,7 +12,7 @@ import { listOrSync } from '../../http/list-or-sync.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse, noSuch } from '../../http/responses.js'
 import { tags, webhookErrors } from './routes.js'
-import { getDelivery, listDeliveries, redeliver, syncDeliveries } from './service.js'
+import { getDelivery, listDeliveries, redeliver } from './service.js'
 
 const deliveryErrors = {
   ...webhookErrors,
@@ -39,10 +39,7 @@ const deliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       return listOrSync(
         request,
         'Deliveries retrieved',
-        {
-          list: (db, actor, query) => listDeliveries(db, actor, webhookId, query),
-          sync: (db, actor, query, read) => syncDeliveries(db, actor, webhookId, query, read),
-        },
+        (db, actor, query) => listDeliveries(db, actor, webhookId, query),
         { auditIds: false },
       )
     },

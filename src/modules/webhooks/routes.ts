@@ -26,7 +26,6 @@ import {
   patchWebhook,
   rotateSecret,
   sendTestEvent,
-  syncWebhooks,
   updateWebhook,
   type WebhookSettings,
 } from './service.js'
@@ -74,7 +73,7 @@ const webhookRoutes: FastifyPluginAsyncTypebox<{ settings: WebhookSettings }> = 
         response: { 200: WebhookPageEnvelope },
       },
     },
-    async (request) => listOrSync(request, 'Webhooks retrieved', { list: listWebhooks, sync: syncWebhooks }),
+    async (request) => listOrSync(request, 'Webhooks retrieved', listWebhooks),
   )
 
   app.get(
