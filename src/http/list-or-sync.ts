@@ -39,14 +39,14 @@ export async function listPage<Q extends PageQuery, T extends { id: number }>(
   read: ListRead<Q, PageOf<T>>,
 ) {
   const page = await read(request.server.readDb(request), principalOf(request), request.query)
-  return answer(request, message, page, {})
+  return answer(request, message, page)
 }
 
 function answer<T extends { id: number }>(
   request: FastifyRequest,
   message: string,
   page: PageOf<T>,
-  { auditIds = true }: ListOptions,
+  { auditIds = true }: ListOptions = {},
 ) {
   if (auditIds) request.auditedIds = page.content.map((record) => record.id)
   return ok(message, page)

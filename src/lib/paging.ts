@@ -18,7 +18,7 @@ export function splitListQuery<Q extends PageQuery>(
   return { paging: paging as ListPaging, filters: filters as ListFilters<Q> }
 }
 
-/** A list's `dateFrom`/`dateTo` filters: an empty range is a mistake, refused with 400. */
+/** A list's `dateFrom`/`dateTo` filters: a range that ends before it starts is refused with 400. */
 export function checkDateRange(filters: { dateFrom?: string; dateTo?: string }): void {
   if (filters.dateFrom && filters.dateTo && filters.dateTo < filters.dateFrom) {
     throw new AppError('VAL_001', 'dateTo must not be before dateFrom', { status: 400 })

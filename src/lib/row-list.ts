@@ -79,7 +79,10 @@ export function recordList<O extends { id: number }, T>(
   }
 }
 
-/** Rows to records that carry what `lookup` reads for all the rows at once by their ids (say, each encounter's addenda). */
+/**
+ * Rows to records that carry what `lookup` reads for all the rows at once, by their ids (say, each
+ * encounter's addenda).
+ */
 export function withLookup<O extends { id: number }, L, T>(
   lookup: (ids: number[]) => Promise<L>,
   toRecord: (row: O, found: L) => T,
