@@ -224,6 +224,30 @@ const SYNC_PARAMETERS = {
   ),
 }
 
+/** The offset paging parameters of a list: `page`, `size` and `sort` over the given sortable fields. */
+const pageParameters = (sortable: readonly [string, ...string[]]) => ({
+  page: Type.Integer({
+    minimum: 0,
+    maximum: 1_000_000,
+    default: 0,
+    description:
+      '0-indexed page number. Pages are read by offset, so a deep page costs more than an early one (the rows before it are skipped on every call); to walk a large list, narrow it with filters rather than paging far.',
+  }),
+  size: Type.Integer({
+    minimum: 1,
+    maximum: PAGE_SIZE_MAX,
+    default: PAGE_SIZE_DEFAULT,
+    description: `Page size, default ${PAGE_SIZE_DEFAULT}, at most ${PAGE_SIZE_MAX} (a larger value is a 400, never clamped)`,
+  }),
+  sort: Type.Optional(
+    Type.String({
+      pattern: `^(${sortable.join('|')})(,(asc|desc))?$`,
+      description: `\`field,asc|desc\` (direction defaults to asc). Sortable fields: ${sortable.join(', ')}`,
+      examples: [`${sortable[0]},asc`],
+    }),
+  ),
+})
+
 /**
  * Query string of a list endpoint: `page`, `size`, `sort` over the given sortable fields, plus the
  * resource's filters. Unknown parameters and sort fields are rejected (400), not ignored.
@@ -235,33 +259,24 @@ export const ListQuery = <F extends TProperties>(
 ) =>
   Type.Object(
     {
-      page: Type.Integer({
-        minimum: 0,
-        maximum: 1_000_000,
-        default: 0,
-        description:
-          '0-indexed page number. Pages are read by offset, so a deep page costs more than an early one (the rows before it are skipped on every call); to walk a large list, narrow it with filters rather than paging far.',
-      }),
-      size: Type.Integer({
-        minimum: 1,
-        maximum: PAGE_SIZE_MAX,
-        default: PAGE_SIZE_DEFAULT,
-        description: `Page size, default ${PAGE_SIZE_DEFAULT}, at most ${PAGE_SIZE_MAX} (a larger value is a 400, never clamped)`,
-      }),
-      sort: Type.Optional(
-        Type.String({
-          pattern: `^(${sortable.join('|')})(,(asc|desc))?$`,
-          description: `\`field,asc|desc\` (direction defaults to asc). Sortable fields: ${sortable.join(', ')}`,
-          examples: [`${sortable[0]},asc`],
-        }),
-      ),
+      ...pageParameters(sortable),
       ...(options.sync === false ? {} : SYNC_PARAMETERS),
       ...filters,
     },
     { additionalProperties: false },
   )
 
-export type PageQuery = { page: number; size: number; sort?: string }
+/** The paging part of a list query (offset pages and sync reading); the rest of it are the list's filters. */
+export type ListPaging = Static<TObject<ReturnType<typeof pageParameters> & typeof SYNC_PARAMETERS>>
+
+/** The names of the paging parameters, which a list query holds besides its filters. */
+export const LIST_PAGING_PARAMETERS = Object.keys({
+  ...pageParameters(['']),
+  ...SYNC_PARAMETERS,
+}) as readonly (keyof ListPaging)[]
+
+/** What an offset page is read with. */
+export type PageQuery = Pick<ListPaging, 'page' | 'size' | 'sort'>
 
 /** The request headers of a conditional write: `If-Match` with the version the client last read. */
 export const IfMatchHeaders = Type.Object({

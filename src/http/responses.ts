@@ -44,3 +44,22 @@ export function errorResponse(status: number, description?: string, name?: strin
   if (shared) nameResponse(status, text, shared)
   return { ...ErrorEnvelope, title: 'ErrorEnvelope', description: text }
 }
+
+/** 403 AUTH_003 about a record: the caller lacks the role, or `what` belongs to another organization. */
+export const otherOrganization = (what: string, name?: string) =>
+  errorResponse(403, `Missing role, or the ${what} belongs to another organization (AUTH_003)`, name)
+
+/** 404 RES_001 about a record: there is no such `what`. */
+export const noSuch = (what: string, name?: string) => errorResponse(404, `No such ${what} (RES_001)`, name)
+
+/**
+ * The error answers of a route about a record of the caller's organization: 403 AUTH_003 when it
+ * is another organization's, 404 RES_001 when there is none. With `name`, the document names them
+ * `<name>Forbidden` and `<name>NotFound`; `missing` says what the 404 looks for when it says more.
+ */
+export function recordErrors(what: string, name?: string, missing = what) {
+  return {
+    403: otherOrganization(what, name === undefined ? undefined : `${name}Forbidden`),
+    404: noSuch(missing, name === undefined ? undefined : `${name}NotFound`),
+  }
+}

@@ -1,19 +1,9 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto'
 import type { FastifyRequest } from 'fastify'
-import type { PageOf } from '../../schemas/common.js'
+import type { ListPaging, PageOf, PageQuery } from '../../schemas/common.js'
 import { AppError } from '../errors.js'
+import { splitListQuery } from '../lib/paging.js'
 import type { SyncPosition, SyncRead, SyncResult } from '../lib/sync-paging.js'
-
-/** The query of a list endpoint as far as paging goes; the rest of it are the list's filters. */
-export interface ListPaging {
-  page: number
-  size: number
-  sort?: string
-  cursor?: string
-  updatedSince?: string
-}
-
-const PAGING_PARAMETERS = new Set(['page', 'size', 'sort', 'cursor', 'updatedSince'])
 
 const badCursor = (details: string) =>
   new AppError('VAL_001', details, { status: 400, message: 'Invalid request parameters' })
@@ -83,11 +73,10 @@ export class SyncCursors {
 
 /** What a cursor is bound to: the route, its path parameters and the filters of the query. */
 function bindingOf(request: FastifyRequest): string {
-  const query = request.query as Record<string, unknown>
-  const filters = Object.keys(query)
-    .filter((name) => !PAGING_PARAMETERS.has(name))
+  const { filters } = splitListQuery(request.query as PageQuery & Record<string, unknown>)
+  const bound = Object.keys(filters)
     .sort()
-    .map((name) => [name, query[name]])
-  const subject = JSON.stringify([request.routeOptions.url, request.params, filters])
+    .map((name) => [name, filters[name]])
+  const subject = JSON.stringify([request.routeOptions.url, request.params, bound])
   return createHash('sha256').update(subject).digest('base64url').slice(0, 16)
 }

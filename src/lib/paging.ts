@@ -1,6 +1,29 @@
 import { type Kysely, type RawBuilder, type SelectQueryBuilder, sql } from 'kysely'
 import type { Database } from '../../db/database.js'
-import type { PageOf, PageQuery } from '../../schemas/common.js'
+import { LIST_PAGING_PARAMETERS, type ListPaging, type PageOf, type PageQuery } from '../../schemas/common.js'
+import { AppError } from '../errors.js'
+
+/** The filters of a list query: all of it but its paging parameters. */
+export type ListFilters<Q extends PageQuery> = Omit<Q, keyof ListPaging>
+
+const PAGING: ReadonlySet<string> = new Set(LIST_PAGING_PARAMETERS)
+
+/** A list query split into its paging part and its filters. */
+export function splitListQuery<Q extends PageQuery>(
+  query: Q,
+): { paging: ListPaging; filters: ListFilters<Q> } {
+  const paging: Record<string, unknown> = {}
+  const filters: Record<string, unknown> = {}
+  for (const [name, value] of Object.entries(query)) (PAGING.has(name) ? paging : filters)[name] = value
+  return { paging: paging as ListPaging, filters: filters as ListFilters<Q> }
+}
+
+/** A list's `dateFrom`/`dateTo` filters: a range that ends before it starts is refused with 400. */
+export function checkDateRange(filters: { dateFrom?: string; dateTo?: string }): void {
+  if (filters.dateFrom && filters.dateTo && filters.dateTo < filters.dateFrom) {
+    throw new AppError('VAL_001', 'dateTo must not be before dateFrom', { status: 400 })
+  }
+}
 
 export interface SortOrder {
   column: string

@@ -3,16 +3,10 @@ import { IdParams } from '../../../schemas/common.js'
 import { ProviderScheduleEnvelope, ScheduleQuery } from '../../../schemas/providers.js'
 import { ok } from '../../http/envelope.js'
 import { principalOf } from '../../http/principal.js'
-import { errorResponse } from '../../http/responses.js'
+import { recordErrors } from '../../http/responses.js'
 import { providerSchedule } from './schedule.js'
 
 const tags = ['Providers']
-const notFound = errorResponse(404, 'No such provider (RES_001)', 'ProviderNotFound')
-const otherOrganization = errorResponse(
-  403,
-  'Missing role, or the provider belongs to another organization (AUTH_003)',
-  'ProviderForbidden',
-)
 
 /**
  * A provider's schedule day by day: the provider's working time with the appointments that hold
@@ -30,7 +24,7 @@ const providerScheduleViewRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'For each date from startDate to endDate (at most 31 days; a longer or reversed range is 400): working hours, exceptions, appointments holding time (without patient identifiers) and free slots of the provider’s slot length, all in the provider’s time zone.',
         params: IdParams,
         querystring: ScheduleQuery,
-        response: { 200: ProviderScheduleEnvelope, 403: otherOrganization, 404: notFound },
+        response: { 200: ProviderScheduleEnvelope, ...recordErrors('provider', 'Provider') },
       },
     },
     async (request) =>

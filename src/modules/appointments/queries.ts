@@ -5,10 +5,13 @@ import type {
   AppointmentRowUpdate,
   NewAppointmentRow,
 } from '../../../db/tables/appointments.js'
-import { type APPOINTMENT_SORT_FIELDS, TIME_RELEASING_STATUSES } from '../../../schemas/appointments.js'
-import type { PageQuery } from '../../../schemas/common.js'
-import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
-import { type SyncRead, syncRows } from '../../lib/sync-paging.js'
+import {
+  type APPOINTMENT_SORT_FIELDS,
+  type AppointmentListQuery,
+  TIME_RELEASING_STATUSES,
+} from '../../../schemas/appointments.js'
+import type { ListFilters } from '../../lib/paging.js'
+import { rowList } from '../../lib/row-list.js'
 import { changesRecord } from '../../lib/versions.js'
 
 export type AppointmentSortField = (typeof APPOINTMENT_SORT_FIELDS)[number]
@@ -18,17 +21,6 @@ export const APPOINTMENT_SORT_COLUMNS: Record<AppointmentSortField, string> = {
   status: 'status',
   createdAt: 'created_at',
   updatedAt: 'updated_at',
-}
-
-export interface AppointmentFilters {
-  patientId?: number
-  providerId?: number
-  status?: string
-  appointmentType?: string
-  priority?: string
-  appointmentDate?: string
-  dateFrom?: string
-  dateTo?: string
 }
 
 const scoped = (db: Db, organizationId: number) =>
@@ -85,7 +77,12 @@ export function findBookedAppointments(
     .execute()
 }
 
-function filteredAppointments(db: Kysely<Database>, organizationId: number, filters: AppointmentFilters) {
+/** The organization's appointments matching the filters (none is ever removed, so sync pages have no tombstones). */
+export function appointmentRows(
+  db: Kysely<Database>,
+  organizationId: number,
+  filters: ListFilters<AppointmentListQuery>,
+) {
   let query = scoped(db, organizationId).selectAll()
   if (filters.patientId) query = query.where('patient_id', '=', filters.patientId)
   if (filters.providerId) query = query.where('provider_id', '=', filters.providerId)
@@ -95,29 +92,5 @@ function filteredAppointments(db: Kysely<Database>, organizationId: number, filt
   if (filters.appointmentDate) query = query.where('appointment_date', '=', filters.appointmentDate)
   if (filters.dateFrom) query = query.where('appointment_date', '>=', filters.dateFrom)
   if (filters.dateTo) query = query.where('appointment_date', '<=', filters.dateTo)
-  return query
-}
-
-export function listAppointments(
-  db: Kysely<Database>,
-  organizationId: number,
-  filters: AppointmentFilters,
-  sort: SortOrder,
-  paging: PageQuery,
-) {
-  return fetchPage(
-    db,
-    filteredAppointments(db, organizationId, filters).orderBy(orderByExpression(sort)),
-    paging,
-  )
-}
-
-/** The organization's appointments matching the filters, changed after the position (none is ever removed). */
-export function syncAppointments(
-  db: Kysely<Database>,
-  organizationId: number,
-  filters: AppointmentFilters,
-  read: SyncRead,
-) {
-  return syncRows(filteredAppointments(db, organizationId, filters), { time: 'updated_at', id: 'id' }, read)
+  return rowList(db, query)
 }

@@ -12,9 +12,10 @@ import {
 } from '../../../schemas/appointments.js'
 import { IdParams, IfMatchHeaders, IfNoneMatchHeaders } from '../../../schemas/common.js'
 import { ok } from '../../http/envelope.js'
+import { listOrSync } from '../../http/list-or-sync.js'
 import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
-import { errorResponse } from '../../http/responses.js'
+import { errorResponse, noSuch, recordErrors } from '../../http/responses.js'
 import { MERGE_PATCH, mergePatchDescription } from '../../plugins/conditional-requests.js'
 import { availableSlots } from './schedule.js'
 import {
@@ -23,20 +24,14 @@ import {
   getAppointment,
   listAppointments,
   patchAppointment,
-  syncAppointments,
   updateAppointment,
 } from './service.js'
 
 const tags = ['Appointments']
-const notFound = errorResponse(
-  404,
-  'No such appointment, or no such patient or provider (RES_001)',
-  'AppointmentNotFound',
-)
-const otherOrganization = errorResponse(
-  403,
-  'Missing role, or the appointment, patient or provider belongs to another organization (AUTH_003)',
-  'AppointmentForbidden',
+const appointmentErrors = recordErrors(
+  'appointment, patient or provider',
+  'Appointment',
+  'appointment, or no such patient or provider',
 )
 const conflictOnBooking = errorResponse(
   409,
@@ -58,18 +53,7 @@ const appointmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: AppointmentPageEnvelope },
       },
     },
-    async (request) => {
-      const sync = app.syncCursors.readOf(request, request.query)
-      const page = sync
-        ? app.syncCursors.pageOf(
-            request,
-            request.query,
-            await syncAppointments(app.readDb(request), principalOf(request), request.query, sync),
-          )
-        : await listAppointments(app.readDb(request), principalOf(request), request.query)
-      request.auditedIds = page.content.map((appointment) => appointment.id)
-      return ok('Appointments retrieved', page)
-    },
+    async (request) => listOrSync(request, 'Appointments retrieved', listAppointments),
   )
 
   app.get(
@@ -82,12 +66,7 @@ const appointmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
         querystring: AvailableSlotsQuery,
         response: {
           200: AvailableSlotsEnvelope,
-          403: errorResponse(
-            403,
-            'Missing role, or the provider belongs to another organization (AUTH_003)',
-            'ProviderForbidden',
-          ),
-          404: errorResponse(404, 'No such provider (RES_001)', 'ProviderNotFound'),
+          ...recordErrors('provider', 'Provider'),
         },
       },
     },
@@ -105,7 +84,7 @@ const appointmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description: 'Carries the ETag `W/"<version>"`; with a current `If-None-Match`, 304 without a body.',
         params: IdParams,
         headers: IfNoneMatchHeaders,
-        response: { 200: AppointmentEnvelope, 403: otherOrganization, 404: notFound },
+        response: { 200: AppointmentEnvelope, ...appointmentErrors },
       },
     },
     async (request) =>
@@ -121,7 +100,7 @@ const appointmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Book an appointment',
         description: 'Emits appointment.created.',
         body: CreateAppointmentBody,
-        response: { 201: AppointmentEnvelope, 403: otherOrganization, 404: notFound, 409: conflictOnBooking },
+        response: { 201: AppointmentEnvelope, ...appointmentErrors, 409: conflictOnBooking },
       },
     },
     async (request, reply) => {
@@ -143,7 +122,7 @@ const appointmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: IdParams,
         headers: IfMatchHeaders,
         body: UpdateAppointmentBody,
-        response: { 200: AppointmentEnvelope, 403: otherOrganization, 404: notFound, 409: conflictOnBooking },
+        response: { 200: AppointmentEnvelope, ...appointmentErrors, 409: conflictOnBooking },
       },
     },
     async (request) =>
@@ -173,7 +152,7 @@ const appointmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: IdParams,
         headers: IfMatchHeaders,
         body: PatchAppointmentBody,
-        response: { 200: AppointmentEnvelope, 403: otherOrganization, 404: notFound, 409: conflictOnBooking },
+        response: { 200: AppointmentEnvelope, ...appointmentErrors, 409: conflictOnBooking },
       },
     },
     async (request) => {
@@ -206,8 +185,8 @@ const appointmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
         body: CancelAppointmentBody,
         response: {
           200: AppointmentEnvelope,
-          403: otherOrganization,
-          404: errorResponse(404, 'No such appointment (RES_001)'),
+          403: appointmentErrors[403],
+          404: noSuch('appointment'),
           409: errorResponse(409, 'The appointment is not SCHEDULED or CONFIRMED (RES_002)'),
         },
       },

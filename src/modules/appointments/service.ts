@@ -13,14 +13,13 @@ import {
   RESCHEDULABLE_STATUSES,
   UpdateAppointmentBody,
 } from '../../../schemas/appointments.js'
-import type { PageOf } from '../../../schemas/common.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
 import { auditChange } from '../../audit/change-audit.js'
-import { AppError, conflict, invalidField, invalidFields } from '../../errors.js'
+import { conflict, invalidField, invalidFields } from '../../errors.js'
 import { withinWorkingHours } from '../../lib/availability.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
-import { sortOrder, toPage } from '../../lib/paging.js'
-import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
+import { checkDateRange, sortOrder, splitListQuery } from '../../lib/paging.js'
+import { type RecordList, recordList } from '../../lib/row-list.js'
 import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
 import { minutesOf, zonedInstant } from '../../lib/zoned-time.js'
 import { transactionWithEvents } from '../../outbox/doorbell.js'
@@ -35,11 +34,10 @@ import {
 } from './mapper.js'
 import {
   APPOINTMENT_SORT_COLUMNS,
+  appointmentRows,
   findAppointment,
   insertAppointment,
-  listAppointments as listAppointmentRows,
   lockAppointment,
-  syncAppointments as syncAppointmentRows,
   updateAppointmentRow,
 } from './queries.js'
 
@@ -302,39 +300,16 @@ export async function cancelAppointment(
 
 const DEFAULT_SORT = { field: 'appointmentDate', direction: 'asc' } as const
 
-function checkDateRange(filters: { dateFrom?: string; dateTo?: string }): void {
-  if (filters.dateFrom && filters.dateTo && filters.dateTo < filters.dateFrom) {
-    throw new AppError('VAL_001', 'dateTo must not be before dateFrom', { status: 400 })
-  }
-}
-
-export async function listAppointments(
+/** The organization's appointments a list query asks for. */
+export function listAppointments(
   db: Kysely<Database>,
   actor: Actor,
   query: AppointmentListQuery,
-): Promise<PageOf<Appointment>> {
-  const { page, size, sort, cursor: _cursor, updatedSince: _since, ...filters } = query
+): RecordList<Appointment> {
+  const { paging, filters } = splitListQuery(query)
   checkDateRange(filters)
-  const paging = { page, size }
-  const { rows, total } = await listAppointmentRows(
-    db,
-    actor.organizationId,
-    filters,
-    sortOrder(sort, APPOINTMENT_SORT_COLUMNS, DEFAULT_SORT),
-    paging,
+  const sort = sortOrder(paging.sort, APPOINTMENT_SORT_COLUMNS, DEFAULT_SORT)
+  return recordList(appointmentRows(db, actor.organizationId, filters), paging, sort, (rows) =>
+    rows.map(toAppointment),
   )
-  return toPage(rows.map(toAppointment), total, paging)
-}
-
-/** A sync page of the organization's appointments: changed ones in (updatedAt, id) order (none is ever removed). */
-export async function syncAppointments(
-  db: Kysely<Database>,
-  actor: Actor,
-  query: AppointmentListQuery,
-  read: SyncRead,
-): Promise<SyncResult<Appointment>> {
-  const { page: _page, size: _size, sort: _sort, cursor: _cursor, updatedSince: _since, ...filters } = query
-  checkDateRange(filters)
-  const rows = await syncAppointmentRows(db, actor.organizationId, filters, read)
-  return syncPage(rows, toAppointment, read) as SyncResult<Appointment>
 }

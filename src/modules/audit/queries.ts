@@ -1,18 +1,11 @@
 import { type Kysely, sql } from 'kysely'
 import type { Database } from '../../../db/database.js'
+import type { AuditEventListQuery } from '../../../schemas/audit.js'
 import type { PageQuery } from '../../../schemas/common.js'
-import { fetchPage, type SortOrder } from '../../lib/paging.js'
+import { fetchPage, type ListFilters, type SortOrder } from '../../lib/paging.js'
 import { type SyncRead, syncRows } from '../../lib/sync-paging.js'
 
-export interface AuditFilters {
-  patientId?: number
-  userId?: number
-  action?: string
-  resourceType?: string
-  outcome?: string
-  from?: string
-  to?: string
-}
+type AuditFilters = ListFilters<AuditEventListQuery>
 
 /** An organization's audit records matching the filters; records of no organization are never listed. */
 export function filteredAuditRows(db: Kysely<Database>, organizationId: number, filters: AuditFilters) {

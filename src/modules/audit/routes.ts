@@ -1,8 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AuditEventListQuery, AuditEventPageEnvelope } from '../../../schemas/audit.js'
-import { ok } from '../../http/envelope.js'
-import { principalOf } from '../../http/principal.js'
-import { listAuditEvents, syncAuditEvents } from './service.js'
+import { listOrSync } from '../../http/list-or-sync.js'
+import { listAuditEvents } from './service.js'
 
 const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
@@ -18,18 +17,7 @@ const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: AuditEventPageEnvelope },
       },
     },
-    async (request) => {
-      const actor = principalOf(request)
-      const sync = app.syncCursors.readOf(request, request.query)
-      const page = sync
-        ? app.syncCursors.pageOf(
-            request,
-            request.query,
-            await syncAuditEvents(app.readDb(request), actor, request.query, sync),
-          )
-        : await listAuditEvents(app.readDb(request), actor, request.query)
-      return ok('Audit events retrieved', page)
-    },
+    async (request) => listOrSync(request, 'Audit events retrieved', listAuditEvents, { auditIds: false }),
   )
 }
 

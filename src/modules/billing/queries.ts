@@ -1,9 +1,9 @@
 import { type Kysely, sql } from 'kysely'
 import type { Database, Db, Trx } from '../../../db/database.js'
 import type { InvoiceRow, PaymentRow } from '../../../db/tables/billing.js'
-import type { PageQuery } from '../../../schemas/common.js'
-import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
-import { type SyncRead, syncRows } from '../../lib/sync-paging.js'
+import type { InvoiceListQuery } from '../../../schemas/billing.js'
+import type { ListFilters } from '../../lib/paging.js'
+import { rowList } from '../../lib/row-list.js'
 
 export const INVOICE_SORT_COLUMNS = {
   createdAt: 'created_at',
@@ -72,41 +72,18 @@ export function updateInvoice(
     .executeTakeFirstOrThrow()
 }
 
-export interface InvoiceFilters {
-  patientId?: number
-  status?: string
-  from?: string
-  to?: string
-}
-
-function filteredInvoices(db: Kysely<Database>, organizationId: number, filters: InvoiceFilters) {
+/** The organization's invoices matching the filters (invoices are never removed, so sync pages have no tombstones). */
+export function invoiceRows(
+  db: Kysely<Database>,
+  organizationId: number,
+  filters: ListFilters<InvoiceListQuery>,
+) {
   let query = db.selectFrom('invoices').selectAll().where('organization_id', '=', organizationId)
   if (filters.patientId) query = query.where('patient_id', '=', filters.patientId)
   if (filters.status) query = query.where('status', '=', filters.status)
   if (filters.from) query = query.where('created_at', '>=', new Date(`${filters.from}T00:00:00Z`))
   if (filters.to) query = query.where('created_at', '<', new Date(`${filters.to}T00:00:00Z`))
-  return query
-}
-
-export function listInvoices(
-  db: Kysely<Database>,
-  organizationId: number,
-  filters: InvoiceFilters,
-  sort: SortOrder,
-  paging: PageQuery,
-) {
-  const query = filteredInvoices(db, organizationId, filters)
-  return fetchPage(db, query.orderBy(orderByExpression(sort)), paging)
-}
-
-/** A sync page of the organization's invoices matching the filters, changed after the position. */
-export function syncInvoices(
-  db: Kysely<Database>,
-  organizationId: number,
-  filters: InvoiceFilters,
-  read: SyncRead,
-) {
-  return syncRows(filteredInvoices(db, organizationId, filters), { time: 'updated_at', id: 'id' }, read)
+  return rowList(db, query)
 }
 
 export function insertPayment(trx: Trx, payment: Omit<PaymentRow, 'id' | 'created_at'>) {

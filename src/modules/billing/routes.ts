@@ -11,8 +11,9 @@ import {
 } from '../../../schemas/billing.js'
 import { IdParams, IfMatchHeaders, IfNoneMatchHeaders } from '../../../schemas/common.js'
 import { ok } from '../../http/envelope.js'
+import { listOrSync } from '../../http/list-or-sync.js'
 import { principalOf } from '../../http/principal.js'
-import { errorResponse } from '../../http/responses.js'
+import { errorResponse, noSuch, otherOrganization } from '../../http/responses.js'
 import {
   type BillingSettings,
   createInvoice,
@@ -20,17 +21,12 @@ import {
   issueInvoice,
   listInvoices,
   recordPayment,
-  syncInvoices,
   voidInvoice,
 } from './service.js'
 
 const tags = ['Billing']
-const otherOrganization = errorResponse(
-  403,
-  'Missing role, or the record belongs to another organization (AUTH_003)',
-  'RecordForbidden',
-)
-const noInvoice = errorResponse(404, 'No such invoice (RES_001)', 'InvoiceNotFound')
+const forbidden = otherOrganization('record', 'RecordForbidden')
+const invoiceErrors = { 403: forbidden, 404: noSuch('invoice', 'InvoiceNotFound') }
 const stateConflict = errorResponse(
   409,
   'The invoice is not in a state that allows this (RES_002)',
@@ -49,8 +45,8 @@ const billingRoutes: FastifyPluginAsyncTypebox<{ settings: BillingSettings }> = 
         body: CreateInvoiceBody,
         response: {
           201: InvoiceEnvelope,
-          403: otherOrganization,
-          404: errorResponse(404, 'No such patient (RES_001)', 'PatientNotFound'),
+          403: forbidden,
+          404: noSuch('patient', 'PatientNotFound'),
         },
       },
     },
@@ -74,17 +70,7 @@ const billingRoutes: FastifyPluginAsyncTypebox<{ settings: BillingSettings }> = 
         response: { 200: InvoicePageEnvelope },
       },
     },
-    async (request) => {
-      const sync = app.syncCursors.readOf(request, request.query)
-      const page = sync
-        ? app.syncCursors.pageOf(
-            request,
-            request.query,
-            await syncInvoices(app.readDb(request), principalOf(request), request.query, sync),
-          )
-        : await listInvoices(app.readDb(request), principalOf(request), request.query)
-      return ok('Invoices retrieved', page)
-    },
+    async (request) => listOrSync(request, 'Invoices retrieved', listInvoices, { auditIds: false }),
   )
 
   app.get(
@@ -98,7 +84,7 @@ const billingRoutes: FastifyPluginAsyncTypebox<{ settings: BillingSettings }> = 
           'Carries the ETag `W/"<version>"` (a payment changes the invoice, so it raises the version); with a current `If-None-Match`, 304 without a body.',
         params: IdParams,
         headers: IfNoneMatchHeaders,
-        response: { 200: InvoiceWithPaymentsEnvelope, 403: otherOrganization, 404: noInvoice },
+        response: { 200: InvoiceWithPaymentsEnvelope, ...invoiceErrors },
       },
     },
     async (request) =>
@@ -115,7 +101,7 @@ const billingRoutes: FastifyPluginAsyncTypebox<{ settings: BillingSettings }> = 
         description: 'With `If-Match`, only if the invoice is still at that version (412 otherwise).',
         params: IdParams,
         headers: IfMatchHeaders,
-        response: { 200: InvoiceEnvelope, 403: otherOrganization, 404: noInvoice, 409: stateConflict },
+        response: { 200: InvoiceEnvelope, ...invoiceErrors, 409: stateConflict },
       },
     },
     async (request) =>
@@ -135,7 +121,7 @@ const billingRoutes: FastifyPluginAsyncTypebox<{ settings: BillingSettings }> = 
         description: 'With `If-Match`, only if the invoice is still at that version (412 otherwise).',
         params: IdParams,
         headers: IfMatchHeaders,
-        response: { 200: InvoiceEnvelope, 403: otherOrganization, 404: noInvoice, 409: stateConflict },
+        response: { 200: InvoiceEnvelope, ...invoiceErrors, 409: stateConflict },
       },
     },
     async (request) =>
@@ -168,8 +154,7 @@ const billingRoutes: FastifyPluginAsyncTypebox<{ settings: BillingSettings }> = 
               },
             },
           },
-          403: otherOrganization,
-          404: noInvoice,
+          ...invoiceErrors,
           409: stateConflict,
         },
       },

@@ -10,12 +10,11 @@ import type {
   PaymentResult,
   RecordPaymentBody,
 } from '../../../schemas/billing.js'
-import type { PageOf } from '../../../schemas/common.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
 import { auditChange } from '../../audit/change-audit.js'
 import { AppError, invalidField, invalidFields } from '../../errors.js'
-import { sortOrder, toPage } from '../../lib/paging.js'
-import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
+import { sortOrder, splitListQuery } from '../../lib/paging.js'
+import { type RecordList, recordList } from '../../lib/row-list.js'
 import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
 import { transactionWithEvents } from '../../outbox/doorbell.js'
 import { enqueueEvent } from '../../outbox/enqueue.js'
@@ -28,11 +27,10 @@ import {
   INVOICE_SORT_COLUMNS,
   insertInvoice,
   insertPayment,
-  listInvoices as listInvoiceRows,
+  invoiceRows,
   lockInvoice,
   nextCounterValue,
   paymentsOf,
-  syncInvoices as syncInvoiceRows,
   updateInvoice,
 } from './queries.js'
 
@@ -91,29 +89,17 @@ export async function getInvoice(
   return { ...toInvoice(row), payments: payments.map(toPayment) }
 }
 
-export async function listInvoices(
+/** The organization's invoices a list query asks for. */
+export function listInvoices(
   db: Kysely<Database>,
   actor: Actor,
   query: InvoiceListQuery,
-): Promise<PageOf<Invoice>> {
-  const { page, size, sort } = query
-  const paging = { page, size }
-  const order = sortOrder(sort, INVOICE_SORT_COLUMNS, { field: 'createdAt', direction: 'desc' })
-  const { rows, total } = await listInvoiceRows(db, actor.organizationId, filtersOf(query), order, paging)
-  return toPage(rows.map(toInvoice), total, paging)
-}
-
-const filtersOf = ({ patientId, status, from, to }: InvoiceListQuery) => ({ patientId, status, from, to })
-
-/** A sync page of the organization's invoices: created or changed since the position, in (updatedAt, id) order. */
-export async function syncInvoices(
-  db: Kysely<Database>,
-  actor: Actor,
-  query: InvoiceListQuery,
-  read: SyncRead,
-): Promise<SyncResult<Invoice>> {
-  const rows = await syncInvoiceRows(db, actor.organizationId, filtersOf(query), read)
-  return syncPage(rows, toInvoice, read) as SyncResult<Invoice>
+): RecordList<Invoice> {
+  const { paging, filters } = splitListQuery(query)
+  const sort = sortOrder(paging.sort, INVOICE_SORT_COLUMNS, { field: 'createdAt', direction: 'desc' })
+  return recordList(invoiceRows(db, actor.organizationId, filters), paging, sort, (rows) =>
+    rows.map(toInvoice),
+  )
 }
 
 const conflict = (details: string) => new AppError('RES_002', details, { message: 'Invoice state conflict' })

@@ -10,9 +10,10 @@ import {
 } from '../../../schemas/clients.js'
 import { IdParams } from '../../../schemas/common.js'
 import { ok } from '../../http/envelope.js'
+import { listPage } from '../../http/list-or-sync.js'
 import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
-import { errorResponse } from '../../http/responses.js'
+import { errorResponse, recordErrors } from '../../http/responses.js'
 import { MERGE_PATCH, mergePatchDescription } from '../../plugins/conditional-requests.js'
 import {
   type ClientSettings,
@@ -27,12 +28,7 @@ import {
 } from './service.js'
 
 const tags = ['Clients']
-const notFound = errorResponse(404, 'No such client (RES_001)', 'ClientNotFound')
-const otherOrganization = errorResponse(
-  403,
-  'Missing role, or the client belongs to another organization (AUTH_003)',
-  'ClientForbidden',
-)
+const clientErrors = recordErrors('client', 'Client')
 const externalProvider = errorResponse(
   409,
   'An external identity provider is configured: integrations are registered there (RES_002)',
@@ -53,11 +49,7 @@ const clientRoutes: FastifyPluginAsyncTypebox<{ settings: ClientSettings }> = as
         response: { 200: ClientPageEnvelope },
       },
     },
-    async (request) => {
-      const page = await listClients(app.readDb(request), principalOf(request), request.query)
-      request.auditedIds = page.content.map((client) => client.id)
-      return ok('Clients retrieved', page)
-    },
+    async (request) => listPage(request, 'Clients retrieved', listClients),
   )
 
   app.get(
@@ -68,7 +60,7 @@ const clientRoutes: FastifyPluginAsyncTypebox<{ settings: ClientSettings }> = as
         operationId: 'getClient',
         summary: 'One confidential client',
         params: IdParams,
-        response: { 200: ClientEnvelope, 403: otherOrganization, 404: notFound },
+        response: { 200: ClientEnvelope, ...clientErrors },
       },
     },
     async (request) =>
@@ -106,7 +98,7 @@ const clientRoutes: FastifyPluginAsyncTypebox<{ settings: ClientSettings }> = as
           'Roles take effect in the client’s next access token. Without `jwks` or `jwksUrl` the client’s keys are removed (422 for a client without a secret).',
         params: IdParams,
         body: UpdateClientBody,
-        response: { 200: ClientEnvelope, 403: otherOrganization, 404: notFound },
+        response: { 200: ClientEnvelope, ...clientErrors },
       },
     },
     async (request) =>
@@ -129,7 +121,7 @@ const clientRoutes: FastifyPluginAsyncTypebox<{ settings: ClientSettings }> = as
         consumes: [MERGE_PATCH],
         params: IdParams,
         body: PatchClientBody,
-        response: { 200: ClientEnvelope, 403: otherOrganization, 404: notFound },
+        response: { 200: ClientEnvelope, ...clientErrors },
       },
     },
     async (request) => {
@@ -158,8 +150,7 @@ const clientRoutes: FastifyPluginAsyncTypebox<{ settings: ClientSettings }> = as
         params: IdParams,
         response: {
           200: ClientWithSecretEnvelope,
-          403: otherOrganization,
-          404: notFound,
+          ...clientErrors,
           409: externalProvider,
         },
       },
@@ -181,7 +172,7 @@ const clientRoutes: FastifyPluginAsyncTypebox<{ settings: ClientSettings }> = as
         description:
           'The token endpoint refuses the client from now on (invalid_client), and its access tokens stop working within 30 seconds.',
         params: IdParams,
-        response: { 200: ClientEnvelope, 403: otherOrganization, 404: notFound },
+        response: { 200: ClientEnvelope, ...clientErrors },
       },
     },
     async (request) =>
@@ -197,7 +188,7 @@ const clientRoutes: FastifyPluginAsyncTypebox<{ settings: ClientSettings }> = as
         summary: 'Reactivate a client',
         description: 'The client obtains tokens again with its current secret.',
         params: IdParams,
-        response: { 200: ClientEnvelope, 403: otherOrganization, 404: notFound },
+        response: { 200: ClientEnvelope, ...clientErrors },
       },
     },
     async (request) =>

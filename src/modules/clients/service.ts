@@ -14,7 +14,7 @@ import { type Actor, missingRecord } from '../../access/organization-scope.js'
 import { auditChange } from '../../audit/change-audit.js'
 import { AppError, conflict, invalidField, invalidFields } from '../../errors.js'
 import { applyMergePatch, projectOnto } from '../../lib/merge-patch.js'
-import { sortOrder, toPage } from '../../lib/paging.js'
+import { sortOrder, splitListQuery, toPage } from '../../lib/paging.js'
 import { decoyHash, hashPassword, verifyPassword, withHashing } from '../../lib/passwords.js'
 import { checkTarget, systemResolver, type TargetPolicy, TargetRefused } from '../../outbox/targets.js'
 import { checkRoles } from '../users/service.js'
@@ -277,13 +277,12 @@ export async function listClients(
   actor: Actor,
   query: ClientListQuery,
 ): Promise<PageOf<Client>> {
-  const { page, size, sort, ...filters } = query
-  const paging = { page, size }
+  const { paging, filters } = splitListQuery(query)
   const { rows, total } = await listClientRows(
     db,
     actor.organizationId,
     filters,
-    sortOrder(sort, CLIENT_SORT_COLUMNS, DEFAULT_SORT),
+    sortOrder(paging.sort, CLIENT_SORT_COLUMNS, DEFAULT_SORT),
     paging,
   )
   const now = new Date()

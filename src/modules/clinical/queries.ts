@@ -1,9 +1,7 @@
 import { type Kysely, sql } from 'kysely'
 import type { Database, Db, Trx } from '../../../db/database.js'
 import type { ClinicalKindName, ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
-import type { PageQuery } from '../../../schemas/common.js'
-import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
-import { type SyncRead, syncRows } from '../../lib/sync-paging.js'
+import { rowList } from '../../lib/row-list.js'
 import { changesRecord } from '../../lib/versions.js'
 
 export const CLINICAL_SORT_COLUMNS = { effectiveAt: 'effective_at', recordedAt: 'recorded_at' }
@@ -76,7 +74,8 @@ export interface RecordFilters {
   category?: string
 }
 
-function filteredRecords(db: Kysely<Database>, scope: RecordScope, filters: RecordFilters) {
+/** The patient's records of the kind matching the filters (withdrawn ones are marked, never removed). */
+export function clinicalRows(db: Kysely<Database>, scope: RecordScope, filters: RecordFilters) {
   let query = scoped(db, scope).selectAll()
   if (!filters.includeEnteredInError) query = query.where('entered_in_error_at', 'is', null)
   if (filters.status) query = query.where('status', '=', filters.status)
@@ -84,27 +83,7 @@ function filteredRecords(db: Kysely<Database>, scope: RecordScope, filters: Reco
   if (filters.category) query = query.where(sql`data->>'category'`, '=', filters.category)
   if (filters.from) query = query.where('effective_at', '>=', new Date(filters.from))
   if (filters.to) query = query.where('effective_at', '<', new Date(filters.to))
-  return query
-}
-
-export function listRecords(
-  db: Kysely<Database>,
-  scope: RecordScope,
-  filters: RecordFilters,
-  sort: SortOrder,
-  paging: PageQuery,
-) {
-  return fetchPage(db, filteredRecords(db, scope, filters).orderBy(orderByExpression(sort)), paging)
-}
-
-/** A sync page of the patient's records of the kind matching the filters, changed after the position. */
-export function syncRecords(
-  db: Kysely<Database>,
-  scope: RecordScope,
-  filters: RecordFilters,
-  read: SyncRead,
-) {
-  return syncRows(filteredRecords(db, scope, filters), { time: 'updated_at', id: 'id' }, read)
+  return rowList(db, query)
 }
 
 const RECENT_LAB_RESULTS = 10

@@ -11,9 +11,10 @@ import {
 import { IfMatchHeaders, IfNoneMatchHeaders } from '../../../schemas/common.js'
 import { PatientIdParams } from '../../../schemas/documents.js'
 import { ok } from '../../http/envelope.js'
+import { listOrSync } from '../../http/list-or-sync.js'
 import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
-import { errorResponse } from '../../http/responses.js'
+import { errorResponse, noSuch, recordErrors } from '../../http/responses.js'
 import { MERGE_PATCH, mergePatchDescription } from '../../plugins/conditional-requests.js'
 import type { ClinicalKind } from './kind.js'
 import { allergies } from './kinds/allergies.js'
@@ -29,16 +30,10 @@ import {
   getRecord,
   listClinicalRecords,
   patchClinicalRecord,
-  syncClinicalRecords,
 } from './service.js'
 
 const tags = ['Clinical records']
-const patientRule = errorResponse(
-  403,
-  'Missing role, or the patient belongs to another organization (AUTH_003)',
-  'PatientForbidden',
-)
-const noPatient = errorResponse(404, 'No such patient (RES_001)', 'PatientNotFound')
+const patientErrors = recordErrors('patient', 'Patient')
 
 type App = Parameters<FastifyPluginAsyncTypebox>[0]
 
@@ -50,7 +45,7 @@ function registerKind<I extends TObject, D extends TObject>(app: App, kind: Clin
   const name = kind.label
   const operation = kind.path.replace(/-(\w)/g, (_, letter: string) => letter.toUpperCase())
   const suffix = operation[0]?.toUpperCase() + operation.slice(1)
-  const missing = errorResponse(404, `No such patient or ${name} (RES_001)`, `${suffix}NotFound`)
+  const kindErrors = { ...patientErrors, 404: noSuch(`patient or ${name}`, `${suffix}NotFound`) }
   const withdrawn = errorResponse(
     409,
     `The ${name} was entered in error (RES_002)`,
@@ -73,8 +68,7 @@ function registerKind<I extends TObject, D extends TObject>(app: App, kind: Clin
         body: kind.input,
         response: {
           201: one,
-          403: patientRule,
-          404: noPatient,
+          ...patientErrors,
           ...(kind.uniqueness ? { 409: errorResponse(409, `${kind.uniqueness.message} (RES_002)`) } : {}),
         },
       },
@@ -103,23 +97,14 @@ function registerKind<I extends TObject, D extends TObject>(app: App, kind: Clin
           'Records entered in error are left out unless includeEnteredInError=true. With `updatedSince` or `cursor`, a sync page: records created, corrected or entered in error since, oldest change first (withdrawn ones included, with `enteredInError` set).',
         params: PatientIdParams,
         querystring: ListQuery,
-        response: { 200: page, 403: patientRule, 404: noPatient },
+        response: { 200: page, ...patientErrors },
       },
     },
     async (request) => {
-      const query = request.query as Record<string, unknown> & { page: number; size: number }
-      const actor = principalOf(request)
       const { patientId } = request.params
-      const sync = app.syncCursors.readOf(request, query)
-      const result = sync
-        ? app.syncCursors.pageOf(
-            request,
-            query,
-            await syncClinicalRecords(app.readDb(request), kind, actor, patientId, query, sync),
-          )
-        : await listClinicalRecords(app.readDb(request), kind, actor, patientId, query)
-      request.auditedIds = result.content.map((record) => record.id)
-      return ok(`${kind.path} retrieved`, result)
+      return listOrSync(request, `${kind.path} retrieved`, (db, actor, query) =>
+        listClinicalRecords(db, kind, actor, patientId, query),
+      )
     },
   )
 
@@ -133,7 +118,7 @@ function registerKind<I extends TObject, D extends TObject>(app: App, kind: Clin
         description: 'Carries the ETag `W/"<version>"`; with a current `If-None-Match`, 304 without a body.',
         params: RecordParams,
         headers: IfNoneMatchHeaders,
-        response: { 200: one, 403: patientRule, 404: missing },
+        response: { 200: one, ...kindErrors },
       },
     },
     async (request) => {
@@ -155,7 +140,7 @@ function registerKind<I extends TObject, D extends TObject>(app: App, kind: Clin
         params: RecordParams,
         headers: IfMatchHeaders,
         body: kind.input,
-        response: { 200: one, 403: patientRule, 404: missing, 409: withdrawn },
+        response: { 200: one, ...kindErrors, 409: withdrawn },
       },
     },
     async (request) => {
@@ -188,7 +173,7 @@ function registerKind<I extends TObject, D extends TObject>(app: App, kind: Clin
         params: RecordParams,
         headers: IfMatchHeaders,
         body: patchBody,
-        response: { 200: one, 403: patientRule, 404: missing, 409: withdrawn },
+        response: { 200: one, ...kindErrors, 409: withdrawn },
       },
     },
     async (request) => {
@@ -220,7 +205,7 @@ function registerKind<I extends TObject, D extends TObject>(app: App, kind: Clin
         params: RecordParams,
         headers: IfMatchHeaders,
         body: EnteredInErrorBody,
-        response: { 200: one, 403: patientRule, 404: missing, 409: withdrawn },
+        response: { 200: one, ...kindErrors, 409: withdrawn },
       },
     },
     async (request) => {
@@ -257,7 +242,7 @@ const clinicalRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'Latest vital signs, active conditions, active allergies, active medications and the 10 latest lab results, in one query.',
         params: PatientIdParams,
-        response: { 200: ChartEnvelope, 403: patientRule, 404: noPatient },
+        response: { 200: ChartEnvelope, ...patientErrors },
       },
     },
     async (request) => {

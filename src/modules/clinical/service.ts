@@ -4,13 +4,13 @@ import type { Kysely } from 'kysely'
 import type { Database } from '../../../db/database.js'
 import type { ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import { type Chart, ENTERED_IN_ERROR } from '../../../schemas/clinical.js'
-import type { PageOf } from '../../../schemas/common.js'
+import type { PageQuery } from '../../../schemas/common.js'
 import type { Actor } from '../../access/organization-scope.js'
 import { auditChange, withChangeAudit } from '../../audit/change-audit.js'
 import { AppError, notFound } from '../../errors.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
-import { sortOrder, toPage } from '../../lib/paging.js'
-import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
+import { sortOrder, splitListQuery } from '../../lib/paging.js'
+import { type RecordList, type RowList, recordList } from '../../lib/row-list.js'
 import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
 import { checkEncounterOfPatient } from '../encounters/service.js'
 import { requirePatient } from '../patients/service.js'
@@ -19,13 +19,12 @@ import { type ClinicalRecord, toRecord } from './mapper.js'
 import {
   CLINICAL_SORT_COLUMNS,
   chartRecords,
+  clinicalRows,
   findRecord,
   insertRecord,
-  listRecords,
   lockRecord,
   type RecordFilters,
   type RecordScope,
-  syncRecords,
   updateRecord,
 } from './queries.js'
 
@@ -114,7 +113,7 @@ export async function getRecord<D extends TObject>(
   return toRecord<D>(row)
 }
 
-type ClinicalListQuery = Record<string, unknown> & { page: number; size: number; sort?: string }
+type ClinicalListQuery = PageQuery & Record<string, unknown>
 
 /** The list's filters from its query: the kind's status and code filters, the category, the time range. */
 function filtersOf(
@@ -131,46 +130,27 @@ function filtersOf(
   }
 }
 
+/**
+ * The patient's records of the kind a list query asks for. A sync page holds those entered in
+ * error whatever the query says: a withdrawal is a change a copy must learn of.
+ */
 export async function listClinicalRecords<D extends TObject>(
   db: Kysely<Database>,
   kind: ClinicalKind<TObject, D>,
   actor: Actor,
   patientId: number,
   query: ClinicalListQuery,
-): Promise<PageOf<ClinicalRecord<D>>> {
+): Promise<RecordList<ClinicalRecord<D>>> {
   await requirePatient(db, actor, patientId)
-  const paging = { page: query.page, size: query.size }
-  const sort = sortOrder(query.sort, CLINICAL_SORT_COLUMNS, { field: 'effectiveAt', direction: 'desc' })
-  const { rows, total } = await listRecords(
-    db,
-    scopeOf(kind, actor, patientId),
-    filtersOf(kind, query),
-    sort,
-    paging,
-  )
-  return toPage(
-    rows.map((row) => toRecord<D>(row)),
-    total,
-    paging,
-  )
-}
-
-/**
- * A sync page of the patient's records of the kind, in (updatedAt, id) order. Records entered in
- * error are always in it: a withdrawal is a change a copy must learn of.
- */
-export async function syncClinicalRecords<D extends TObject>(
-  db: Kysely<Database>,
-  kind: ClinicalKind<TObject, D>,
-  actor: Actor,
-  patientId: number,
-  query: ClinicalListQuery,
-  read: SyncRead,
-): Promise<SyncResult<ClinicalRecord<D>>> {
-  await requirePatient(db, actor, patientId)
-  const filters = { ...filtersOf(kind, query), includeEnteredInError: true }
-  const rows = await syncRecords(db, scopeOf(kind, actor, patientId), filters, read)
-  return syncPage(rows, (row) => toRecord<D>(row), read) as SyncResult<ClinicalRecord<D>>
+  const { paging } = splitListQuery(query)
+  const sort = sortOrder(paging.sort, CLINICAL_SORT_COLUMNS, { field: 'effectiveAt', direction: 'desc' })
+  const scope = scopeOf(kind, actor, patientId)
+  const filters = filtersOf(kind, query)
+  const rows: RowList<ClinicalRecordRow> = {
+    page: (order, page) => clinicalRows(db, scope, filters).page(order, page),
+    changes: (read) => clinicalRows(db, scope, { ...filters, includeEnteredInError: true }).changes(read),
+  }
+  return recordList(rows, paging, sort, (found) => found.map((row) => toRecord<D>(row)))
 }
 
 /** The input that would correct the record to what it is. */

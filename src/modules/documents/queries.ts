@@ -2,13 +2,9 @@ import { type Kysely, sql } from 'kysely'
 import { acrossOrganizations } from '../../../db/across-organizations.js'
 import type { Database, Db } from '../../../db/database.js'
 import type { DocumentRow } from '../../../db/tables/documents.js'
-import type { PageQuery } from '../../../schemas/common.js'
-import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
-import { type SyncRead, syncRows, syncTombstones } from '../../lib/sync-paging.js'
-
-export interface DocumentFilters {
-  category?: string
-}
+import type { DocumentListQuery } from '../../../schemas/documents.js'
+import type { ListFilters } from '../../lib/paging.js'
+import { rowList } from '../../lib/row-list.js'
 
 export const DOCUMENT_SORT_COLUMNS = { createdAt: 'created_at', title: 'lower(title)' }
 
@@ -73,12 +69,15 @@ export function findAvailableDocument(db: Kysely<Database>, organizationId: numb
     .executeTakeFirst()
 }
 
-/** A patient's listed documents: stored (AVAILABLE) ones only, matching the filters. */
-function filteredDocuments(
+/**
+ * A patient's listed documents: stored (AVAILABLE) ones only, matching the filters; sync pages
+ * carry tombstones of deleted ones.
+ */
+export function patientDocumentRows(
   db: Kysely<Database>,
   organizationId: number,
   patientId: number,
-  filters: DocumentFilters,
+  filters: ListFilters<DocumentListQuery>,
 ) {
   let query = db
     .selectFrom('documents')
@@ -89,38 +88,7 @@ function filteredDocuments(
     // Implied by AVAILABLE; stated so the planner can use the partial sync index.
     .where('deleted_at', 'is', null)
   if (filters.category) query = query.where('category', '=', filters.category)
-  return query
-}
-
-export function listPatientDocuments(
-  db: Kysely<Database>,
-  organizationId: number,
-  patientId: number,
-  filters: DocumentFilters,
-  sort: SortOrder,
-  paging: PageQuery,
-) {
-  const query = filteredDocuments(db, organizationId, patientId, filters)
-  return fetchPage(db, query.orderBy(orderByExpression(sort)), paging)
-}
-
-/** A sync page of a patient's documents matching the filters, with tombstones of deleted ones. */
-export async function syncPatientDocuments(
-  db: Kysely<Database>,
-  organizationId: number,
-  patientId: number,
-  filters: DocumentFilters,
-  read: SyncRead,
-) {
-  const [rows, tombstones] = await Promise.all([
-    syncRows(
-      filteredDocuments(db, organizationId, patientId, filters),
-      { time: 'updated_at', id: 'id' },
-      read,
-    ),
-    syncTombstones(db, { organizationId, resourceType: 'document', patientId }, read),
-  ])
-  return { rows, tombstones }
+  return rowList(db, query, { tombstones: { organizationId, resourceType: 'document', patientId } })
 }
 
 /**

@@ -14,8 +14,9 @@ import {
 } from '../../../schemas/documents.js'
 import { AppError } from '../../errors.js'
 import { ok } from '../../http/envelope.js'
+import { listOrSync } from '../../http/list-or-sync.js'
 import { principalOf } from '../../http/principal.js'
-import { errorResponse } from '../../http/responses.js'
+import { errorResponse, recordErrors } from '../../http/responses.js'
 import { parseRange } from '../../lib/byte-range.js'
 import { STREAMED_BODY } from '../../plugins/validation.js'
 import { contentDisposition } from './download.js'
@@ -24,23 +25,14 @@ import {
   findDocument,
   listDocuments,
   sweepDocuments,
-  syncDocuments,
   UPLOAD_PARTS,
   uploadDocument,
 } from './service.js'
 import type { DocumentStore } from './store.js'
 
 const tags = ['Documents']
-const patientRule = errorResponse(
-  403,
-  'Missing role, or the patient belongs to another organization (AUTH_003)',
-  'PatientForbidden',
-)
-const documentRule = errorResponse(
-  403,
-  'Missing role, or the document belongs to another organization (AUTH_003)',
-  'DocumentForbidden',
-)
+const patientErrors = recordErrors('patient', 'Patient')
+const documentErrors = recordErrors('document', 'Document')
 /** The headers of a download: what the bytes are and which of them were sent. */
 const downloadHeaders = {
   ETag: {
@@ -116,8 +108,7 @@ const documentRoutes: FastifyPluginAsyncTypebox<DocumentRoutesOptions> = async (
         body: { ...DocumentUploadBody, [STREAMED_BODY]: true },
         response: {
           201: DocumentEnvelope,
-          403: patientRule,
-          404: errorResponse(404, 'No such patient (RES_001)', 'PatientNotFound'),
+          ...patientErrors,
         },
       },
     },
@@ -158,24 +149,15 @@ const documentRoutes: FastifyPluginAsyncTypebox<DocumentRoutesOptions> = async (
         querystring: DocumentListQuery,
         response: {
           200: DocumentPageEnvelope,
-          403: patientRule,
-          404: errorResponse(404, 'No such patient (RES_001)', 'PatientNotFound'),
+          ...patientErrors,
         },
       },
     },
     async (request) => {
-      const actor = principalOf(request)
       const { patientId } = request.params
-      const sync = app.syncCursors.readOf(request, request.query)
-      const page = sync
-        ? app.syncCursors.pageOf(
-            request,
-            request.query,
-            await syncDocuments(app.readDb(request), actor, patientId, request.query, sync),
-          )
-        : await listDocuments(app.readDb(request), actor, patientId, request.query)
-      request.auditedIds = page.content.map((document) => document.id)
-      return ok('Documents retrieved', page)
+      return listOrSync(request, 'Documents retrieved', (db, actor, query) =>
+        listDocuments(db, actor, patientId, query),
+      )
     },
   )
 
@@ -207,8 +189,7 @@ const documentRoutes: FastifyPluginAsyncTypebox<DocumentRoutesOptions> = async (
             type: 'null',
             headers: { ETag: downloadHeaders.ETag },
           },
-          403: documentRule,
-          404: errorResponse(404, 'No such document (RES_001)', 'DocumentNotFound'),
+          ...documentErrors,
           416: {
             ...errorResponse(416, 'The range is outside the document (VAL_001)'),
             headers: { 'Content-Range': downloadHeaders['Content-Range'] },
@@ -257,8 +238,7 @@ const documentRoutes: FastifyPluginAsyncTypebox<DocumentRoutesOptions> = async (
         headers: IfMatchHeaders,
         response: {
           200: DocumentDeletedEnvelope,
-          403: documentRule,
-          404: errorResponse(404, 'No such document (RES_001)', 'DocumentNotFound'),
+          ...documentErrors,
         },
       },
     },

@@ -4,14 +4,13 @@ import type { ErrorObject } from 'ajv'
 import type { Kysely } from 'kysely'
 import type { Database } from '../../../db/database.js'
 import type { DocumentRow } from '../../../db/tables/documents.js'
-import type { PageOf } from '../../../schemas/common.js'
 import type { Document, DocumentFields, DocumentListQuery } from '../../../schemas/documents.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
 import { withChangeAudit } from '../../audit/change-audit.js'
 import { AppError, invalidField, invalidFields, preconditionFailed } from '../../errors.js'
 import { describeProblems, problemsText } from '../../http/validation-messages.js'
-import { sortOrder, toPage } from '../../lib/paging.js'
-import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
+import { sortOrder, splitListQuery } from '../../lib/paging.js'
+import { type RecordList, recordList } from '../../lib/row-list.js'
 import type { ExpectedVersion } from '../../lib/versions.js'
 import { checkEncounterOfPatient } from '../encounters/service.js'
 import { requirePatient } from '../patients/service.js'
@@ -25,12 +24,11 @@ import {
   findAvailableDocument,
   findSweepable,
   insertPendingDocument,
-  listPatientDocuments,
   markAvailable,
   markDeleted,
   markPurged,
   markSweptPurged,
-  syncPatientDocuments,
+  patientDocumentRows,
 } from './queries.js'
 import type { DocumentStore } from './store.js'
 
@@ -274,49 +272,18 @@ async function discard(db: Kysely<Database>, store: DocumentStore, row: Document
   await deleteUploadedDocument(db, row.organization_id, row.id)
 }
 
-/** The list's filters: the query without its paging and sync parameters. */
-function filtersOf(query: DocumentListQuery) {
-  const { page: _page, size: _size, sort: _sort, cursor: _cursor, updatedSince: _since, ...filters } = query
-  return filters
-}
-
+/** A patient's documents a list query asks for (metadata); a sync page has tombstones of deleted ones. */
 export async function listDocuments(
   db: Kysely<Database>,
   actor: Actor,
   patientId: number,
   query: DocumentListQuery,
-): Promise<PageOf<Document>> {
+): Promise<RecordList<Document>> {
   await requirePatient(db, actor, patientId)
-  const paging = { page: query.page, size: query.size }
-  const sort = sortOrder(query.sort, DOCUMENT_SORT_COLUMNS, { field: 'createdAt', direction: 'desc' })
-  const { rows, total } = await listPatientDocuments(
-    db,
-    actor.organizationId,
-    patientId,
-    filtersOf(query),
-    sort,
-    paging,
-  )
-  return toPage(rows.map(toDocument), total, paging)
-}
-
-/** A sync page of a patient's documents: stored ones in (updatedAt, id) order, deleted ones as tombstones. */
-export async function syncDocuments(
-  db: Kysely<Database>,
-  actor: Actor,
-  patientId: number,
-  query: DocumentListQuery,
-  read: SyncRead,
-): Promise<SyncResult<Document>> {
-  await requirePatient(db, actor, patientId)
-  const { rows, tombstones } = await syncPatientDocuments(
-    db,
-    actor.organizationId,
-    patientId,
-    filtersOf(query),
-    read,
-  )
-  return syncPage(rows, toDocument, read, tombstones)
+  const { paging, filters } = splitListQuery(query)
+  const sort = sortOrder(paging.sort, DOCUMENT_SORT_COLUMNS, { field: 'createdAt', direction: 'desc' })
+  const rows = patientDocumentRows(db, actor.organizationId, patientId, filters)
+  return recordList(rows, paging, sort, (found) => found.map(toDocument))
 }
 
 /** The document, or the organization rule: another organization's is 403, a missing one 404. */

@@ -2,10 +2,9 @@ import type { Kysely } from 'kysely'
 import type { Database, Db, Trx } from '../../../db/database.js'
 import type { EncounterAddendumRow, NewEncounterAddendumRow } from '../../../db/tables/encounter-addenda.js'
 import type { EncounterRow, EncounterRowUpdate, NewEncounterRow } from '../../../db/tables/encounters.js'
-import type { PageQuery } from '../../../schemas/common.js'
-import type { ENCOUNTER_SORT_FIELDS } from '../../../schemas/encounters.js'
-import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
-import { type SyncRead, syncRows } from '../../lib/sync-paging.js'
+import type { ENCOUNTER_SORT_FIELDS, EncounterListQuery } from '../../../schemas/encounters.js'
+import type { ListFilters } from '../../lib/paging.js'
+import { rowList } from '../../lib/row-list.js'
 import { changesRecord } from '../../lib/versions.js'
 
 export type EncounterSortField = (typeof ENCOUNTER_SORT_FIELDS)[number]
@@ -15,16 +14,6 @@ export const ENCOUNTER_SORT_COLUMNS: Record<EncounterSortField, string> = {
   status: 'status',
   createdAt: 'created_at',
   updatedAt: 'updated_at',
-}
-
-export interface EncounterFilters {
-  patientId?: number
-  providerId?: number
-  appointmentId?: number
-  status?: string
-  encounterType?: string
-  dateFrom?: string
-  dateTo?: string
 }
 
 const scoped = (db: Db, organizationId: number) =>
@@ -83,7 +72,12 @@ export async function insertAddendum(trx: Trx, row: NewEncounterAddendumRow): Pr
   await trx.insertInto('encounter_addenda').values(row).execute()
 }
 
-function filteredEncounters(db: Kysely<Database>, organizationId: number, filters: EncounterFilters) {
+/** The organization's encounters matching the filters (none is ever removed, so sync pages have no tombstones). */
+export function encounterRows(
+  db: Kysely<Database>,
+  organizationId: number,
+  filters: ListFilters<EncounterListQuery>,
+) {
   let query = scoped(db, organizationId).selectAll()
   if (filters.patientId) query = query.where('patient_id', '=', filters.patientId)
   if (filters.providerId) query = query.where('provider_id', '=', filters.providerId)
@@ -92,29 +86,5 @@ function filteredEncounters(db: Kysely<Database>, organizationId: number, filter
   if (filters.encounterType) query = query.where('encounter_type', '=', filters.encounterType)
   if (filters.dateFrom) query = query.where('encounter_date', '>=', filters.dateFrom)
   if (filters.dateTo) query = query.where('encounter_date', '<=', filters.dateTo)
-  return query
-}
-
-export function listEncounters(
-  db: Kysely<Database>,
-  organizationId: number,
-  filters: EncounterFilters,
-  sort: SortOrder,
-  paging: PageQuery,
-) {
-  return fetchPage(
-    db,
-    filteredEncounters(db, organizationId, filters).orderBy(orderByExpression(sort)),
-    paging,
-  )
-}
-
-/** The organization's encounters matching the filters, changed after the position (none is ever removed). */
-export function syncEncounters(
-  db: Kysely<Database>,
-  organizationId: number,
-  filters: EncounterFilters,
-  read: SyncRead,
-) {
-  return syncRows(filteredEncounters(db, organizationId, filters), { time: 'updated_at', id: 'id' }, read)
+  return rowList(db, query)
 }

@@ -10,9 +10,10 @@ import {
   UpdateEncounterBody,
 } from '../../../schemas/encounters.js'
 import { ok } from '../../http/envelope.js'
+import { listOrSync } from '../../http/list-or-sync.js'
 import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
-import { errorResponse } from '../../http/responses.js'
+import { errorResponse, recordErrors } from '../../http/responses.js'
 import { MERGE_PATCH, mergePatchDescription } from '../../plugins/conditional-requests.js'
 import {
   addAddendum,
@@ -21,17 +22,12 @@ import {
   listEncounters,
   patchEncounter,
   signEncounter,
-  syncEncounters,
   updateEncounter,
 } from './service.js'
 
 const tags = ['Encounters']
-const notFound = errorResponse(404, 'No such encounter (RES_001)', 'EncounterNotFound')
-const otherOrganization = errorResponse(
-  403,
-  'Missing role, or the encounter belongs to another organization (AUTH_003)',
-  'EncounterForbidden',
-)
+const encounterErrors = recordErrors('encounter', 'Encounter')
+const notFound = encounterErrors[404]
 const notTheAuthor = errorResponse(
   403,
   'Missing role, the encounter belongs to another organization, or the caller is neither the encounter’s provider nor an administrator (AUTH_003)',
@@ -54,18 +50,7 @@ const encounterRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: EncounterPageEnvelope },
       },
     },
-    async (request) => {
-      const sync = app.syncCursors.readOf(request, request.query)
-      const page = sync
-        ? app.syncCursors.pageOf(
-            request,
-            request.query,
-            await syncEncounters(app.readDb(request), principalOf(request), request.query, sync),
-          )
-        : await listEncounters(app.readDb(request), principalOf(request), request.query)
-      request.auditedIds = page.content.map((encounter) => encounter.id)
-      return ok('Encounters retrieved', page)
-    },
+    async (request) => listOrSync(request, 'Encounters retrieved', listEncounters),
   )
 
   app.get(
@@ -78,7 +63,7 @@ const encounterRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description: 'Carries the ETag `W/"<version>"`; with a current `If-None-Match`, 304 without a body.',
         params: IdParams,
         headers: IfNoneMatchHeaders,
-        response: { 200: EncounterEnvelope, 403: otherOrganization, 404: notFound },
+        response: { 200: EncounterEnvelope, ...encounterErrors },
       },
     },
     async (request) =>
@@ -95,11 +80,7 @@ const encounterRoutes: FastifyPluginAsyncTypebox = async (app) => {
         body: CreateEncounterBody,
         response: {
           201: EncounterEnvelope,
-          403: errorResponse(
-            403,
-            'Missing role, or the patient, provider or appointment belongs to another organization (AUTH_003)',
-          ),
-          404: errorResponse(404, 'No such patient, provider or appointment (RES_001)'),
+          ...recordErrors('patient, provider or appointment'),
           409: wrongStatus('The appointment already has an encounter, or was cancelled or missed'),
         },
       },
@@ -222,8 +203,7 @@ const encounterRoutes: FastifyPluginAsyncTypebox = async (app) => {
         body: AddendumBody,
         response: {
           200: EncounterEnvelope,
-          403: otherOrganization,
-          404: notFound,
+          ...encounterErrors,
           409: wrongStatus('The encounter is still a draft'),
         },
       },

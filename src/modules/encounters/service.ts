@@ -2,7 +2,6 @@ import type { Kysely } from 'kysely'
 import type { Database, Db, Trx } from '../../../db/database.js'
 import type { EncounterRow } from '../../../db/tables/encounters.js'
 import { TIME_RELEASING_STATUSES } from '../../../schemas/appointments.js'
-import type { PageOf } from '../../../schemas/common.js'
 import {
   type AddendumBody,
   type CreateEncounterBody,
@@ -16,10 +15,10 @@ import {
 } from '../../../schemas/encounters.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
 import { auditChange } from '../../audit/change-audit.js'
-import { AppError, conflict, forbidden, invalidField } from '../../errors.js'
+import { conflict, forbidden, invalidField } from '../../errors.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
-import { sortOrder, toPage } from '../../lib/paging.js'
-import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
+import { checkDateRange, sortOrder, splitListQuery } from '../../lib/paging.js'
+import { type RecordList, recordList, withLookup } from '../../lib/row-list.js'
 import { assertVersion, type ExpectedVersion, touch } from '../../lib/versions.js'
 import { transactionWithEvents } from '../../outbox/doorbell.js'
 import { enqueueEvent } from '../../outbox/enqueue.js'
@@ -30,12 +29,11 @@ import { noteColumns, toEncounter, toEncounterCreatedData } from './mapper.js'
 import {
   addendaOf,
   ENCOUNTER_SORT_COLUMNS,
+  encounterRows,
   findEncounter,
   insertAddendum,
   insertEncounter,
-  listEncounters as listEncounterRows,
   lockEncounter,
-  syncEncounters as syncEncounterRows,
   updateEncounterRow,
 } from './queries.js'
 
@@ -229,55 +227,17 @@ export async function addAddendum(
 
 const DEFAULT_SORT = { field: 'encounterDate', direction: 'desc' } as const
 
-function checkDateRange(filters: { dateFrom?: string; dateTo?: string }): void {
-  if (filters.dateFrom && filters.dateTo && filters.dateTo < filters.dateFrom) {
-    throw new AppError('VAL_001', 'dateTo must not be before dateFrom', { status: 400 })
-  }
-}
-
-export async function listEncounters(
+/** The organization's encounters a list query asks for, with their addenda. */
+export function listEncounters(
   db: Kysely<Database>,
   actor: Actor,
   query: EncounterListQuery,
-): Promise<PageOf<Encounter>> {
-  const { page, size, sort, cursor: _cursor, updatedSince: _since, ...filters } = query
+): RecordList<Encounter> {
+  const { paging, filters } = splitListQuery(query)
   checkDateRange(filters)
-  const paging = { page, size }
-  const { rows, total } = await listEncounterRows(
-    db,
-    actor.organizationId,
-    filters,
-    sortOrder(sort, ENCOUNTER_SORT_COLUMNS, DEFAULT_SORT),
-    paging,
-  )
-  const addenda = await addendaOf(
-    db,
-    actor.organizationId,
-    rows.map((row) => row.id),
-  )
-  return toPage(
-    rows.map((row) => toEncounter(row, addenda)),
-    total,
-    paging,
-  )
-}
-
-/** A sync page of the organization's encounters: changed ones in (updatedAt, id) order (none is ever removed). */
-export async function syncEncounters(
-  db: Kysely<Database>,
-  actor: Actor,
-  query: EncounterListQuery,
-  read: SyncRead,
-): Promise<SyncResult<Encounter>> {
-  const { page: _page, size: _size, sort: _sort, cursor: _cursor, updatedSince: _since, ...filters } = query
-  checkDateRange(filters)
-  const rows = await syncEncounterRows(db, actor.organizationId, filters, read)
-  const addenda = await addendaOf(
-    db,
-    actor.organizationId,
-    rows.map((row) => row.id),
-  )
-  return syncPage(rows, (row) => toEncounter(row, addenda), read) as SyncResult<Encounter>
+  const sort = sortOrder(paging.sort, ENCOUNTER_SORT_COLUMNS, DEFAULT_SORT)
+  const withAddenda = withLookup((ids) => addendaOf(db, actor.organizationId, ids), toEncounter)
+  return recordList(encounterRows(db, actor.organizationId, filters), paging, sort, withAddenda)
 }
 
 /** For records that point at an encounter: it must be one of this patient's, in this organization. */

@@ -1,9 +1,9 @@
 import type { Insertable, Kysely } from 'kysely'
 import type { Database, Db, Trx } from '../../../db/database.js'
 import type { MessagesTable } from '../../../db/tables/messages.js'
-import type { PageQuery } from '../../../schemas/common.js'
-import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
-import { type SyncRead, syncRows } from '../../lib/sync-paging.js'
+import type { MessageListQuery } from '../../../schemas/messages.js'
+import type { ListFilters } from '../../lib/paging.js'
+import { rowList } from '../../lib/row-list.js'
 
 /** A message the user sent or received; nobody else's. */
 export function findVisibleMessage(db: Kysely<Database>, organizationId: number, userId: number, id: number) {
@@ -59,13 +59,13 @@ export function markRead(trx: Trx, organizationId: number, id: number) {
     .executeTakeFirstOrThrow()
 }
 
-export interface MailboxFilter {
-  folder: 'inbox' | 'sent'
-  unread?: boolean
-  patientId?: number
-}
-
-function mailbox(db: Kysely<Database>, organizationId: number, userId: number, filter: MailboxFilter) {
+/** The user's messages in the folder matching the filter; a sync page holds those sent or read since. */
+export function mailbox(
+  db: Kysely<Database>,
+  organizationId: number,
+  userId: number,
+  filter: ListFilters<MessageListQuery>,
+) {
   let query = db
     .selectFrom('messages')
     .selectAll()
@@ -73,28 +73,5 @@ function mailbox(db: Kysely<Database>, organizationId: number, userId: number, f
     .where(filter.folder === 'inbox' ? 'recipient_id' : 'sender_id', '=', userId)
   if (filter.unread) query = query.where('read_at', 'is', null)
   if (filter.patientId) query = query.where('patient_id', '=', filter.patientId)
-  return query
-}
-
-export function listMailbox(
-  db: Kysely<Database>,
-  organizationId: number,
-  userId: number,
-  filter: MailboxFilter,
-  sort: SortOrder,
-  paging: PageQuery,
-) {
-  const query = mailbox(db, organizationId, userId, filter)
-  return fetchPage(db, query.orderBy(orderByExpression(sort)), paging)
-}
-
-/** A sync page of the mailbox: messages changed (sent or read) after the position. */
-export function syncMailbox(
-  db: Kysely<Database>,
-  organizationId: number,
-  userId: number,
-  filter: MailboxFilter,
-  read: SyncRead,
-) {
-  return syncRows(mailbox(db, organizationId, userId, filter), { time: 'updated_at', id: 'id' }, read)
+  return rowList(db, query)
 }

@@ -7,9 +7,10 @@ import {
   SendMessageBody,
 } from '../../../schemas/messages.js'
 import { ok } from '../../http/envelope.js'
+import { listOrSync } from '../../http/list-or-sync.js'
 import { principalOf } from '../../http/principal.js'
-import { errorResponse } from '../../http/responses.js'
-import { getMessage, listMessages, readMessage, sendMessage, syncMessages } from './service.js'
+import { errorResponse, recordErrors } from '../../http/responses.js'
+import { getMessage, listMessages, readMessage, sendMessage } from './service.js'
 
 const tags = ['Messages']
 const notVisible = errorResponse(404, 'No such message among yours (RES_001)', 'MessageNotFound')
@@ -25,12 +26,7 @@ const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
         body: SendMessageBody,
         response: {
           201: MessageEnvelope,
-          403: errorResponse(
-            403,
-            'Missing role, or the patient belongs to another organization (AUTH_003)',
-            'PatientForbidden',
-          ),
-          404: errorResponse(404, 'No such patient (RES_001)', 'PatientNotFound'),
+          ...recordErrors('patient', 'Patient'),
         },
       },
     },
@@ -54,18 +50,7 @@ const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: MessagePageEnvelope },
       },
     },
-    async (request) => {
-      const sync = app.syncCursors.readOf(request, request.query)
-      const page = sync
-        ? app.syncCursors.pageOf(
-            request,
-            request.query,
-            await syncMessages(app.readDb(request), principalOf(request), request.query, sync),
-          )
-        : await listMessages(app.readDb(request), principalOf(request), request.query)
-      request.auditedIds = page.content.map((message) => message.id)
-      return ok('Messages retrieved', page)
-    },
+    async (request) => listOrSync(request, 'Messages retrieved', listMessages),
   )
 
   app.get(

@@ -1,12 +1,11 @@
 import type { Kysely } from 'kysely'
 import type { Database } from '../../../db/database.js'
-import type { PageOf } from '../../../schemas/common.js'
 import type { Message, MessageListQuery, SendMessageBody } from '../../../schemas/messages.js'
 import type { Actor } from '../../access/organization-scope.js'
 import { auditChange, withChangeAudit } from '../../audit/change-audit.js'
 import { forbidden, invalidField, notFound } from '../../errors.js'
-import { sortOrder, toPage } from '../../lib/paging.js'
-import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
+import { sortOrder, splitListQuery } from '../../lib/paging.js'
+import { type RecordList, recordList } from '../../lib/row-list.js'
 import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
 import { requirePatient } from '../patients/service.js'
 import { toMessage } from './mapper.js'
@@ -14,10 +13,9 @@ import {
   findVisibleMessage,
   insertMessage,
   isActiveColleague,
-  listMailbox,
   lockReceivedMessage,
+  mailbox,
   markRead,
-  syncMailbox,
 } from './queries.js'
 
 export async function sendMessage(
@@ -51,35 +49,16 @@ export async function sendMessage(
   return toMessage(row)
 }
 
-export async function listMessages(
+/** The caller's messages a list query asks for: a sync page holds those sent or read since. */
+export function listMessages(
   db: Kysely<Database>,
   actor: Actor,
   query: MessageListQuery,
-): Promise<PageOf<Message>> {
-  const paging = { page: query.page, size: query.size }
-  const sort = sortOrder(query.sort, { createdAt: 'created_at' }, { field: 'createdAt', direction: 'desc' })
-  const { rows, total } = await listMailbox(
-    db,
-    actor.organizationId,
-    actor.userId,
-    mailboxFilter(query),
-    sort,
-    paging,
-  )
-  return toPage(rows.map(toMessage), total, paging)
-}
-
-const mailboxFilter = ({ folder, unread, patientId }: MessageListQuery) => ({ folder, unread, patientId })
-
-/** A sync page of the mailbox: messages sent or read since the position, in (updatedAt, id) order. */
-export async function syncMessages(
-  db: Kysely<Database>,
-  actor: Actor,
-  query: MessageListQuery,
-  read: SyncRead,
-): Promise<SyncResult<Message>> {
-  const rows = await syncMailbox(db, actor.organizationId, actor.userId, mailboxFilter(query), read)
-  return syncPage(rows, toMessage, read) as SyncResult<Message>
+): RecordList<Message> {
+  const { paging, filters } = splitListQuery(query)
+  const sort = sortOrder(paging.sort, { createdAt: 'created_at' }, { field: 'createdAt', direction: 'desc' })
+  const rows = mailbox(db, actor.organizationId, actor.userId, filters)
+  return recordList(rows, paging, sort, (found) => found.map(toMessage))
 }
 
 export async function getMessage(db: Kysely<Database>, actor: Actor, id: number): Promise<Message> {

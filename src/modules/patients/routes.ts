@@ -12,9 +12,10 @@ import {
   UpdatePatientBody,
 } from '../../../schemas/patients.js'
 import { ok } from '../../http/envelope.js'
+import { listOrSync, listPage } from '../../http/list-or-sync.js'
 import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
-import { errorResponse } from '../../http/responses.js'
+import { errorResponse, recordErrors } from '../../http/responses.js'
 import { MERGE_PATCH, mergePatchDescription } from '../../plugins/conditional-requests.js'
 import {
   createPatient,
@@ -23,17 +24,11 @@ import {
   listPatients,
   patchPatient,
   searchPatients,
-  syncPatients,
   updatePatient,
 } from './service.js'
 
 const tags = ['Patients']
-const notFound = errorResponse(404, 'No such patient (RES_001)', 'PatientNotFound')
-const otherOrganization = errorResponse(
-  403,
-  'Missing role, or the patient belongs to another organization (AUTH_003)',
-  'PatientForbidden',
-)
+const patientErrors = recordErrors('patient', 'Patient')
 const duplicate = errorResponse(409, 'The MRN is already used in this organization (RES_002)')
 
 const patientRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -50,18 +45,7 @@ const patientRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: PatientPageEnvelope },
       },
     },
-    async (request) => {
-      const sync = app.syncCursors.readOf(request, request.query)
-      const page = sync
-        ? app.syncCursors.pageOf(
-            request,
-            request.query,
-            await syncPatients(app.readDb(request), principalOf(request), request.query, sync),
-          )
-        : await listPatients(app.readDb(request), principalOf(request), request.query)
-      request.auditedIds = page.content.map((patient) => patient.id)
-      return ok('Patients retrieved', page)
-    },
+    async (request) => listOrSync(request, 'Patients retrieved', listPatients),
   )
 
   app.get(
@@ -75,11 +59,7 @@ const patientRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: PatientSearchPageEnvelope },
       },
     },
-    async (request) => {
-      const page = await searchPatients(app.readDb(request), principalOf(request), request.query)
-      request.auditedIds = page.content.map((patient) => patient.id)
-      return ok('Patients found', page)
-    },
+    async (request) => listPage(request, 'Patients found', searchPatients),
   )
 
   app.get(
@@ -92,7 +72,7 @@ const patientRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description: 'Carries the ETag `W/"<version>"`; with a current `If-None-Match`, 304 without a body.',
         params: IdParams,
         headers: IfNoneMatchHeaders,
-        response: { 200: PatientEnvelope, 403: otherOrganization, 404: notFound },
+        response: { 200: PatientEnvelope, ...patientErrors },
       },
     },
     async (request) =>
@@ -130,7 +110,7 @@ const patientRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: IdParams,
         headers: IfMatchHeaders,
         body: UpdatePatientBody,
-        response: { 200: PatientEnvelope, 403: otherOrganization, 404: notFound, 409: duplicate },
+        response: { 200: PatientEnvelope, ...patientErrors, 409: duplicate },
       },
     },
     async (request) =>
@@ -160,7 +140,7 @@ const patientRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: IdParams,
         headers: IfMatchHeaders,
         body: PatchPatientBody,
-        response: { 200: PatientEnvelope, 403: otherOrganization, 404: notFound, 409: duplicate },
+        response: { 200: PatientEnvelope, ...patientErrors, 409: duplicate },
       },
     },
     async (request) => {
@@ -189,7 +169,7 @@ const patientRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'The patient disappears from every read and search; the record and its clinical data are retained, and the MRN is never reissued. Emits patient.updated with deleted=true.',
         params: IdParams,
         headers: IfMatchHeaders,
-        response: { 200: PatientDeletedEnvelope, 403: otherOrganization, 404: notFound },
+        response: { 200: PatientDeletedEnvelope, ...patientErrors },
       },
     },
     async (request) =>

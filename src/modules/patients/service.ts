@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely'
 import type { Database, Db } from '../../../db/database.js'
 import type { NewPatientRow, PatientRow } from '../../../db/tables/patients.js'
-import type { PageOf } from '../../../schemas/common.js'
+import type { PageOf, PageQuery } from '../../../schemas/common.js'
 import {
   type CreatePatientBody,
   type PatchPatientBody,
@@ -14,8 +14,9 @@ import { type Actor, missingRecord, ownerOrganization } from '../../access/organ
 import { currentChangeAudit } from '../../audit/change-audit.js'
 import { AppError, constraintConflict, invalidField, preconditionFailed } from '../../errors.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
-import { sortOrder, toPage } from '../../lib/paging.js'
-import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
+import { type SortOrder, sortOrder, splitListQuery, toPage } from '../../lib/paging.js'
+import { type RecordList, recordList } from '../../lib/row-list.js'
+import type { SyncRead } from '../../lib/sync-paging.js'
 import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
 import { changedRow, changeWithEvent } from '../../outbox/enqueue.js'
 import { findPatient, insertPatientWithEvent, listPatients as listPatientRows } from './fast-path.js'
@@ -210,33 +211,20 @@ export async function deletePatient(
 
 const DEFAULT_SORT = { field: 'lastName', direction: 'asc' } as const
 
-export async function listPatients(
+/** The organization's patients a list query asks for; a sync page has tombstones of removed ones. */
+export function listPatients(
   db: Kysely<Database>,
   actor: Actor,
   query: PatientListQuery,
-): Promise<PageOf<Patient>> {
-  const { page, size, sort, cursor: _cursor, updatedSince: _since, ...filters } = query
-  const paging = { page, size }
-  const { rows, total } = await listPatientRows(
-    db,
-    actor.organizationId,
-    filters,
-    sortOrder(sort, PATIENT_SORT_COLUMNS, DEFAULT_SORT),
-    paging,
-  )
-  return toPage(rows.map(toPatient), total, paging)
-}
-
-/** A sync page of the organization's patients: changed ones in (updatedAt, id) order, removed ones as tombstones. */
-export async function syncPatients(
-  db: Kysely<Database>,
-  actor: Actor,
-  query: PatientListQuery,
-  read: SyncRead,
-): Promise<SyncResult<Patient>> {
-  const { page: _page, size: _size, sort: _sort, cursor: _cursor, updatedSince: _since, ...filters } = query
-  const { rows, tombstones } = await syncPatientRows(db, actor.organizationId, filters, read)
-  return syncPage(rows, toPatient, read, tombstones)
+): RecordList<Patient> {
+  const { paging, filters } = splitListQuery(query)
+  const sort = sortOrder(paging.sort, PATIENT_SORT_COLUMNS, DEFAULT_SORT)
+  const rows = {
+    page: (order: SortOrder, page: PageQuery) =>
+      listPatientRows(db, actor.organizationId, filters, order, page),
+    changes: (read: SyncRead) => syncPatientRows(db, actor.organizationId, filters, read),
+  }
+  return recordList(rows, paging, sort, (found) => found.map(toPatient))
 }
 
 export async function searchPatients(

@@ -3,10 +3,9 @@ import type { Database, Db, Trx } from '../../../db/database.js'
 import type { NewProviderExceptionRow, ProviderExceptionRow } from '../../../db/tables/provider-exceptions.js'
 import type { NewProviderHoursRow, ProviderHoursRow } from '../../../db/tables/provider-hours.js'
 import type { NewProviderRow, ProviderRow, ProviderRowUpdate } from '../../../db/tables/providers.js'
-import type { PageQuery } from '../../../schemas/common.js'
-import type { PROVIDER_SORT_FIELDS } from '../../../schemas/providers.js'
-import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
-import { type SyncRead, syncRows } from '../../lib/sync-paging.js'
+import type { PROVIDER_SORT_FIELDS, ProviderListQuery } from '../../../schemas/providers.js'
+import type { ListFilters } from '../../lib/paging.js'
+import { rowList } from '../../lib/row-list.js'
 import { changesRecord } from '../../lib/versions.js'
 
 export type ProviderSortField = (typeof PROVIDER_SORT_FIELDS)[number]
@@ -18,13 +17,6 @@ export const PROVIDER_SORT_COLUMNS: Record<ProviderSortField, string> = {
   npi: 'npi',
   createdAt: 'created_at',
   updatedAt: 'updated_at',
-}
-
-export interface ProviderFilters {
-  specialty?: string
-  active?: boolean
-  lastName?: string
-  npi?: string
 }
 
 const scoped = (db: Db, organizationId: number) =>
@@ -73,37 +65,18 @@ export function updateProviderRow(
     .executeTakeFirst()
 }
 
-function filteredProviders(db: Kysely<Database>, organizationId: number, filters: ProviderFilters) {
+/** The organization's providers matching the filters (providers are never removed, so sync pages have no tombstones). */
+export function providerRows(
+  db: Kysely<Database>,
+  organizationId: number,
+  filters: ListFilters<ProviderListQuery>,
+) {
   let query = scoped(db, organizationId).selectAll()
   if (filters.active !== undefined) query = query.where('active', '=', filters.active)
   if (filters.npi) query = query.where('npi', '=', filters.npi)
   if (filters.specialty) query = query.where(sql`lower(specialty)`, '=', filters.specialty.toLowerCase())
   if (filters.lastName) query = query.where(sql`lower(last_name)`, '=', filters.lastName.toLowerCase())
-  return query
-}
-
-export function listProviders(
-  db: Kysely<Database>,
-  organizationId: number,
-  filters: ProviderFilters,
-  sort: SortOrder,
-  paging: PageQuery,
-) {
-  return fetchPage(
-    db,
-    filteredProviders(db, organizationId, filters).orderBy(orderByExpression(sort)),
-    paging,
-  )
-}
-
-/** The organization's providers matching the filters, changed after the position (providers are never removed). */
-export function syncProviders(
-  db: Kysely<Database>,
-  organizationId: number,
-  filters: ProviderFilters,
-  read: SyncRead,
-) {
-  return syncRows(filteredProviders(db, organizationId, filters), { time: 'updated_at', id: 'id' }, read)
+  return rowList(db, query)
 }
 
 /** Whether the user is an account of the organization (a provider may be linked only to those). */

@@ -9,19 +9,13 @@ import {
   UpdateProviderBody,
 } from '../../../schemas/providers.js'
 import { ok } from '../../http/envelope.js'
+import { listOrSync } from '../../http/list-or-sync.js'
 import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse } from '../../http/responses.js'
 import { MERGE_PATCH, mergePatchDescription } from '../../plugins/conditional-requests.js'
-import { notFound, otherOrganization, tags } from './responses.js'
-import {
-  createProvider,
-  getProvider,
-  listProviders,
-  patchProvider,
-  syncProviders,
-  updateProvider,
-} from './service.js'
+import { providerErrors, tags } from './responses.js'
+import { createProvider, getProvider, listProviders, patchProvider, updateProvider } from './service.js'
 
 const duplicate = errorResponse(
   409,
@@ -44,17 +38,7 @@ const providerRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: ProviderPageEnvelope },
       },
     },
-    async (request) => {
-      const sync = app.syncCursors.readOf(request, request.query)
-      const page = sync
-        ? app.syncCursors.pageOf(
-            request,
-            request.query,
-            await syncProviders(app.readDb(request), principalOf(request), request.query, sync),
-          )
-        : await listProviders(app.readDb(request), principalOf(request), request.query)
-      return ok('Providers retrieved', page)
-    },
+    async (request) => listOrSync(request, 'Providers retrieved', listProviders),
   )
 
   app.get(
@@ -67,7 +51,7 @@ const providerRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description: 'Carries the ETag `W/"<version>"`; with a current `If-None-Match`, 304 without a body.',
         params: IdParams,
         headers: IfNoneMatchHeaders,
-        response: { 200: ProviderEnvelope, 403: otherOrganization, 404: notFound },
+        response: { 200: ProviderEnvelope, ...providerErrors },
       },
     },
     async (request) =>
@@ -104,7 +88,7 @@ const providerRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: IdParams,
         headers: IfMatchHeaders,
         body: UpdateProviderBody,
-        response: { 200: ProviderEnvelope, 403: otherOrganization, 404: notFound, 409: duplicate },
+        response: { 200: ProviderEnvelope, ...providerErrors, 409: duplicate },
       },
     },
     async (request) =>
@@ -134,7 +118,7 @@ const providerRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: IdParams,
         headers: IfMatchHeaders,
         body: PatchProviderBody,
-        response: { 200: ProviderEnvelope, 403: otherOrganization, 404: notFound, 409: duplicate },
+        response: { 200: ProviderEnvelope, ...providerErrors, 409: duplicate },
       },
     },
     async (request) => {

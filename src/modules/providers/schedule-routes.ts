@@ -11,7 +11,7 @@ import {
 import { ok } from '../../http/envelope.js'
 import { principalOf } from '../../http/principal.js'
 import { errorResponse } from '../../http/responses.js'
-import { notFound, otherOrganization, tags } from './responses.js'
+import { providerErrors, tags } from './responses.js'
 import { addException, removeException, replaceWeeklyHours } from './service.js'
 
 /** A provider's working time: weekly hours and dated exceptions. */
@@ -28,7 +28,7 @@ const providerScheduleRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: IdParams,
         headers: IfMatchHeaders,
         body: WeeklyHoursBody,
-        response: { 200: ProviderEnvelope, 403: otherOrganization, 404: notFound },
+        response: { 200: ProviderEnvelope, ...providerErrors },
       },
     },
     async (request) =>
@@ -56,7 +56,7 @@ const providerScheduleRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: IdParams,
         headers: IfMatchHeaders,
         body: ExceptionBody,
-        response: { 201: ScheduleExceptionEnvelope, 403: otherOrganization, 404: notFound },
+        response: { 201: ScheduleExceptionEnvelope, ...providerErrors },
       },
     },
     async (request, reply) =>
@@ -89,7 +89,7 @@ const providerScheduleRoutes: FastifyPluginAsyncTypebox = async (app) => {
         headers: IfMatchHeaders,
         response: {
           200: ExceptionDeletedEnvelope,
-          403: otherOrganization,
+          403: providerErrors[403],
           404: errorResponse(404, 'No such provider, or no such exception of the provider (RES_001)'),
         },
       },

@@ -1,7 +1,6 @@
 import type { Kysely } from 'kysely'
 import type { Database, Db, Trx } from '../../../db/database.js'
 import type { ProviderRow } from '../../../db/tables/providers.js'
-import type { PageOf } from '../../../schemas/common.js'
 import {
   type CreateProviderBody,
   type ExceptionBody,
@@ -18,8 +17,8 @@ import { invalidField, invalidFields, notFound } from '../../errors.js'
 import { type Interval, workingIntervals } from '../../lib/availability.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { isValidNpi } from '../../lib/npi.js'
-import { sortOrder, toPage } from '../../lib/paging.js'
-import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
+import { sortOrder, splitListQuery } from '../../lib/paging.js'
+import { type RecordList, recordList, withLookup } from '../../lib/row-list.js'
 import { assertVersion, type ExpectedVersion, touch } from '../../lib/versions.js'
 import { canonicalTimeZone, minutesOf } from '../../lib/zoned-time.js'
 import {
@@ -37,12 +36,11 @@ import {
   insertException,
   insertProvider,
   isUserOfOrganization,
-  listProviders as listProviderRows,
   lockProvider,
   lockProviderCalendar,
   PROVIDER_SORT_COLUMNS,
+  providerRows,
   replaceWeeklyHours as replaceWeeklyHourRows,
-  syncProviders as syncProviderRows,
   updateProviderRow,
   weeklyHoursOf,
 } from './queries.js'
@@ -290,47 +288,16 @@ export async function removeException(
 
 const DEFAULT_SORT = { field: 'lastName', direction: 'asc' } as const
 
-export async function listProviders(
+/** The organization's providers a list query asks for, with their weekly hours. */
+export function listProviders(
   db: Kysely<Database>,
   actor: Actor,
   query: ProviderListQuery,
-): Promise<PageOf<Provider>> {
-  const { page, size, sort, cursor: _cursor, updatedSince: _since, ...filters } = query
-  const paging = { page, size }
-  const { rows, total } = await listProviderRows(
-    db,
-    actor.organizationId,
-    filters,
-    sortOrder(sort, PROVIDER_SORT_COLUMNS, DEFAULT_SORT),
-    paging,
-  )
-  const hours = await weeklyHoursOf(
-    db,
-    actor.organizationId,
-    rows.map((row) => row.id),
-  )
-  return toPage(
-    rows.map((row) => toProvider(row, hours)),
-    total,
-    paging,
-  )
-}
-
-/** A sync page of the organization's providers: changed ones in (updatedAt, id) order (none is ever removed). */
-export async function syncProviders(
-  db: Kysely<Database>,
-  actor: Actor,
-  query: ProviderListQuery,
-  read: SyncRead,
-): Promise<SyncResult<Provider>> {
-  const { page: _page, size: _size, sort: _sort, cursor: _cursor, updatedSince: _since, ...filters } = query
-  const rows = await syncProviderRows(db, actor.organizationId, filters, read)
-  const hours = await weeklyHoursOf(
-    db,
-    actor.organizationId,
-    rows.map((row) => row.id),
-  )
-  return syncPage(rows, (row) => toProvider(row, hours), read) as SyncResult<Provider>
+): RecordList<Provider> {
+  const { paging, filters } = splitListQuery(query)
+  const sort = sortOrder(paging.sort, PROVIDER_SORT_COLUMNS, DEFAULT_SORT)
+  const withHours = withLookup((ids) => weeklyHoursOf(db, actor.organizationId, ids), toProvider)
+  return recordList(providerRows(db, actor.organizationId, filters), paging, sort, withHours)
 }
 
 /** For records that name a provider (e.g. a prescriber): it must be one of this organization's. */

@@ -3,16 +3,13 @@ import { IdParams } from '../../../schemas/common.js'
 import { CreateRoomBody, JoinBody, JoinEnvelope, RoomEnvelope } from '../../../schemas/telehealth.js'
 import { ok } from '../../http/envelope.js'
 import { principalOf } from '../../http/principal.js'
-import { errorResponse } from '../../http/responses.js'
+import { errorResponse, noSuch, otherOrganization } from '../../http/responses.js'
 import type { JitsiSettings } from './jitsi.js'
 import { closeRoom, getRoom, joinRoom, openRoom } from './service.js'
 
 const tags = ['Telehealth']
-const otherOrganization = errorResponse(
-  403,
-  'Missing role, or the record belongs to another organization (AUTH_003)',
-  'RecordForbidden',
-)
+const forbidden = otherOrganization('record', 'RecordForbidden')
+const roomErrors = { 403: forbidden, 404: noSuch('room', 'RoomNotFound') }
 
 const telehealthRoutes: FastifyPluginAsyncTypebox<{ jitsi: JitsiSettings | undefined }> = async (
   app,
@@ -29,8 +26,8 @@ const telehealthRoutes: FastifyPluginAsyncTypebox<{ jitsi: JitsiSettings | undef
         response: {
           200: RoomEnvelope,
           201: RoomEnvelope,
-          403: otherOrganization,
-          404: errorResponse(404, 'No such appointment, provider or patient (RES_001)'),
+          403: forbidden,
+          404: noSuch('appointment, provider or patient'),
           409: errorResponse(409, 'The appointment is cancelled (RES_002)'),
         },
       },
@@ -52,8 +49,7 @@ const telehealthRoutes: FastifyPluginAsyncTypebox<{ jitsi: JitsiSettings | undef
         params: IdParams,
         response: {
           200: RoomEnvelope,
-          403: otherOrganization,
-          404: errorResponse(404, 'No such room (RES_001)', 'RoomNotFound'),
+          ...roomErrors,
         },
       },
     },
@@ -70,8 +66,7 @@ const telehealthRoutes: FastifyPluginAsyncTypebox<{ jitsi: JitsiSettings | undef
         params: IdParams,
         response: {
           200: RoomEnvelope,
-          403: otherOrganization,
-          404: errorResponse(404, 'No such room (RES_001)', 'RoomNotFound'),
+          ...roomErrors,
         },
       },
     },
@@ -94,7 +89,7 @@ const telehealthRoutes: FastifyPluginAsyncTypebox<{ jitsi: JitsiSettings | undef
             403,
             'Another organization’s room, or an identity you may not act for (AUTH_003)',
           ),
-          404: errorResponse(404, 'No such room (RES_001)', 'RoomNotFound'),
+          404: roomErrors[404],
           409: errorResponse(409, 'The room is closed or its appointment cancelled (RES_002)'),
           503: errorResponse(
             503,

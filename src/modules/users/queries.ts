@@ -1,9 +1,9 @@
 import { type Insertable, type Kysely, sql } from 'kysely'
 import type { Database, Db, Trx } from '../../../db/database.js'
 import type { UserRow, UsersTable } from '../../../db/tables/users.js'
-import type { PageQuery } from '../../../schemas/common.js'
-import type { USER_SORT_FIELDS } from '../../../schemas/users.js'
-import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
+import type { USER_SORT_FIELDS, UserListQuery } from '../../../schemas/users.js'
+import type { ListFilters } from '../../lib/paging.js'
+import { rowList } from '../../lib/row-list.js'
 import { changesRecord } from '../../lib/versions.js'
 
 /** A new tenant: the one insert that creates an organization rather than working inside one. */
@@ -30,12 +30,6 @@ export const USER_SORT_COLUMNS: Record<UserSortField, string> = {
   email: 'lower(email)',
   createdAt: 'created_at',
   updatedAt: 'updated_at',
-}
-
-export interface UserFilters {
-  role?: string
-  active?: boolean
-  q?: string
 }
 
 const ACCOUNT_COLUMNS = [
@@ -147,7 +141,12 @@ export function updateAccount(
 
 const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`)
 
-function filteredAccounts(db: Kysely<Database>, organizationId: number, filters: UserFilters) {
+/** The organization's accounts of people matching the filters. */
+export function accountRows(
+  db: Kysely<Database>,
+  organizationId: number,
+  filters: ListFilters<UserListQuery>,
+) {
   let query = people(db, organizationId)
   if (filters.active !== undefined) query = query.where('active', '=', filters.active)
   if (filters.role) query = query.where(sql<boolean>`${filters.role} = any(roles)`)
@@ -160,15 +159,5 @@ function filteredAccounts(db: Kysely<Database>, organizationId: number, filters:
       ]),
     )
   }
-  return query
-}
-
-export function listAccounts(
-  db: Kysely<Database>,
-  organizationId: number,
-  filters: UserFilters,
-  sort: SortOrder,
-  paging: PageQuery,
-) {
-  return fetchPage(db, filteredAccounts(db, organizationId, filters).orderBy(orderByExpression(sort)), paging)
+  return rowList(db, query)
 }

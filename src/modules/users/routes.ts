@@ -10,9 +10,10 @@ import {
   UserPageEnvelope,
 } from '../../../schemas/users.js'
 import { ok } from '../../http/envelope.js'
+import { listPage } from '../../http/list-or-sync.js'
 import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
-import { errorResponse } from '../../http/responses.js'
+import { errorResponse, recordErrors } from '../../http/responses.js'
 import { MERGE_PATCH, mergePatchDescription } from '../../plugins/conditional-requests.js'
 import {
   type AccountSettings,
@@ -27,12 +28,7 @@ import {
 } from './service.js'
 
 const tags = ['Users']
-const notFound = errorResponse(404, 'No such account of a person (RES_001)', 'UserNotFound')
-const otherOrganization = errorResponse(
-  403,
-  'Missing role, or the account belongs to another organization (AUTH_003)',
-  'UserForbidden',
-)
+const userErrors = recordErrors('account', 'User', 'account of a person')
 const externalNote =
   'With an external identity provider (OIDC_ISSUER_URL) the accounts are the provider’s: this answers 409 RES_002.'
 const roleConflict = errorResponse(
@@ -73,11 +69,7 @@ const userRoutes: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (app, { e
         response: { 200: UserPageEnvelope },
       },
     },
-    async (request) => {
-      const page = await listUsers(app.readDb(request), principalOf(request), request.query)
-      request.auditedIds = page.content.map((user) => user.id)
-      return ok('Users retrieved', page)
-    },
+    async (request) => listPage(request, 'Users retrieved', listUsers),
   )
 
   app.get(
@@ -88,7 +80,7 @@ const userRoutes: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (app, { e
         operationId: 'getUser',
         summary: 'One account',
         params: IdParams,
-        response: { 200: UserEnvelope, 403: otherOrganization, 404: notFound },
+        response: { 200: UserEnvelope, ...userErrors },
       },
     },
     async (request) => ok('User retrieved', await getUser(app.db, principalOf(request), request.params.id)),
@@ -129,7 +121,7 @@ const userRoutes: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (app, { e
         description: `The organization keeps at least one active ADMIN, and an administrator cannot remove their own ADMIN role (409). ${externalNote}`,
         params: IdParams,
         body: UpdateUserBody,
-        response: { 200: UserEnvelope, 403: otherOrganization, 404: notFound, 409: roleConflict },
+        response: { 200: UserEnvelope, ...userErrors, 409: roleConflict },
       },
     },
     async (request) =>
@@ -152,7 +144,7 @@ const userRoutes: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (app, { e
         consumes: [MERGE_PATCH],
         params: IdParams,
         body: PatchUserBody,
-        response: { 200: UserEnvelope, 403: otherOrganization, 404: notFound, 409: roleConflict },
+        response: { 200: UserEnvelope, ...userErrors, 409: roleConflict },
       },
     },
     async (request) => {
@@ -181,8 +173,7 @@ const userRoutes: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (app, { e
         params: IdParams,
         response: {
           200: UserEnvelope,
-          403: otherOrganization,
-          404: notFound,
+          ...userErrors,
           409: errorResponse(
             409,
             'The account is the caller’s own or the last active ADMIN of the organization (RES_002)',
@@ -203,7 +194,7 @@ const userRoutes: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (app, { e
         summary: 'Reactivate an account',
         description: 'The account can sign in again (its sessions ended at deactivation stay ended).',
         params: IdParams,
-        response: { 200: UserEnvelope, 403: otherOrganization, 404: notFound },
+        response: { 200: UserEnvelope, ...userErrors },
       },
     },
     async (request) =>
@@ -221,8 +212,7 @@ const userRoutes: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (app, { e
         params: IdParams,
         response: {
           200: UserEnvelope,
-          403: otherOrganization,
-          404: notFound,
+          ...userErrors,
           409: errorResponse(
             409,
             'The account is deactivated or has no password here, or accounts belong to an external identity provider (RES_002)',

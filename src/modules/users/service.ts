@@ -17,18 +17,19 @@ import { conflict, constraintConflict, invalidField, invalidFields } from '../..
 import { checkPasswordPolicy } from '../../identity/password-policy.js'
 import { revokeUserSessions } from '../../identity/sessions.js'
 import { applyMergePatch, projectOnto } from '../../lib/merge-patch.js'
-import { sortOrder, toPage } from '../../lib/paging.js'
+import { sortOrder, splitListQuery } from '../../lib/paging.js'
 import { hashPassword } from '../../lib/passwords.js'
+import { recordList } from '../../lib/row-list.js'
 import { toUser } from './mapper.js'
 import {
   type AccountRow,
   accountOwnerOrganization,
+  accountRows,
   countOtherActiveAdmins,
   emailTaken,
   findAccount,
   insertOrganization,
   insertUser,
-  listAccounts,
   lockAccount,
   lockAdministration,
   USER_SORT_COLUMNS,
@@ -172,16 +173,11 @@ export async function listUsers(
   actor: Actor,
   query: UserListQuery,
 ): Promise<PageOf<User>> {
-  const { page, size, sort, ...filters } = query
-  const paging = { page, size }
-  const { rows, total } = await listAccounts(
-    db,
-    actor.organizationId,
-    filters,
-    sortOrder(sort, USER_SORT_COLUMNS, DEFAULT_SORT),
-    paging,
-  )
-  return toPage(rows.map(toUser), total, paging)
+  const { paging, filters } = splitListQuery(query)
+  const sort = sortOrder(paging.sort, USER_SORT_COLUMNS, DEFAULT_SORT)
+  return recordList(accountRows(db, actor.organizationId, filters), paging, sort, (rows) =>
+    rows.map(toUser),
+  ).page()
 }
 
 export async function getUser(db: Kysely<Database>, actor: Actor, id: number): Promise<User> {

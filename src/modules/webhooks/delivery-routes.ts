@@ -8,16 +8,16 @@ import {
   DeliveryParams,
 } from '../../../schemas/webhooks.js'
 import { ok } from '../../http/envelope.js'
+import { listOrSync } from '../../http/list-or-sync.js'
 import { principalOf } from '../../http/principal.js'
-import { errorResponse } from '../../http/responses.js'
-import { otherOrganization, tags, webhookNotFound } from './routes.js'
-import { getDelivery, listDeliveries, redeliver, syncDeliveries } from './service.js'
+import { errorResponse, noSuch } from '../../http/responses.js'
+import { tags, webhookErrors } from './routes.js'
+import { getDelivery, listDeliveries, redeliver } from './service.js'
 
-const deliveryNotFound = errorResponse(
-  404,
-  'No such webhook, or no such delivery of it (RES_001)',
-  'DeliveryNotFound',
-)
+const deliveryErrors = {
+  ...webhookErrors,
+  404: noSuch('webhook, or no such delivery of it', 'DeliveryNotFound'),
+}
 
 const deliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
@@ -31,20 +31,17 @@ const deliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'Each with its attempt count, last status code, last error, latency and next attempt. With `updatedSince` or `cursor`, a sync page: deliveries changed since (claimed, attempted, finished or redelivered), oldest change first.',
         params: IdParams,
         querystring: DeliveryListQuery,
-        response: { 200: DeliveryPageEnvelope, 403: otherOrganization, 404: webhookNotFound },
+        response: { 200: DeliveryPageEnvelope, ...webhookErrors },
       },
     },
     async (request) => {
-      const actor = principalOf(request)
-      const sync = app.syncCursors.readOf(request, request.query)
-      const page = sync
-        ? app.syncCursors.pageOf(
-            request,
-            request.query,
-            await syncDeliveries(app.readDb(request), actor, request.params.id, request.query, sync),
-          )
-        : await listDeliveries(app.readDb(request), actor, request.params.id, request.query)
-      return ok('Deliveries retrieved', page)
+      const webhookId = request.params.id
+      return listOrSync(
+        request,
+        'Deliveries retrieved',
+        (db, actor, query) => listDeliveries(db, actor, webhookId, query),
+        { auditIds: false },
+      )
     },
   )
 
@@ -56,7 +53,7 @@ const deliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'getWebhookDelivery',
         summary: 'One delivery with its body and every attempt',
         params: DeliveryParams,
-        response: { 200: DeliveryDetailEnvelope, 403: otherOrganization, 404: deliveryNotFound },
+        response: { 200: DeliveryDetailEnvelope, ...deliveryErrors },
       },
     },
     async (request) =>
@@ -78,8 +75,7 @@ const deliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: DeliveryParams,
         response: {
           200: DeliveryEnvelope,
-          403: otherOrganization,
-          404: deliveryNotFound,
+          ...deliveryErrors,
           409: errorResponse(
             409,
             'The webhook is inactive, or the delivery is being sent right now (RES_002)',

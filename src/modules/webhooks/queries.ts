@@ -2,10 +2,14 @@ import { type Kysely, sql } from 'kysely'
 import type { Database, Db, Trx } from '../../../db/database.js'
 import { leaseFree } from '../../../db/leases.js'
 import type { NewWebhookRow, WebhookRow, WebhookRowUpdate } from '../../../db/tables/webhooks.js'
-import type { PageQuery } from '../../../schemas/common.js'
-import type { DELIVERY_SORT_FIELDS, WEBHOOK_SORT_FIELDS } from '../../../schemas/webhooks.js'
-import { fetchPage, orderByExpression, type SortOrder } from '../../lib/paging.js'
-import { type SyncRead, syncRows, syncTombstones } from '../../lib/sync-paging.js'
+import type {
+  DELIVERY_SORT_FIELDS,
+  DeliveryListQuery,
+  WEBHOOK_SORT_FIELDS,
+  WebhookListQuery,
+} from '../../../schemas/webhooks.js'
+import type { ListFilters } from '../../lib/paging.js'
+import { rowList } from '../../lib/row-list.js'
 import { changesRecord } from '../../lib/versions.js'
 
 export const WEBHOOK_SORT_COLUMNS: Record<(typeof WEBHOOK_SORT_FIELDS)[number], string> = {
@@ -58,35 +62,15 @@ export async function deleteWebhookRow(trx: Trx, organizationId: number, id: num
     .execute()
 }
 
-export function listWebhooks(
+/** The organization's webhooks matching the filters; sync pages carry tombstones of deleted ones. */
+export function webhookRows(
   db: Kysely<Database>,
   organizationId: number,
-  filters: { active?: boolean },
-  sort: SortOrder,
-  paging: PageQuery,
+  filters: ListFilters<WebhookListQuery>,
 ) {
-  const query = filteredWebhooks(db, organizationId, filters)
-  return fetchPage(db, query.orderBy(orderByExpression(sort)), paging)
-}
-
-function filteredWebhooks(db: Kysely<Database>, organizationId: number, filters: { active?: boolean }) {
   let query = webhooksOf(db, organizationId).selectAll()
   if (filters.active !== undefined) query = query.where('active', '=', filters.active)
-  return query
-}
-
-/** A sync page of the organization's webhooks matching the filters, with tombstones of deleted ones. */
-export async function syncWebhooks(
-  db: Kysely<Database>,
-  organizationId: number,
-  filters: { active?: boolean },
-  read: SyncRead,
-) {
-  const [rows, tombstones] = await Promise.all([
-    syncRows(filteredWebhooks(db, organizationId, filters), { time: 'updated_at', id: 'id' }, read),
-    syncTombstones(db, { organizationId, resourceType: 'webhook' }, read),
-  ])
-  return { rows, tombstones }
+  return rowList(db, query, { tombstones: { organizationId, resourceType: 'webhook' } })
 }
 
 const deliveriesOf = (db: Db, organizationId: number, webhookId: number) =>
@@ -95,40 +79,19 @@ const deliveriesOf = (db: Db, organizationId: number, webhookId: number) =>
     .where('webhook_deliveries.organization_id', '=', organizationId)
     .where('webhook_deliveries.webhook_id', '=', webhookId)
 
-interface DeliveryFilters {
-  status?: string
-  event?: string
-}
-
-function filteredDeliveries(db: Db, organizationId: number, webhookId: number, filters: DeliveryFilters) {
+/** A webhook's deliveries matching the filters; a sync page holds those claimed, attempted or redelivered since. */
+export function deliveryRows(
+  db: Kysely<Database>,
+  organizationId: number,
+  webhookId: number,
+  filters: ListFilters<DeliveryListQuery>,
+) {
   let query = deliveriesOf(db, organizationId, webhookId).selectAll()
-  if (filters.status) query = query.where('status', '=', filters.status as 'PENDING')
+  if (filters.status) query = query.where('status', '=', filters.status)
   if (filters.event) query = query.where('event_type', '=', filters.event)
-  return query
-}
-
-export function listDeliveries(
-  db: Kysely<Database>,
-  organizationId: number,
-  webhookId: number,
-  filters: DeliveryFilters,
-  sort: SortOrder,
-  paging: PageQuery,
-) {
-  const query = filteredDeliveries(db, organizationId, webhookId, filters)
-  return fetchPage(db, query.orderBy(orderByExpression(sort)), paging)
-}
-
-/** A sync page of a webhook's deliveries: those changed (claimed, attempted, redelivered) since the position. */
-export function syncDeliveries(
-  db: Kysely<Database>,
-  organizationId: number,
-  webhookId: number,
-  filters: DeliveryFilters,
-  read: SyncRead,
-) {
-  const query = filteredDeliveries(db, organizationId, webhookId, filters)
-  return syncRows(query, { time: 'webhook_deliveries.updated_at', id: 'webhook_deliveries.id' }, read)
+  return rowList(db, query, {
+    position: { time: 'webhook_deliveries.updated_at', id: 'webhook_deliveries.id' },
+  })
 }
 
 export function findDelivery(db: Db, organizationId: number, webhookId: number, id: number) {

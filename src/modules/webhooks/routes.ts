@@ -13,9 +13,10 @@ import {
   WebhookWithSecretEnvelope,
 } from '../../../schemas/webhooks.js'
 import { ok } from '../../http/envelope.js'
+import { listOrSync } from '../../http/list-or-sync.js'
 import { validMergedBody } from '../../http/merge-patch.js'
 import { principalOf } from '../../http/principal.js'
-import { errorResponse } from '../../http/responses.js'
+import { errorResponse, recordErrors } from '../../http/responses.js'
 import { MERGE_PATCH, mergePatchDescription } from '../../plugins/conditional-requests.js'
 import {
   createWebhook,
@@ -25,18 +26,12 @@ import {
   patchWebhook,
   rotateSecret,
   sendTestEvent,
-  syncWebhooks,
   updateWebhook,
   type WebhookSettings,
 } from './service.js'
 
 export const tags = ['Webhooks']
-export const webhookNotFound = errorResponse(404, 'No such webhook (RES_001)', 'WebhookNotFound')
-export const otherOrganization = errorResponse(
-  403,
-  'Missing role, or the webhook belongs to another organization (AUTH_003)',
-  'WebhookForbidden',
-)
+export const webhookErrors = recordErrors('webhook', 'Webhook')
 const refused = errorResponse(
   422,
   'The body failed validation, or the url is not https or resolves to an internal address (VAL_001, VAL_002)',
@@ -78,18 +73,7 @@ const webhookRoutes: FastifyPluginAsyncTypebox<{ settings: WebhookSettings }> = 
         response: { 200: WebhookPageEnvelope },
       },
     },
-    async (request) => {
-      const sync = app.syncCursors.readOf(request, request.query)
-      const page = sync
-        ? app.syncCursors.pageOf(
-            request,
-            request.query,
-            await syncWebhooks(app.readDb(request), principalOf(request), request.query, sync),
-          )
-        : await listWebhooks(app.readDb(request), principalOf(request), request.query)
-      request.auditedIds = page.content.map((webhook) => webhook.id)
-      return ok('Webhooks retrieved', page)
-    },
+    async (request) => listOrSync(request, 'Webhooks retrieved', listWebhooks),
   )
 
   app.get(
@@ -102,7 +86,7 @@ const webhookRoutes: FastifyPluginAsyncTypebox<{ settings: WebhookSettings }> = 
         description: 'Carries the ETag `W/"<version>"`; with a current `If-None-Match`, 304 without a body.',
         params: IdParams,
         headers: IfNoneMatchHeaders,
-        response: { 200: WebhookEnvelope, 403: otherOrganization, 404: webhookNotFound },
+        response: { 200: WebhookEnvelope, ...webhookErrors },
       },
     },
     async (request) =>
@@ -121,7 +105,7 @@ const webhookRoutes: FastifyPluginAsyncTypebox<{ settings: WebhookSettings }> = 
         params: IdParams,
         headers: IfMatchHeaders,
         body: UpdateWebhookBody,
-        response: { 200: WebhookEnvelope, 403: otherOrganization, 404: webhookNotFound, 422: refused },
+        response: { 200: WebhookEnvelope, ...webhookErrors, 422: refused },
       },
     },
     async (request) =>
@@ -152,7 +136,7 @@ const webhookRoutes: FastifyPluginAsyncTypebox<{ settings: WebhookSettings }> = 
         params: IdParams,
         headers: IfMatchHeaders,
         body: PatchWebhookBody,
-        response: { 200: WebhookEnvelope, 403: otherOrganization, 404: webhookNotFound, 422: refused },
+        response: { 200: WebhookEnvelope, ...webhookErrors, 422: refused },
       },
     },
     async (request) => {
@@ -181,7 +165,7 @@ const webhookRoutes: FastifyPluginAsyncTypebox<{ settings: WebhookSettings }> = 
           'With `If-Match`, only if the webhook is still at that version (412 otherwise). Sync readers of the list see a tombstone.',
         params: IdParams,
         headers: IfMatchHeaders,
-        response: { 200: WebhookDeletedEnvelope, 403: otherOrganization, 404: webhookNotFound },
+        response: { 200: WebhookDeletedEnvelope, ...webhookErrors },
       },
     },
     async (request) =>
@@ -203,7 +187,7 @@ const webhookRoutes: FastifyPluginAsyncTypebox<{ settings: WebhookSettings }> = 
         params: IdParams,
         headers: IfMatchHeaders,
         body: RotateSecretBody,
-        response: { 200: WebhookWithSecretEnvelope, 403: otherOrganization, 404: webhookNotFound },
+        response: { 200: WebhookWithSecretEnvelope, ...webhookErrors },
       },
     },
     async (request) =>
@@ -230,7 +214,7 @@ const webhookRoutes: FastifyPluginAsyncTypebox<{ settings: WebhookSettings }> = 
         description:
           'Queues a `webhook.test` event for this webhook only; follow it in the deliveries. It never describes a real change.',
         params: IdParams,
-        response: { 201: DeliveryEnvelope, 403: otherOrganization, 404: webhookNotFound, 409: inactive },
+        response: { 201: DeliveryEnvelope, ...webhookErrors, 409: inactive },
       },
     },
     async (request, reply) => {

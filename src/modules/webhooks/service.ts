@@ -1,6 +1,5 @@
 import type { Kysely } from 'kysely'
 import type { Database, Db } from '../../../db/database.js'
-import type { PageOf } from '../../../schemas/common.js'
 import {
   ALL_EVENTS,
   type CreateWebhookBody,
@@ -18,9 +17,9 @@ import { type Actor, missingRecord, ownerOrganization } from '../../access/organ
 import { auditChange } from '../../audit/change-audit.js'
 import { AppError, invalidField, notFound } from '../../errors.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
-import { sortOrder, toPage } from '../../lib/paging.js'
+import { sortOrder, splitListQuery } from '../../lib/paging.js'
+import { type RecordList, recordList } from '../../lib/row-list.js'
 import type { SecretBox } from '../../lib/secret-box.js'
-import { type SyncRead, type SyncResult, syncPage } from '../../lib/sync-paging.js'
 import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
 import { announceDeliveries, transactionWithEvents } from '../../outbox/doorbell.js'
 import { enqueueTestDelivery } from '../../outbox/enqueue.js'
@@ -30,18 +29,16 @@ import { toDelivery, toDeliveryDetail, toWebhook } from './mapper.js'
 import {
   DELIVERY_SORT_COLUMNS,
   deleteWebhookRow,
+  deliveryRows,
   findDelivery,
   findWebhook,
   insertWebhook,
   listAttempts,
-  listDeliveries as listDeliveryRows,
-  listWebhooks as listWebhookRows,
   lockWebhook,
   requeueDelivery,
-  syncDeliveries as syncDeliveryRows,
-  syncWebhooks as syncWebhookRows,
   updateWebhookRow,
   WEBHOOK_SORT_COLUMNS,
+  webhookRows,
 } from './queries.js'
 
 /** What registration needs besides the database: the address rules, encryption, rotation overlap. */
@@ -114,32 +111,17 @@ export async function getWebhook(db: Kysely<Database>, actor: Actor, id: number)
   return row ? toWebhook(row) : missingWebhook(db, actor, id)
 }
 
-export async function listWebhooks(
+/** The organization's webhooks a list query asks for; a sync page has tombstones of deleted ones. */
+export function listWebhooks(
   db: Kysely<Database>,
   actor: Actor,
   query: WebhookListQuery,
-): Promise<PageOf<Webhook>> {
-  const { page, size, sort } = query
-  const paging = { page, size }
-  const { rows, total } = await listWebhookRows(
-    db,
-    actor.organizationId,
-    { active: query.active },
-    sortOrder(sort, WEBHOOK_SORT_COLUMNS, { field: 'createdAt', direction: 'asc' }),
-    paging,
+): RecordList<Webhook> {
+  const { paging, filters } = splitListQuery(query)
+  const sort = sortOrder(paging.sort, WEBHOOK_SORT_COLUMNS, { field: 'createdAt', direction: 'asc' })
+  return recordList(webhookRows(db, actor.organizationId, filters), paging, sort, (rows) =>
+    rows.map(toWebhook),
   )
-  return toPage(rows.map(toWebhook), total, paging)
-}
-
-/** A sync page of the organization's webhooks: changed ones in (updatedAt, id) order, deleted ones as tombstones. */
-export async function syncWebhooks(
-  db: Kysely<Database>,
-  actor: Actor,
-  query: WebhookListQuery,
-  read: SyncRead,
-): Promise<SyncResult<Webhook>> {
-  const { rows, tombstones } = await syncWebhookRows(db, actor.organizationId, { active: query.active }, read)
-  return syncPage(rows, toWebhook, read, tombstones)
 }
 
 /**
@@ -264,38 +246,18 @@ async function requireWebhook(db: Db, actor: Actor, id: number) {
   return webhook ?? missingWebhook(db, actor, id)
 }
 
+/** A webhook's deliveries a list query asks for. */
 export async function listDeliveries(
   db: Kysely<Database>,
   actor: Actor,
   webhookId: number,
   query: DeliveryListQuery,
-): Promise<PageOf<Delivery>> {
+): Promise<RecordList<Delivery>> {
   await requireWebhook(db, actor, webhookId)
-  const { page, size, sort, cursor: _cursor, updatedSince: _since, ...filters } = query
-  const paging = { page, size }
-  const { rows, total } = await listDeliveryRows(
-    db,
-    actor.organizationId,
-    webhookId,
-    filters,
-    sortOrder(sort, DELIVERY_SORT_COLUMNS, { field: 'createdAt', direction: 'desc' }),
-    paging,
-  )
-  return toPage(rows.map(toDelivery), total, paging)
-}
-
-/** A sync page of a webhook's deliveries, in (updatedAt, id) order. */
-export async function syncDeliveries(
-  db: Kysely<Database>,
-  actor: Actor,
-  webhookId: number,
-  query: DeliveryListQuery,
-  read: SyncRead,
-): Promise<SyncResult<Delivery>> {
-  await requireWebhook(db, actor, webhookId)
-  const { page: _page, size: _size, sort: _sort, cursor: _cursor, updatedSince: _since, ...filters } = query
-  const rows = await syncDeliveryRows(db, actor.organizationId, webhookId, filters, read)
-  return syncPage(rows, toDelivery, read)
+  const { paging, filters } = splitListQuery(query)
+  const sort = sortOrder(paging.sort, DELIVERY_SORT_COLUMNS, { field: 'createdAt', direction: 'desc' })
+  const rows = deliveryRows(db, actor.organizationId, webhookId, filters)
+  return recordList(rows, paging, sort, (found) => found.map(toDelivery))
 }
 
 export async function getDelivery(

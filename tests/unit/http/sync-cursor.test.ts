@@ -1,7 +1,8 @@
 import type { FastifyRequest } from 'fastify'
 import { describe, expect, it } from 'vitest'
+import type { ListPaging } from '../../../schemas/common.js'
 import { AppError } from '../../../src/errors.js'
-import { type ListPaging, SyncCursors } from '../../../src/http/sync-cursor.js'
+import { SyncCursors } from '../../../src/http/sync-cursor.js'
 import { forgedCursor } from '../../helpers/sync-cursors.js'
 
 const cursors = new SyncCursors(Buffer.alloc(32, 1))

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { sortOrder, toPage } from '../../../src/lib/paging.js'
+import { sortOrder, splitListQuery, toPage } from '../../../src/lib/paging.js'
 
 describe('toPage', () => {
   it.each([
@@ -35,5 +35,21 @@ describe('sortOrder', () => {
 
   it('never returns anything but a column from the map', () => {
     expect(sortOrder('id; drop table patients,desc', columns, fallback).column).toBe('lower(last_name)')
+  })
+})
+
+describe('splitListQuery', () => {
+  it('puts page, size, sort, cursor and updatedSince in the paging part and the rest in the filters', () => {
+    const query = { page: 2, size: 10, sort: 'lastName,desc', status: 'ACTIVE', patientId: 7 }
+    expect(splitListQuery(query)).toEqual({
+      paging: { page: 2, size: 10, sort: 'lastName,desc' },
+      filters: { status: 'ACTIVE', patientId: 7 },
+    })
+    expect(
+      splitListQuery({ page: 0, size: 20, cursor: 'a.b', updatedSince: '2026-01-01T00:00:00Z' }),
+    ).toEqual({
+      paging: { page: 0, size: 20, cursor: 'a.b', updatedSince: '2026-01-01T00:00:00Z' },
+      filters: {},
+    })
   })
 })

@@ -45,7 +45,7 @@ describe("the benchmark's ceilings (scripts/bench/ceiling.ts)", () => {
     const organizationId = 42
     // As the route passes the query string `?sort=lastName,asc` (the sync fields absent).
     const query = { page: 0, size: SORTED_PAGE_SIZE, sort: 'lastName,asc' } as PatientListQuery
-    const sent = await statementsOf((db) => listPatients(db, { organizationId, userId: 1 }, query))
+    const sent = await statementsOf((db) => listPatients(db, { organizationId, userId: 1 }, query).page())
     const ceiling = [
       { sql: SORTED_PAGE_SQL, parameters: [organizationId, SORTED_PAGE_SIZE, 0] },
       { sql: SORTED_PAGE_TOTAL_SQL, parameters: [organizationId] },
