@@ -1,5 +1,5 @@
 import { Kysely, type LogEvent } from 'kysely'
-import type { Database } from './database.js'
+import type { Database, Db } from './database.js'
 import { PgliteDialect } from './pglite-dialect.js'
 import { type PgliteOptions, startPglite, takeStartedAhead } from './pglite-start.js'
 
@@ -30,7 +30,7 @@ export interface DatabaseObserver {
 
 /** An open database: the Kysely handle plus what operations need to know about the connections. */
 export interface DatabaseHandle {
-  db: Kysely<Database>
+  db: Db
   kind: 'postgres' | 'pglite'
   poolStats(): PoolStats
   /** Sets who hears about queries and lost connections (the metrics); replaces any earlier one. */

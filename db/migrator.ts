@@ -1,5 +1,5 @@
-import { type Kysely, type MigrationResultSet, Migrator, sql } from 'kysely'
-import type { Database } from './database.js'
+import { type MigrationResultSet, Migrator, sql } from 'kysely'
+import type { Db } from './database.js'
 import { migrations } from './migrations/index.js'
 
 /**
@@ -8,7 +8,7 @@ import { migrations } from './migrations/index.js'
  * (docs/performance-log.md);
  * this asks one question instead.
  */
-async function upToDate(db: Kysely<Database>): Promise<boolean> {
+async function upToDate(db: Db): Promise<boolean> {
   const { rows: tables } = await sql<{ present: boolean }>`
     select to_regclass('kysely_migration') is not null as present
   `.execute(db)
@@ -22,10 +22,7 @@ async function upToDate(db: Kysely<Database>): Promise<boolean> {
  * Brings the schema up to the newest migration; concurrent callers wait on Kysely's migration lock.
  * `onPending` hears, before anything is applied, that the schema is not up to date.
  */
-export async function migrateToLatest(
-  db: Kysely<Database>,
-  onPending?: () => void,
-): Promise<MigrationResultSet> {
+export async function migrateToLatest(db: Db, onPending?: () => void): Promise<MigrationResultSet> {
   if (await upToDate(db)) return { results: [] }
   onPending?.()
   const migrator = new Migrator({

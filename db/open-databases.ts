@@ -1,6 +1,5 @@
-import type { Kysely } from 'kysely'
 import { type DatabaseHandle, openPglite } from './connect.js'
-import type { Database } from './database.js'
+import type { Db } from './database.js'
 import { findTemplate } from './embedded-template.js'
 import { migrateToLatest } from './migrator.js'
 import type { ReadReplicas } from './replicas.js'
@@ -76,7 +75,7 @@ export interface Databases {
    * pooler its statement limit would cut exports short of their own), closed with `close`; on the
    * embedded database its one connection.
    */
-  exports: { db: Kysely<Database>; close: (() => Promise<void>) | undefined }
+  exports: { db: Db; close: (() => Promise<void>) | undefined }
 }
 
 export interface DatabasesOptions extends Omit<PrimaryOptions, 'onPoolError'> {

@@ -1,6 +1,6 @@
-import { type Kysely, sql } from 'kysely'
+import { sql } from 'kysely'
 import type { DatabaseHandle } from './connect.js'
-import type { Database } from './database.js'
+import type { Db } from './database.js'
 import { openPostgres } from './postgres.js'
 import { formatLsn, parseLsn } from './wal-positions.js'
 
@@ -21,7 +21,7 @@ export interface ReadReplicas {
    * Where a caller reads who has seen writes up to `after` (a WAL position, or none): a replica in
    * rotation that has replayed at least that far, else the primary.
    */
-  readerFor(after: bigint | undefined): Kysely<Database>
+  readerFor(after: bigint | undefined): Db
   /** The primary's current WAL position: every write committed before the call is at or before it. */
   writePosition(): Promise<bigint>
   statuses(): ReplicaStatus[]

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
-import { type Kysely, sql } from 'kysely'
-import type { Database } from '../db/database.js'
+import { sql } from 'kysely'
+import type { Db } from '../db/database.js'
 import type { Config } from './config.js'
 import { createOrganization, createUser } from './modules/users/service.js'
 
@@ -18,7 +18,7 @@ const BOOTSTRAP_LOCK = 727_001
  * new deployment can be signed into at once. Does nothing on later starts.
  */
 export async function bootstrapAdmin(
-  db: Kysely<Database>,
+  db: Db,
   config: Config,
   onCreate?: () => void,
 ): Promise<BootstrapResult | undefined> {

@@ -3,8 +3,8 @@ import pino from 'pino'
 import { buildApp } from './app.js'
 import { bootstrapAdmin, firstStartBanner, startupWarnings } from './bootstrap.js'
 import { ConfigError, loadConfig } from './config.js'
-import { chunkedLog } from './lib/chunked-log.js'
-import { startupProgress } from './lib/startup-progress.js'
+import { chunkedLog } from './runtime/chunked-log.js'
+import { startupProgress } from './runtime/startup-progress.js'
 
 // In-flight requests get this long to finish on shutdown before the process exits anyway.
 const SHUTDOWN_GRACE_MS = 15_000

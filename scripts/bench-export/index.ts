@@ -3,8 +3,8 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
-import { type Kysely, sql } from 'kysely'
-import type { Database } from '../../db/database.js'
+import { sql } from 'kysely'
+import type { Db } from '../../db/database.js'
 import type { App } from '../../src/app.js'
 import type { Seeded } from '../bench/seed.js'
 import { writeBenchmarkSection } from '../lib/benchmarks-file.js'
@@ -32,7 +32,7 @@ const TABLES = ['patients', 'appointments', 'encounters', 'clinical_records'] as
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 
 /** One signed visit per ten patients, with its provider: the seed has no encounters of its own. */
-async function addEncounters(db: Kysely<Database>, seeded: Seeded): Promise<void> {
+async function addEncounters(db: Db, seeded: Seeded): Promise<void> {
   await sql`
     insert into encounters (organization_id, patient_id, provider_id, encounter_date, encounter_type,
       chief_complaint, diagnoses, status, signed_by, signed_at, created_by, updated_by)
@@ -45,10 +45,7 @@ async function addEncounters(db: Kysely<Database>, seeded: Seeded): Promise<void
 }
 
 /** The ceiling: every row of the export's tables, paged by id, as JSON lines to one file. */
-async function ceiling(
-  db: Kysely<Database>,
-  organizationId: number,
-): Promise<{ rows: number; seconds: number }> {
+async function ceiling(db: Db, organizationId: number): Promise<{ rows: number; seconds: number }> {
   const dir = await mkdtemp(path.join(tmpdir(), 'ehr-bench-export-'))
   const started = process.hrtime.bigint()
   let rows = 0

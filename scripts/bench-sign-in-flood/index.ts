@@ -1,7 +1,7 @@
 import { type ChildProcess, fork } from 'node:child_process'
 import { parseArgs } from 'node:util'
 import { Agent, request } from 'undici'
-import { hashPassword } from '../../src/lib/passwords.js'
+import { hashPassword } from '../../src/identity/password-hashing.js'
 import { benchApp, benchCaller } from '../lib/bench-app.js'
 import { writeBenchmarkSection } from '../lib/benchmarks-file.js'
 import type { TcpProxy } from '../lib/tcp-proxy.js'

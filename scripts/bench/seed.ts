@@ -1,9 +1,8 @@
-import type { Kysely } from 'kysely'
 import { sql } from 'kysely'
-import type { Database } from '../../db/database.js'
+import type { Db } from '../../db/database.js'
 import { fillPatientNameWords } from '../../db/migrations/0015_patient_name_words.js'
-import { isValidNpi } from '../../src/lib/npi.js'
-import { hashPassword } from '../../src/lib/passwords.js'
+import { hashPassword } from '../../src/identity/password-hashing.js'
+import { isValidNpi } from '../../src/modules/providers/npi.js'
 
 export const BENCH_PASSWORD = 'benchmark-password-1'
 
@@ -130,7 +129,7 @@ const textArray = (values: string[]) => sql`array[${sql.join(values.map((value) 
  * One practice with an administrator, providers with weekly hours and `patients` patients, plus
  * appointments and vital signs in proportion — in bulk SQL, so a million patients take minutes.
  */
-export async function seed(db: Kysely<Database>, patients: number): Promise<Seeded> {
+export async function seed(db: Db, patients: number): Promise<Seeded> {
   const organization = await db
     .insertInto('organizations')
     .values({ name: 'Benchmark Practice', group_path: '/benchmark' })

@@ -11,7 +11,7 @@ import { build, type Metafile, type Plugin } from 'esbuild'
  *
  * What is imported with `await import()` goes into a chunk of its own (dist/chunks), read only when
  * first asked for: the service itself, after the entry has turned on Node's compile cache
- * (src/server.ts), and the packages only some settings need (src/lib/on-demand; pg through
+ * (src/server.ts), and the packages only some settings need (src/runtime/on-demand; pg through
  * db/postgres.ts). Read from node_modules instead, the Redis client alone was a share of every
  * start on PostgreSQL (docs/performance-log.md).
  *

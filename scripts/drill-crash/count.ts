@@ -1,8 +1,8 @@
 import { stat } from 'node:fs/promises'
 import path from 'node:path'
-import { type Kysely, type RawBuilder, sql } from 'kysely'
+import { type RawBuilder, sql } from 'kysely'
 import { integerArrayLiteral, textArrayLiteral } from '../../db/array-literal.js'
-import type { Database } from '../../db/database.js'
+import type { Db } from '../../db/database.js'
 
 /** What the drill's clients do; each answer with a 2xx status is an acknowledged request. */
 export type Operation =
@@ -92,16 +92,11 @@ export interface CountOptions {
 }
 
 /** The number a `select count(*)::int as count` statement answers. */
-const count = async (db: Kysely<Database>, query: RawBuilder<unknown>) =>
+const count = async (db: Db, query: RawBuilder<unknown>) =>
   Number(((await query.execute(db)).rows[0] as { count?: number } | undefined)?.count ?? 0)
 
 /** The rows of `table` of the organization among `ids`, complete as the expectation says. */
-async function presentIds(
-  db: Kysely<Database>,
-  organizationId: number,
-  expectation: Expectation,
-  ids: number[],
-) {
+async function presentIds(db: Db, organizationId: number, expectation: Expectation, ids: number[]) {
   const { rows } = await sql<{ id: number }>`
     select id from ${sql.table(expectation.table)}
     where organization_id = ${organizationId} and id = any(${integerArrayLiteral(ids)}::integer[])
@@ -110,7 +105,7 @@ async function presentIds(
   return new Set(rows.map((row) => Number(row.id)))
 }
 
-async function auditedRequests(db: Kysely<Database>, options: CountOptions): Promise<Set<string>> {
+async function auditedRequests(db: Db, options: CountOptions): Promise<Set<string>> {
   const { rows } = await sql<{ request_id: string; resource_type: string; action: string }>`
     select request_id, resource_type, action from audit_log
     where organization_id = ${options.organizationId}
@@ -121,7 +116,7 @@ async function auditedRequests(db: Kysely<Database>, options: CountOptions): Pro
   return new Set(rows.map((row) => `${row.request_id} ${row.resource_type} ${row.action}`))
 }
 
-async function eventKeys(db: Kysely<Database>, organizationId: number): Promise<Set<string>> {
+async function eventKeys(db: Db, organizationId: number): Promise<Set<string>> {
   const events = Object.values(EXPECTATIONS).flatMap((expectation) => expectation.event ?? [])
   const { rows } = await sql<{ event_type: string; id: string }>`
     select event_type, payload->'data'->>'id' as id from outbox_events
@@ -131,7 +126,7 @@ async function eventKeys(db: Kysely<Database>, organizationId: number): Promise<
 }
 
 /** Rows of the organization that break one of the schema's invariants, whoever wrote them. */
-async function halfWritten(db: Kysely<Database>, options: CountOptions) {
+async function halfWritten(db: Db, options: CountOptions) {
   const organization = options.organizationId
   const withoutEvent = (table: Expectation['table'], event: string) =>
     count(
@@ -214,7 +209,7 @@ async function halfWritten(db: Kysely<Database>, options: CountOptions) {
 }
 
 /** AVAILABLE documents of the local store whose file is absent or of another size than recorded. */
-async function missingBytes(db: Kysely<Database>, options: CountOptions): Promise<number> {
+async function missingBytes(db: Db, options: CountOptions): Promise<number> {
   const { rows } = await sql<{ storage_key: string; size_bytes: number | string | null }>`
     select storage_key, size_bytes from documents
     where organization_id = ${options.organizationId} and status = 'AVAILABLE'
@@ -238,7 +233,7 @@ async function missingBytes(db: Kysely<Database>, options: CountOptions): Promis
  * acknowledged request must have left its record, its audit record and its outbox event, and no row
  * may be half-written.
  */
-export async function countFindings(db: Kysely<Database>, options: CountOptions): Promise<Findings> {
+export async function countFindings(db: Db, options: CountOptions): Promise<Findings> {
   const byOperation: Partial<Record<Operation, number>> = {}
   for (const entry of options.acknowledged) {
     byOperation[entry.operation] = (byOperation[entry.operation] ?? 0) + 1

@@ -1,5 +1,4 @@
-import type { Kysely } from 'kysely'
-import type { Database } from '../../db/database.js'
+import type { Db } from '../../db/database.js'
 import { resealPrivateKey, sealPlaintextKeys } from '../../src/identity/signing-keys.js'
 import type { SecretBox } from '../../src/lib/secret-box.js'
 import { resealSigningKey } from '../../src/outbox/webhook-secrets.js'
@@ -29,7 +28,7 @@ function unreadable(what: string, error: unknown): CommandError {
  * change) wait for a row at most one short transaction; a row already under the new key is skipped,
  * so the command can be run again after an interruption.
  */
-export async function reencryptSecrets(db: Kysely<Database>, box: SecretBox): Promise<ReencryptCounts> {
+export async function reencryptSecrets(db: Db, box: SecretBox): Promise<ReencryptCounts> {
   const counts: ReencryptCounts = { reencrypted: 0, current: 0 }
   // Keys still in clear (an instance older than migration 0021) are sealed under the new key too.
   counts.reencrypted += await sealPlaintextKeys(db, box)

@@ -1,6 +1,6 @@
 import { tmpdir } from 'node:os'
-import { type Kysely, sql } from 'kysely'
-import type { Database } from '../../db/database.js'
+import { sql } from 'kysely'
+import type { Db } from '../../db/database.js'
 import { migrateToLatest } from '../../db/migrator.js'
 import { openPostgres } from '../../db/postgres.js'
 import { buildApp } from '../../src/app.js'
@@ -22,7 +22,7 @@ export async function seededDatabase(
   serverUrl: string,
   name: string,
   patients: number,
-  more?: (db: Kysely<Database>, seeded: Seeded) => Promise<void>,
+  more?: (db: Db, seeded: Seeded) => Promise<void>,
 ): Promise<string> {
   const admin = openPostgres({ url: serverUrl, poolMax: 1 })
   try {

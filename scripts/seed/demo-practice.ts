@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto'
-import { type Kysely, sql } from 'kysely'
-import type { Database } from '../../db/database.js'
+import { sql } from 'kysely'
+import type { Db } from '../../db/database.js'
 import type { Actor } from '../../src/access/organization-scope.js'
-import { isValidNpi } from '../../src/lib/npi.js'
 import { createAppointment } from '../../src/modules/appointments/service.js'
 import { createInvoice, recordPayment } from '../../src/modules/billing/service.js'
 import { allergies } from '../../src/modules/clinical/kinds/allergies.js'
@@ -14,6 +13,7 @@ import { createRecord } from '../../src/modules/clinical/service.js'
 import { createEncounter, signEncounter } from '../../src/modules/encounters/service.js'
 import { sendMessage } from '../../src/modules/messages/service.js'
 import { createPatient } from '../../src/modules/patients/service.js'
+import { isValidNpi } from '../../src/modules/providers/npi.js'
 import { createProvider } from '../../src/modules/providers/service.js'
 import { createOrganization, createUser } from '../../src/modules/users/service.js'
 
@@ -167,7 +167,7 @@ const clinicianEmail = (clinician: { first: string; last: string }) =>
  * second demo even when forced). Refuses too when the database holds patients or providers (a real
  * practice, or someone's tests) unless forced.
  */
-async function checkTarget(db: Kysely<Database>, force: boolean) {
+async function checkTarget(db: Db, force: boolean) {
   const seeded = await db
     .selectFrom('users')
     .select('organization_id')
@@ -201,7 +201,7 @@ const TEMPORARY_PASSWORD_BYTES = 18
  * temporary password, so that someone can sign in to the new organization.
  */
 async function target(
-  db: Kysely<Database>,
+  db: Db,
   empty: boolean,
 ): Promise<{ manager: Actor; administrator?: DemoCounts['administrator'] }> {
   const organizations = await db.selectFrom('organizations').select('id').orderBy('id').limit(2).execute()
@@ -239,7 +239,7 @@ async function target(
  * is the real one): providers with weekly hours and accounts, patients, upcoming appointments,
  * signed visits with vitals, chart entries, invoices (some paid) and messages between staff.
  */
-export async function seedDemoPractice(db: Kysely<Database>, options: DemoOptions): Promise<DemoCounts> {
+export async function seedDemoPractice(db: Db, options: DemoOptions): Promise<DemoCounts> {
   const { empty } = await checkTarget(db, options.force)
   const { manager, administrator } = await target(db, empty)
   const random = generator(20_260_101)

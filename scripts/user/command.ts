@@ -1,14 +1,14 @@
 import { randomBytes } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { type ParseArgsConfig, parseArgs } from 'node:util'
-import { type Kysely, sql } from 'kysely'
-import type { Database } from '../../db/database.js'
+import { sql } from 'kysely'
+import type { Db } from '../../db/database.js'
 import { migrateToLatest } from '../../db/migrator.js'
 import { ROLES } from '../../src/access/roles.js'
 import { loadConfig } from '../../src/config.js'
 import { AppError, conflict, fromDatabaseError, notFound } from '../../src/errors.js'
+import { hashPassword } from '../../src/identity/password-hashing.js'
 import { revokeUserSessions } from '../../src/identity/sessions.js'
-import { hashPassword } from '../../src/lib/passwords.js'
 import { retirePasswordResetTokens } from '../../src/modules/auth/queries.js'
 import { createClient, createClientWithKeys, PUBLIC_HTTPS_ONLY } from '../../src/modules/clients/service.js'
 import { createOrganization, createUser } from '../../src/modules/users/service.js'
@@ -49,7 +49,7 @@ const FLAGS: ReadonlySet<string> = new Set(['temporary'])
 interface Command {
   /** The options the command accepts, each marked required (true) or not. */
   options: Partial<Record<keyof Options, boolean>>
-  run(db: Kysely<Database>, options: Options, out: Out, context: CommandContext): Promise<void>
+  run(db: Db, options: Options, out: Out, context: CommandContext): Promise<void>
 }
 
 const USAGE = `Usage: npm run user -- <command> [options]
@@ -84,7 +84,7 @@ directory. With DATABASE_URL, commands run beside running servers.`
 // Long enough that base64url yields 24 characters, above the service's minimum password length.
 const GENERATED_PASSWORD_BYTES = 18
 
-async function findOrganization(db: Kysely<Database>, reference: string) {
+async function findOrganization(db: Db, reference: string) {
   const query = db.selectFrom('organizations').select(['id', 'group_path'])
   // Longer digit strings cannot be an integer id; they are looked up as a group path instead.
   const organization = await (/^\d{1,9}$/.test(reference)
@@ -95,12 +95,12 @@ async function findOrganization(db: Kysely<Database>, reference: string) {
   return organization
 }
 
-async function orgCreate(db: Kysely<Database>, options: Options, out: Out) {
+async function orgCreate(db: Db, options: Options, out: Out) {
   const organization = await createOrganization(db, { name: options.name, groupPath: options.group })
   out(`Created organization ${organization.id} ${organization.group_path}`)
 }
 
-async function orgList(db: Kysely<Database>, _options: Options, out: Out) {
+async function orgList(db: Db, _options: Options, out: Out) {
   const organizations = await db
     .selectFrom('organizations')
     .select(['id', 'group_path', 'name'])
@@ -112,7 +112,7 @@ async function orgList(db: Kysely<Database>, _options: Options, out: Out) {
   if (organizations.length === 0) out('No organizations')
 }
 
-async function userCreate(db: Kysely<Database>, options: Options, out: Out) {
+async function userCreate(db: Db, options: Options, out: Out) {
   if (options.temporary && options.password === undefined) {
     throw new UsageError('--temporary goes with --password (a generated password is always temporary)')
   }
@@ -138,7 +138,7 @@ async function userCreate(db: Kysely<Database>, options: Options, out: Out) {
   if (user.password_change_required) out('The password is temporary: it must be changed before signing in')
 }
 
-async function userList(db: Kysely<Database>, options: Options, out: Out) {
+async function userList(db: Db, options: Options, out: Out) {
   const organization = await findOrganization(db, options.org)
   const users = await db
     .selectFrom('users')
@@ -153,7 +153,7 @@ async function userList(db: Kysely<Database>, options: Options, out: Out) {
 }
 
 /** Deactivates an account and ends its sessions, as `POST /api/users/{id}/deactivate` does. */
-async function userDeactivate(db: Kysely<Database>, options: Options, out: Out) {
+async function userDeactivate(db: Db, options: Options, out: Out) {
   const user = await db.transaction().execute(async (trx) => {
     const deactivated = await trx
       .updateTable('users')
@@ -172,7 +172,7 @@ async function userDeactivate(db: Kysely<Database>, options: Options, out: Out) 
  * A new generated temporary password for an account, as a reset link would give one: every session
  * and every outstanding reset link of the account ends with the old password.
  */
-async function userResetPassword(db: Kysely<Database>, options: Options, out: Out) {
+async function userResetPassword(db: Db, options: Options, out: Out) {
   const generatedPassword = randomBytes(GENERATED_PASSWORD_BYTES).toString('base64url')
   const passwordHash = await hashPassword(generatedPassword)
   const user = await db.transaction().execute(async (trx) => {
@@ -217,7 +217,7 @@ async function readJwksFile(file: string): Promise<unknown> {
   }
 }
 
-async function clientCreate(db: Kysely<Database>, options: Options, out: Out, context: CommandContext) {
+async function clientCreate(db: Db, options: Options, out: Out, context: CommandContext) {
   const { 'jwks-file': jwksFile, 'jwks-url': jwksUrl } = options
   if (jwksFile !== undefined && jwksUrl !== undefined) {
     throw new UsageError('Give --jwks-file or --jwks-url, not both')
@@ -245,7 +245,7 @@ async function clientCreate(db: Kysely<Database>, options: Options, out: Out, co
   }
 }
 
-async function clientList(db: Kysely<Database>, options: Options, out: Out) {
+async function clientList(db: Db, options: Options, out: Out) {
   const organization = await findOrganization(db, options.org)
   const clients = await db
     .selectFrom('clients')
@@ -337,7 +337,7 @@ function failureMessage(error: unknown, options: Options): string | undefined {
 
 /** Runs one operator command; returns the process exit code (0 done, 1 refused, 2 bad usage). */
 export async function runUserCommand(
-  db: Kysely<Database>,
+  db: Db,
   argv: string[],
   out: Out,
   context: CommandContext = { jwksUrls: PUBLIC_HTTPS_ONLY },

@@ -1,7 +1,7 @@
-import { type Kysely, sql } from 'kysely'
+import { sql } from 'kysely'
 import { acrossOrganizations } from '../../db/across-organizations.js'
 import { integerArrayLiteral, textArrayLiteral } from '../../db/array-literal.js'
-import type { Database, Db } from '../../db/database.js'
+import type { Db } from '../../db/database.js'
 import { prepared } from '../../db/prepared-statements.js'
 import type { NewAuditRow } from '../../db/tables/audit-log.js'
 
@@ -98,7 +98,7 @@ export class AuditLog {
   dropped = 0
 
   constructor(
-    private readonly db: Kysely<Database>,
+    private readonly db: Db,
     private readonly options: AuditLogOptions,
   ) {
     this.timer = setInterval(() => void this.flush(), options.flushIntervalMs)

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
-import { type Kysely, type RawBuilder, sql } from 'kysely'
-import type { Database, Db, Trx } from '../../db/database.js'
+import { type RawBuilder, sql } from 'kysely'
+import type { Db, Trx } from '../../db/database.js'
 import type { NewAuditRow } from '../../db/tables/audit-log.js'
 import { insertAuditRows } from './audit-log.js'
 
@@ -46,7 +46,7 @@ export async function auditChange(trx: Trx, ids: number[], status?: number): Pro
  * change that touched nothing (undefined) leaves no record here: the call's answer records itself.
  */
 export async function withChangeAudit<R extends { id: number } | undefined>(
-  db: Kysely<Database>,
+  db: Db,
   change: (db: Db) => Promise<R>,
 ): Promise<R> {
   if (!current.getStore()) return change(db)

@@ -1,14 +1,13 @@
 import type { FastifyRequest } from 'fastify'
-import type { Kysely } from 'kysely'
-import type { Database } from '../../db/database.js'
+import type { Db } from '../../db/database.js'
 import type { ListPaging, PageOf, PageQuery } from '../../schemas/common.js'
 import type { Principal } from '../identity/principal.js'
 import type { RecordList } from '../lib/row-list.js'
 import { ok } from './envelope.js'
-import { principalOf } from './principal.js'
+import { principalOf } from './request-principal.js'
 
 /** How an area reads its list for the caller, from the list query. */
-type ListRead<Q, R> = (db: Kysely<Database>, actor: Principal, query: Q) => R | Promise<R>
+type ListRead<Q, R> = (db: Db, actor: Principal, query: Q) => R | Promise<R>
 
 /** Whether the ids listed go into the call's audit record (else it names the record of the path, if any). */
 interface ListOptions {

@@ -1,7 +1,6 @@
-import type { Kysely } from 'kysely'
-import type { Database } from '../../db/database.js'
+import type { Db } from '../../db/database.js'
 
-export function findLoginCandidate(db: Kysely<Database>, email: string) {
+export function findLoginCandidate(db: Db, email: string) {
   return db
     .selectFrom('users')
     .innerJoin('organizations', 'organizations.id', 'users.organization_id')
@@ -23,7 +22,7 @@ export function findLoginCandidate(db: Kysely<Database>, email: string) {
     .executeTakeFirst()
 }
 
-export function findAccountBySubject(db: Kysely<Database>, subject: string) {
+export function findAccountBySubject(db: Db, subject: string) {
   return db
     .selectFrom('users')
     .innerJoin('organizations', 'organizations.id', 'users.organization_id')
@@ -42,7 +41,7 @@ export function findAccountBySubject(db: Kysely<Database>, subject: string) {
 }
 
 /** What an access token says about an active account. */
-export async function findTokenSubject(db: Kysely<Database>, userId: number) {
+export async function findTokenSubject(db: Db, userId: number) {
   const row = await db
     .selectFrom('users')
     .innerJoin('organizations', 'organizations.id', 'users.organization_id')

@@ -1,5 +1,4 @@
-import type { Kysely } from 'kysely'
-import type { Database } from '../../db/database.js'
+import type { Db } from '../../db/database.js'
 import type { AccessTokenClaims, LoginResult } from '../../schemas/auth.js'
 import { isRole } from '../access/roles.js'
 import { AppError } from '../errors.js'
@@ -33,7 +32,7 @@ export interface AuthBackend {
 const noExternalProvider = () =>
   new AppError('VAL_001', 'No external identity provider is configured (OIDC_ISSUER_URL)', { status: 400 })
 
-export function embeddedBackend(db: Kysely<Database>, issuer: TokenIssuer, clientId: string): AuthBackend {
+export function embeddedBackend(db: Db, issuer: TokenIssuer, clientId: string): AuthBackend {
   return {
     async passwordLogin(username, password) {
       const outcome = await login(db, issuer, { username, password }, clientId)

@@ -1,6 +1,6 @@
 import type { JsonWebKey } from 'node:crypto'
 import { AppError } from '../errors.js'
-import { lazyAgent } from '../lib/undici.js'
+import { lazyAgent } from '../runtime/lazy-undici.js'
 
 export interface ProviderTokens {
   access_token: string

@@ -1,5 +1,4 @@
-import type { Kysely } from 'kysely'
-import type { Database } from '../../db/database.js'
+import type { Db } from '../../db/database.js'
 import { AppError } from '../errors.js'
 import { PROVIDER_TIMEOUT_MS, providerKeys } from './external-provider.js'
 import { jwksCache } from './jwks-cache.js'
@@ -18,7 +17,7 @@ const unknownKey = () => new AppError('AUTH_001', 'The token was signed by an un
 // Another instance may have added a key; look again, but not more often than this.
 const RELOAD_INTERVAL_MS = 10_000
 
-export function embeddedKeyResolver(db: Kysely<Database>, initial: Map<string, string>): KeyResolver {
+export function embeddedKeyResolver(db: Db, initial: Map<string, string>): KeyResolver {
   let keys = initial
   let lastLoad = Date.now()
   return async ({ kid }) => {

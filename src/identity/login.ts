@@ -1,9 +1,8 @@
-import type { Kysely } from 'kysely'
-import type { Database } from '../../db/database.js'
+import type { Db } from '../../db/database.js'
 import type { LoginBody, LoginResult } from '../../schemas/auth.js'
 import { AppError } from '../errors.js'
-import { decoyHash, verifyPassword, withHashing } from '../lib/passwords.js'
 import { findLoginCandidate } from './account-queries.js'
+import { decoyHash, verifyPassword, withHashing } from './password-hashing.js'
 import { type SessionTokens, startSession } from './sessions.js'
 import type { TokenIssuer } from './token-issuer.js'
 
@@ -15,7 +14,7 @@ export const invalidCredentials = () =>
  * as a wrong password, and both get the same error. While hashing is saturated the check is
  * refused (429) before the lookup.
  */
-export function checkPassword(db: Kysely<Database>, username: string, password: string) {
+export function checkPassword(db: Db, username: string, password: string) {
   return withHashing(async () => {
     const user = await findLoginCandidate(db, username)
     const matches = await verifyPassword(password, user?.password_hash ?? (await decoyHash()))
@@ -29,7 +28,7 @@ export type LoginOutcome =
   | { kind: 'password-change-required' }
 
 export async function login(
-  db: Kysely<Database>,
+  db: Db,
   issuer: TokenIssuer,
   body: LoginBody,
   clientId: string,

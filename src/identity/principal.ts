@@ -1,5 +1,4 @@
-import type { Kysely } from 'kysely'
-import type { Database } from '../../db/database.js'
+import type { Db } from '../../db/database.js'
 import type { AccessTokenClaims } from '../../schemas/auth.js'
 import { authorityOf } from '../access/roles.js'
 import { AppError, forbidden } from '../errors.js'
@@ -49,11 +48,7 @@ function audiences(claims: AccessTokenClaims): string[] {
  * working with the account cache rather than when the token expires; a role given is in the next
  * token (sign-in or refresh).
  */
-export function createPrincipalResolver(
-  db: Kysely<Database>,
-  clientId: string,
-  { external }: { external: boolean },
-) {
+export function createPrincipalResolver(db: Db, clientId: string, { external }: { external: boolean }) {
   const accounts = new TtlCache<string, Account>(ACCOUNT_CACHE_TTL_MS, 10_000)
 
   async function accountOf(claims: AccessTokenClaims): Promise<Account | undefined> {

@@ -1,5 +1,4 @@
-import type { Kysely } from 'kysely'
-import type { Database } from '../../db/database.js'
+import type { Db } from '../../db/database.js'
 import type { AccessTokenClaims } from '../../schemas/auth.js'
 import { isRole } from '../access/roles.js'
 import { forbidden } from '../errors.js'
@@ -16,7 +15,7 @@ function namesOf(claims: AccessTokenClaims): { first: string; last: string } {
  * names, e-mail and roles from the claims, the organization from the `groups` claim. A token whose
  * groups match no organization is refused; nobody lands in a default organization by accident.
  */
-export async function provisionAccount(db: Kysely<Database>, claims: AccessTokenClaims): Promise<void> {
+export async function provisionAccount(db: Db, claims: AccessTokenClaims): Promise<void> {
   const groups = claims.groups ?? []
   const organization =
     groups.length > 0

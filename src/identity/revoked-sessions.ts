@@ -1,5 +1,5 @@
-import { type Kysely, sql } from 'kysely'
-import type { Database } from '../../db/database.js'
+import { sql } from 'kysely'
+import type { Db } from '../../db/database.js'
 import { ACCESS_TOKEN_TTL_SECONDS } from './token-lifetimes.js'
 
 /**
@@ -14,7 +14,7 @@ export class RevokedSessions {
   private timer: NodeJS.Timeout | undefined
 
   constructor(
-    private readonly db: Kysely<Database>,
+    private readonly db: Db,
     private readonly pollMs: number,
     private readonly onError: (error: Error) => void,
   ) {}

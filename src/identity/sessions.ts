@@ -1,6 +1,6 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
-import { type Kysely, sql } from 'kysely'
-import type { Database, Db, Trx } from '../../db/database.js'
+import { sql } from 'kysely'
+import type { Db, Trx } from '../../db/database.js'
 import { AppError } from '../errors.js'
 import { findTokenSubject } from './account-queries.js'
 import type { TokenIssuer } from './token-issuer.js'
@@ -43,7 +43,7 @@ async function addRefreshToken(trx: Trx, sessionId: string): Promise<string> {
 }
 
 async function issueFor(
-  db: Kysely<Database>,
+  db: Db,
   issuer: TokenIssuer,
   userId: number,
   sessionId: string,
@@ -68,7 +68,7 @@ async function issueFor(
  * `scopes` (SMART's online_access, offline_access) are granted with it, for as long as it lasts.
  */
 export async function startSession(
-  db: Kysely<Database>,
+  db: Db,
   issuer: TokenIssuer,
   userId: number,
   clientId: string,
@@ -135,7 +135,7 @@ export function onRefreshTokenReuse(listener: () => void): () => void {
  * revocation commits even though the caller gets an error.
  */
 export async function refreshSession(
-  db: Kysely<Database>,
+  db: Db,
   issuer: TokenIssuer,
   presented: string,
   clientId?: string,
@@ -190,11 +190,7 @@ export async function refreshSession(
  * Ends the session a refresh token belongs to; returns false when the token is unknown (or, when a
  * client is named, belongs to another client's session).
  */
-export async function endSession(
-  db: Kysely<Database>,
-  presented: string,
-  clientId?: string,
-): Promise<boolean> {
+export async function endSession(db: Db, presented: string, clientId?: string): Promise<boolean> {
   let query = db
     .selectFrom('refresh_tokens')
     .innerJoin('sessions', 'sessions.id', 'refresh_tokens.session_id')

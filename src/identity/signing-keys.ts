@@ -1,7 +1,7 @@
 import { createPublicKey, generateKeyPair, randomBytes } from 'node:crypto'
 import { promisify } from 'node:util'
-import { type Kysely, sql } from 'kysely'
-import type { Database, Db } from '../../db/database.js'
+import { sql } from 'kysely'
+import type { Db } from '../../db/database.js'
 import type { SecretBox } from '../lib/secret-box.js'
 import { ACCESS_TOKEN_TTL_SECONDS } from './token-lifetimes.js'
 
@@ -58,7 +58,7 @@ async function insertNewKey(db: Db, box: SecretBox): Promise<string> {
  * locked in one transaction, so instances starting together take turns and the later ones find
  * nothing left to seal.
  */
-export async function sealPlaintextKeys(db: Kysely<Database>, box: SecretBox): Promise<number> {
+export async function sealPlaintextKeys(db: Db, box: SecretBox): Promise<number> {
   const pending = await db
     .selectFrom('signing_keys')
     .select('kid')
@@ -100,7 +100,7 @@ export const resealPrivateKey = (box: SecretBox, kid: string, sealed: string) =>
  * in the database (sealed with the encryption key) so that every instance and every restart signs
  * and verifies with the same keys.
  */
-export async function ensureSigningKey(db: Kysely<Database>, box: SecretBox): Promise<SigningKey> {
+export async function ensureSigningKey(db: Db, box: SecretBox): Promise<SigningKey> {
   await sealPlaintextKeys(db, box)
   let row = await newestKey(db)
   if (!row) {
@@ -116,7 +116,7 @@ export async function ensureSigningKey(db: Kysely<Database>, box: SecretBox): Pr
  * Adds a new signing key and retires the others. Retired keys stay in the key set (and keep
  * verifying) until every token they may have signed has expired.
  */
-export async function rotateSigningKey(db: Kysely<Database>, box: SecretBox): Promise<string> {
+export async function rotateSigningKey(db: Db, box: SecretBox): Promise<string> {
   return db.transaction().execute(async (trx) => {
     await trx
       .updateTable('signing_keys')
@@ -132,7 +132,7 @@ export async function rotateSigningKey(db: Kysely<Database>, box: SecretBox): Pr
 const RETIRED_KEY_GRACE_MS = ACCESS_TOKEN_TTL_SECONDS * 1000 + SIGNING_KEY_REFRESH_MS + 5 * 60_000
 
 /** Public keys (PEM by kid) that may still verify tokens. */
-export async function loadVerificationKeys(db: Kysely<Database>): Promise<Map<string, string>> {
+export async function loadVerificationKeys(db: Db): Promise<Map<string, string>> {
   const cutoff = new Date(Date.now() - RETIRED_KEY_GRACE_MS)
   const rows = await db
     .selectFrom('signing_keys')

@@ -22,7 +22,7 @@ function smtpMailer(url: string, from: string): Mailer {
   let transport: Promise<Transporter> | undefined
   return {
     async send(mail) {
-      transport ??= import('./on-demand/nodemailer.js').then(({ createTransport }) =>
+      transport ??= import('../runtime/on-demand/nodemailer.js').then(({ createTransport }) =>
         createTransport({ url, ...SMTP_TIMEOUTS }, { from }),
       )
       await (await transport).sendMail(mail)

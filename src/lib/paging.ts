@@ -1,5 +1,5 @@
-import { type Kysely, type RawBuilder, type SelectQueryBuilder, sql } from 'kysely'
-import type { Database } from '../../db/database.js'
+import { type RawBuilder, type SelectQueryBuilder, sql } from 'kysely'
+import type { Database, Db } from '../../db/database.js'
 import { LIST_PAGING_PARAMETERS, type ListPaging, type PageOf, type PageQuery } from '../../schemas/common.js'
 import { AppError } from '../errors.js'
 
@@ -59,7 +59,7 @@ export function orderByExpression(sort: SortOrder): RawBuilder<unknown> {
  * query; only a page past the end needs a second, counting query.
  */
 export async function fetchPage<O>(
-  db: Kysely<Database>,
+  db: Db,
   // biome-ignore lint/suspicious/noExplicitAny: any table set; the caller has built its FROM and WHERE
   query: SelectQueryBuilder<Database, any, O>,
   { page, size }: PageQuery,
@@ -80,7 +80,7 @@ export async function fetchPage<O>(
  * the filter, so an index on them answers it without reading the rows.
  */
 export async function countRows(
-  db: Kysely<Database>,
+  db: Db,
   // biome-ignore lint/suspicious/noExplicitAny: any table set; the caller has built its FROM and WHERE
   query: SelectQueryBuilder<Database, any, unknown>,
 ): Promise<number> {

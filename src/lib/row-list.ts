@@ -1,5 +1,5 @@
-import type { Kysely, SelectQueryBuilder } from 'kysely'
-import type { Database } from '../../db/database.js'
+import type { SelectQueryBuilder } from 'kysely'
+import type { Database, Db } from '../../db/database.js'
 import type { PageOf, PageQuery, Tombstone } from '../../schemas/common.js'
 import { fetchPage, orderByExpression, type SortOrder, toPage } from './paging.js'
 import {
@@ -29,7 +29,7 @@ export interface RowList<O> {
  * reports, for records that can be removed.
  */
 export function rowList<O>(
-  db: Kysely<Database>,
+  db: Db,
   // biome-ignore lint/suspicious/noExplicitAny: any table set; the caller has built its FROM and WHERE
   query: SelectQueryBuilder<Database, any, O>,
   options: {

@@ -1,11 +1,9 @@
-import { type Kysely, sql } from 'kysely'
+import { sql } from 'kysely'
 import { acrossOrganizations } from '../../db/across-organizations.js'
-import type { Database } from '../../db/database.js'
+import type { Db } from '../../db/database.js'
 import { leaseFree, noLease, takeLease } from '../../db/leases.js'
 import { prepared } from '../../db/prepared-statements.js'
 import type { StoredPayload } from '../../schemas/events.js'
-
-type Db = Kysely<Database>
 
 /** A delivery this worker holds a lease on, with what sending it needs. */
 export interface ClaimedDelivery {

@@ -1,5 +1,5 @@
-import { type Kysely, sql } from 'kysely'
-import type { Database, Db, Trx } from '../../db/database.js'
+import { sql } from 'kysely'
+import type { Db, Trx } from '../../db/database.js'
 
 /** Where instances that run no worker tell the workers of other instances of new deliveries. */
 export const OUTBOX_CHANNEL = 'outbox_events'
@@ -16,7 +16,7 @@ export type Doorbell = (webhookIds?: readonly number[]) => void
  * disk, so with a webhook registered every write that created a delivery waited for every other
  * (under load most of the busy backends were waiting for that lock).
  */
-const doorbells = new WeakMap<Kysely<Database>, Doorbell>()
+const doorbells = new WeakMap<Db, Doorbell>()
 
 /** What the events of an open transaction will ring once it commits. */
 interface Pending {
@@ -41,7 +41,7 @@ export type EventTrx = Trx & { readonly [RECORDS_EVENTS]: true }
 export type EventHandle<D extends Db> = D extends EventTrx ? D : D extends Trx ? never : D
 
 /** Where the deliveries committed through `db` are announced (the outbox plugin installs it). */
-export function installDoorbell(db: Kysely<Database>, doorbell: Doorbell): void {
+export function installDoorbell(db: Db, doorbell: Doorbell): void {
   doorbells.set(db, doorbell)
 }
 
@@ -60,7 +60,7 @@ export function announceDeliveries<D extends Db>(
   }
   const pending = pendingOf.get(db)
   // Still reachable: a transaction passes for the database where a parameter is typed as the
-  // database (Transaction extends Kysely), as a service's `db: Kysely<Database>` is.
+  // database (Transaction extends Kysely), as a service's `db: Db` is.
   if (!pending) {
     throw new Error(
       'events are recorded in a transaction opened by transactionWithEvents(), which announces their deliveries once it commits',
@@ -71,10 +71,7 @@ export function announceDeliveries<D extends Db>(
 }
 
 /** Runs `work` in a transaction and announces the deliveries its events created once it has committed. */
-export async function transactionWithEvents<T>(
-  db: Kysely<Database>,
-  work: (trx: EventTrx) => Promise<T>,
-): Promise<T> {
+export async function transactionWithEvents<T>(db: Db, work: (trx: EventTrx) => Promise<T>): Promise<T> {
   const pending: Pending = { webhookIds: [], anything: false }
   const result = await db.transaction().execute((trx) => {
     pendingOf.set(trx, pending)
@@ -92,7 +89,7 @@ export async function transactionWithEvents<T>(
  * load it costs a statement per round trip rather than one per write. A NOTIFY that fails is only
  * logged: the workers poll.
  */
-export function notifyingDoorbell(db: Kysely<Database>, onError: (error: unknown) => void): Doorbell {
+export function notifyingDoorbell(db: Db, onError: (error: unknown) => void): Doorbell {
   let pending: { webhookIds: Set<number>; anything: boolean } | undefined
   let sending = false
   const send = async () => {

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net'
-import { lazyAgent } from '../lib/undici.js'
+import { lazyAgent } from '../runtime/lazy-undici.js'
 import {
   allowedAddresses,
   checkUrlShape,

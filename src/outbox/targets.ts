@@ -133,7 +133,7 @@ type Connector = buildConnector.connector
 /** undici's connector, for TLS over a socket already checked; loaded with undici itself. */
 let tlsConnectorFactory: Promise<typeof buildConnector> | undefined
 const loadConnectorFactory = () => {
-  tlsConnectorFactory ??= import('../lib/on-demand/undici.js').then((undici) => undici.buildConnector)
+  tlsConnectorFactory ??= import('../runtime/on-demand/undici.js').then((undici) => undici.buildConnector)
   return tlsConnectorFactory
 }
 

@@ -5,7 +5,7 @@ import type { AccessTokenClaims } from '../../schemas/auth.js'
 import type { EncryptionSettings } from '../config/encryption.js'
 import type { IdentitySettings } from '../config/identity.js'
 import { AppError } from '../errors.js'
-import { bearerTokenOf } from '../http/principal.js'
+import { bearerTokenOf } from '../http/request-principal.js'
 import { type AuthBackend, embeddedBackend, externalBackend } from '../identity/backends.js'
 import {
   createProviderClient,
@@ -25,8 +25,8 @@ import {
 import { refusedClaims, type TokenClaimRules } from '../identity/token-claims.js'
 import { createTokenIssuer, type TokenIssuer } from '../identity/token-issuer.js'
 import { ACCESS_TOKEN_TTL_SECONDS } from '../identity/token-lifetimes.js'
-import type { TokenRejection } from '../lib/metrics.js'
 import { loadSecretBox } from '../lib/secret-box.js'
+import type { TokenRejection } from '../lib/service-metrics.js'
 import { TtlCache } from '../lib/ttl-cache.js'
 
 declare module '@fastify/jwt' {

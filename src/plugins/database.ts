@@ -1,12 +1,11 @@
 import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Kysely } from 'kysely'
 import type { DatabaseHandle } from '../../db/connect.js'
-import type { Database } from '../../db/database.js'
+import type { Db } from '../../db/database.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    db: Kysely<Database>
+    db: Db
     database: DatabaseHandle
   }
 }

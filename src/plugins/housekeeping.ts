@@ -1,10 +1,9 @@
 import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
-import { type Kysely, sql } from 'kysely'
+import { sql } from 'kysely'
 import { acrossOrganizations } from '../../db/across-organizations.js'
-import type { Database } from '../../db/database.js'
 import type { Config } from '../config.js'
-import { PURGED_TABLES, type PurgedTable } from '../lib/metrics.js'
+import { PURGED_TABLES, type PurgedTable } from '../lib/service-metrics.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -33,7 +32,7 @@ const FIRST_RUN_DELAY_MS = 60_000
 // Session advisory lock key of this job ("ehrhouse" in ASCII): one instance purges at a time.
 const LOCK_KEY = 0x6568_7268_6f75_7365n
 
-type Db = Kysely<Database>
+import type { Db } from '../../db/database.js'
 
 const olderThanDays = (days: number) => sql<Date>`now() - ${days} * interval '1 day'`
 const deleted = (result: { numDeletedRows: bigint }) => Number(result.numDeletedRows)

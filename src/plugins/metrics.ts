@@ -8,7 +8,7 @@ import {
   type LoginOutcome,
   METRIC,
   type ServiceMetrics,
-} from '../lib/metrics.js'
+} from '../lib/service-metrics.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -29,7 +29,7 @@ function loginOutcome(statusCode: number): LoginOutcome {
 /**
  * Prometheus metrics at /actuator/prometheus: process metrics, a latency histogram per route
  * template and status class (never the raw URL, so no ids reach labels), and the service's own
- * metrics (src/lib/metrics.ts). Registered before the other plugins so that they can count.
+ * metrics (src/lib/service-metrics.ts). Registered before the other plugins so that they can count.
  */
 const metrics: FastifyPluginAsync = async (app) => {
   await app.register(metricsPlugin.default, {

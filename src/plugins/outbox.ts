@@ -2,11 +2,11 @@ import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { newLeaseOwner } from '../../db/leases.js'
 import type { WebhookSettings } from '../config/webhooks.js'
+import { createOutboxMetrics } from '../outbox/delivery-metrics.js'
+import { OutboxWorker } from '../outbox/delivery-worker.js'
 import { installDoorbell, notifyingDoorbell } from '../outbox/doorbell.js'
-import { createOutboxMetrics } from '../outbox/metrics.js'
 import { createSender } from '../outbox/sender.js'
 import type { TargetPolicy } from '../outbox/targets.js'
-import { OutboxWorker } from '../outbox/worker.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -1,11 +1,16 @@
 import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
-import { HashingBusy, type HashingPool, type HashingPoolSettings, hashingPool } from '../lib/hashing-pool.js'
-import { hashOn } from '../lib/passwords.js'
+import {
+  HashingBusy,
+  type HashingPool,
+  type HashingPoolSettings,
+  hashingPool,
+} from '../identity/hashing-pool.js'
+import { hashOn } from '../identity/password-hashing.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** The threads this app's password hashes run on (lib/hashing-pool.ts). */
+    /** The threads this app's password hashes run on (identity/hashing-pool.ts). */
     passwordHashing: HashingPool
   }
 }

@@ -5,7 +5,6 @@ import fp from 'fastify-plugin'
 import type { Redis } from 'ioredis'
 import type { RateLimitSettings } from '../config/rate-limits.js'
 import { AppError } from '../errors.js'
-import type { ServiceMetrics } from '../lib/metrics.js'
 import {
   type Count,
   defineCountCommand,
@@ -13,6 +12,7 @@ import {
   takeBackCount,
   type WindowCounter,
 } from '../lib/redis-window-counter.js'
+import type { ServiceMetrics } from '../lib/service-metrics.js'
 import { type AttemptOptions, signInAttempts } from '../lib/sign-in-attempts.js'
 
 declare module 'fastify' {
@@ -247,7 +247,7 @@ function storeOf(count: WindowCounter) {
 }
 
 async function connectRedis(url: string, log: FastifyBaseLogger): Promise<Redis> {
-  const { Redis: RedisClient } = await import('../lib/on-demand/ioredis.js')
+  const { Redis: RedisClient } = await import('../runtime/on-demand/ioredis.js')
   const redis = new RedisClient(url, {
     connectTimeout: 2000,
     commandTimeout: REDIS_COMMAND_TIMEOUT_MS,

@@ -1,10 +1,9 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Kysely } from 'kysely'
-import type { Database } from '../../db/database.js'
+import type { Db } from '../../db/database.js'
 import type { ReadReplicas } from '../../db/replicas.js'
 import { formatLsn, parseLsn } from '../../db/wal-positions.js'
-import { METRIC } from '../lib/metrics.js'
+import { METRIC } from '../lib/service-metrics.js'
 import { TtlCache } from '../lib/ttl-cache.js'
 
 declare module 'fastify' {
@@ -13,7 +12,7 @@ declare module 'fastify' {
      * Where a read that may be slightly stale (a list, a search, a chart) goes for this request's
      * caller: a read replica that has replayed the caller's own writes, else the primary.
      */
-    readDb(request: FastifyRequest): Kysely<Database>
+    readDb(request: FastifyRequest): Db
     readReplicas: ReadReplicas | undefined
   }
 }

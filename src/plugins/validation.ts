@@ -4,7 +4,7 @@ import type { FastifyPluginAsync, FastifySchemaCompiler } from 'fastify'
 import fp from 'fastify-plugin'
 import { jsonBodyParser } from '../http/json-body.js'
 import { missingMembers } from '../http/validation-messages.js'
-import { validatorOnFirstUse } from '../lib/lazy-compile.js'
+import { validatorOnFirstUse } from '../runtime/lazy-compile.js'
 
 type Validator = ReturnType<FastifySchemaCompiler<unknown>>
 

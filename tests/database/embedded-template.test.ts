@@ -2,11 +2,11 @@ import { existsSync } from 'node:fs'
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { type Kysely, Migrator, sql } from 'kysely'
+import { Migrator, sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openPglite } from '../../db/connect.js'
 import { copyDataDir } from '../../db/data-dir-copy.js'
-import type { Database } from '../../db/database.js'
+import type { Db } from '../../db/database.js'
 import { findTemplate, prepareTemplate, templateName } from '../../db/embedded-template.js'
 import { migrations } from '../../db/migrations/index.js'
 import { migrateToLatest } from '../../db/migrator.js'
@@ -37,7 +37,7 @@ afterAll(async () => {
   await rm(directory, { recursive: true, force: true })
 })
 
-const tableExists = async (db: Kysely<Database>, name: string) =>
+const tableExists = async (db: Db, name: string) =>
   (await sql<{ present: boolean }>`select to_regclass(${name}) is not null as present`.execute(db)).rows[0]
     ?.present
 
@@ -65,7 +65,7 @@ async function firstStart(templateCache: string) {
   return { app, dataDir, lines, loginStatus: login.statusCode }
 }
 
-const appliedMigrations = async (db: Kysely<Database>) =>
+const appliedMigrations = async (db: Db) =>
   (await sql<{ name: string }>`select name from kysely_migration order by name`.execute(db)).rows.map(
     (row) => row.name,
   )

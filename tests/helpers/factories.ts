@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import type { Role } from '../../src/access/roles.js'
 import type { App } from '../../src/app.js'
-import { isValidNpi } from '../../src/lib/npi.js'
-import { hashPassword } from '../../src/lib/passwords.js'
+import { hashPassword } from '../../src/identity/password-hashing.js'
+import { isValidNpi } from '../../src/modules/providers/npi.js'
 import { createOrganization } from '../../src/modules/users/service.js'
 
 export const TEST_PASSWORD = 'correct-horse-battery-staple'

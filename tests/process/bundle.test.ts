@@ -106,15 +106,15 @@ describe('what a start reads', () => {
       expect(readOnEveryStart()).not.toContain(file)
       return (await import(path.resolve(file as string))) as Record<string, unknown>
     }
-    const redis = await load('src/lib/on-demand/ioredis.ts')
+    const redis = await load('src/runtime/on-demand/ioredis.ts')
     expect(typeof redis.Redis).toBe('function')
-    const undici = await load('src/lib/on-demand/undici.ts')
+    const undici = await load('src/runtime/on-demand/undici.ts')
     expect([typeof undici.Agent, typeof undici.request, typeof undici.buildConnector]).toEqual([
       'function',
       'function',
       'function',
     ])
-    const mail = await load('src/lib/on-demand/nodemailer.ts')
+    const mail = await load('src/runtime/on-demand/nodemailer.ts')
     expect(typeof mail.createTransport).toBe('function')
     const postgres = await load('db/postgres.ts')
     expect(typeof postgres.openPostgres).toBe('function')

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { IdParams } from '../../../schemas/common.js'
 import { ProviderScheduleEnvelope, ScheduleQuery } from '../../../schemas/providers.js'
 import { ok } from '../../http/envelope.js'
-import { principalOf } from '../../http/principal.js'
+import { principalOf } from '../../http/request-principal.js'
 import { recordErrors } from '../../http/responses.js'
 import { providerSchedule } from './schedule.js'
 

@@ -1,5 +1,4 @@
-import type { Kysely } from 'kysely'
-import type { Database, Db, Trx } from '../../../db/database.js'
+import type { Db, Trx } from '../../../db/database.js'
 import type {
   AppointmentRow,
   AppointmentRowUpdate,
@@ -78,11 +77,7 @@ export function findBookedAppointments(
 }
 
 /** The organization's appointments matching the filters (none is ever removed, so sync pages have no tombstones). */
-export function appointmentRows(
-  db: Kysely<Database>,
-  organizationId: number,
-  filters: ListFilters<AppointmentListQuery>,
-) {
+export function appointmentRows(db: Db, organizationId: number, filters: ListFilters<AppointmentListQuery>) {
   let query = scoped(db, organizationId).selectAll()
   if (filters.patientId) query = query.where('patient_id', '=', filters.patientId)
   if (filters.providerId) query = query.where('provider_id', '=', filters.providerId)

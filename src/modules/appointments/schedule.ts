@@ -1,5 +1,4 @@
-import type { Kysely } from 'kysely'
-import type { Database, Db } from '../../../db/database.js'
+import type { Db } from '../../../db/database.js'
 import type { AppointmentRow } from '../../../db/tables/appointments.js'
 import type { ProviderRow } from '../../../db/tables/providers.js'
 import type { AvailableSlot, AvailableSlotsQuery } from '../../../schemas/appointments.js'
@@ -11,7 +10,7 @@ import {
 } from '../../../schemas/providers.js'
 import type { Actor } from '../../access/organization-scope.js'
 import { AppError } from '../../errors.js'
-import { daySlots, type Slot, type Span } from '../../lib/availability.js'
+import { daySlots, type Slot, type Span } from '../../scheduling/availability.js'
 import {
   addDays,
   daysBetween,
@@ -20,7 +19,7 @@ import {
   timeOnDay,
   zonedDateTime,
   zonedInstant,
-} from '../../lib/zoned-time.js'
+} from '../../scheduling/zoned-time.js'
 import { dayOfWeek, requireProvider, workingCalendar, workingIntervalsOn } from '../providers/service.js'
 import { findBookedAppointments } from './queries.js'
 
@@ -54,7 +53,7 @@ function checkRange({ startDate, endDate }: ScheduleQuery): void {
 }
 
 export async function providerSchedule(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   id: number,
   query: ScheduleQuery,
@@ -101,7 +100,7 @@ export async function providerSchedule(
 }
 
 export async function availableSlots(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   query: AvailableSlotsQuery,
 ): Promise<AvailableSlot[]> {

@@ -1,5 +1,4 @@
-import type { Kysely } from 'kysely'
-import type { Database, Db, Trx } from '../../../db/database.js'
+import type { Db, Trx } from '../../../db/database.js'
 import type { AppointmentRow } from '../../../db/tables/appointments.js'
 import type { ProviderRow } from '../../../db/tables/providers.js'
 import {
@@ -16,14 +15,14 @@ import {
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
 import { auditChange } from '../../audit/change-audit.js'
 import { conflict, invalidField, invalidFields } from '../../errors.js'
-import { withinWorkingHours } from '../../lib/availability.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { checkDateRange, sortOrder, splitListQuery } from '../../lib/paging.js'
 import { type RecordList, recordList } from '../../lib/row-list.js'
 import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
-import { minutesOf, zonedInstant } from '../../lib/zoned-time.js'
 import { transactionWithEvents } from '../../outbox/doorbell.js'
 import { enqueueEvent } from '../../outbox/enqueue.js'
+import { withinWorkingHours } from '../../scheduling/availability.js'
+import { minutesOf, zonedInstant } from '../../scheduling/zoned-time.js'
 import { requirePatient } from '../patients/service.js'
 import { requireProviderForBooking, workingIntervalsOn } from '../providers/service.js'
 import {
@@ -112,7 +111,7 @@ async function bookableTime(trx: Trx, provider: ProviderRow, date: string, time:
 }
 
 export async function createAppointment(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   body: CreateAppointmentBody,
 ): Promise<Appointment> {
@@ -150,7 +149,7 @@ export async function requireAppointment(db: Db, actor: Actor, id: number): Prom
   return (await findAppointment(db, actor.organizationId, id)) ?? missingAppointment(db, actor, id)
 }
 
-export async function getAppointment(db: Kysely<Database>, actor: Actor, id: number): Promise<Appointment> {
+export async function getAppointment(db: Db, actor: Actor, id: number): Promise<Appointment> {
   const row = await findAppointment(db, actor.organizationId, id)
   return row ? toAppointment(row) : missingAppointment(db, actor, id)
 }
@@ -186,7 +185,7 @@ async function rescheduled(trx: Trx, actor: Actor, current: AppointmentRow, body
 }
 
 export async function updateAppointment(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   id: number,
   body: UpdateAppointmentBody,
@@ -236,7 +235,7 @@ const UNREMOVABLE_MEMBERS = [
  * a removed `reason` or `notes` is cleared.
  */
 export async function patchAppointment(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   id: number,
   patch: PatchAppointmentBody,
@@ -270,7 +269,7 @@ export async function patchAppointment(
 }
 
 export async function cancelAppointment(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   id: number,
   body: CancelAppointmentBody,
@@ -301,11 +300,7 @@ export async function cancelAppointment(
 const DEFAULT_SORT = { field: 'appointmentDate', direction: 'asc' } as const
 
 /** The organization's appointments a list query asks for. */
-export function listAppointments(
-  db: Kysely<Database>,
-  actor: Actor,
-  query: AppointmentListQuery,
-): RecordList<Appointment> {
+export function listAppointments(db: Db, actor: Actor, query: AppointmentListQuery): RecordList<Appointment> {
   const { paging, filters } = splitListQuery(query)
   checkDateRange(filters)
   const sort = sortOrder(paging.sort, APPOINTMENT_SORT_COLUMNS, DEFAULT_SORT)

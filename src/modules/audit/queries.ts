@@ -1,5 +1,5 @@
-import { type Kysely, sql } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import { sql } from 'kysely'
+import type { Db } from '../../../db/database.js'
 import type { AuditEventListQuery } from '../../../schemas/audit.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import { fetchPage, type ListFilters, type SortOrder } from '../../lib/paging.js'
@@ -8,7 +8,7 @@ import { type SyncRead, syncRows } from '../../lib/sync-paging.js'
 type AuditFilters = ListFilters<AuditEventListQuery>
 
 /** An organization's audit records matching the filters; records of no organization are never listed. */
-export function filteredAuditRows(db: Kysely<Database>, organizationId: number, filters: AuditFilters) {
+export function filteredAuditRows(db: Db, organizationId: number, filters: AuditFilters) {
   let query = db.selectFrom('audit_log').selectAll().where('organization_id', '=', organizationId)
   const { patientId } = filters
   if (patientId !== undefined) {
@@ -34,7 +34,7 @@ export function filteredAuditRows(db: Kysely<Database>, organizationId: number, 
 
 /** One page of an organization's audit records. */
 export function listAuditRows(
-  db: Kysely<Database>,
+  db: Db,
   organizationId: number,
   filters: AuditFilters,
   sort: SortOrder,
@@ -51,12 +51,7 @@ export function listAuditRows(
  * they are written after their calls began (in a batch, or in the transaction of the change they
  * record), so the time they were written (not the time of the call) and the id are the position.
  */
-export async function syncAuditRows(
-  db: Kysely<Database>,
-  organizationId: number,
-  filters: AuditFilters,
-  read: SyncRead,
-) {
+export async function syncAuditRows(db: Db, organizationId: number, filters: AuditFilters, read: SyncRead) {
   const rows = await syncRows(
     filteredAuditRows(db, organizationId, filters),
     { time: 'recorded_at', id: 'id' },

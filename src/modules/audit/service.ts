@@ -1,5 +1,4 @@
-import type { Kysely } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import type { Db } from '../../../db/database.js'
 import type { AuditEvent, AuditEventListQuery } from '../../../schemas/audit.js'
 import type { Actor } from '../../access/organization-scope.js'
 import { AppError } from '../../errors.js'
@@ -15,11 +14,7 @@ const SORT_COLUMNS = { occurredAt: 'occurred_at' } as const
  * The caller's organization's audit trail a list query asks for: newest first unless asked
  * otherwise; a sync page holds the records written after the position, oldest first.
  */
-export function listAuditEvents(
-  db: Kysely<Database>,
-  actor: Actor,
-  query: AuditEventListQuery,
-): RecordList<AuditEvent> {
+export function listAuditEvents(db: Db, actor: Actor, query: AuditEventListQuery): RecordList<AuditEvent> {
   const { paging, filters } = splitListQuery(query)
   if (filters.from && filters.to && Date.parse(filters.from) > Date.parse(filters.to)) {
     throw new AppError('VAL_001', 'from must not be later than to', {

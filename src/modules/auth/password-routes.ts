@@ -9,7 +9,12 @@ import { ok } from '../../http/envelope.js'
 import { errorResponse } from '../../http/responses.js'
 import type { Mailer } from '../../lib/mailer.js'
 import { SIGN_IN_ROUTE } from '../../plugins/rate-limit.js'
-import { changePassword, changePasswordAccount, resetPassword, sendPasswordResetLink } from './passwords.js'
+import {
+  changePassword,
+  changePasswordAccount,
+  resetPassword,
+  sendPasswordResetLink,
+} from './password-changes.js'
 
 const tags = ['Authentication']
 

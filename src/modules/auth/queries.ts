@@ -1,5 +1,5 @@
-import { type Kysely, sql } from 'kysely'
-import type { Database, Db, Trx } from '../../../db/database.js'
+import { sql } from 'kysely'
+import type { Db, Trx } from '../../../db/database.js'
 
 export function insertPasswordResetToken(
   db: Db,
@@ -17,7 +17,7 @@ export function insertPasswordResetToken(
 }
 
 /** The active account an unused, unexpired reset token belongs to. */
-export function findPasswordResetAccount(db: Kysely<Database>, tokenHash: string) {
+export function findPasswordResetAccount(db: Db, tokenHash: string) {
   return db
     .selectFrom('password_reset_tokens')
     .innerJoin('users', 'users.id', 'password_reset_tokens.user_id')

@@ -15,7 +15,7 @@ import {
 } from '../../../schemas/auth.js'
 import { AppError, invalidFields } from '../../errors.js'
 import { errorBody, ok } from '../../http/envelope.js'
-import { principalOf } from '../../http/principal.js'
+import { principalOf } from '../../http/request-principal.js'
 import { errorResponse, nameResponse } from '../../http/responses.js'
 import type { IssuedTokens, SignInResult } from '../../identity/backends.js'
 import type { Mailer } from '../../lib/mailer.js'

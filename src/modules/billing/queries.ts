@@ -1,5 +1,5 @@
-import { type Kysely, sql } from 'kysely'
-import type { Database, Db, Trx } from '../../../db/database.js'
+import { sql } from 'kysely'
+import type { Db, Trx } from '../../../db/database.js'
 import type { InvoiceRow, PaymentRow } from '../../../db/tables/billing.js'
 import type { InvoiceListQuery } from '../../../schemas/billing.js'
 import type { ListFilters } from '../../lib/paging.js'
@@ -73,11 +73,7 @@ export function updateInvoice(
 }
 
 /** The organization's invoices matching the filters (invoices are never removed, so sync pages have no tombstones). */
-export function invoiceRows(
-  db: Kysely<Database>,
-  organizationId: number,
-  filters: ListFilters<InvoiceListQuery>,
-) {
+export function invoiceRows(db: Db, organizationId: number, filters: ListFilters<InvoiceListQuery>) {
   let query = db.selectFrom('invoices').selectAll().where('organization_id', '=', organizationId)
   if (filters.patientId) query = query.where('patient_id', '=', filters.patientId)
   if (filters.status) query = query.where('status', '=', filters.status)

@@ -12,7 +12,7 @@ import {
 import { IdParams, IfMatchHeaders, IfNoneMatchHeaders } from '../../../schemas/common.js'
 import { ok } from '../../http/envelope.js'
 import { listOrSync } from '../../http/list-or-sync.js'
-import { principalOf } from '../../http/principal.js'
+import { principalOf } from '../../http/request-principal.js'
 import { errorResponse, noSuch, otherOrganization } from '../../http/responses.js'
 import {
   type BillingSettings,

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto'
-import type { Kysely } from 'kysely'
-import type { Database, Db, Trx } from '../../../db/database.js'
+import type { Db, Trx } from '../../../db/database.js'
 import type { InvoiceRow } from '../../../db/tables/billing.js'
 import type {
   CreateInvoiceBody,
@@ -40,7 +39,7 @@ export interface BillingSettings {
 }
 
 export async function createInvoice(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   body: CreateInvoiceBody,
   settings: BillingSettings,
@@ -78,11 +77,7 @@ async function missingInvoice(db: Db, actor: Actor, id: number): Promise<never> 
   return missingRecord('Invoice', id, await ownerOrganization(db, 'invoices', id), actor)
 }
 
-export async function getInvoice(
-  db: Kysely<Database>,
-  actor: Actor,
-  id: number,
-): Promise<InvoiceWithPayments> {
+export async function getInvoice(db: Db, actor: Actor, id: number): Promise<InvoiceWithPayments> {
   const row = await findInvoice(db, actor.organizationId, id)
   if (!row) return missingInvoice(db, actor, id)
   const payments = await paymentsOf(db, actor.organizationId, id)
@@ -90,11 +85,7 @@ export async function getInvoice(
 }
 
 /** The organization's invoices a list query asks for. */
-export function listInvoices(
-  db: Kysely<Database>,
-  actor: Actor,
-  query: InvoiceListQuery,
-): RecordList<Invoice> {
+export function listInvoices(db: Db, actor: Actor, query: InvoiceListQuery): RecordList<Invoice> {
   const { paging, filters } = splitListQuery(query)
   const sort = sortOrder(paging.sort, INVOICE_SORT_COLUMNS, { field: 'createdAt', direction: 'desc' })
   return recordList(invoiceRows(db, actor.organizationId, filters), paging, sort, (rows) =>
@@ -106,7 +97,7 @@ const conflict = (details: string) => new AppError('RES_002', details, { message
 
 /** A change of the invoice's state, made holding its row: with `expectedVersion`, only at that version. */
 async function changeInvoice(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   id: number,
   expectedVersion: ExpectedVersion,
@@ -123,12 +114,7 @@ async function changeInvoice(
   return toInvoice(row)
 }
 
-export function issueInvoice(
-  db: Kysely<Database>,
-  actor: Actor,
-  id: number,
-  expectedVersion: ExpectedVersion,
-) {
+export function issueInvoice(db: Db, actor: Actor, id: number, expectedVersion: ExpectedVersion) {
   return changeInvoice(db, actor, id, expectedVersion, (invoice, trx) => {
     if (invoice.status !== 'DRAFT')
       throw conflict(`Only a DRAFT invoice can be issued; this one is ${invoice.status}`)
@@ -136,12 +122,7 @@ export function issueInvoice(
   })
 }
 
-export function voidInvoice(
-  db: Kysely<Database>,
-  actor: Actor,
-  id: number,
-  expectedVersion: ExpectedVersion,
-) {
+export function voidInvoice(db: Db, actor: Actor, id: number, expectedVersion: ExpectedVersion) {
   return changeInvoice(db, actor, id, expectedVersion, (invoice, trx) => {
     if (Number(invoice.amount_paid) > 0) throw conflict('An invoice with payments cannot be voided')
     if (invoice.status === 'VOID') throw conflict('The invoice is already void')
@@ -174,7 +155,7 @@ export interface PaymentOutcome {
  * Idempotency-Key, a repeat (same key, same request) returns the first payment.
  */
 export async function recordPayment(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   body: RecordPaymentBody,
   idempotencyKey: string | undefined,

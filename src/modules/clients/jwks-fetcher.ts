@@ -1,8 +1,8 @@
 import { isIP } from 'node:net'
 import type { StoredJwks } from '../../../db/tables/clients.js'
 import { TtlCache } from '../../lib/ttl-cache.js'
-import { lazyAgent } from '../../lib/undici.js'
 import { allowedAddresses, checkUrlShape, guardedConnector, type TargetPolicy } from '../../outbox/targets.js'
+import { lazyAgent } from '../../runtime/lazy-undici.js'
 import { usableKeys } from './keys.js'
 
 // A client's keys change rarely; five minutes bounds how long a withdrawn key keeps working.

@@ -1,5 +1,5 @@
-import { type Insertable, type Kysely, sql } from 'kysely'
-import type { Database, Db, Trx } from '../../../db/database.js'
+import { type Insertable, sql } from 'kysely'
+import type { Db, Trx } from '../../../db/database.js'
 import type { ClientsTable, StoredJwks } from '../../../db/tables/clients.js'
 import type { UsersTable } from '../../../db/tables/users.js'
 import type { CLIENT_SORT_FIELDS } from '../../../schemas/clients.js'
@@ -59,12 +59,7 @@ const JTI_PURGE_BATCH = 100
  * Records an assertion's jti until `expiresAt`; false when the client used it before and that use
  * has not expired (a replay). Concurrent uses of one jti: the primary key lets only one through.
  */
-export async function recordAssertionJti(
-  db: Kysely<Database>,
-  id: number,
-  jti: string,
-  expiresAt: Date,
-): Promise<boolean> {
+export async function recordAssertionJti(db: Db, id: number, jti: string, expiresAt: Date): Promise<boolean> {
   await db
     .deleteFrom('client_assertion_jtis')
     .where((eb) =>
@@ -251,7 +246,7 @@ export interface ClientFilters {
 }
 
 export function listClients(
-  db: Kysely<Database>,
+  db: Db,
   organizationId: number,
   filters: ClientFilters,
   sort: SortOrder,

@@ -11,8 +11,8 @@ import {
 import { IdParams } from '../../../schemas/common.js'
 import { ok } from '../../http/envelope.js'
 import { listPage } from '../../http/list-or-sync.js'
-import { validMergedBody } from '../../http/merge-patch.js'
-import { principalOf } from '../../http/principal.js'
+import { validMergedBody } from '../../http/merge-patch-body.js'
+import { principalOf } from '../../http/request-principal.js'
 import { errorResponse, recordErrors } from '../../http/responses.js'
 import { MERGE_PATCH, mergePatchDescription } from '../../plugins/conditional-requests.js'
 import {

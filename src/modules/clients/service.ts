@@ -1,6 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto'
-import type { Kysely } from 'kysely'
-import type { Database, Db, Trx } from '../../../db/database.js'
+import type { Db, Trx } from '../../../db/database.js'
 import {
   type Client,
   type ClientListQuery,
@@ -13,9 +12,9 @@ import type { PageOf } from '../../../schemas/common.js'
 import { type Actor, missingRecord } from '../../access/organization-scope.js'
 import { auditChange } from '../../audit/change-audit.js'
 import { AppError, conflict, invalidField, invalidFields } from '../../errors.js'
+import { decoyHash, hashPassword, verifyPassword, withHashing } from '../../identity/password-hashing.js'
 import { applyMergePatch, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, splitListQuery, toPage } from '../../lib/paging.js'
-import { decoyHash, hashPassword, verifyPassword, withHashing } from '../../lib/passwords.js'
 import { checkTarget, systemResolver, type TargetPolicy, TargetRefused } from '../../outbox/targets.js'
 import { checkRoles } from '../users/service.js'
 import { AssertionRefused, type KeySource, verifyAssertion } from './assertions.js'
@@ -135,7 +134,7 @@ async function insertNewClient(
 
 /** A client with the chosen id (command line): the id checked, then the row and its service account. */
 async function insertChosenClient(
-  db: Kysely<Database>,
+  db: Db,
   client: NewClient,
   keys: { jwks: string | null; jwks_url: string | null },
 ): Promise<{ secret: string; userId: number }> {
@@ -158,7 +157,7 @@ async function insertChosenClient(
  * once, here, and stored only as a hash.
  */
 export async function createClient(
-  db: Kysely<Database>,
+  db: Db,
   client: NewClient,
 ): Promise<{ clientId: string; secret: string; userId: number }> {
   const { secret, userId } = await insertChosenClient(db, client, { jwks: null, jwks_url: null })
@@ -171,7 +170,7 @@ export async function createClient(
  * has no working secret until one is rotated in.
  */
 export async function createClientWithKeys(
-  db: Kysely<Database>,
+  db: Db,
   client: NewClient,
   registration: KeyRegistration,
   jwksUrls: TargetPolicy = PUBLIC_HTTPS_ONLY,
@@ -194,7 +193,7 @@ export async function createClientWithKeys(
  * deactivated client). An unknown client and a wrong secret cost the same two hash comparisons.
  */
 export async function authenticateClient(
-  db: Kysely<Database>,
+  db: Db,
   clientId: string,
   secret: string,
 ): Promise<{ userId: number } | undefined> {
@@ -213,7 +212,7 @@ export async function authenticateClient(
  * client or one without keys.
  */
 export async function authenticateClientAssertion(
-  db: Kysely<Database>,
+  db: Db,
   fetcher: JwksFetcher,
   clientId: string,
   assertion: string,
@@ -272,11 +271,7 @@ function generatedClientId(name: string): string {
 
 const DEFAULT_SORT = { field: 'name', direction: 'asc' } as const
 
-export async function listClients(
-  db: Kysely<Database>,
-  actor: Actor,
-  query: ClientListQuery,
-): Promise<PageOf<Client>> {
+export async function listClients(db: Db, actor: Actor, query: ClientListQuery): Promise<PageOf<Client>> {
   const { paging, filters } = splitListQuery(query)
   const { rows, total } = await listClientRows(
     db,
@@ -293,7 +288,7 @@ export async function listClients(
   )
 }
 
-export async function getClient(db: Kysely<Database>, actor: Actor, id: number): Promise<Client> {
+export async function getClient(db: Db, actor: Actor, id: number): Promise<Client> {
   return toClient(await requireClient(db, actor, id))
 }
 
@@ -302,7 +297,7 @@ export async function getClient(db: Kysely<Database>, actor: Actor, id: number):
  * which the response is the only place of; with keys, none that works (rotate-secret makes one).
  */
 export async function registerClient(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   body: CreateClientBody,
   settings: ClientSettings,
@@ -328,7 +323,7 @@ export async function registerClient(
 
 /** Replaces name, roles and keys; a client without a secret must keep some keys. */
 export async function updateClient(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   id: number,
   body: UpdateClientBody,
@@ -360,7 +355,7 @@ export async function updateClient(
  * registered key set is merged as stored, though the API shows only its key ids.
  */
 export async function patchClient(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   id: number,
   patch: PatchClientBody,
@@ -382,7 +377,7 @@ export async function patchClient(
  * oldest at once (only one previous secret is kept).
  */
 export async function rotateClientSecret(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   id: number,
   settings: ClientSettings,
@@ -406,15 +401,15 @@ export async function rotateClientSecret(
 }
 
 /** The client is refused at the token endpoint from now on; its access tokens stop within 30 seconds. */
-export async function deactivateClient(db: Kysely<Database>, actor: Actor, id: number): Promise<Client> {
+export async function deactivateClient(db: Db, actor: Actor, id: number): Promise<Client> {
   return setActive(db, actor, id, false)
 }
 
-export async function reactivateClient(db: Kysely<Database>, actor: Actor, id: number): Promise<Client> {
+export async function reactivateClient(db: Db, actor: Actor, id: number): Promise<Client> {
   return setActive(db, actor, id, true)
 }
 
-async function setActive(db: Kysely<Database>, actor: Actor, id: number, active: boolean): Promise<Client> {
+async function setActive(db: Db, actor: Actor, id: number, active: boolean): Promise<Client> {
   return db.transaction().execute(async (trx) => {
     const client = await lockClientFor(trx, actor, id)
     if (client.active === active) return toClient(client)

@@ -1,6 +1,5 @@
 import type { Static, TObject, TProperties } from '@sinclair/typebox'
-import type { Kysely } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import type { Db } from '../../../db/database.js'
 import type { ClinicalKindName, ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import type { ClinicalPath } from '../../access/route-access.js'
 
@@ -44,7 +43,7 @@ export interface ClinicalKind<I extends TObject = TObject, D extends TObject = T
    */
   inputOf?(row: ClinicalRecordRow): Static<I>
   /** Checks that need the database (e.g. that a named provider exists); throws 422 AppErrors. */
-  checkReferences?(db: Kysely<Database>, organizationId: number, input: Static<I>): Promise<void>
+  checkReferences?(db: Db, organizationId: number, input: Static<I>): Promise<void>
   /** A unique index of this kind and the 409 message when it is violated. */
   uniqueness?: { constraint: string; message: string }
 }

@@ -1,5 +1,5 @@
-import { type Kysely, sql } from 'kysely'
-import type { Database, Db, Trx } from '../../../db/database.js'
+import { sql } from 'kysely'
+import type { Db, Trx } from '../../../db/database.js'
 import type { ClinicalKindName, ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import { rowList } from '../../lib/row-list.js'
 import { changesRecord } from '../../lib/versions.js'
@@ -75,7 +75,7 @@ export interface RecordFilters {
 }
 
 /** The patient's records of the kind matching the filters (withdrawn ones are marked, never removed). */
-export function clinicalRows(db: Kysely<Database>, scope: RecordScope, filters: RecordFilters) {
+export function clinicalRows(db: Db, scope: RecordScope, filters: RecordFilters) {
   let query = scoped(db, scope).selectAll()
   if (!filters.includeEnteredInError) query = query.where('entered_in_error_at', 'is', null)
   if (filters.status) query = query.where('status', '=', filters.status)
@@ -92,7 +92,7 @@ const RECENT_LAB_RESULTS = 10
  * Everything the chart summary shows, in one query: the latest vital signs, the 10 latest lab
  * results, and the active conditions, allergies and medications.
  */
-export function chartRecords(db: Kysely<Database>, organizationId: number, patientId: number) {
+export function chartRecords(db: Db, organizationId: number, patientId: number) {
   return db
     .selectFrom((eb) =>
       eb

@@ -1,7 +1,6 @@
 import { isDeepStrictEqual } from 'node:util'
 import type { Static, TObject } from '@sinclair/typebox'
-import type { Kysely } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import type { Db } from '../../../db/database.js'
 import type { ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import { type Chart, ENTERED_IN_ERROR } from '../../../schemas/clinical.js'
 import type { PageQuery } from '../../../schemas/common.js'
@@ -47,7 +46,7 @@ function conflictOf(kind: KindIdentity, error: unknown): unknown {
 
 /** The encounter the input points at (checked to be the patient's), after the kind's own reference checks. */
 async function checkReferences<I extends TObject, D extends TObject>(
-  db: Kysely<Database>,
+  db: Db,
   kind: ClinicalKind<I, D>,
   actor: Actor,
   patientId: number,
@@ -67,7 +66,7 @@ const uncorrectable = (kind: KindIdentity) =>
   })
 
 export async function createRecord<I extends TObject, D extends TObject>(
-  db: Kysely<Database>,
+  db: Db,
   kind: ClinicalKind<I, D>,
   actor: Actor,
   patientId: number,
@@ -101,7 +100,7 @@ export async function createRecord<I extends TObject, D extends TObject>(
 }
 
 export async function getRecord<D extends TObject>(
-  db: Kysely<Database>,
+  db: Db,
   kind: ClinicalKind<TObject, D>,
   actor: Actor,
   patientId: number,
@@ -135,7 +134,7 @@ function filtersOf(
  * error whatever the query says: a withdrawal is a change a copy must learn of.
  */
 export async function listClinicalRecords<D extends TObject>(
-  db: Kysely<Database>,
+  db: Db,
   kind: ClinicalKind<TObject, D>,
   actor: Actor,
   patientId: number,
@@ -186,7 +185,7 @@ function correctsNothing<I extends TObject, D extends TObject>(
  * version (412 otherwise).
  */
 export async function correctRecord<I extends TObject, D extends TObject>(
-  db: Kysely<Database>,
+  db: Db,
   kind: ClinicalKind<I, D>,
   actor: Actor,
   patientId: number,
@@ -226,7 +225,7 @@ export async function correctRecord<I extends TObject, D extends TObject>(
  * merged input is then a correction like any other.
  */
 export async function patchClinicalRecord<I extends TObject, D extends TObject>(
-  db: Kysely<Database>,
+  db: Db,
   kind: ClinicalKind<I, D>,
   actor: Actor,
   patientId: number,
@@ -254,7 +253,7 @@ export async function patchClinicalRecord<I extends TObject, D extends TObject>(
 
 /** Withdraws a record: kept with who, when and why, and its status becomes ENTERED_IN_ERROR. */
 export async function enterInError<D extends TObject>(
-  db: Kysely<Database>,
+  db: Db,
   kind: ClinicalKind<TObject, D>,
   actor: Actor,
   patientId: number,
@@ -286,7 +285,7 @@ export async function enterInError<D extends TObject>(
   return toRecord<D>(row)
 }
 
-export async function getChart(db: Kysely<Database>, actor: Actor, patientId: number): Promise<Chart> {
+export async function getChart(db: Db, actor: Actor, patientId: number): Promise<Chart> {
   await requirePatient(db, actor, patientId)
   const rows = await chartRecords(db, actor.organizationId, patientId)
   const of = (kind: ClinicalRecordRow['kind']) =>

@@ -1,6 +1,6 @@
-import { type Kysely, sql } from 'kysely'
+import { sql } from 'kysely'
 import { acrossOrganizations } from '../../../db/across-organizations.js'
-import type { Database, Db } from '../../../db/database.js'
+import type { Db } from '../../../db/database.js'
 import type { DocumentRow } from '../../../db/tables/documents.js'
 import type { DocumentListQuery } from '../../../schemas/documents.js'
 import type { ListFilters } from '../../lib/paging.js'
@@ -9,7 +9,7 @@ import { rowList } from '../../lib/row-list.js'
 export const DOCUMENT_SORT_COLUMNS = { createdAt: 'created_at', title: 'lower(title)' }
 
 export function insertPendingDocument(
-  db: Kysely<Database>,
+  db: Db,
   row: Pick<
     DocumentRow,
     | 'organization_id'
@@ -41,7 +41,7 @@ export function markAvailable(db: Db, organizationId: number, id: number, size: 
 }
 
 /** Removes the row of an upload that failed before its bytes were stored. */
-export function deletePendingDocument(db: Kysely<Database>, organizationId: number, id: number) {
+export function deletePendingDocument(db: Db, organizationId: number, id: number) {
   return db
     .deleteFrom('documents')
     .where('organization_id', '=', organizationId)
@@ -51,7 +51,7 @@ export function deletePendingDocument(db: Kysely<Database>, organizationId: numb
 }
 
 /** Removes the row of an upload that failed after its bytes were stored (and removed again). */
-export function deleteUploadedDocument(db: Kysely<Database>, organizationId: number, id: number) {
+export function deleteUploadedDocument(db: Db, organizationId: number, id: number) {
   return db
     .deleteFrom('documents')
     .where('organization_id', '=', organizationId)
@@ -59,7 +59,7 @@ export function deleteUploadedDocument(db: Kysely<Database>, organizationId: num
     .execute()
 }
 
-export function findAvailableDocument(db: Kysely<Database>, organizationId: number, id: number) {
+export function findAvailableDocument(db: Db, organizationId: number, id: number) {
   return db
     .selectFrom('documents')
     .selectAll()
@@ -74,7 +74,7 @@ export function findAvailableDocument(db: Kysely<Database>, organizationId: numb
  * carry tombstones of deleted ones.
  */
 export function patientDocumentRows(
-  db: Kysely<Database>,
+  db: Db,
   organizationId: number,
   patientId: number,
   filters: ListFilters<DocumentListQuery>,
@@ -116,7 +116,7 @@ export function markDeleted(
  * Uploads that never finished (a crash between row and bytes) and deleted documents past retention.
  * Housekeeping, over all organizations by design.
  */
-export function findSweepable(db: Kysely<Database>, pendingBefore: Date, deletedBefore: Date, limit: number) {
+export function findSweepable(db: Db, pendingBefore: Date, deletedBefore: Date, limit: number) {
   return db
     .selectFrom('documents')
     .select(['id', 'status', 'storage_key'])
@@ -134,7 +134,7 @@ export function findSweepable(db: Kysely<Database>, pendingBefore: Date, deleted
 }
 
 /** Housekeeping, over all organizations: removes the row of an abandoned upload the sweep found. */
-export function deleteAbandonedUpload(db: Kysely<Database>, id: number) {
+export function deleteAbandonedUpload(db: Db, id: number) {
   return db
     .deleteFrom('documents')
     .where('id', '=', id)
@@ -143,7 +143,7 @@ export function deleteAbandonedUpload(db: Kysely<Database>, id: number) {
 }
 
 /** Housekeeping, over all organizations: records that the sweep removed a document's bytes. */
-export function markSweptPurged(db: Kysely<Database>, id: number) {
+export function markSweptPurged(db: Db, id: number) {
   return db
     .updateTable('documents')
     .set({ purged_at: sql`now()` })
@@ -152,7 +152,7 @@ export function markSweptPurged(db: Kysely<Database>, id: number) {
     .execute()
 }
 
-export function markPurged(db: Kysely<Database>, organizationId: number, id: number) {
+export function markPurged(db: Db, organizationId: number, id: number) {
   return db
     .updateTable('documents')
     .set({ purged_at: sql`now()` })

@@ -15,7 +15,7 @@ import {
 import { AppError } from '../../errors.js'
 import { ok } from '../../http/envelope.js'
 import { listOrSync } from '../../http/list-or-sync.js'
-import { principalOf } from '../../http/principal.js'
+import { principalOf } from '../../http/request-principal.js'
 import { errorResponse, recordErrors } from '../../http/responses.js'
 import { parseRange } from '../../lib/byte-range.js'
 import { STREAMED_BODY } from '../../plugins/validation.js'

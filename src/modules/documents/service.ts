@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Multipart, MultipartFile } from '@fastify/multipart'
 import type { ErrorObject } from 'ajv'
-import type { Kysely } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import type { Db } from '../../../db/database.js'
 import type { DocumentRow } from '../../../db/tables/documents.js'
 import type { Document, DocumentFields, DocumentListQuery } from '../../../schemas/documents.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
@@ -109,7 +108,7 @@ function parseFields(fields: Record<string, unknown>, validate: FieldsValidator)
  * clears.
  */
 export async function uploadDocument(
-  db: Kysely<Database>,
+  db: Db,
   store: DocumentStore,
   actor: Actor,
   patientId: number,
@@ -227,7 +226,7 @@ async function* readParts(parts: AsyncIterable<Multipart>, maxBytes: number): As
 }
 
 async function storeFile(
-  db: Kysely<Database>,
+  db: Db,
   store: DocumentStore,
   actor: Actor,
   patientId: number,
@@ -267,14 +266,14 @@ async function storeFile(
   }
 }
 
-async function discard(db: Kysely<Database>, store: DocumentStore, row: DocumentRow): Promise<void> {
+async function discard(db: Db, store: DocumentStore, row: DocumentRow): Promise<void> {
   await store.remove(row.storage_key)
   await deleteUploadedDocument(db, row.organization_id, row.id)
 }
 
 /** A patient's documents a list query asks for (metadata); a sync page has tombstones of deleted ones. */
 export async function listDocuments(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   patientId: number,
   query: DocumentListQuery,
@@ -287,7 +286,7 @@ export async function listDocuments(
 }
 
 /** The document, or the organization rule: another organization's is 403, a missing one 404. */
-export async function findDocument(db: Kysely<Database>, actor: Actor, id: number): Promise<DocumentRow> {
+export async function findDocument(db: Db, actor: Actor, id: number): Promise<DocumentRow> {
   const row = await findAvailableDocument(db, actor.organizationId, id)
   return row ?? missingRecord('Document', id, await ownerOrganization(db, 'documents', id), actor)
 }
@@ -297,7 +296,7 @@ export async function findDocument(db: Kysely<Database>, actor: Actor, id: numbe
  * (DOCUMENT_RETENTION_DAYS) and purged by housekeeping after that; 0 purges them now.
  */
 export async function deleteDocument(
-  db: Kysely<Database>,
+  db: Db,
   store: DocumentStore,
   actor: Actor,
   id: number,
@@ -329,7 +328,7 @@ const SWEEP_BATCH = 100
 
 /** Clears interrupted uploads and purges the bytes of documents deleted longer ago than the retention. */
 export async function sweepDocuments(
-  db: Kysely<Database>,
+  db: Db,
   store: DocumentStore,
   retentionDays: number,
   now = Date.now(),

@@ -1,5 +1,4 @@
-import type { Kysely } from 'kysely'
-import type { Database, Db, Trx } from '../../../db/database.js'
+import type { Db, Trx } from '../../../db/database.js'
 import type { EncounterAddendumRow, NewEncounterAddendumRow } from '../../../db/tables/encounter-addenda.js'
 import type { EncounterRow, EncounterRowUpdate, NewEncounterRow } from '../../../db/tables/encounters.js'
 import type { ENCOUNTER_SORT_FIELDS, EncounterListQuery } from '../../../schemas/encounters.js'
@@ -73,11 +72,7 @@ export async function insertAddendum(trx: Trx, row: NewEncounterAddendumRow): Pr
 }
 
 /** The organization's encounters matching the filters (none is ever removed, so sync pages have no tombstones). */
-export function encounterRows(
-  db: Kysely<Database>,
-  organizationId: number,
-  filters: ListFilters<EncounterListQuery>,
-) {
+export function encounterRows(db: Db, organizationId: number, filters: ListFilters<EncounterListQuery>) {
   let query = scoped(db, organizationId).selectAll()
   if (filters.patientId) query = query.where('patient_id', '=', filters.patientId)
   if (filters.providerId) query = query.where('provider_id', '=', filters.providerId)

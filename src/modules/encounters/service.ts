@@ -1,5 +1,4 @@
-import type { Kysely } from 'kysely'
-import type { Database, Db, Trx } from '../../../db/database.js'
+import type { Db, Trx } from '../../../db/database.js'
 import type { EncounterRow } from '../../../db/tables/encounters.js'
 import { TIME_RELEASING_STATUSES } from '../../../schemas/appointments.js'
 import {
@@ -82,11 +81,7 @@ async function checkAppointment(trx: Trx, actor: Actor, body: CreateEncounterBod
   }
 }
 
-export async function createEncounter(
-  db: Kysely<Database>,
-  actor: Actor,
-  body: CreateEncounterBody,
-): Promise<Encounter> {
+export async function createEncounter(db: Db, actor: Actor, body: CreateEncounterBody): Promise<Encounter> {
   return transactionWithEvents(db, async (trx) => {
     await requirePatient(trx, actor, body.patientId)
     await requireProvider(trx, actor, body.providerId)
@@ -108,7 +103,7 @@ export async function createEncounter(
   })
 }
 
-export async function getEncounter(db: Kysely<Database>, actor: Actor, id: number): Promise<Encounter> {
+export async function getEncounter(db: Db, actor: Actor, id: number): Promise<Encounter> {
   const row = (await findEncounter(db, actor.organizationId, id)) ?? (await missingEncounter(db, actor, id))
   return toEncounter(row, await addendaOf(db, actor.organizationId, [id]))
 }
@@ -131,7 +126,7 @@ async function checkEditor(trx: Trx, editor: Editor, row: EncounterRow): Promise
 }
 
 export async function updateEncounter(
-  db: Kysely<Database>,
+  db: Db,
   actor: Editor,
   id: number,
   body: UpdateEncounterBody,
@@ -152,7 +147,7 @@ export async function updateEncounter(
 
 /** A JSON Merge Patch of a draft encounter's note: the merged note is checked like a full replacement. */
 export async function patchEncounter(
-  db: Kysely<Database>,
+  db: Db,
   actor: Editor,
   id: number,
   patch: PatchEncounterBody,
@@ -174,7 +169,7 @@ export async function patchEncounter(
  * sign: a signature attests authorship. Otherwise any provider of the organization may.
  */
 export async function signEncounter(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   id: number,
   // The seed script signs unconditionally.
@@ -199,7 +194,7 @@ export async function signEncounter(
 }
 
 export async function addAddendum(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   id: number,
   body: AddendumBody,
@@ -228,11 +223,7 @@ export async function addAddendum(
 const DEFAULT_SORT = { field: 'encounterDate', direction: 'desc' } as const
 
 /** The organization's encounters a list query asks for, with their addenda. */
-export function listEncounters(
-  db: Kysely<Database>,
-  actor: Actor,
-  query: EncounterListQuery,
-): RecordList<Encounter> {
+export function listEncounters(db: Db, actor: Actor, query: EncounterListQuery): RecordList<Encounter> {
   const { paging, filters } = splitListQuery(query)
   checkDateRange(filters)
   const sort = sortOrder(paging.sort, ENCOUNTER_SORT_COLUMNS, DEFAULT_SORT)
@@ -242,7 +233,7 @@ export function listEncounters(
 
 /** For records that point at an encounter: it must be one of this patient's, in this organization. */
 export async function checkEncounterOfPatient(
-  db: Kysely<Database>,
+  db: Db,
   organizationId: number,
   patientId: number,
   encounterId: number,

@@ -1,6 +1,6 @@
-import { type Kysely, sql } from 'kysely'
+import { sql } from 'kysely'
 import { acrossOrganizations } from '../../../db/across-organizations.js'
-import type { Database, Db, Trx } from '../../../db/database.js'
+import type { Db, Trx } from '../../../db/database.js'
 import type { StoredPayload } from '../../../schemas/events.js'
 
 /** A place in the feed: the writing transaction (xid8, decimal) and the event id within it. */
@@ -84,7 +84,7 @@ export async function readHorizon(db: Db): Promise<string> {
  * find something new: a newer event, or the newest one coming out from behind an older open
  * transaction (of any database on the server: transaction ids are the server's).
  */
-export async function feedMark(db: Kysely<Database>): Promise<string | null> {
+export async function feedMark(db: Db): Promise<string | null> {
   const { rows } = await sql<{ mark: string }>`${acrossOrganizations('change feed waiter')}
     select id::text || case when transaction_id < pg_snapshot_xmin(pg_current_snapshot()) then '' else ' pending' end as mark
     from outbox_events order by id desc limit 1`.execute(db)

@@ -1,6 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { Kysely } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import type { Db } from '../../../db/database.js'
 import {
   type ChangeFeed,
   type ChangeFeedQuery,
@@ -52,7 +51,7 @@ function toFeedEvent(row: FeedRow): FeedEvent {
 }
 
 async function readPage(
-  db: Kysely<Database>,
+  db: Db,
   organizationId: number,
   after: FeedPosition,
   types: readonly string[],
@@ -76,7 +75,7 @@ async function readPage(
   return { events, position: encode(later(after, horizonPosition(horizon))), caughtUp: true }
 }
 
-async function startOf(db: Kysely<Database>, after: string | undefined): Promise<FeedPosition> {
+async function startOf(db: Db, after: string | undefined): Promise<FeedPosition> {
   if (after === undefined) return BEGINNING
   if (after === FEED_NOW) return horizonPosition(await readHorizon(db))
   return decode(after)
@@ -89,7 +88,7 @@ async function startOf(db: Kysely<Database>, after: string | undefined): Promise
  * `wait` seconds plus one read.
  */
 export async function readChangeFeed(
-  db: Kysely<Database>,
+  db: Db,
   waiter: FeedWaiter,
   actor: Principal,
   query: ChangeFeedQuery,

@@ -1,6 +1,5 @@
 import type { Appointment, CodeableConcept, Coding } from '@medplum/fhirtypes'
-import type { Kysely } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import type { Db } from '../../../db/database.js'
 import type { AppointmentRow } from '../../../db/tables/appointments.js'
 import type { AppointmentStatus } from '../../../schemas/appointments.js'
 import { AppError } from '../../errors.js'
@@ -115,7 +114,7 @@ function toFhirAppointment(row: AppointmentRow): Appointment & { id: string } {
 
 type AppointmentQuery = ReturnType<typeof appointmentsOf>
 
-const appointmentsOf = (db: Kysely<Database>, scope: ReadScope) => {
+const appointmentsOf = (db: Db, scope: ReadScope) => {
   const query = db
     .selectFrom('appointments')
     .selectAll()

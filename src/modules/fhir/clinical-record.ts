@@ -1,6 +1,6 @@
 import type { CodeableConcept, Reference, Resource } from '@medplum/fhirtypes'
-import { type Kysely, sql } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import { sql } from 'kysely'
+import type { Db } from '../../../db/database.js'
 import type { ClinicalKindName, ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import { missingRecord } from '../../access/organization-scope.js'
 import type { ClinicalPath } from '../../access/route-access.js'
@@ -27,7 +27,7 @@ const COLUMNS: SearchColumns = { id: 'id', updatedAt: 'updated_at' }
  * The organization's records of one kind, of its live patients (a deleted patient's records are
  * missing, as in the REST API), kept to the launch patient's for a `patient/` scope.
  */
-const clinicalRowsOf = (db: Kysely<Database>, scope: ReadScope, kind: ClinicalKindName) => {
+const clinicalRowsOf = (db: Db, scope: ReadScope, kind: ClinicalKindName) => {
   const query = db
     .selectFrom('clinical_records')
     .selectAll()
@@ -84,7 +84,7 @@ function commonFiltered(query: ClinicalQuery, search: SearchQuery): ClinicalQuer
 }
 
 /** The organization of a record of the kind, whatever the caller's: only to tell 403 from 404. */
-async function ownerOf(db: Kysely<Database>, kind: ClinicalKindName, id: number) {
+async function ownerOf(db: Db, kind: ClinicalKindName, id: number) {
   const row = await db
     .selectFrom('clinical_records')
     .select('organization_id')
@@ -117,7 +117,7 @@ export function clinicalResourceType<R extends Resource>(
   definition: ClinicalTypeDefinition<R>,
 ): FhirResourceType<R> {
   const { type, kind, path, toFhir } = definition
-  const matching = (db: Kysely<Database>, scope: ReadScope, query: SearchQuery) =>
+  const matching = (db: Db, scope: ReadScope, query: SearchQuery) =>
     definition.filtered(commonFiltered(clinicalRowsOf(db, scope, kind), query), query)
   return {
     type,

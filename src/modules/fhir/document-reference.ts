@@ -1,6 +1,5 @@
 import type { CodeableConcept, DocumentReference } from '@medplum/fhirtypes'
-import type { Kysely } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import type { Db } from '../../../db/database.js'
 import type { DocumentRow } from '../../../db/tables/documents.js'
 import { missingRecord, ownerOrganization } from '../../access/organization-scope.js'
 import { AppError } from '../../errors.js'
@@ -93,7 +92,7 @@ function toFhirDocumentReference(row: DocumentWithAuthor, base: string): Documen
 }
 
 /** Documents of the organization (any status), each with its uploader's provider id if any. */
-const documentsWithAuthor = (db: Kysely<Database>, organizationId: number) =>
+const documentsWithAuthor = (db: Db, organizationId: number) =>
   db
     .selectFrom('documents')
     .innerJoin('patients', 'patients.id', 'documents.patient_id')
@@ -112,7 +111,7 @@ type DocumentQuery = ReturnType<typeof documentsOf>
  * The stored documents the scope may see: the organization's, of live patients (a deleted
  * patient's records are not shown, as with every other clinical type), and the launch patient's only.
  */
-const documentsOf = (db: Kysely<Database>, scope: ReadScope) => {
+const documentsOf = (db: Db, scope: ReadScope) => {
   const query = documentsWithAuthor(db, scope.actor.organizationId)
     .where('documents.status', '=', 'AVAILABLE')
     // Implied by AVAILABLE; stated so the planner can use the partial index, as the REST list does.
@@ -125,11 +124,7 @@ const documentsOf = (db: Kysely<Database>, scope: ReadScope) => {
  * The stored document the scope may read: 403 for another organization's or (SMART launch) another
  * patient's, 410 when it was deleted, 404 when there is none (or its upload never finished).
  */
-export async function readableDocument(
-  db: Kysely<Database>,
-  scope: ReadScope,
-  id: number,
-): Promise<DocumentWithAuthor> {
+export async function readableDocument(db: Db, scope: ReadScope, id: number): Promise<DocumentWithAuthor> {
   const row = await documentsWithAuthor(db, scope.actor.organizationId)
     .where('documents.id', '=', id)
     .executeTakeFirst()

@@ -1,6 +1,6 @@
 import type { Coding, Encounter } from '@medplum/fhirtypes'
-import { type Kysely, sql } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import { sql } from 'kysely'
+import type { Db } from '../../../db/database.js'
 import type { EncounterRow } from '../../../db/tables/encounters.js'
 import type { EncounterStatus } from '../../../schemas/encounters.js'
 import { missingRecord, ownerOrganization } from '../../access/organization-scope.js'
@@ -83,7 +83,7 @@ function toFhirEncounter(row: EncounterRow): Encounter & { id: string } {
 
 type EncounterQuery = ReturnType<typeof encountersOf>
 
-const encountersOf = (db: Kysely<Database>, scope: ReadScope) => {
+const encountersOf = (db: Db, scope: ReadScope) => {
   const query = db
     .selectFrom('encounters')
     .selectAll()

@@ -1,6 +1,6 @@
 import type { CodeableConcept, Observation, ObservationReferenceRange, Quantity } from '@medplum/fhirtypes'
-import { type Expression, type ExpressionBuilder, type Kysely, type SqlBool, sql } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import { type Expression, type ExpressionBuilder, type SqlBool, sql } from 'kysely'
+import type { Database, Db } from '../../../db/database.js'
 import type { ClinicalKindName, ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import type { LabResultData } from '../../../schemas/clinical.js'
 import { missingRecord } from '../../access/organization-scope.js'
@@ -129,7 +129,7 @@ const toFhirObservation = (row: ClinicalRecordRow) =>
   row.kind === 'VITAL_SIGNS' ? toFhirVitalSigns(row) : toFhirLabResult(row)
 
 /** Vital signs and lab results of the organization's live patients (and the launch patient only). */
-const observationsOf = (db: Kysely<Database>, scope: ReadScope) => {
+const observationsOf = (db: Db, scope: ReadScope) => {
   const query = db
     .selectFrom('clinical_records as r')
     .innerJoin('patients as p', (join) =>
@@ -288,7 +288,7 @@ export function observationResource(): FhirResourceType<Observation> {
  * The organization of a vital-signs or lab record, whatever the caller's: only to tell another
  * organization's (403) from none (404). Other kinds of clinical record are no Observation (404).
  */
-async function ownerOf(db: Kysely<Database>, id: number): Promise<number | undefined> {
+async function ownerOf(db: Db, id: number): Promise<number | undefined> {
   const row = await db
     .selectFrom('clinical_records')
     .select('organization_id')

@@ -1,6 +1,6 @@
 import type { ContactPoint, Patient } from '@medplum/fhirtypes'
-import type { ExpressionBuilder, Kysely } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import type { ExpressionBuilder } from 'kysely'
+import type { Database, Db } from '../../../db/database.js'
 import type { PatientRow } from '../../../db/tables/patients.js'
 import { AppError } from '../../errors.js'
 import { requirePatient } from '../patients/service.js'
@@ -99,7 +99,7 @@ function toFhirPatient(row: PatientRow, { mrnSystem }: PatientMapping): Patient 
 
 type PatientQuery = ReturnType<typeof patientsOf>
 
-const patientsOf = (db: Kysely<Database>, scope: ReadScope) => {
+const patientsOf = (db: Db, scope: ReadScope) => {
   const query = db
     .selectFrom('patients')
     .selectAll()
@@ -193,7 +193,7 @@ export function patientResource(mapping: PatientMapping): FhirResourceType<Patie
   }
 }
 
-async function wasRemoved(db: Kysely<Database>, scope: ReadScope, id: number): Promise<boolean> {
+async function wasRemoved(db: Db, scope: ReadScope, id: number): Promise<boolean> {
   const row = await db
     .selectFrom('patients')
     .select('id')

@@ -1,6 +1,6 @@
 import type { ContactPoint, Practitioner } from '@medplum/fhirtypes'
-import type { ExpressionBuilder, Kysely } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import type { ExpressionBuilder } from 'kysely'
+import type { Database, Db } from '../../../db/database.js'
 import type { ProviderRow } from '../../../db/tables/providers.js'
 import { requireProvider } from '../providers/service.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
@@ -58,7 +58,7 @@ type ProviderQuery = ReturnType<typeof providersOf>
 
 // Providers are not in a patient's compartment: a patient/ launch still reads the organization's
 // practitioners (the ones its appointments and encounters name), so scope.patient is not applied.
-const providersOf = (db: Kysely<Database>, scope: ReadScope) =>
+const providersOf = (db: Db, scope: ReadScope) =>
   db.selectFrom('providers').selectAll().where('organization_id', '=', scope.actor.organizationId)
 
 const lowered = (eb: ExpressionBuilder<Database, 'providers'>, column: 'first_name' | 'last_name') =>

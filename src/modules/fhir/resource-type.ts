@@ -1,6 +1,5 @@
 import type { Resource } from '@medplum/fhirtypes'
-import type { Kysely } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import type { Db } from '../../../db/database.js'
 import type { Actor } from '../../access/organization-scope.js'
 import type { RouteKey } from '../../access/route-access.js'
 import type { PageRequest, SearchPage, SearchQuery } from './search-params.js'
@@ -37,16 +36,16 @@ export interface FhirResourceType<R extends Resource = Resource> {
   /** The parameters `_sort` may name. */
   sortParameters: string[]
   /** The record (403 for another organization's, 404 when there is none, 410 when removed). */
-  read(db: Kysely<Database>, scope: ReadScope, id: number): Promise<R & { id: string }>
+  read(db: Db, scope: ReadScope, id: number): Promise<R & { id: string }>
   /** One page of matches in the requested order; unknown parameters are the caller's business. */
   search(
-    db: Kysely<Database>,
+    db: Db,
     scope: ReadScope,
     query: SearchQuery,
     page: PageRequest,
   ): Promise<SearchPage<R & { id: string }>>
   /** How many records match, for `_summary=count`. */
-  count(db: Kysely<Database>, scope: ReadScope, query: SearchQuery): Promise<number>
+  count(db: Db, scope: ReadScope, query: SearchQuery): Promise<number>
   /**
    * The references `_include=<Type>:<name>` follows, by name (e.g. `patient`, `practitioner`):
    * for one resource, the references it holds (`Patient/12`).

@@ -1,12 +1,12 @@
-import type { Insertable, Kysely } from 'kysely'
-import type { Database, Db, Trx } from '../../../db/database.js'
+import type { Insertable } from 'kysely'
+import type { Db, Trx } from '../../../db/database.js'
 import type { MessagesTable } from '../../../db/tables/messages.js'
 import type { MessageListQuery } from '../../../schemas/messages.js'
 import type { ListFilters } from '../../lib/paging.js'
 import { rowList } from '../../lib/row-list.js'
 
 /** A message the user sent or received; nobody else's. */
-export function findVisibleMessage(db: Kysely<Database>, organizationId: number, userId: number, id: number) {
+export function findVisibleMessage(db: Db, organizationId: number, userId: number, id: number) {
   return db
     .selectFrom('messages')
     .selectAll()
@@ -16,7 +16,7 @@ export function findVisibleMessage(db: Kysely<Database>, organizationId: number,
     .executeTakeFirst()
 }
 
-export async function isActiveColleague(db: Kysely<Database>, organizationId: number, userId: number) {
+export async function isActiveColleague(db: Db, organizationId: number, userId: number) {
   const user = await db
     .selectFrom('users')
     .select('id')
@@ -61,7 +61,7 @@ export function markRead(trx: Trx, organizationId: number, id: number) {
 
 /** The user's messages in the folder matching the filter; a sync page holds those sent or read since. */
 export function mailbox(
-  db: Kysely<Database>,
+  db: Db,
   organizationId: number,
   userId: number,
   filter: ListFilters<MessageListQuery>,

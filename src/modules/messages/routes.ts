@@ -8,7 +8,7 @@ import {
 } from '../../../schemas/messages.js'
 import { ok } from '../../http/envelope.js'
 import { listOrSync } from '../../http/list-or-sync.js'
-import { principalOf } from '../../http/principal.js'
+import { principalOf } from '../../http/request-principal.js'
 import { errorResponse, recordErrors } from '../../http/responses.js'
 import { getMessage, listMessages, readMessage, sendMessage } from './service.js'
 

@@ -1,5 +1,4 @@
-import type { Kysely } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import type { Db } from '../../../db/database.js'
 import type { Message, MessageListQuery, SendMessageBody } from '../../../schemas/messages.js'
 import type { Actor } from '../../access/organization-scope.js'
 import { auditChange, withChangeAudit } from '../../audit/change-audit.js'
@@ -18,11 +17,7 @@ import {
   markRead,
 } from './queries.js'
 
-export async function sendMessage(
-  db: Kysely<Database>,
-  actor: Actor,
-  body: SendMessageBody,
-): Promise<Message> {
+export async function sendMessage(db: Db, actor: Actor, body: SendMessageBody): Promise<Message> {
   // Another organization's user and no user at all get the same answer: ids reveal nothing.
   if (!(await isActiveColleague(db, actor.organizationId, body.recipientId))) {
     throw invalidField('recipientId', 'is not an active user of your organization')
@@ -50,18 +45,14 @@ export async function sendMessage(
 }
 
 /** The caller's messages a list query asks for: a sync page holds those sent or read since. */
-export function listMessages(
-  db: Kysely<Database>,
-  actor: Actor,
-  query: MessageListQuery,
-): RecordList<Message> {
+export function listMessages(db: Db, actor: Actor, query: MessageListQuery): RecordList<Message> {
   const { paging, filters } = splitListQuery(query)
   const sort = sortOrder(paging.sort, { createdAt: 'created_at' }, { field: 'createdAt', direction: 'desc' })
   const rows = mailbox(db, actor.organizationId, actor.userId, filters)
   return recordList(rows, paging, sort, (found) => found.map(toMessage))
 }
 
-export async function getMessage(db: Kysely<Database>, actor: Actor, id: number): Promise<Message> {
+export async function getMessage(db: Db, actor: Actor, id: number): Promise<Message> {
   const row = await findVisibleMessage(db, actor.organizationId, actor.userId, id)
   if (!row) throw notFound(`Message ${id}`)
   return toMessage(row)
@@ -74,7 +65,7 @@ export async function getMessage(db: Kysely<Database>, actor: Actor, id: number)
  * still at that version (412 otherwise).
  */
 export async function readMessage(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   id: number,
   expectedVersion: ExpectedVersion,

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { Kysely } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import type { Db } from '../../../db/database.js'
 import type { TokenRequest, TokenSet } from '../../../schemas/oidc.js'
 import { authorityOf } from '../../access/roles.js'
 import { parseSmartScope } from '../../access/smart-scopes.js'
@@ -86,7 +85,7 @@ export interface AssertionSettings {
 
 /** A confidential client that signed an assertion with one of its registered keys (RFC 7523). */
 async function assertedClient(
-  db: Kysely<Database>,
+  db: Db,
   credentials: ClientCredentials,
   settings: AssertionSettings,
 ): Promise<Client> {
@@ -121,7 +120,7 @@ async function assertedClient(
  * asks public clients for no client_id there), so only a refresh token bound to it works.
  */
 async function identifyClient(
-  db: Kysely<Database>,
+  db: Db,
   publicClientId: string,
   credentials: ClientCredentials,
   assertions?: AssertionSettings,
@@ -160,12 +159,7 @@ const SESSION_SCOPES = ['online_access', 'offline_access']
 const requestedScopes = (requested: string | undefined) =>
   (requested ?? '').split(' ').filter((scope) => scope !== '' && !BASE_SCOPES.includes(scope))
 
-async function passwordGrant(
-  db: Kysely<Database>,
-  issuer: TokenIssuer,
-  client: Client,
-  request: TokenRequest,
-) {
+async function passwordGrant(db: Db, issuer: TokenIssuer, client: Client, request: TokenRequest) {
   if (!request.username || !request.password) throw invalidRequest('username and password are required')
   let user: Awaited<ReturnType<typeof checkPassword>>
   try {
@@ -181,12 +175,7 @@ async function passwordGrant(
   return toTokenSet(await startSession(db, issuer, user.id, client.clientId, [...new Set(scopes)]))
 }
 
-async function refreshTokenGrant(
-  db: Kysely<Database>,
-  issuer: TokenIssuer,
-  client: Client,
-  request: TokenRequest,
-) {
+async function refreshTokenGrant(db: Db, issuer: TokenIssuer, client: Client, request: TokenRequest) {
   if (!request.refresh_token) throw invalidRequest('refresh_token is required')
   try {
     return toTokenSet(await refreshSession(db, issuer, request.refresh_token, client.clientId))
@@ -243,7 +232,7 @@ function systemScopes(
 
 /** A service account's token: no session and no refresh token, as Keycloak does by default. */
 async function clientCredentialsGrant(
-  db: Kysely<Database>,
+  db: Db,
   issuer: TokenIssuer,
   client: Client,
   request: TokenRequest,
@@ -271,7 +260,7 @@ async function clientCredentialsGrant(
 }
 
 export async function grantTokens(
-  db: Kysely<Database>,
+  db: Db,
   issuer: TokenIssuer,
   publicClientId: string,
   request: TokenRequest,
@@ -294,7 +283,7 @@ export async function grantTokens(
 }
 
 export async function logout(
-  db: Kysely<Database>,
+  db: Db,
   publicClientId: string,
   refreshToken: string,
   credentials: ClientCredentials,

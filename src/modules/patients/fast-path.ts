@@ -11,15 +11,15 @@
  *   and status filter, with its total from the maintained counts.
  * Other areas copy queries.ts, which stays plain, and not this module.
  */
-import { type Compilable, type CompiledQuery, type Kysely, sql } from 'kysely'
-import type { Database, Db } from '../../../db/database.js'
+import { type Compilable, type CompiledQuery, sql } from 'kysely'
+import type { Db } from '../../../db/database.js'
 import { prepared, rememberDeclared } from '../../../db/prepared-statements.js'
 import type { NewPatientRow, PatientRow } from '../../../db/tables/patients.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import type { ChangeAuditFields } from '../../audit/change-audit.js'
-import { coalesced } from '../../lib/coalesce.js'
 import { orderByExpression, type SortOrder } from '../../lib/paging.js'
 import { changeWithEventStatement } from '../../outbox/enqueue.js'
+import { coalesced } from '../../runtime/coalesce.js'
 import { patientEvent } from './mapper.js'
 import {
   insertPatientQuery,
@@ -94,12 +94,9 @@ const patientsByIds = precompiledQuery((db, organizationId: number, ids: number[
   ),
 )
 
-const lookups = new WeakMap<
-  Kysely<Database>,
-  (organizationId: number, id: number) => Promise<PatientRow | undefined>
->()
+const lookups = new WeakMap<Db, (organizationId: number, id: number) => Promise<PatientRow | undefined>>()
 
-function coalescedLookup(db: Kysely<Database>) {
+function coalescedLookup(db: Db) {
   let lookup = lookups.get(db)
   if (!lookup) {
     lookup = coalesced(async (organizationId: number, ids: number[]) => {
@@ -178,7 +175,7 @@ async function countLivePatients(db: Db, organizationId: number, status?: string
  * (no filter but perhaps the status) compiled once, any other through queries.ts.
  */
 export async function listPatients(
-  db: Kysely<Database>,
+  db: Db,
   organizationId: number,
   filters: PatientFilters,
   sort: SortOrder,

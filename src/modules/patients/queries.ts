@@ -1,5 +1,5 @@
-import { type Kysely, sql } from 'kysely'
-import type { Database, Db } from '../../../db/database.js'
+import { sql } from 'kysely'
+import type { Db } from '../../../db/database.js'
 import type { NewPatientRow, PatientRow, PatientRowUpdate } from '../../../db/tables/patients.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import type { PATIENT_SORT_FIELDS } from '../../../schemas/patients.js'
@@ -96,7 +96,7 @@ export function updatePatientQuery(
   return query.returning(PATIENT_COLUMNS)
 }
 
-function filteredPatients(db: Kysely<Database>, organizationId: number, filters: PatientFilters) {
+function filteredPatients(db: Db, organizationId: number, filters: PatientFilters) {
   let query = live(db, organizationId).select(PATIENT_COLUMNS)
   if (filters.status) query = query.where('status', '=', filters.status)
   if (filters.gender) query = query.where('gender', '=', filters.gender)
@@ -110,7 +110,7 @@ function filteredPatients(db: Kysely<Database>, organizationId: number, filters:
 
 /** A page of the organization's live patients matching the filters. */
 export function listPatients(
-  db: Kysely<Database>,
+  db: Db,
   organizationId: number,
   filters: PatientFilters,
   sort: SortOrder,
@@ -123,12 +123,7 @@ export function listPatients(
 }
 
 /** A sync page of the organization's live patients matching the filters, with tombstones. */
-export async function syncPatients(
-  db: Kysely<Database>,
-  organizationId: number,
-  filters: PatientFilters,
-  read: SyncRead,
-) {
+export async function syncPatients(db: Db, organizationId: number, filters: PatientFilters, read: SyncRead) {
   const [rows, tombstones] = await Promise.all([
     syncRows(filteredPatients(db, organizationId, filters), { time: 'updated_at', id: 'id' }, read),
     syncTombstones(db, { organizationId, resourceType: 'patient' }, read),
@@ -147,7 +142,7 @@ const FEW_MATCHES = 5000
  * `second`. A word equal to `first` is one seek; words extending it are a range of their own, so
  * that a complete word never scans the longer words that begin with it.
  */
-function patientsWithNameWords(db: Kysely<Database>, organizationId: number, first: string, second?: string) {
+function patientsWithNameWords(db: Db, organizationId: number, first: string, second?: string) {
   const entries = () => {
     const query = db
       .selectFrom('patient_name_words')
@@ -171,7 +166,7 @@ function patientsWithNameWords(db: Kysely<Database>, organizationId: number, fir
  * index looking for a handful of matches (BENCHMARKS.md, "GET /api/patients/search?q=").
  */
 export async function searchPatients(
-  db: Kysely<Database>,
+  db: Db,
   organizationId: number,
   { nameWords, texts }: SearchTerms,
   sort: SortOrder,

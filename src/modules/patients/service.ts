@@ -1,5 +1,4 @@
-import type { Kysely } from 'kysely'
-import type { Database, Db } from '../../../db/database.js'
+import type { Db } from '../../../db/database.js'
 import type { NewPatientRow, PatientRow } from '../../../db/tables/patients.js'
 import type { PageOf, PageQuery } from '../../../schemas/common.js'
 import {
@@ -50,11 +49,7 @@ async function missingPatient(db: Db, actor: Actor, id: number): Promise<never> 
 // A generated MRN can only collide with one a client chose by hand; a few fresh draws settle it.
 const GENERATED_MRN_ATTEMPTS = 5
 
-export async function createPatient(
-  db: Kysely<Database>,
-  actor: Actor,
-  body: CreatePatientBody,
-): Promise<Patient> {
+export async function createPatient(db: Db, actor: Actor, body: CreatePatientBody): Promise<Patient> {
   checkBirthDate(body.identification.dateOfBirth)
   const row: NewPatientRow = {
     ...demographicColumns(body),
@@ -91,7 +86,7 @@ export async function createPatient(
 }
 
 /** The organization's live patient with this id, if there is one (no 403/404 rule: the caller decides). */
-export const findPatientOfOrganization = (db: Kysely<Database>, organizationId: number, id: number) =>
+export const findPatientOfOrganization = (db: Db, organizationId: number, id: number) =>
   findPatient(db, organizationId, id)
 
 /** The live patient, if of the caller's organization; otherwise 403 or 404. */
@@ -99,7 +94,7 @@ export async function requirePatient(db: Db, actor: Actor, id: number): Promise<
   return (await findPatient(db, actor.organizationId, id)) ?? missingPatient(db, actor, id)
 }
 
-export async function getPatient(db: Kysely<Database>, actor: Actor, id: number): Promise<Patient> {
+export async function getPatient(db: Db, actor: Actor, id: number): Promise<Patient> {
   return toPatient(await requirePatient(db, actor, id))
 }
 
@@ -134,7 +129,7 @@ async function unchangedPatient(
  * patient's are no change: the version stays and no event is emitted.
  */
 export async function updatePatient(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   id: number,
   body: UpdatePatientBody,
@@ -165,7 +160,7 @@ export async function updatePatient(
 
 /** A JSON Merge Patch of the patient: the merged record is checked like a full replacement. */
 export async function patchPatient(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   id: number,
   patch: PatchPatientBody,
@@ -188,7 +183,7 @@ export async function patchPatient(
  * tombstone.
  */
 export async function deletePatient(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   id: number,
   expectedVersion: ExpectedVersion,
@@ -212,11 +207,7 @@ export async function deletePatient(
 const DEFAULT_SORT = { field: 'lastName', direction: 'asc' } as const
 
 /** The organization's patients a list query asks for; a sync page has tombstones of removed ones. */
-export function listPatients(
-  db: Kysely<Database>,
-  actor: Actor,
-  query: PatientListQuery,
-): RecordList<Patient> {
+export function listPatients(db: Db, actor: Actor, query: PatientListQuery): RecordList<Patient> {
   const { paging, filters } = splitListQuery(query)
   const sort = sortOrder(paging.sort, PATIENT_SORT_COLUMNS, DEFAULT_SORT)
   const rows = {
@@ -228,7 +219,7 @@ export function listPatients(
 }
 
 export async function searchPatients(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   query: PatientSearchQuery,
 ): Promise<PageOf<Patient>> {

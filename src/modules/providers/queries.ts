@@ -1,5 +1,5 @@
-import { type Kysely, sql } from 'kysely'
-import type { Database, Db, Trx } from '../../../db/database.js'
+import { sql } from 'kysely'
+import type { Db, Trx } from '../../../db/database.js'
 import type { NewProviderExceptionRow, ProviderExceptionRow } from '../../../db/tables/provider-exceptions.js'
 import type { NewProviderHoursRow, ProviderHoursRow } from '../../../db/tables/provider-hours.js'
 import type { NewProviderRow, ProviderRow, ProviderRowUpdate } from '../../../db/tables/providers.js'
@@ -66,11 +66,7 @@ export function updateProviderRow(
 }
 
 /** The organization's providers matching the filters (providers are never removed, so sync pages have no tombstones). */
-export function providerRows(
-  db: Kysely<Database>,
-  organizationId: number,
-  filters: ListFilters<ProviderListQuery>,
-) {
+export function providerRows(db: Db, organizationId: number, filters: ListFilters<ProviderListQuery>) {
   let query = scoped(db, organizationId).selectAll()
   if (filters.active !== undefined) query = query.where('active', '=', filters.active)
   if (filters.npi) query = query.where('npi', '=', filters.npi)

@@ -10,11 +10,11 @@ import {
 } from '../../../schemas/providers.js'
 import { ok } from '../../http/envelope.js'
 import { listOrSync } from '../../http/list-or-sync.js'
-import { validMergedBody } from '../../http/merge-patch.js'
-import { principalOf } from '../../http/principal.js'
+import { validMergedBody } from '../../http/merge-patch-body.js'
+import { principalOf } from '../../http/request-principal.js'
 import { errorResponse } from '../../http/responses.js'
 import { MERGE_PATCH, mergePatchDescription } from '../../plugins/conditional-requests.js'
-import { providerErrors, tags } from './responses.js'
+import { providerErrors, tags } from './route-schemas.js'
 import { createProvider, getProvider, listProviders, patchProvider, updateProvider } from './service.js'
 
 const duplicate = errorResponse(

@@ -9,9 +9,9 @@ import {
   WeeklyHoursBody,
 } from '../../../schemas/providers.js'
 import { ok } from '../../http/envelope.js'
-import { principalOf } from '../../http/principal.js'
+import { principalOf } from '../../http/request-principal.js'
 import { errorResponse } from '../../http/responses.js'
-import { providerErrors, tags } from './responses.js'
+import { providerErrors, tags } from './route-schemas.js'
 import { addException, removeException, replaceWeeklyHours } from './service.js'
 
 /** A provider's working time: weekly hours and dated exceptions. */

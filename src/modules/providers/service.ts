@@ -1,5 +1,4 @@
-import type { Kysely } from 'kysely'
-import type { Database, Db, Trx } from '../../../db/database.js'
+import type { Db, Trx } from '../../../db/database.js'
 import type { ProviderRow } from '../../../db/tables/providers.js'
 import {
   type CreateProviderBody,
@@ -14,13 +13,12 @@ import {
 } from '../../../schemas/providers.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
 import { invalidField, invalidFields, notFound } from '../../errors.js'
-import { type Interval, workingIntervals } from '../../lib/availability.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
-import { isValidNpi } from '../../lib/npi.js'
 import { sortOrder, splitListQuery } from '../../lib/paging.js'
 import { type RecordList, recordList, withLookup } from '../../lib/row-list.js'
 import { assertVersion, type ExpectedVersion, touch } from '../../lib/versions.js'
-import { canonicalTimeZone, minutesOf } from '../../lib/zoned-time.js'
+import { type Interval, workingIntervals } from '../../scheduling/availability.js'
+import { canonicalTimeZone, minutesOf } from '../../scheduling/zoned-time.js'
 import {
   hoursRows,
   providerColumns,
@@ -29,6 +27,7 @@ import {
   toWorkingInterval,
   weekdayOf,
 } from './mapper.js'
+import { isValidNpi } from './npi.js'
 import {
   deleteException,
   exceptionsBetween,
@@ -110,11 +109,7 @@ function checkWeeklyHours(weeklyHours: readonly WorkingInterval[]): void {
   })
 }
 
-export async function createProvider(
-  db: Kysely<Database>,
-  actor: Actor,
-  body: CreateProviderBody,
-): Promise<Provider> {
+export async function createProvider(db: Db, actor: Actor, body: CreateProviderBody): Promise<Provider> {
   const weeklyHours = body.weeklyHours ?? []
   checkWeeklyHours(weeklyHours)
   return db.transaction().execute(async (trx) => {
@@ -137,13 +132,13 @@ export async function createProvider(
   })
 }
 
-export async function getProvider(db: Kysely<Database>, actor: Actor, id: number): Promise<Provider> {
+export async function getProvider(db: Db, actor: Actor, id: number): Promise<Provider> {
   const row = await requireProvider(db, actor, id)
   return toProvider(row, await weeklyHoursOf(db, actor.organizationId, [row.id]))
 }
 
 export async function updateProvider(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   id: number,
   body: UpdateProviderBody,
@@ -164,7 +159,7 @@ export async function updateProvider(
 
 /** A JSON Merge Patch of the provider record: the merged record is checked like a full replacement. */
 export async function patchProvider(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   id: number,
   patch: PatchProviderBody,
@@ -192,7 +187,7 @@ const hoursKey = (weeklyHours: readonly WorkingInterval[]) =>
 
 /** Replaces the weekly hours, a change of the provider: its version rises (unless the hours are the same). */
 export async function replaceWeeklyHours(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   id: number,
   body: WeeklyHoursBody,
@@ -245,7 +240,7 @@ function checkException(body: ExceptionBody): void {
 
 /** Adds a dated exception, a change of the provider: its version rises. */
 export async function addException(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   id: number,
   body: ExceptionBody,
@@ -271,7 +266,7 @@ export async function addException(
 
 /** Removes a dated exception, a change of the provider: its version rises. */
 export async function removeException(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   id: number,
   exceptionId: number,
@@ -289,11 +284,7 @@ export async function removeException(
 const DEFAULT_SORT = { field: 'lastName', direction: 'asc' } as const
 
 /** The organization's providers a list query asks for, with their weekly hours. */
-export function listProviders(
-  db: Kysely<Database>,
-  actor: Actor,
-  query: ProviderListQuery,
-): RecordList<Provider> {
+export function listProviders(db: Db, actor: Actor, query: ProviderListQuery): RecordList<Provider> {
   const { paging, filters } = splitListQuery(query)
   const sort = sortOrder(paging.sort, PROVIDER_SORT_COLUMNS, DEFAULT_SORT)
   const withHours = withLookup((ids) => weeklyHoursOf(db, actor.organizationId, ids), toProvider)
@@ -302,7 +293,7 @@ export function listProviders(
 
 /** For records that name a provider (e.g. a prescriber): it must be one of this organization's. */
 export async function checkProviderOfOrganization(
-  db: Kysely<Database>,
+  db: Db,
   organizationId: number,
   providerId: number,
   field: string,

@@ -1,6 +1,5 @@
 import { randomInt } from 'node:crypto'
-import type { Kysely } from 'kysely'
-import type { Database } from '../../../db/database.js'
+import type { Db } from '../../../db/database.js'
 import type { TelehealthRoomRow } from '../../../db/tables/telehealth-rooms.js'
 import type { CreateRoomBody, JoinBody, JoinResult, Room } from '../../../schemas/telehealth.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
@@ -34,11 +33,7 @@ export interface RoomOutcome {
 }
 
 /** The room of an appointment or of an ad hoc visit: the existing one if there is one, else a new one. */
-export async function openRoom(
-  db: Kysely<Database>,
-  actor: Actor,
-  body: CreateRoomBody,
-): Promise<RoomOutcome> {
+export async function openRoom(db: Db, actor: Actor, body: CreateRoomBody): Promise<RoomOutcome> {
   let existing: () => Promise<TelehealthRoomRow | undefined>
   let party: { appointment_id: number | null; provider_id: number; patient_id: number }
   if (body.appointmentId !== undefined && body.providerId === undefined && body.patientId === undefined) {
@@ -87,12 +82,12 @@ export async function openRoom(
   return { room: toRoom(raced), created: false }
 }
 
-export async function getRoom(db: Kysely<Database>, actor: Actor, id: number): Promise<Room> {
+export async function getRoom(db: Db, actor: Actor, id: number): Promise<Room> {
   const row = await findRoom(db, actor.organizationId, id)
   return toRoom(row ?? missingRecord('Room', id, await ownerOrganization(db, 'telehealth_rooms', id), actor))
 }
 
-export async function closeRoom(db: Kysely<Database>, actor: Actor, id: number): Promise<Room> {
+export async function closeRoom(db: Db, actor: Actor, id: number): Promise<Room> {
   const row = await withChangeAudit(db, (db) => closeRoomRow(db, actor.organizationId, id, actor.userId))
   return toRoom(row ?? missingRecord('Room', id, await ownerOrganization(db, 'telehealth_rooms', id), actor))
 }
@@ -104,7 +99,7 @@ const notAParty = () => forbidden('The identity is not a party of this room, or 
  * preparing the patient's link) or `staff-N` (yourself). Providers and staff moderate; patients do not.
  */
 async function participantFor(
-  db: Kysely<Database>,
+  db: Db,
   principal: Principal,
   room: { provider_id: number; patient_id: number },
   identity: string,
@@ -144,7 +139,7 @@ async function participantFor(
 }
 
 export async function joinRoom(
-  db: Kysely<Database>,
+  db: Db,
   principal: Principal,
   body: JoinBody,
   settings: JitsiSettings | undefined,

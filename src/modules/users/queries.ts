@@ -1,5 +1,5 @@
-import { type Insertable, type Kysely, sql } from 'kysely'
-import type { Database, Db, Trx } from '../../../db/database.js'
+import { type Insertable, sql } from 'kysely'
+import type { Db, Trx } from '../../../db/database.js'
 import type { UserRow, UsersTable } from '../../../db/tables/users.js'
 import type { USER_SORT_FIELDS, UserListQuery } from '../../../schemas/users.js'
 import type { ListFilters } from '../../lib/paging.js'
@@ -142,11 +142,7 @@ export function updateAccount(
 const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`)
 
 /** The organization's accounts of people matching the filters. */
-export function accountRows(
-  db: Kysely<Database>,
-  organizationId: number,
-  filters: ListFilters<UserListQuery>,
-) {
+export function accountRows(db: Db, organizationId: number, filters: ListFilters<UserListQuery>) {
   let query = people(db, organizationId)
   if (filters.active !== undefined) query = query.where('active', '=', filters.active)
   if (filters.role) query = query.where(sql<boolean>`${filters.role} = any(roles)`)

@@ -1,6 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto'
-import type { Kysely } from 'kysely'
-import type { Database, Db, Trx } from '../../../db/database.js'
+import type { Db, Trx } from '../../../db/database.js'
 import type { PageOf } from '../../../schemas/common.js'
 import {
   type CreatedUser,
@@ -14,11 +13,11 @@ import { type Actor, missingRecord } from '../../access/organization-scope.js'
 import { isRole, type Role } from '../../access/roles.js'
 import { auditChange, withChangeAudit } from '../../audit/change-audit.js'
 import { conflict, constraintConflict, invalidField, invalidFields } from '../../errors.js'
+import { hashPassword } from '../../identity/password-hashing.js'
 import { checkPasswordPolicy } from '../../identity/password-policy.js'
 import { revokeUserSessions } from '../../identity/sessions.js'
 import { applyMergePatch, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, splitListQuery } from '../../lib/paging.js'
-import { hashPassword } from '../../lib/passwords.js'
 import { recordList } from '../../lib/row-list.js'
 import { toUser } from './mapper.js'
 import {
@@ -45,7 +44,7 @@ export interface NewOrganization {
   groupPath: string
 }
 
-export async function createOrganization(db: Kysely<Database>, organization: NewOrganization) {
+export async function createOrganization(db: Db, organization: NewOrganization) {
   if (!GROUP_PATH.test(organization.groupPath)) {
     throw invalidField('groupPath', 'must look like /segment or /segment/segment')
   }
@@ -82,7 +81,7 @@ export function checkRoles(roles: string[]): Role[] {
   return roles as Role[]
 }
 
-export async function createUser(db: Kysely<Database>, user: NewUser) {
+export async function createUser(db: Db, user: NewUser) {
   if (!EMAIL.test(user.email)) throw invalidField('email', 'is not an e-mail address')
   if (user.password !== undefined) checkPasswordPolicy(user.password, { email: user.email }, 'password')
   const row = {
@@ -168,11 +167,7 @@ async function guardAdministrators(
 
 const DEFAULT_SORT = { field: 'lastName', direction: 'asc' } as const
 
-export async function listUsers(
-  db: Kysely<Database>,
-  actor: Actor,
-  query: UserListQuery,
-): Promise<PageOf<User>> {
+export async function listUsers(db: Db, actor: Actor, query: UserListQuery): Promise<PageOf<User>> {
   const { paging, filters } = splitListQuery(query)
   const sort = sortOrder(paging.sort, USER_SORT_COLUMNS, DEFAULT_SORT)
   return recordList(accountRows(db, actor.organizationId, filters), paging, sort, (rows) =>
@@ -180,7 +175,7 @@ export async function listUsers(
   ).page()
 }
 
-export async function getUser(db: Kysely<Database>, actor: Actor, id: number): Promise<User> {
+export async function getUser(db: Db, actor: Actor, id: number): Promise<User> {
   return toUser(await requireAccount(db, actor, id))
 }
 
@@ -190,7 +185,7 @@ export async function getUser(db: Kysely<Database>, actor: Actor, id: number): P
  * generated and returned here, once; either way they cannot sign in before choosing their own.
  */
 export async function inviteUser(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   body: CreateUserBody,
   settings: AccountSettings,
@@ -219,7 +214,7 @@ export async function inviteUser(
 }
 
 export async function updateUser(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   id: number,
   body: UpdateUserBody,
@@ -242,7 +237,7 @@ export async function updateUser(
 
 /** A JSON Merge Patch of the account: the merged account is checked like a full replacement. */
 export async function patchUser(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   id: number,
   patch: PatchUserBody,
@@ -258,7 +253,7 @@ export async function patchUser(
  * Deactivates the account and ends all its sessions at once: it can no longer sign in or refresh,
  * and its access tokens stop working within the account cache's interval (30 seconds).
  */
-export async function deactivateUser(db: Kysely<Database>, actor: Actor, id: number): Promise<User> {
+export async function deactivateUser(db: Db, actor: Actor, id: number): Promise<User> {
   return db.transaction().execute(async (trx) => {
     const account = await lockForChange(trx, actor, id)
     if (account.id === actor.userId) {
@@ -275,7 +270,7 @@ export async function deactivateUser(db: Kysely<Database>, actor: Actor, id: num
   })
 }
 
-export async function reactivateUser(db: Kysely<Database>, actor: Actor, id: number): Promise<User> {
+export async function reactivateUser(db: Db, actor: Actor, id: number): Promise<User> {
   return db.transaction().execute(async (trx) => {
     const account = await lockForChange(trx, actor, id)
     if (account.active) return toUser(account)
@@ -287,7 +282,7 @@ export async function reactivateUser(db: Kysely<Database>, actor: Actor, id: num
 
 /** Mails the account a password-reset link, as if they had asked for one themselves. */
 export async function sendPasswordReset(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   id: number,
   settings: AccountSettings,

@@ -9,7 +9,7 @@ import {
 } from '../../../schemas/webhooks.js'
 import { ok } from '../../http/envelope.js'
 import { listOrSync } from '../../http/list-or-sync.js'
-import { principalOf } from '../../http/principal.js'
+import { principalOf } from '../../http/request-principal.js'
 import { errorResponse, noSuch } from '../../http/responses.js'
 import { tags, webhookErrors } from './routes.js'
 import { getDelivery, listDeliveries, redeliver } from './service.js'

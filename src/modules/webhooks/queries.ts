@@ -1,5 +1,5 @@
-import { type Kysely, sql } from 'kysely'
-import type { Database, Db, Trx } from '../../../db/database.js'
+import { sql } from 'kysely'
+import type { Db, Trx } from '../../../db/database.js'
 import { leaseFree } from '../../../db/leases.js'
 import type { NewWebhookRow, WebhookRow, WebhookRowUpdate } from '../../../db/tables/webhooks.js'
 import type {
@@ -63,11 +63,7 @@ export async function deleteWebhookRow(trx: Trx, organizationId: number, id: num
 }
 
 /** The organization's webhooks matching the filters; sync pages carry tombstones of deleted ones. */
-export function webhookRows(
-  db: Kysely<Database>,
-  organizationId: number,
-  filters: ListFilters<WebhookListQuery>,
-) {
+export function webhookRows(db: Db, organizationId: number, filters: ListFilters<WebhookListQuery>) {
   let query = webhooksOf(db, organizationId).selectAll()
   if (filters.active !== undefined) query = query.where('active', '=', filters.active)
   return rowList(db, query, { tombstones: { organizationId, resourceType: 'webhook' } })
@@ -81,7 +77,7 @@ const deliveriesOf = (db: Db, organizationId: number, webhookId: number) =>
 
 /** A webhook's deliveries matching the filters; a sync page holds those claimed, attempted or redelivered since. */
 export function deliveryRows(
-  db: Kysely<Database>,
+  db: Db,
   organizationId: number,
   webhookId: number,
   filters: ListFilters<DeliveryListQuery>,

@@ -14,8 +14,8 @@ import {
 } from '../../../schemas/webhooks.js'
 import { ok } from '../../http/envelope.js'
 import { listOrSync } from '../../http/list-or-sync.js'
-import { validMergedBody } from '../../http/merge-patch.js'
-import { principalOf } from '../../http/principal.js'
+import { validMergedBody } from '../../http/merge-patch-body.js'
+import { principalOf } from '../../http/request-principal.js'
 import { errorResponse, recordErrors } from '../../http/responses.js'
 import { MERGE_PATCH, mergePatchDescription } from '../../plugins/conditional-requests.js'
 import {

@@ -1,5 +1,4 @@
-import type { Kysely } from 'kysely'
-import type { Database, Db } from '../../../db/database.js'
+import type { Db } from '../../../db/database.js'
 import {
   ALL_EVENTS,
   type CreateWebhookBody,
@@ -81,7 +80,7 @@ const inactive = () =>
   })
 
 export async function createWebhook(
-  db: Kysely<Database>,
+  db: Db,
   settings: WebhookSettings,
   actor: Actor,
   body: CreateWebhookBody,
@@ -106,17 +105,13 @@ export async function createWebhook(
   })
 }
 
-export async function getWebhook(db: Kysely<Database>, actor: Actor, id: number): Promise<Webhook> {
+export async function getWebhook(db: Db, actor: Actor, id: number): Promise<Webhook> {
   const row = await findWebhook(db, actor.organizationId, id)
   return row ? toWebhook(row) : missingWebhook(db, actor, id)
 }
 
 /** The organization's webhooks a list query asks for; a sync page has tombstones of deleted ones. */
-export function listWebhooks(
-  db: Kysely<Database>,
-  actor: Actor,
-  query: WebhookListQuery,
-): RecordList<Webhook> {
+export function listWebhooks(db: Db, actor: Actor, query: WebhookListQuery): RecordList<Webhook> {
   const { paging, filters } = splitListQuery(query)
   const sort = sortOrder(paging.sort, WEBHOOK_SORT_COLUMNS, { field: 'createdAt', direction: 'asc' })
   return recordList(webhookRows(db, actor.organizationId, filters), paging, sort, (rows) =>
@@ -129,7 +124,7 @@ export function listWebhooks(
  * reactivating clears the failure streak, so a fixed receiver gets a fresh period.
  */
 export async function updateWebhook(
-  db: Kysely<Database>,
+  db: Db,
   settings: WebhookSettings,
   actor: Actor,
   id: number,
@@ -163,7 +158,7 @@ export async function updateWebhook(
 
 /** A JSON Merge Patch of the webhook: the merged webhook is checked like a full replacement. */
 export async function patchWebhook(
-  db: Kysely<Database>,
+  db: Db,
   settings: WebhookSettings,
   actor: Actor,
   id: number,
@@ -183,7 +178,7 @@ export async function patchWebhook(
 
 /** Deletes the webhook; sync readers of the list see a tombstone (left by the database). */
 export async function deleteWebhook(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   id: number,
   expectedVersion: ExpectedVersion,
@@ -204,7 +199,7 @@ export async function deleteWebhook(
  * the oldest at once.
  */
 export async function rotateSecret(
-  db: Kysely<Database>,
+  db: Db,
   settings: WebhookSettings,
   actor: Actor,
   id: number,
@@ -229,7 +224,7 @@ export async function rotateSecret(
   })
 }
 
-export async function sendTestEvent(db: Kysely<Database>, actor: Actor, id: number): Promise<Delivery> {
+export async function sendTestEvent(db: Db, actor: Actor, id: number): Promise<Delivery> {
   return transactionWithEvents(db, async (trx) => {
     const webhook = await lockWebhook(trx, actor.organizationId, id)
     if (!webhook) return missingWebhook(trx, actor, id)
@@ -248,7 +243,7 @@ async function requireWebhook(db: Db, actor: Actor, id: number) {
 
 /** A webhook's deliveries a list query asks for. */
 export async function listDeliveries(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   webhookId: number,
   query: DeliveryListQuery,
@@ -261,7 +256,7 @@ export async function listDeliveries(
 }
 
 export async function getDelivery(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   webhookId: number,
   deliveryId: number,
@@ -274,7 +269,7 @@ export async function getDelivery(
 
 /** Sends a delivery again (failed or not), with the same `webhook-id` and a fresh retry schedule. */
 export async function redeliver(
-  db: Kysely<Database>,
+  db: Db,
   actor: Actor,
   webhookId: number,
   deliveryId: number,

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../../src/app.js'
-import { METRIC } from '../../../src/lib/metrics.js'
+import { METRIC } from '../../../src/lib/service-metrics.js'
 import { buildTestApp } from '../../helpers/app.js'
 import { bearer, newOrganization, TEST_PASSWORD } from '../../helpers/factories.js'
 

@@ -2,7 +2,7 @@ import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { DatabaseHandle } from '../../../db/connect.js'
 import { SeedRefused, seedDemoPractice } from '../../../scripts/seed/demo-practice.js'
-import { verifyPassword } from '../../../src/lib/passwords.js'
+import { verifyPassword } from '../../../src/identity/password-hashing.js'
 import { createOrganization } from '../../../src/modules/users/service.js'
 import { openTestDatabase } from '../../helpers/app.js'
 

@@ -6,8 +6,8 @@ import {
   joinIntervals,
   withinWorkingHours,
   workingIntervals,
-} from '../../../src/lib/availability.js'
-import { minutesOf } from '../../../src/lib/zoned-time.js'
+} from '../../../src/scheduling/availability.js'
+import { minutesOf } from '../../../src/scheduling/zoned-time.js'
 
 // 2030-01-07 is a Monday.
 const MONDAY = '2030-01-07'

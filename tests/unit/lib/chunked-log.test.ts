@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { chunkedLog } from '../../../src/lib/chunked-log.js'
+import { chunkedLog } from '../../../src/runtime/chunked-log.js'
 
 function recordingDestination() {
   const chunks: string[] = []

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { coalesced } from '../../../src/lib/coalesce.js'
+import { coalesced } from '../../../src/runtime/coalesce.js'
 
 /** A lookup over a fixed table that records every call it receives. */
 function recordingLookup(table: Record<string, Record<number, string>>) {

@@ -1,9 +1,9 @@
 import { randomBytes, scryptSync } from 'node:crypto'
 import { afterEach, describe, expect, it } from 'vitest'
-import { HashingBusy, type HashingPool, hashingPool } from '../../../src/lib/hashing-pool.js'
-import { hashOn, hashPassword, verifyPassword } from '../../../src/lib/passwords.js'
+import { HashingBusy, type HashingPool, hashingPool } from '../../../src/identity/hashing-pool.js'
+import { hashOn, hashPassword, verifyPassword } from '../../../src/identity/password-hashing.js'
 
-// The service's own cost (lib/passwords.ts): a few hundred milliseconds per hash.
+// The service's own cost (identity/password-hashing.ts): a few hundred milliseconds per hash.
 const job = () => ({
   password: 'correct horse battery staple',
   salt: randomBytes(16),

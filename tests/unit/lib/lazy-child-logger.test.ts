@@ -1,6 +1,6 @@
 import pino from 'pino'
 import { describe, expect, it, vi } from 'vitest'
-import { lazyChildLoggers } from '../../../src/lib/lazy-child-logger.js'
+import { lazyChildLoggers } from '../../../src/runtime/lazy-child-logger.js'
 
 function capturedLogger() {
   const lines: Record<string, unknown>[] = []

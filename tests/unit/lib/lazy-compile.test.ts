@@ -1,6 +1,6 @@
 import { Ajv } from 'ajv'
 import { describe, expect, it } from 'vitest'
-import { serializersOnFirstUse, validatorOnFirstUse } from '../../../src/lib/lazy-compile.js'
+import { serializersOnFirstUse, validatorOnFirstUse } from '../../../src/runtime/lazy-compile.js'
 
 const schema = { type: 'object', properties: { age: { type: 'integer' } }, required: ['age'] }
 

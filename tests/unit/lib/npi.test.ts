@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { isValidNpi } from '../../../src/lib/npi.js'
+import { isValidNpi } from '../../../src/modules/providers/npi.js'
 
 describe('isValidNpi', () => {
   it('accepts NPIs whose check digit is right (Luhn over 80840 and the first nine digits)', () => {

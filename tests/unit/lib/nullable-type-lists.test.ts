@@ -1,8 +1,8 @@
 import { Type } from '@sinclair/typebox'
 import { describe, expect, it } from 'vitest'
 import { Nullable } from '../../../schemas/common.js'
-import { serializersOnFirstUse } from '../../../src/lib/lazy-compile.js'
 import { withNullableTypeLists } from '../../../src/lib/nullable-type-lists.js'
+import { serializersOnFirstUse } from '../../../src/runtime/lazy-compile.js'
 
 const Address = Type.Object({ city: Nullable(Type.String()) })
 const Person = Type.Object({

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
-import { METRIC } from '../../../src/lib/metrics.js'
+import { METRIC } from '../../../src/lib/service-metrics.js'
 
 const catalogue = new Set<string>(Object.values(METRIC))
 const dashboard = JSON.parse(readFileSync('ops/grafana/ehr-service.json', 'utf8'))

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { hashPassword, verifyPassword } from '../../../src/lib/passwords.js'
+import { hashPassword, verifyPassword } from '../../../src/identity/password-hashing.js'
 
 describe('password hashing', () => {
   it('verifies the right password only, with a fresh salt per hash', async () => {

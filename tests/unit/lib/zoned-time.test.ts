@@ -9,7 +9,7 @@ import {
   timeOnDay,
   zonedDateTime,
   zonedInstant,
-} from '../../../src/lib/zoned-time.js'
+} from '../../../src/scheduling/zoned-time.js'
 
 const iso = (instant: number) => new Date(instant).toISOString()
 const at = (zone: string, date: string, time: string) => {

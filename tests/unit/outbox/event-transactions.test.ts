@@ -1,6 +1,6 @@
-import type { Kysely, RawBuilder } from 'kysely'
+import type { RawBuilder } from 'kysely'
 import { describe, expectTypeOf, it } from 'vitest'
-import type { Database, Trx } from '../../../db/database.js'
+import type { Db, Trx } from '../../../db/database.js'
 import type { EventData } from '../../../schemas/events.js'
 import { announceDeliveries, type EventTrx, transactionWithEvents } from '../../../src/outbox/doorbell.js'
 import { changeWithEvent, enqueueEvent, enqueueTestDelivery } from '../../../src/outbox/enqueue.js'
@@ -35,7 +35,7 @@ describe('recording an event, as the types allow it', () => {
   })
 
   it('takes the database for a statement that commits by itself, and an EventTrx', () => {
-    const allowed = async (db: Kysely<Database>, trx: EventTrx) => {
+    const allowed = async (db: Db, trx: EventTrx) => {
       await changeWithEvent(db, 1, 'patient.created', change, eventData)
       await changeWithEvent(trx, 1, 'patient.created', change, eventData)
       announceDeliveries(db)

@@ -8,7 +8,7 @@ import {
   PostgresQueryCompiler,
 } from 'kysely'
 import { describe, expect, it } from 'vitest'
-import type { Database } from '../../../db/database.js'
+import type { Database, Db } from '../../../db/database.js'
 import type { PatientListQuery } from '../../../schemas/patients.js'
 import {
   SORTED_PAGE_SIZE,
@@ -18,7 +18,7 @@ import {
 import { listPatients } from '../../../src/modules/patients/service.js'
 
 /** The statements `work` sends, compiled for PostgreSQL and answered with no rows. */
-async function statementsOf(work: (db: Kysely<Database>) => Promise<unknown>): Promise<CompiledQuery[]> {
+async function statementsOf(work: (db: Db) => Promise<unknown>): Promise<CompiledQuery[]> {
   const sent: CompiledQuery[] = []
   const db = new Kysely<Database>({
     dialect: {

@@ -3,7 +3,7 @@ import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { DatabaseHandle } from '../../../db/connect.js'
 import { runUserCommand } from '../../../scripts/user/index.js'
-import { verifyPassword } from '../../../src/lib/passwords.js'
+import { verifyPassword } from '../../../src/identity/password-hashing.js'
 import { openTestDatabase } from '../../helpers/app.js'
 
 let handle: DatabaseHandle

@@ -1,6 +1,5 @@
 import type { Group } from '@medplum/fhirtypes'
-import type { Kysely } from 'kysely'
-import type { Database } from '../../../../db/database.js'
+import type { Db } from '../../../../db/database.js'
 
 /** The Group of all the organization's patients. */
 const ALL_PATIENTS = 'all-patients'
@@ -47,7 +46,7 @@ function providerGroup(provider: {
   }
 }
 
-const providersOf = (db: Kysely<Database>, organizationId: number) =>
+const providersOf = (db: Db, organizationId: number) =>
   db
     .selectFrom('providers')
     .select(['id', 'first_name', 'last_name'])
@@ -59,16 +58,13 @@ const providersOf = (db: Kysely<Database>, organizationId: number) =>
  * patients with appointments with them. They are views, not stored lists: membership is decided
  * when an export runs.
  */
-export async function groupsOf(
-  db: Kysely<Database>,
-  organizationId: number,
-): Promise<(Group & { id: string })[]> {
+export async function groupsOf(db: Db, organizationId: number): Promise<(Group & { id: string })[]> {
   const providers = await providersOf(db, organizationId).execute()
   return [allPatients(), ...providers.map(providerGroup)]
 }
 
 export async function findGroup(
-  db: Kysely<Database>,
+  db: Db,
   organizationId: number,
   id: string,
 ): Promise<(Group & { id: string }) | undefined> {

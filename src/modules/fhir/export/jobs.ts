@@ -1,4 +1,4 @@
-import { type Kysely, type Selectable, sql } from 'kysely'
+import { type Selectable, sql } from 'kysely'
 import { acrossOrganizations } from '../../../../db/across-organizations.js'
 import type { Database, Db, Trx } from '../../../../db/database.js'
 import { leaseFree, leaseUntil, takeLease } from '../../../../db/leases.js'
@@ -85,7 +85,7 @@ export async function deleteExport(trx: Trx, organizationId: number, id: string)
  * not; another worker may.
  */
 export async function claimExport(
-  db: Kysely<Database>,
+  db: Db,
   leaseOwner: string,
   leaseSeconds: number,
   perOrganization: number,
@@ -154,7 +154,7 @@ export async function setTransactionTime(
  * The lease is renewed with it: a file is progress, however few pages it took.
  */
 export async function recordFile(
-  db: Kysely<Database>,
+  db: Db,
   job: { id: string; leaseOwner: string; leaseSeconds: number },
   file: { sequence: number; type: string; key: string; count: number; size: number } | undefined,
   next: BulkExportPosition,

@@ -1,7 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Kysely } from 'kysely'
-import type { Database } from '../../../../db/database.js'
+import type { Db } from '../../../../db/database.js'
 import { newLeaseOwner } from '../../../../db/leases.js'
 import { requestsInFlight } from '../../../http/requests-in-flight.js'
 import type { FhirResourceType } from '../resource-type.js'
@@ -17,7 +16,7 @@ declare module 'fastify' {
 interface BulkExportWorkerOptions {
   run: boolean
   /** The exports' own database handle, and how to close it (undefined: it is the API's). */
-  db: Kysely<Database>
+  db: Db
   /** Read replicas, if configured: exports read them once they have replayed far enough. */
   replicas: ExportWorkerOptions['replicas']
   close: (() => Promise<void>) | undefined

@@ -1,6 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify'
-import type { Kysely } from 'kysely'
-import type { Database } from '../../../../db/database.js'
+import type { Db } from '../../../../db/database.js'
 import { releaseAllLeases, releaseLeases } from '../../../../db/leases.js'
 import type { ReadReplicas } from '../../../../db/replicas.js'
 import type { BulkExportPosition } from '../../../../db/tables/bulk-exports.js'
@@ -31,7 +30,7 @@ export interface ExportFileStore {
 
 export interface ExportWorkerOptions {
   /** The export's own connections (a pool of their own on PostgreSQL). */
-  db: Kysely<Database>
+  db: Db
   /** Read replicas: an export reads one that has replayed every write before its transactionTime. */
   replicas?: Pick<ReadReplicas, 'readerFor' | 'writePosition'>
   store: ExportFileStore

@@ -1,7 +1,6 @@
-import type { Kysely } from 'kysely'
 import type client from 'prom-client'
-import type { Database } from '../../db/database.js'
-import { LATENCY_BUCKETS, METRIC } from '../lib/metrics.js'
+import type { Db } from '../../db/database.js'
+import { LATENCY_BUCKETS, METRIC } from '../lib/service-metrics.js'
 import { backlog } from './deliveries.js'
 
 type Backlog = Awaited<ReturnType<typeof backlog>>
@@ -12,7 +11,7 @@ const SCRAPE_WAIT_MS = 500
 export type AttemptOutcome = 'succeeded' | 'retrying' | 'failed'
 
 /** Delivery counters and latency of this instance; backlog gauges read the shared table. */
-export function createOutboxMetrics(prometheus: typeof client, db: Kysely<Database>) {
+export function createOutboxMetrics(prometheus: typeof client, db: Db) {
   const deliveries = new prometheus.Counter({
     name: METRIC.webhookDeliveries,
     help: 'Webhook delivery attempts by event and outcome (succeeded, retrying: failed with a retry due, failed: retries exhausted)',

@@ -1,6 +1,6 @@
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import type { FastifySchemaCompiler, FastifyServerOptions } from 'fastify'
-import { withNullableTypeLists } from './nullable-type-lists.js'
+import { withNullableTypeLists } from '../lib/nullable-type-lists.js'
 
 type Validator = ReturnType<FastifySchemaCompiler<unknown>>
 

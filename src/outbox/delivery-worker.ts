@@ -1,13 +1,12 @@
 import type { FastifyBaseLogger } from 'fastify'
-import type { Kysely } from 'kysely'
 import type { Unlisten } from '../../db/connect.js'
-import type { Database } from '../../db/database.js'
+import type { Db } from '../../db/database.js'
 import { releaseAllLeases, releaseLeases } from '../../db/leases.js'
 import type { SecretBox } from '../lib/secret-box.js'
 import { retryDelaySeconds } from './backoff.js'
 import { type ClaimedDelivery, claimDeliveries, recordFailure, recordSuccesses } from './deliveries.js'
+import type { AttemptOutcome, OutboxMetrics } from './delivery-metrics.js'
 import { OUTBOX_CHANNEL } from './doorbell.js'
-import type { AttemptOutcome, OutboxMetrics } from './metrics.js'
 import type { Sender } from './sender.js'
 import { signatureHeader } from './signing.js'
 import { SuccessBatch } from './success-batch.js'
@@ -27,7 +26,7 @@ const STOP_GRACE_MS = 5000
 const LEASE_MARGIN_MS = 2000
 
 export interface WorkerOptions {
-  db: Kysely<Database>
+  db: Db
   listen: (channel: string, onNotify: (payload?: string) => void) => Promise<Unlisten>
   sender: Sender
   secretBox: SecretBox

@@ -1,14 +1,13 @@
-import type { Kysely } from 'kysely'
-import type { Database, Db, Trx } from '../../../db/database.js'
+import type { Db, Trx } from '../../../db/database.js'
 import type { ChangePasswordBody, ResetPasswordBody } from '../../../schemas/auth.js'
 import { AppError, forbidden, invalidFields } from '../../errors.js'
 import { findLoginCandidate } from '../../identity/account-queries.js'
 import { checkPassword, invalidCredentials } from '../../identity/login.js'
+import { hashPassword } from '../../identity/password-hashing.js'
 import { checkPasswordPolicy } from '../../identity/password-policy.js'
 import type { Principal } from '../../identity/principal.js'
 import { hashToken, newOpaqueToken, revokeUserSessions } from '../../identity/sessions.js'
 import type { Mailer } from '../../lib/mailer.js'
-import { hashPassword } from '../../lib/passwords.js'
 import {
   claimPasswordResetToken,
   findPasswordResetAccount,
@@ -47,7 +46,7 @@ function resetMail(to: string, link: string) {
  * password; does nothing otherwise. The caller answers the same either way, without waiting for this.
  */
 export async function sendPasswordResetLink(
-  db: Kysely<Database>,
+  db: Db,
   mailer: Mailer,
   options: { email: string; resetUrl: string },
 ): Promise<void> {
@@ -80,7 +79,7 @@ async function endCredentialsOf(trx: Trx, userId: number, reason: string) {
   await retirePasswordResetTokens(trx, userId)
 }
 
-export async function resetPassword(db: Kysely<Database>, body: ResetPasswordBody): Promise<void> {
+export async function resetPassword(db: Db, body: ResetPasswordBody): Promise<void> {
   const tokenHash = hashToken(body.token)
   const account = await findPasswordResetAccount(db, tokenHash)
   if (!account) throw invalidResetToken()
@@ -116,7 +115,7 @@ export function changePasswordAccount(principal: Principal | null, username: str
 }
 
 export async function changePassword(
-  db: Kysely<Database>,
+  db: Db,
   username: string,
   body: Omit<ChangePasswordBody, 'username'>,
 ): Promise<void> {

@@ -24,7 +24,7 @@ export function hashOn(pool: HashingPool): () => void {
 
 /**
  * Runs a check that leads to a hash (an account's lookup, then its hash) if the pool has room for
- * it now, else throws HashingBusy without running it (lib/hashing-pool.ts).
+ * it now, else throws HashingBusy without running it (identity/hashing-pool.ts).
  */
 export function withHashing<T>(work: () => Promise<T>): Promise<T> {
   const pool = pools.at(-1)
