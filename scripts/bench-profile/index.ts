@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import type { LoadPlan } from '../bench/load.js'
 import { runJson } from '../bench/processes.js'
+import { buildRevision } from '../bench/revision.js'
 import { CREATED_PATIENT } from '../bench/seed.js'
 import { dist, login, prepareDatabase, script, startService } from '../bench/service.js'
 import { writeBenchmarkSection } from '../lib/benchmarks-file.js'
@@ -17,7 +18,8 @@ import { writeBenchmarkSection } from '../lib/benchmarks-file.js'
  * sorted-page`, the first page of 20 patients by last name; with `--route create`, POST
  * /api/patients), and the profile's
  * self time summed per function and per package, mapped back to the sources through the bundle's
- * source map. `--label` names the section, so a before and an after stand side by side.
+ * source map. `--label` names the section, so a before and an after stand side by side; `--revision`
+ * profiles another commit's build on the same seeded database.
  */
 const { values } = parseArgs({
   options: {
@@ -31,6 +33,8 @@ const { values } = parseArgs({
     top: { type: 'string', default: '20' },
     // Where to keep the raw profile (for Chrome DevTools' Performance panel); by default it is dropped.
     save: { type: 'string' },
+    // Another commit's build to profile instead of this checkout's (bench/revision.ts), for a before.
+    revision: { type: 'string' },
   },
 })
 
@@ -77,10 +81,10 @@ function areaOf(source: string): string {
 }
 
 /** The source map beside each file of the bundle (`server.mjs` and its chunks), read on first use. */
-function bundleMaps(): (url: string) => SourceMap | undefined {
+function bundleMaps(build: string): (url: string) => SourceMap | undefined {
   const maps = new Map<string, SourceMap | undefined>()
   return (url) => {
-    if (!url.startsWith(`file://${dist}/`)) return undefined
+    if (!url.startsWith(`file://${build}/`)) return undefined
     if (!maps.has(url)) {
       try {
         maps.set(url, new SourceMap(JSON.parse(readFileSync(`${fileURLToPath(url)}.map`, 'utf8'))))
@@ -92,7 +96,7 @@ function bundleMaps(): (url: string) => SourceMap | undefined {
   }
 }
 
-function sourceLocator(mapOf: (url: string) => SourceMap | undefined) {
+function sourceLocator(mapOf: (url: string) => SourceMap | undefined, root: string) {
   return (frame: ProfileNode['callFrame']): { source: string; line: number } => {
     const map = mapOf(frame.url)
     if (map) {
@@ -104,11 +108,11 @@ function sourceLocator(mapOf: (url: string) => SourceMap | undefined) {
         const file = entry.originalSource.startsWith('file://')
           ? fileURLToPath(entry.originalSource)
           : path.resolve(path.dirname(fileURLToPath(frame.url)), entry.originalSource)
-        return { source: path.relative(projectRoot, file), line: (entry.originalLine ?? 0) + 1 }
+        return { source: path.relative(root, file), line: (entry.originalLine ?? 0) + 1 }
       }
     }
     const url = frame.url.replace('file://', '')
-    const source = url.startsWith('/') ? path.relative(projectRoot, url) : url
+    const source = url.startsWith('/') ? path.relative(root, url) : url
     return { source, line: frame.lineNumber + 1 }
   }
 }
@@ -154,9 +158,12 @@ async function main(): Promise<void> {
   const database = await prepareDatabase(Number(values.patients))
   const dataDir = await mkdtemp(path.join(tmpdir(), 'ehr-profile-'))
   const profileDir = path.join(dataDir, 'profile')
+  const revision = values.revision ? await buildRevision(projectRoot, values.revision) : undefined
+  const build = revision?.dist ?? dist
   try {
     const service = await startService(database.url, dataDir, {
       nodeOptions: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`],
+      build,
     })
     const token = await login(service.url, database.seeded.email)
     const plan: LoadPlan = {
@@ -181,9 +188,10 @@ async function main(): Promise<void> {
     if (!file) throw new Error('the service wrote no CPU profile')
     if (values.save) await copyFile(path.join(profileDir, file), values.save)
     const profile = JSON.parse(await readFile(path.join(profileDir, file), 'utf8')) as CpuProfile
-    const summary = summarise(profile, sourceLocator(bundleMaps()))
+    const summary = summarise(profile, sourceLocator(bundleMaps(build), path.resolve(build, '..')))
     await report(summary, measured.rps, loadAtStart)
   } finally {
+    await revision?.remove()
     await rm(dataDir, { recursive: true, force: true })
   }
 }
@@ -196,7 +204,7 @@ async function report(summary: Summary, rps: number, loadAtStart: string | undef
   const section = [
     `## ${heading}`,
     '',
-    `\`npm run bench:profile -- --route ${values.route} --label "${values.label}" --patients ${values.patients} --seconds ${values.seconds} --connections ${values.connections}\` — ${new Date().toISOString().slice(0, 10)}, Node ${process.version}; the production bundle on PostgreSQL with rate limits counted in Redis, under \`node --cpu-prof\`, ${values.connections} connections for ${values.seconds} s after 3 s of warm-up (${Math.round(rps)} req/s while profiled); machine load average ${loadAtStart} at the start. Self time is the time a function ran its own code (not its callees'), as a share of the service's busy time (${Math.round(summary.busyMs)} ms busy, ${Math.round(summary.idleMs)} ms idle).`,
+    `\`npm run bench:profile -- --route ${values.route} --label "${values.label}" --patients ${values.patients} --seconds ${values.seconds} --connections ${values.connections}${values.revision ? ` --revision ${values.revision}` : ''}\` — ${new Date().toISOString().slice(0, 10)}, Node ${process.version}; the production bundle on PostgreSQL with rate limits counted in Redis, under \`node --cpu-prof\`, ${values.connections} connections for ${values.seconds} s after 3 s of warm-up (${Math.round(rps)} req/s while profiled); machine load average ${loadAtStart} at the start. Self time is the time a function ran its own code (not its callees'), as a share of the service's busy time (${Math.round(summary.busyMs)} ms busy, ${Math.round(summary.idleMs)} ms idle).`,
     '',
     '| where | self time |',
     '|---|---|',

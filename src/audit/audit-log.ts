@@ -94,6 +94,8 @@ export class AuditLog {
   private expected = 0
   private gathering: NodeJS.Timeout | undefined
   flushed = 0
+  /** Successful inserts: `flushed / inserts` is how many records a commit served. */
+  inserts = 0
   failed = 0
   dropped = 0
 
@@ -211,6 +213,7 @@ export class AuditLog {
         await insertAuditRows(this.db, batch.rows)
         this.queued -= batch.rows.length
         this.flushed += batch.rows.length
+        this.inserts += 1
         batch.settle()
       } catch (error) {
         this.queued -= batch.rows.length

@@ -32,6 +32,7 @@ export const METRIC = {
   housekeepingLastRun: 'ehr_housekeeping_last_run_timestamp_seconds',
   auditRecordsBuffered: 'ehr_audit_records_buffered',
   auditRecordsFlushed: 'ehr_audit_records_flushed_total',
+  auditInserts: 'ehr_audit_inserts_total',
   auditFlushFailures: 'ehr_audit_flush_failures_total',
   auditRecordsDropped: 'ehr_audit_records_dropped_total',
 } as const
@@ -56,7 +57,7 @@ export type HousekeepingOutcome = 'completed' | 'skipped' | 'failed'
 
 export interface MetricSources {
   pool(): { total: number; idle: number; waiting: number; max: number }
-  audit(): { buffered: number; flushed: number; failed: number; dropped: number }
+  audit(): { buffered: number; flushed: number; inserts: number; failed: number; dropped: number }
 }
 
 /**
@@ -129,6 +130,14 @@ export function createServiceMetrics(prometheus: typeof client, sources: MetricS
     collect() {
       this.reset()
       this.inc(sources.audit().flushed)
+    },
+  })
+  new prometheus.Counter({
+    name: METRIC.auditInserts,
+    help: 'Inserts that wrote audit records (records written per insert: how many calls share a commit)',
+    collect() {
+      this.reset()
+      this.inc(sources.audit().inserts)
     },
   })
   new prometheus.Counter({

@@ -63,7 +63,7 @@ const metrics: FastifyPluginAsync = async (app) => {
 
   const serviceMetrics = createServiceMetrics(app.metrics.client, {
     pool: () => app.database.poolStats(),
-    audit: () => app.auditLog ?? { buffered: 0, flushed: 0, failed: 0, dropped: 0 },
+    audit: () => app.auditLog ?? { buffered: 0, flushed: 0, inserts: 0, failed: 0, dropped: 0 },
   })
   app.decorate('serviceMetrics', serviceMetrics)
   app.database.observe({

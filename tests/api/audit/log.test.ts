@@ -86,6 +86,7 @@ describe('AuditLog', () => {
     ])
     // 101 writes, 2 inserts.
     expect(await insertsWith(prefix)).toBeLessThanOrEqual(2)
+    expect(log.inserts).toBe(await insertsWith(prefix))
     await log.close()
   })
 

@@ -86,6 +86,10 @@ describe('GET /actuator/prometheus', () => {
     expect(sample(text, METRIC.dbPoolMaxConnections)).toBeGreaterThanOrEqual(1)
     expect(sample(text, METRIC.dbPoolWaitingClients)).toBe(0)
     expect(sample(text, METRIC.auditRecordsFlushed)).toBeGreaterThan(0)
+    expect(sample(text, METRIC.auditInserts)).toBeGreaterThan(0)
+    expect(sample(text, METRIC.auditInserts)).toBeLessThanOrEqual(
+      sample(text, METRIC.auditRecordsFlushed) ?? 0,
+    )
     expect(sample(text, METRIC.auditFlushFailures)).toBe(0)
     expect(sample(text, METRIC.auditRecordsDropped)).toBe(0)
     expect(sample(text, METRIC.outboxBacklog)).toBeGreaterThanOrEqual(0)
