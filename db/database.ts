@@ -20,6 +20,7 @@ import type { PatientsTable } from './tables/patients.js'
 import type { ProviderExceptionsTable } from './tables/provider-exceptions.js'
 import type { ProviderHoursTable } from './tables/provider-hours.js'
 import type { ProvidersTable } from './tables/providers.js'
+import type { RecordHistoryTable } from './tables/record-history.js'
 import type { RefreshTokensTable } from './tables/refresh-tokens.js'
 import type { SessionsTable } from './tables/sessions.js'
 import type { SigningKeysTable } from './tables/signing-keys.js'
@@ -57,6 +58,7 @@ export interface Database {
   encounter_addenda: EncounterAddendaTable
   outbox_events: OutboxEventsTable
   deleted_records: DeletedRecordsTable
+  record_history: RecordHistoryTable
   audit_log: AuditLogTable
   webhooks: WebhooksTable
   webhook_deliveries: WebhookDeliveriesTable

@@ -31,6 +31,7 @@ export const DISTRIBUTED_TABLES = [
   'outbox_events',
   'audit_log',
   'deleted_records',
+  'record_history',
   'bulk_exports',
   'bulk_export_files',
 ] as const satisfies readonly Table[]

@@ -25,6 +25,7 @@ import * as organizationKeys from './0023_organization_keys.js'
 import * as tokenExpiryIndexes from './0024_token_expiry_indexes.js'
 import * as sessionScopes from './0025_session_scopes.js'
 import * as auditPatientIdsIndex from './0026_audit_patient_ids_index.js'
+import * as recordHistory from './0027_record_history.js'
 
 /** Every migration, in order. Listed rather than scanned so tsx and compiled JS behave alike. */
 export const migrations: Record<string, Migration> = {
@@ -54,4 +55,5 @@ export const migrations: Record<string, Migration> = {
   '0024_token_expiry_indexes': tokenExpiryIndexes,
   '0025_session_scopes': sessionScopes,
   '0026_audit_patient_ids_index': auditPatientIdsIndex,
+  '0027_record_history': recordHistory,
 }

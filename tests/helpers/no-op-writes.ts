@@ -9,9 +9,12 @@ interface Answer {
   json(): { data: Record<string, unknown> }
 }
 
-/** How many events (the outbox, which the change feed reads) and webhook deliveries the organization has. */
+/**
+ * How many events (the outbox, which the change feed reads), webhook deliveries and kept versions
+ * the organization has.
+ */
 async function eventCounts(app: App, organizationId: number) {
-  const count = async (table: 'outbox_events' | 'webhook_deliveries') =>
+  const count = async (table: 'outbox_events' | 'webhook_deliveries' | 'record_history') =>
     Number(
       (
         await app.db
@@ -21,12 +24,17 @@ async function eventCounts(app: App, organizationId: number) {
           .executeTakeFirstOrThrow()
       ).n,
     )
-  return { events: await count('outbox_events'), deliveries: await count('webhook_deliveries') }
+  return {
+    events: await count('outbox_events'),
+    deliveries: await count('webhook_deliveries'),
+    keptVersions: await count('record_history'),
+  }
 }
 
 /**
  * Runs `write` and checks that it changed nothing: the answer is 200 with the record as `read`
- * shows it before and after (same version, ETag and updatedAt), and no event or delivery arose.
+ * shows it before and after (same version, ETag and updatedAt), and no event, delivery or kept
+ * version arose.
  */
 export async function expectNoOpWrite(
   app: App,

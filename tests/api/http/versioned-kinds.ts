@@ -1,6 +1,7 @@
 import type { LightMyRequestResponse } from 'fastify'
 import { expect } from 'vitest'
 import type { App } from '../../../src/app.js'
+import type { VersionedTable } from '../../../src/lib/record-history.js'
 import { stubDns } from '../../helpers/dns.js'
 import {
   bearer,
@@ -147,6 +148,8 @@ const EMPTY_PATCH: NoOp = { name: 'empty PATCH', send: patch({}), always: true }
 
 export interface Kind {
   name: string
+  /** Where its rows are stored. */
+  table: VersionedTable
   scope(on: App): Promise<Scope>
   make(scope: Scope): Promise<Subject>
   /** The version a new record has; 1 unless said. */
@@ -204,6 +207,7 @@ const next = () => {
 
 export const patients: Kind = {
   name: 'patients',
+  table: 'patients',
   async scope(on) {
     const org = await newOrganization(on)
     return { on, org, user: await org.user('NURSE'), as: { admin: await org.user('ADMIN') }, related: {} }
@@ -273,6 +277,7 @@ const withdraw = post('/entered-in-error', { reason: 'Duplicate' })
 
 export const conditions: Kind = {
   name: 'conditions',
+  table: 'clinical_records',
   scope: (on) => patientScope(on),
   make: (scope) => made(scope, `/api/patients/${scope.related.patientId}/conditions`, CONDITION),
   change: anyVersion(put(() => ({ ...CONDITION, note: `Reviewed ${next()}` }))),
@@ -370,6 +375,7 @@ const statusIs = (status: string) => (answer: Answer | undefined) =>
 
 export const encounters: Kind = {
   name: 'encounters',
+  table: 'encounters',
   scope: clinicScope,
   async make(scope) {
     const { patientId, providerId } = scope.related
@@ -418,6 +424,7 @@ const hours = (dayOfWeek: string) => ({
 
 export const providers: Kind = {
   name: 'providers',
+  table: 'providers',
   async scope(on) {
     const org = await newOrganization(on)
     return { on, org, user: await org.user('ADMIN'), as: {}, related: {} }
@@ -507,6 +514,7 @@ const cancel = post('/cancel')
 
 export const appointments: Kind = {
   name: 'appointments',
+  table: 'appointments',
   async scope(on) {
     const { org, nurse, admin, patient, provider } = await newPractice(on)
     return {
@@ -560,6 +568,7 @@ export const HOOK_EVENTS = ['patient.created', 'patient.updated']
 
 export const webhooks: Kind = {
   name: 'webhooks',
+  table: 'webhooks',
   async scope(on) {
     const org = await newOrganization(on)
     return { on, org, user: await org.user('ADMIN'), as: {}, related: {} }
@@ -615,6 +624,7 @@ const invoiceBody = (patientId: number | undefined, issue = false) => ({
 
 const invoices: Kind = {
   name: 'invoices',
+  table: 'invoices',
   async scope(on) {
     const org = await newOrganization(on)
     const patientId = await createPatient(on, await org.user('PROVIDER'))
@@ -655,6 +665,7 @@ export const markRead = (s: Subject, headers: Headers = {}, user = s.as.recipien
 
 export const messages: Kind = {
   name: 'messages',
+  table: 'messages',
   async scope(on) {
     const org = await newOrganization(on)
     return {
@@ -712,6 +723,7 @@ const retitle = async (s: Subject, title: string) => {
 
 const documents: Kind = {
   name: 'documents',
+  table: 'documents',
   scope: (on) => patientScope(on),
   make: (scope) => uploaded(scope),
   firstVersion: expect.any(Number),

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../../src/app.js'
+import { recordVersion, recordVersions } from '../../../src/lib/record-history.js'
 import { purgeTombstones } from '../../../src/lib/sync-paging.js'
 import { buildTestApp } from '../../helpers/app.js'
 import { bearer, createPatient, daysFromToday } from '../../helpers/factories.js'
@@ -141,8 +142,85 @@ describe('versions and ETags', () => {
         previous = answer
       }
       if (!kind.unread) expect((await get(subject)).headers.etag).toBe(weak(first + kind.history.length))
+      // Every version the changes replaced is kept (those before the answer to its creation too, as
+      // for a document's upload), newest first, with the current one.
+      const last = first + kind.history.length
+      const kept = await recordVersions(subject.on.db, subject.org.id, kind.table, subject.id, {
+        page: 0,
+        size: 100,
+      })
+      expect(kept.rows.map((row) => [row.version, row.replaced_at === null, row.removed])).toEqual(
+        Array.from({ length: last }, (_, index) => [last - index, index === 0, false]),
+      )
+      expect(kept.total).toBe(last)
     },
   )
+})
+
+describe('versions kept', () => {
+  it.each(rows(KINDS.filter((kind) => kind.end)))(
+    '%s: the record’s end keeps its last version; a removed record’s is marked removed',
+    async (_name, kind) => {
+      const subject = await create(kind)
+      const first = madeAt(subject)
+      await kind.end?.send(subject)
+      const kept = await recordVersions(subject.on.db, subject.org.id, kind.table, subject.id, {
+        page: 0,
+        size: 100,
+      })
+      const [newest] = kept.rows
+      const removed = await subject.on.db
+        .selectFrom(kind.table)
+        .select('id')
+        .where('organization_id', '=', subject.org.id)
+        .where('id', '=', subject.id)
+        .executeTakeFirst()
+        .then((row) => row === undefined)
+      // Removed: its last version is the one kept, marked so; otherwise the current row ends it.
+      expect([newest?.version, newest?.removed, newest?.replaced_at === null]).toEqual(
+        removed ? [first, true, false] : [first + 1, false, true],
+      )
+      expect(kept.rows.map((row) => row.version)).toEqual(
+        Array.from({ length: newest?.version ?? 0 }, (_, index) => (newest?.version ?? 0) - index),
+      )
+    },
+  )
+
+  it('reads one version back as a row of its table, whatever changed since', async () => {
+    const subject = await create(patients)
+    await call(subject, subject.url, {
+      method: 'PATCH',
+      payload: { preferredLanguage: 'fr' },
+      headers: MERGE_PATCH,
+    })
+    const { on, org, id } = subject
+    const [older, newer] = await Promise.all([
+      recordVersion(on.db, org.id, 'patients', id, 1),
+      recordVersion(on.db, org.id, 'patients', id, 2),
+    ])
+    expect([older?.preferred_language, newer?.preferred_language]).toEqual([
+      subject.created.json().data.preferredLanguage,
+      'fr',
+    ])
+    expect(older?.created_at).toBeInstanceOf(Date)
+    expect(older?.created_at.getTime()).toBe(newer?.created_at.getTime())
+    expect(older?.replaced_at).toBeInstanceOf(Date)
+    expect(await recordVersion(on.db, org.id, 'patients', id, 3)).toBeUndefined()
+    // Another organization's id gives nothing.
+    expect(await recordVersion(on.db, org.id + 1, 'patients', id, 1)).toBeUndefined()
+  })
+
+  it('keeps no signing secret of a webhook’s earlier versions', async () => {
+    const subject = await create(webhooks)
+    await call(subject, `${subject.url}/rotate-secret`, { method: 'POST', payload: {} })
+    const { on, org, id } = subject
+    const [kept, current] = await Promise.all([
+      recordVersion(on.db, org.id, 'webhooks', id, 1),
+      recordVersion(on.db, org.id, 'webhooks', id, 2),
+    ])
+    expect([kept?.url, kept?.secret, kept?.previous_secret]).toEqual([HOOK_URL, null, null])
+    expect([typeof current?.secret, typeof current?.previous_secret]).toEqual(['string', 'string'])
+  })
 })
 
 describe('If-None-Match', () => {

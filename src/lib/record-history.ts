@@ -1,0 +1,79 @@
+import { type Selectable, sql } from 'kysely'
+import type { Database, Db } from '../../db/database.js'
+import type { PageQuery } from '../../schemas/common.js'
+
+/**
+ * The tables whose rows carry a version the database keeps (migration 0016); the versions a row
+ * leaves behind are kept in record_history (migration 0027).
+ */
+export type VersionedTable =
+  | 'patients'
+  | 'providers'
+  | 'appointments'
+  | 'encounters'
+  | 'clinical_records'
+  | 'invoices'
+  | 'messages'
+  | 'webhooks'
+  | 'documents'
+
+type RowOf<T extends VersionedTable> = Selectable<Database[T]>
+
+/**
+ * A version of a record as its table's row; when it stopped being current (null: it still is), and
+ * whether the record was then removed (deleted, as a webhook is), this being its last version.
+ */
+export type RecordVersion<T extends VersionedTable> = RowOf<T> & {
+  replaced_at: Date | null
+  removed: boolean
+}
+
+/**
+ * Every version of one record, the current one and those kept, newest first: a kept version reads
+ * back as a row of the table as it is now (a column added since it was kept is null, and so is one
+ * the table's history leaves out: a webhook's secrets, migration 0027). Versions
+ * replaced before the history was kept (before migration 0027) are not there.
+ */
+function versionsOf<T extends VersionedTable>(table: T, organizationId: number, id: number) {
+  return sql<RecordVersion<T>>`
+    select current.*, null::timestamptz as replaced_at, false as removed
+    from ${sql.table(table)} as current
+    where current.organization_id = ${organizationId} and current.id = ${id}
+    union all
+    select (jsonb_populate_record(null::${sql.table(table)}, kept.row)).*, kept.ended_at, kept.removed
+    from record_history as kept
+    where kept.organization_id = ${organizationId} and kept.table_name = ${table} and kept.record_id = ${id}`
+}
+
+/** One page of a record's versions, newest first, and how many there are. */
+export async function recordVersions<T extends VersionedTable>(
+  db: Db,
+  organizationId: number,
+  table: T,
+  id: number,
+  { page, size }: PageQuery,
+): Promise<{ rows: RecordVersion<T>[]; total: number }> {
+  const { rows } = await sql<RecordVersion<T> & { total_count: number }>`
+    select versions.*, count(*) over () as total_count
+    from (${versionsOf(table, organizationId, id)}) as versions
+    order by versions.version desc
+    limit ${size} offset ${page * size}`.execute(db)
+  if (rows.length > 0 || page === 0) return { rows, total: Number(rows[0]?.total_count ?? 0) }
+  const counted = await sql<{ count: number }>`
+    select count(*)::int as count from (${versionsOf(table, organizationId, id)}) as versions`.execute(db)
+  return { rows, total: Number(counted.rows[0]?.count ?? 0) }
+}
+
+/** One version of a record, current or kept. */
+export async function recordVersion<T extends VersionedTable>(
+  db: Db,
+  organizationId: number,
+  table: T,
+  id: number,
+  version: number,
+): Promise<RecordVersion<T> | undefined> {
+  const { rows } = await sql<RecordVersion<T>>`
+    select versions.* from (${versionsOf(table, organizationId, id)}) as versions
+    where versions.version = ${version}`.execute(db)
+  return rows[0]
+}
