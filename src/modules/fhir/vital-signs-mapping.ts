@@ -1,6 +1,7 @@
 import type { CodeableConcept, Coding, Observation, ObservationComponent, Quantity } from '@medplum/fhirtypes'
 import type { ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import type { VitalSignsData } from '../../../schemas/clinical.js'
+import { metaOf, reference } from './resource-elements.js'
 
 export const LOINC = 'http://loinc.org'
 export const UCUM = 'http://unitsofmeasure.org'
@@ -151,8 +152,8 @@ export function toFhirVitalSigns(row: ClinicalRecordRow): Observation & { id: st
   const shared = {
     status,
     category: categoryOf('vital-signs'),
-    subject: { reference: `Patient/${row.patient_id}` },
-    ...(row.encounter_id === null ? {} : { encounter: { reference: `Encounter/${row.encounter_id}` } }),
+    subject: reference('Patient', row.patient_id),
+    ...(row.encounter_id === null ? {} : { encounter: reference('Encounter', row.encounter_id) }),
     effectiveDateTime: row.effective_at.toISOString(),
   }
   const member = (id: string, profile: string, codes: Coding[], rest: Partial<Observation>): Observation => ({
@@ -183,11 +184,7 @@ export function toFhirVitalSigns(row: ClinicalRecordRow): Observation & { id: st
   return {
     resourceType: 'Observation',
     id: String(row.id),
-    meta: {
-      versionId: String(row.version),
-      lastUpdated: row.updated_at.toISOString(),
-      profile: [`${PROFILE}/vitalspanel`],
-    },
+    meta: { ...metaOf(row), profile: [`${PROFILE}/vitalspanel`] },
     contained: members,
     ...shared,
     code: {
