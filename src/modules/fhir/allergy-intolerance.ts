@@ -2,20 +2,10 @@ import type { AllergyIntolerance } from '@medplum/fhirtypes'
 import { sql } from 'kysely'
 import type { ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import type { AllergyData } from '../../../schemas/clinical.js'
-import {
-  type ClinicalQuery,
-  clinicalResourceType,
-  coded,
-  encounterOf,
-  inverse,
-  metaOf,
-  nothing,
-  ourCodes,
-  withdrawn,
-} from './clinical-record.js'
+import { clinicalResourceType, coded, withdrawn } from './clinical-record.js'
+import { recordResource, reference, withoutUndefined } from './resource-elements.js'
 import type { FhirResourceType } from './resource-type.js'
-import { present, whereOneOf } from './search-conditions.js'
-import { occurrences, type SearchQuery } from './search-params.js'
+import { inverse, tokenParameter } from './search-conditions.js'
 
 const CLINICAL_SYSTEM = 'http://terminology.hl7.org/CodeSystem/allergyintolerance-clinical'
 const VERIFICATION_SYSTEM = 'http://terminology.hl7.org/CodeSystem/allergyintolerance-verification'
@@ -61,46 +51,28 @@ function toFhirAllergyIntolerance(row: ClinicalRecordRow): AllergyIntolerance & 
   const data = row.data as AllergyData
   const removed = withdrawn(row)
   const system = data.substanceCode ? SUBSTANCE_SYSTEMS[data.substanceCode.system] : undefined
+  const category = CATEGORY[data.category]
   const reactions = data.reactions.map((reaction) =>
-    present({
+    withoutUndefined({
       manifestation: [{ text: reaction.manifestation }],
       severity: reaction.severity ? SEVERITY[reaction.severity] : undefined,
     }),
   )
-  return present({
-    resourceType: 'AllergyIntolerance' as const,
-    id: String(row.id),
-    meta: metaOf(row),
+  return recordResource('AllergyIntolerance', row, {
     clinicalStatus: coded(CLINICAL_SYSTEM, removed ? undefined : CLINICAL_STATUS[data.status]),
     verificationStatus: coded(VERIFICATION_SYSTEM, removed ? 'entered-in-error' : undefined),
-    category: CATEGORY[data.category] ? [CATEGORY[data.category]] : undefined,
+    category: category ? [category] : undefined,
     criticality: data.criticality ? CRITICALITY[data.criticality] : undefined,
     code: {
       coding: system && data.substanceCode ? [{ system, code: data.substanceCode.code }] : undefined,
       text: data.substance,
     },
-    patient: { reference: `Patient/${row.patient_id}` },
-    encounter: encounterOf(row),
+    patient: reference('Patient', row.patient_id),
+    encounter: reference('Encounter', row.encounter_id),
     onsetDateTime: data.onsetDate ?? undefined,
     recordedDate: row.recorded_at.toISOString(),
     reaction: reactions.length > 0 ? reactions : undefined,
-  }) as AllergyIntolerance & { id: string }
-}
-
-function allergiesFiltered(query: ClinicalQuery, search: SearchQuery): ClinicalQuery {
-  let result = query
-  for (const values of occurrences(search, 'clinical-status')) {
-    const statuses = ourCodes(values, CLINICAL_SYSTEM, CLINICAL_STATUS_OF_CODE)
-    result = whereOneOf(result, 'status', statuses)
-  }
-  for (const values of occurrences(search, 'category')) {
-    const categories = ourCodes(values, CATEGORY_SYSTEM, CATEGORY_OF_CODE)
-    result =
-      categories.length > 0
-        ? result.where(sql<string>`data->>'category'`, 'in', categories)
-        : result.where(nothing)
-  }
-  return result
+  })
 }
 
 /** AllergyIntolerance: the patients' allergies and intolerances. */
@@ -110,15 +82,16 @@ export function allergyIntoleranceResource(): FhirResourceType<AllergyIntoleranc
     kind: 'ALLERGY',
     path: 'allergies',
     searchParameters: [
-      {
-        name: 'clinical-status',
-        type: 'token',
-        documentation: `active | inactive | resolved (${CLINICAL_SYSTEM})`,
-      },
-      { name: 'category', type: 'token', documentation: 'food | medication | environment | biologic' },
+      tokenParameter('clinical-status', `active | inactive | resolved (${CLINICAL_SYSTEM})`, 'status', {
+        system: CLINICAL_SYSTEM,
+        ours: CLINICAL_STATUS_OF_CODE,
+      }),
+      tokenParameter('category', 'food | medication | environment | biologic', sql`data->>'category'`, {
+        system: CATEGORY_SYSTEM,
+        ours: CATEGORY_OF_CODE,
+      }),
     ],
     toFhir: toFhirAllergyIntolerance,
-    filtered: allergiesFiltered,
     patientOf: (resource) => resource.patient,
   })
 }

@@ -1,27 +1,12 @@
 import type { Appointment, CodeableConcept, Coding } from '@medplum/fhirtypes'
-import type { Db } from '../../../db/database.js'
 import type { AppointmentRow } from '../../../db/tables/appointments.js'
 import type { AppointmentStatus } from '../../../schemas/appointments.js'
-import { AppError } from '../../errors.js'
 import { requireAppointment } from '../appointments/service.js'
-import type { FhirResourceType, ReadScope } from './resource-type.js'
-import {
-  countMatches,
-  dateCondition,
-  inCompartment,
-  keysetPage,
-  present,
-  referenceParameter,
-  type SearchColumns,
-  sortParameters,
-  tokenValues,
-  whereCommon,
-  whereOneOf,
-  whereReferences,
-} from './search-conditions.js'
-import { occurrences, type SearchQuery } from './search-params.js'
-
-const COLUMNS: SearchColumns = { id: 'id', updatedAt: 'updated_at', sortDates: { date: 'starts_at' } }
+import { defineResourceType } from './resource-definition.js'
+import { recordResource, reference, referencesTo } from './resource-elements.js'
+import type { FhirResourceType } from './resource-type.js'
+import { checkLaunchPatient } from './scopes.js'
+import { dateParameter, inverse, referenceParameter, tokenParameter } from './search-conditions.js'
 
 /**
  * The service's own code system for its visit types (OFFICE_VISIT, TELEHEALTH, …), which no
@@ -74,18 +59,11 @@ const STATUSES: Record<AppointmentStatus, NonNullable<Appointment['status']>> = 
   NO_SHOW: 'noshow',
 }
 
-/** Ours for each FHIR code (one code may stand for several of ours). */
-const STATUSES_OF_CODE = Object.entries(STATUSES).reduce<Record<string, string[]>>((byCode, [ours, code]) => {
-  byCode[code] = [...(byCode[code] ?? []), ours]
-  return byCode
-}, {})
+const STATUSES_OF_CODE = inverse(STATUSES)
 
 /** An appointment row as FHIR R4 Appointment; empty parts are left out, as FHIR requires. */
 function toFhirAppointment(row: AppointmentRow): Appointment & { id: string } {
-  return present({
-    resourceType: 'Appointment' as const,
-    id: String(row.id),
-    meta: { versionId: String(row.version), lastUpdated: row.updated_at.toISOString() },
+  return recordResource('Appointment', row, {
     status: STATUSES[row.status as AppointmentStatus] ?? 'booked',
     cancelationReason: row.cancellation_reason ? { text: row.cancellation_reason } : undefined,
     appointmentType: visitType(
@@ -99,87 +77,52 @@ function toFhirAppointment(row: AppointmentRow): Appointment & { id: string } {
     created: row.created_at.toISOString(),
     participant: [
       {
-        actor: { reference: `Patient/${row.patient_id}` },
-        required: 'required' as const,
-        status: row.status === 'SCHEDULED' ? ('needs-action' as const) : ('accepted' as const),
+        actor: reference('Patient', row.patient_id),
+        required: 'required',
+        status: row.status === 'SCHEDULED' ? 'needs-action' : 'accepted',
       },
       {
-        actor: { reference: `Practitioner/${row.provider_id}` },
-        required: 'required' as const,
-        status: 'accepted' as const,
+        actor: reference('Practitioner', row.provider_id),
+        required: 'required',
+        status: 'accepted',
       },
     ],
-  }) as Appointment & { id: string }
-}
-
-type AppointmentQuery = ReturnType<typeof appointmentsOf>
-
-const appointmentsOf = (db: Db, scope: ReadScope) => {
-  const query = db
-    .selectFrom('appointments')
-    .selectAll()
-    .where('organization_id', '=', scope.actor.organizationId)
-  return inCompartment(query, scope, 'patient_id')
-}
-
-function filtered(query: AppointmentQuery, search: SearchQuery): AppointmentQuery {
-  let result = whereCommon(query, search, COLUMNS)
-  result = whereReferences(result, search, 'patient', 'Patient', 'patient_id')
-  result = whereReferences(result, search, 'practitioner', 'Practitioner', 'provider_id')
-  for (const values of occurrences(search, 'status')) {
-    const ours = tokenValues(values, APPOINTMENT_STATUS_SYSTEM).flatMap(
-      (code) => STATUSES_OF_CODE[code] ?? [],
-    )
-    result = whereOneOf(result, 'status', ours)
-  }
-  for (const values of occurrences(search, 'date')) {
-    result = result.where((eb) =>
-      eb.or(values.map((value) => dateCondition(eb, 'starts_at', value, 'instant'))),
-    )
-  }
-  return result
+  })
 }
 
 /** Appointment: the organization's appointments, every status (none is ever removed). */
 export function appointmentResource(): FhirResourceType<Appointment> {
-  return {
+  return defineResourceType({
     type: 'Appointment',
     restRead: 'GET /api/appointments/:id',
     restSearch: 'GET /api/appointments',
-    sortParameters: sortParameters(COLUMNS),
+    records: (db, scope) =>
+      db.selectFrom('appointments').selectAll().where('organization_id', '=', scope.actor.organizationId),
+    patientColumn: 'patient_id',
+    columns: { id: 'id', updatedAt: 'updated_at', sortDates: { date: 'starts_at' } },
     searchParameters: [
-      referenceParameter('patient', 'Patient'),
-      referenceParameter('practitioner', 'Practitioner'),
-      {
-        name: 'date',
-        type: 'date',
-        documentation: 'When the appointment starts (prefixes eq, ne, gt, lt, ge, le)',
-      },
-      {
-        name: 'status',
-        type: 'token',
-        documentation:
-          'booked (SCHEDULED, CONFIRMED) | checked-in (CHECKED_IN, IN_PROGRESS) | fulfilled | cancelled | noshow',
-      },
+      referenceParameter('patient', 'Patient', 'patient_id'),
+      referenceParameter('practitioner', 'Practitioner', 'provider_id'),
+      dateParameter('date', 'When the appointment starts', 'starts_at', 'instant'),
+      tokenParameter(
+        'status',
+        'booked (SCHEDULED, CONFIRMED) | checked-in (CHECKED_IN, IN_PROGRESS) | fulfilled | cancelled | noshow',
+        'status',
+        { system: APPOINTMENT_STATUS_SYSTEM, ours: STATUSES_OF_CODE },
+      ),
     ],
     includes: {
-      patient: (appointment) => referencesTo(appointment, 'Patient/'),
-      practitioner: (appointment) => referencesTo(appointment, 'Practitioner/'),
+      patient: (appointment) => referencesTo('Patient', actorsOf(appointment)),
+      practitioner: (appointment) => referencesTo('Practitioner', actorsOf(appointment)),
     },
+    toFhir: toFhirAppointment,
     async read(db, scope, id) {
       const row = await requireAppointment(db, scope.actor, id)
-      if (scope.patient !== undefined && row.patient_id !== scope.patient) {
-        throw new AppError('AUTH_003', 'The token is limited to another patient’s records')
-      }
+      checkLaunchPatient(scope, row.patient_id)
       return toFhirAppointment(row)
     },
-    search: (db, scope, query, page) =>
-      keysetPage(filtered(appointmentsOf(db, scope), query), COLUMNS, page, toFhirAppointment),
-    count: (db, scope, query) => countMatches(filtered(appointmentsOf(db, scope), query)),
-  }
+  })
 }
 
-const referencesTo = (appointment: Appointment, prefix: string): string[] =>
-  (appointment.participant ?? [])
-    .map((participant) => participant.actor?.reference)
-    .filter((reference): reference is string => reference?.startsWith(prefix) === true)
+const actorsOf = (appointment: Appointment) =>
+  appointment.participant?.map((participant) => participant.actor)

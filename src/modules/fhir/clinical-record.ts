@@ -1,34 +1,22 @@
 import type { CodeableConcept, Reference, Resource } from '@medplum/fhirtypes'
-import { sql } from 'kysely'
 import type { Db } from '../../../db/database.js'
 import type { ClinicalKindName, ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import { missingRecord } from '../../access/organization-scope.js'
 import type { ClinicalPath } from '../../access/route-access.js'
-import { forbidden } from '../../errors.js'
-import type { FhirResourceType, ReadScope, SearchParameterDefinition } from './resource-type.js'
-import {
-  countMatches,
-  inCompartment,
-  keysetPage,
-  referenceParameter,
-  type SearchColumns,
-  sortParameters,
-  tokenValues,
-  whereCommon,
-  whereReferences,
-} from './search-conditions.js'
-import type { SearchQuery } from './search-params.js'
-
-const COLUMNS: SearchColumns = { id: 'id', updatedAt: 'updated_at' }
+import { defineResourceType } from './resource-definition.js'
+import { referencesTo } from './resource-elements.js'
+import type { FhirResourceType, ReadScope } from './resource-type.js'
+import { checkLaunchPatient } from './scopes.js'
+import { referenceParameter, type SearchParameter } from './search-conditions.js'
 
 // Clinical records as FHIR resources: what Condition, AllergyIntolerance and MedicationStatement share.
 
 /**
  * The organization's records of one kind, of its live patients (a deleted patient's records are
- * missing, as in the REST API), kept to the launch patient's for a `patient/` scope.
+ * missing, as in the REST API).
  */
-const clinicalRowsOf = (db: Db, scope: ReadScope, kind: ClinicalKindName) => {
-  const query = db
+const clinicalRowsOf = (db: Db, scope: ReadScope, kind: ClinicalKindName) =>
+  db
     .selectFrom('clinical_records')
     .selectAll()
     .where('organization_id', '=', scope.actor.organizationId)
@@ -40,48 +28,13 @@ const clinicalRowsOf = (db: Db, scope: ReadScope, kind: ClinicalKindName) => {
         .where('organization_id', '=', scope.actor.organizationId)
         .where('deleted_at', 'is', null),
     )
-  return inCompartment(query, scope, 'patient_id')
-}
-
-export type ClinicalQuery = ReturnType<typeof clinicalRowsOf>
 
 /** Whether the record was withdrawn (its status then says ENTERED_IN_ERROR, the old one is gone). */
 export const withdrawn = (row: ClinicalRecordRow) =>
   row.entered_in_error_at !== null || row.status === 'ENTERED_IN_ERROR'
 
-/** The service's coded values a token search names: `code` or `system|code` of the one system. */
-export function ourCodes(values: string[], system: string, ours: Record<string, string>): string[] {
-  return tokenValues(values, system)
-    .map((code) => ours[code])
-    .filter((code) => code !== undefined)
-}
-
-/** The fhir code → our value table of an our value → fhir code table. */
-export const inverse = (table: Record<string, string>): Record<string, string> =>
-  Object.fromEntries(Object.entries(table).map(([ours, code]) => [code, ours]))
-
 export const coded = (system: string, code: string | undefined): CodeableConcept | undefined =>
   code === undefined ? undefined : { coding: [{ system, code }] }
-
-export const nothing = sql<boolean>`false`
-
-/** Where the record was recorded (an encounter of the same patient), if it says. */
-export const encounterOf = (row: ClinicalRecordRow): Reference | undefined =>
-  row.encounter_id === null ? undefined : { reference: `Encounter/${row.encounter_id}` }
-
-export const metaOf = (row: ClinicalRecordRow) => ({
-  versionId: String(row.version),
-  lastUpdated: row.updated_at.toISOString(),
-})
-
-/** The search parameter every clinical type takes besides `_id` and `_lastUpdated`: `patient`. */
-const PATIENT_PARAMETER: SearchParameterDefinition[] = [referenceParameter('patient', 'Patient')]
-
-function commonFiltered(query: ClinicalQuery, search: SearchQuery): ClinicalQuery {
-  let result = whereCommon(query, search, COLUMNS)
-  result = whereReferences(result, search, 'patient', 'Patient', 'patient_id')
-  return result
-}
 
 /** The organization of a record of the kind, whatever the caller's: only to tell 403 from 404. */
 async function ownerOf(db: Db, kind: ClinicalKindName, id: number) {
@@ -101,9 +54,8 @@ export interface ClinicalTypeDefinition<R extends Resource> {
   /** The REST path segment under /api/patients/:patientId/ (its routes' roles and audit apply). */
   path: ClinicalPath
   /** The type's own search parameters, beyond `_id`, `_lastUpdated` and `patient`. */
-  searchParameters: SearchParameterDefinition[]
+  searchParameters: SearchParameter<ReturnType<typeof clinicalRowsOf>>[]
   toFhir(row: ClinicalRecordRow): R & { id: string }
-  filtered(query: ClinicalQuery, search: SearchQuery): ClinicalQuery
   /** The patient reference the resource holds (subject or patient). */
   patientOf(resource: R): Reference | undefined
 }
@@ -117,31 +69,24 @@ export function clinicalResourceType<R extends Resource>(
   definition: ClinicalTypeDefinition<R>,
 ): FhirResourceType<R> {
   const { type, kind, path, toFhir } = definition
-  const matching = (db: Db, scope: ReadScope, query: SearchQuery) =>
-    definition.filtered(commonFiltered(clinicalRowsOf(db, scope, kind), query), query)
-  return {
+  return defineResourceType({
     type,
     restRead: `GET /api/patients/:patientId/${path}/:id` as const,
     restSearch: `GET /api/patients/:patientId/${path}` as const,
-    sortParameters: sortParameters(COLUMNS),
-    searchParameters: [...PATIENT_PARAMETER, ...definition.searchParameters],
-    includes: {
-      patient: (resource) => {
-        const reference = definition.patientOf(resource)?.reference
-        return reference ? [reference] : []
-      },
-    },
+    records: (db, scope) => clinicalRowsOf(db, scope, kind),
+    patientColumn: 'patient_id',
+    columns: { id: 'id', updatedAt: 'updated_at' },
+    searchParameters: [
+      referenceParameter('patient', 'Patient', 'patient_id'),
+      ...definition.searchParameters,
+    ],
+    includes: { patient: (resource) => referencesTo('Patient', [definition.patientOf(resource)]) },
+    toFhir,
     async read(db, scope, id) {
-      const row = await clinicalRowsOf(db, { actor: scope.actor, patient: undefined }, kind)
-        .where('id', '=', id)
-        .executeTakeFirst()
+      const row = await clinicalRowsOf(db, scope, kind).where('id', '=', id).executeTakeFirst()
       if (!row) missingRecord(type, id, await ownerOf(db, kind, id), scope.actor)
-      if (scope.patient !== undefined && row.patient_id !== scope.patient) {
-        throw forbidden('The token is limited to another patient’s records')
-      }
+      checkLaunchPatient(scope, row.patient_id)
       return toFhir(row)
     },
-    search: (db, scope, query, page) => keysetPage(matching(db, scope, query), COLUMNS, page, toFhir),
-    count: (db, scope, query) => countMatches(matching(db, scope, query)),
-  }
+  })
 }

@@ -1,20 +1,10 @@
 import type { Condition } from '@medplum/fhirtypes'
 import type { ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import type { ConditionData } from '../../../schemas/clinical.js'
-import {
-  type ClinicalQuery,
-  clinicalResourceType,
-  coded,
-  encounterOf,
-  inverse,
-  metaOf,
-  nothing,
-  ourCodes,
-  withdrawn,
-} from './clinical-record.js'
+import { clinicalResourceType, coded, withdrawn } from './clinical-record.js'
+import { recordResource, reference } from './resource-elements.js'
 import type { FhirResourceType } from './resource-type.js'
-import { present, tokenValues, whereOneOf } from './search-conditions.js'
-import { occurrences, type SearchQuery } from './search-params.js'
+import { inverse, nothing, tokenParameter, tokenValues } from './search-conditions.js'
 
 const ICD10_CM = 'http://hl7.org/fhir/sid/icd-10-cm'
 const CLINICAL_SYSTEM = 'http://terminology.hl7.org/CodeSystem/condition-clinical'
@@ -58,10 +48,7 @@ function toFhirCondition(row: ClinicalRecordRow): Condition & { id: string } {
   const removed = withdrawn(row)
   const clinical = removed ? undefined : CLINICAL_STATUS[data.clinicalStatus]
   const severity = data.severity ? SEVERITY[data.severity] : undefined
-  return present({
-    resourceType: 'Condition' as const,
-    id: String(row.id),
-    meta: metaOf(row),
+  return recordResource('Condition', row, {
     clinicalStatus: coded(CLINICAL_SYSTEM, clinical),
     verificationStatus: coded(
       VERIFICATION_SYSTEM,
@@ -70,31 +57,14 @@ function toFhirCondition(row: ClinicalRecordRow): Condition & { id: string } {
     category: [{ coding: [{ system: CATEGORY_SYSTEM, code: PROBLEM_LIST, display: 'Problem List Item' }] }],
     severity: severity ? { coding: [{ system: SNOMED, ...severity }], text: severity.display } : undefined,
     code: { coding: [{ system: ICD10_CM, code: data.icd10Code }], text: data.description },
-    subject: { reference: `Patient/${row.patient_id}` },
-    encounter: encounterOf(row),
+    subject: reference('Patient', row.patient_id),
+    encounter: reference('Encounter', row.encounter_id),
     onsetDateTime: data.onsetDate ?? undefined,
     abatementDateTime:
       clinical !== undefined && ABATED.has(clinical) ? (data.abatementDate ?? undefined) : undefined,
     recordedDate: row.recorded_at.toISOString(),
     note: data.note ? [{ text: data.note }] : undefined,
-  }) as Condition & { id: string }
-}
-
-function conditionsFiltered(query: ClinicalQuery, search: SearchQuery): ClinicalQuery {
-  let result = query
-  for (const values of occurrences(search, 'clinical-status')) {
-    const statuses = ourCodes(values, CLINICAL_SYSTEM, CLINICAL_STATUS_OF_CODE)
-    result = whereOneOf(result, 'status', statuses)
-  }
-  for (const values of occurrences(search, 'category')) {
-    // Every condition here is a problem-list item.
-    if (!tokenValues(values, CATEGORY_SYSTEM).includes(PROBLEM_LIST)) result = result.where(nothing)
-  }
-  for (const values of occurrences(search, 'code')) {
-    const codes = tokenValues(values, ICD10_CM)
-    result = whereOneOf(result, 'code', codes)
-  }
-  return result
+  })
 }
 
 /** Condition: the patients' problem lists. */
@@ -104,16 +74,23 @@ export function conditionResource(): FhirResourceType<Condition> {
     kind: 'CONDITION',
     path: 'conditions',
     searchParameters: [
+      tokenParameter(
+        'clinical-status',
+        `active | recurrence | relapse | inactive | remission | resolved (${CLINICAL_SYSTEM})`,
+        'status',
+        { system: CLINICAL_SYSTEM, ours: CLINICAL_STATUS_OF_CODE },
+      ),
       {
-        name: 'clinical-status',
+        name: 'category',
         type: 'token',
-        documentation: `active | recurrence | relapse | inactive | remission | resolved (${CLINICAL_SYSTEM})`,
+        documentation: `problem-list-item (${CATEGORY_SYSTEM})`,
+        // Every condition here is a problem-list item.
+        where: (query, values) =>
+          tokenValues(values, CATEGORY_SYSTEM).includes(PROBLEM_LIST) ? query : query.where(nothing),
       },
-      { name: 'category', type: 'token', documentation: `problem-list-item (${CATEGORY_SYSTEM})` },
-      { name: 'code', type: 'token', documentation: `ICD-10-CM code, system ${ICD10_CM}` },
+      tokenParameter('code', `ICD-10-CM code, system ${ICD10_CM}`, 'code', { system: ICD10_CM }),
     ],
     toFhir: toFhirCondition,
-    filtered: conditionsFiltered,
     patientOf: (resource) => resource.subject,
   })
 }

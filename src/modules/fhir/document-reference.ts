@@ -3,28 +3,11 @@ import type { Db } from '../../../db/database.js'
 import type { DocumentRow } from '../../../db/tables/documents.js'
 import { missingRecord, ownerOrganization } from '../../access/organization-scope.js'
 import { AppError } from '../../errors.js'
+import { defineResourceType } from './resource-definition.js'
+import { recordResource, reference, referencesTo, withoutUndefined } from './resource-elements.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
-import {
-  countMatches,
-  dateCondition,
-  inCompartment,
-  keysetPage,
-  present,
-  referenceParameter,
-  type SearchColumns,
-  sortParameters,
-  tokenValues,
-  whereCommon,
-  whereOneOf,
-  whereReferences,
-} from './search-conditions.js'
-import { occurrences, type SearchQuery } from './search-params.js'
-
-const COLUMNS: SearchColumns = {
-  id: 'documents.id',
-  updatedAt: 'documents.updated_at',
-  sortDates: { date: 'documents.created_at' },
-}
+import { checkLaunchPatient } from './scopes.js'
+import { dateParameter, referenceParameter, tokenParameter } from './search-conditions.js'
 
 /** Our document categories as a code system of our own: no standard one says the same. */
 const DOCUMENT_CATEGORY_SYSTEM = 'urn:ehr-service:document-category'
@@ -61,23 +44,19 @@ function categoryConcept(category: string): CodeableConcept {
 function toFhirDocumentReference(row: DocumentWithAuthor, base: string): DocumentReference & { id: string } {
   const size = row.size_bytes === null ? undefined : Number(row.size_bytes)
   const concept = categoryConcept(row.category)
-  return present({
-    resourceType: 'DocumentReference' as const,
-    id: String(row.id),
-    meta: { versionId: String(row.version), lastUpdated: row.updated_at.toISOString() },
+  return recordResource('DocumentReference', row, {
     // Only stored documents are served: a deleted one is gone (410), never `entered-in-error`.
-    status: 'current' as const,
-    docStatus: 'final' as const,
+    status: 'current',
+    docStatus: 'final',
     type: concept,
     category: [concept],
-    subject: { reference: `Patient/${row.patient_id}` },
+    subject: reference('Patient', row.patient_id),
     date: row.created_at.toISOString(),
-    author:
-      row.author_provider_id === null ? undefined : [{ reference: `Practitioner/${row.author_provider_id}` }],
+    author: row.author_provider_id === null ? undefined : [reference('Practitioner', row.author_provider_id)],
     description: row.title || undefined,
     content: [
       {
-        attachment: present({
+        attachment: withoutUndefined({
           contentType: row.content_type,
           url: `${base}/Binary/${row.id}`,
           size: size !== undefined && size <= UNSIGNED_INT_MAX ? size : undefined,
@@ -87,8 +66,8 @@ function toFhirDocumentReference(row: DocumentWithAuthor, base: string): Documen
       },
     ],
     context:
-      row.encounter_id === null ? undefined : { encounter: [{ reference: `Encounter/${row.encounter_id}` }] },
-  }) as DocumentReference & { id: string }
+      row.encounter_id === null ? undefined : { encounter: [reference('Encounter', row.encounter_id)] },
+  })
 }
 
 /** Documents of the organization (any status), each with its uploader's provider id if any. */
@@ -105,20 +84,16 @@ const documentsWithAuthor = (db: Db, organizationId: number) =>
     .select(['providers.id as author_provider_id', 'patients.deleted_at as patient_deleted_at'])
     .where('documents.organization_id', '=', organizationId)
 
-type DocumentQuery = ReturnType<typeof documentsOf>
-
 /**
- * The stored documents the scope may see: the organization's, of live patients (a deleted
- * patient's records are not shown, as with every other clinical type), and the launch patient's only.
+ * The stored documents of the organization's live patients (a deleted patient's records are not
+ * shown, as with every other clinical type).
  */
-const documentsOf = (db: Db, scope: ReadScope) => {
-  const query = documentsWithAuthor(db, scope.actor.organizationId)
+const documentsOf = (db: Db, scope: ReadScope) =>
+  documentsWithAuthor(db, scope.actor.organizationId)
     .where('documents.status', '=', 'AVAILABLE')
     // Implied by AVAILABLE; stated so the planner can use the partial index, as the REST list does.
     .where('documents.deleted_at', 'is', null)
     .where('patients.deleted_at', 'is', null)
-  return inCompartment(query, scope, 'documents.patient_id')
-}
 
 /**
  * The stored document the scope may read: 403 for another organization's or (SMART launch) another
@@ -132,69 +107,52 @@ export async function readableDocument(db: Db, scope: ReadScope, id: number): Pr
   if (!row || row.status === 'PENDING' || row.patient_deleted_at !== null) {
     return missingRecord('Document', id, await ownerOrganization(db, 'documents', id), scope.actor)
   }
-  if (scope.patient !== undefined && row.patient_id !== scope.patient) {
-    throw new AppError('AUTH_003', 'The token is limited to another patient’s records')
-  }
+  checkLaunchPatient(scope, row.patient_id)
   if (row.status !== 'AVAILABLE') {
     throw new AppError('RES_001', `Document ${id} was deleted`, { status: 410, message: 'Gone' })
   }
   return row
 }
 
-function filtered(query: DocumentQuery, search: SearchQuery): DocumentQuery {
-  let result = whereCommon(query, search, COLUMNS)
-  result = whereReferences(result, search, 'patient', 'Patient', 'documents.patient_id')
-  // `type` and `category` carry the same code (our category), so they search the same column.
-  for (const name of ['category', 'type']) {
-    for (const values of occurrences(search, name)) {
-      const codes = tokenValues(values, DOCUMENT_CATEGORY_SYSTEM)
-      result = whereOneOf(result, 'documents.category', codes)
-    }
-  }
-  for (const values of occurrences(search, 'date')) {
-    result = result.where((eb) =>
-      eb.or(values.map((value) => dateCondition(eb, 'documents.created_at', value, 'instant'))),
-    )
-  }
-  return result
-}
-
 const codes = Object.keys(CATEGORY_NAMES).join(' | ')
+/** `type` and `category` carry the same code (our category), so they search the same column. */
+const categories = { system: DOCUMENT_CATEGORY_SYSTEM }
 
 /** DocumentReference: the stored documents of the practice's patients, their bytes as Binary. */
 export function documentReferenceResource(
   mapping: DocumentReferenceMapping,
 ): FhirResourceType<DocumentReference> {
-  return {
+  const toFhir = (row: DocumentWithAuthor) => toFhirDocumentReference(row, mapping.base)
+  return defineResourceType({
     type: 'DocumentReference',
     // The REST API reads a document's metadata only through the patient's list.
     restRead: 'GET /api/patients/:patientId/documents',
     restSearch: 'GET /api/patients/:patientId/documents',
-    sortParameters: sortParameters(COLUMNS),
+    records: documentsOf,
+    patientColumn: 'documents.patient_id',
+    columns: {
+      id: 'documents.id',
+      updatedAt: 'documents.updated_at',
+      sortDates: { date: 'documents.created_at' },
+    },
     searchParameters: [
-      referenceParameter('patient', 'Patient'),
-      {
-        name: 'category',
-        type: 'token',
-        documentation: `Category, system ${DOCUMENT_CATEGORY_SYSTEM}: ${codes}`,
-      },
-      {
-        name: 'type',
-        type: 'token',
-        documentation: `Kind of document (the category), system ${DOCUMENT_CATEGORY_SYSTEM}`,
-      },
-      { name: 'date', type: 'date', documentation: 'When it was stored (prefixes eq, ne, gt, lt, ge, le)' },
-    ],
-    async read(db, scope, id) {
-      return toFhirDocumentReference(await readableDocument(db, scope, id), mapping.base)
-    },
-    search: (db, scope, query, page) =>
-      keysetPage(filtered(documentsOf(db, scope), query), COLUMNS, page, (row) =>
-        toFhirDocumentReference(row, mapping.base),
+      referenceParameter('patient', 'Patient', 'documents.patient_id'),
+      tokenParameter(
+        'category',
+        `Category, system ${DOCUMENT_CATEGORY_SYSTEM}: ${codes}`,
+        'documents.category',
+        categories,
       ),
-    count: (db, scope, query) => countMatches(filtered(documentsOf(db, scope), query)),
-    includes: {
-      patient: (resource) => (resource.subject?.reference ? [resource.subject.reference] : []),
-    },
-  }
+      tokenParameter(
+        'type',
+        `Kind of document (the category), system ${DOCUMENT_CATEGORY_SYSTEM}`,
+        'documents.category',
+        categories,
+      ),
+      dateParameter('date', 'When it was stored', 'documents.created_at', 'instant'),
+    ],
+    includes: { patient: (resource) => referencesTo('Patient', [resource.subject]) },
+    toFhir,
+    read: async (db, scope, id) => toFhir(await readableDocument(db, scope, id)),
+  })
 }

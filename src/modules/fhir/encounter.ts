@@ -1,29 +1,21 @@
 import type { Coding, Encounter } from '@medplum/fhirtypes'
-import { sql } from 'kysely'
 import type { Db } from '../../../db/database.js'
 import type { EncounterRow } from '../../../db/tables/encounters.js'
 import type { EncounterStatus } from '../../../schemas/encounters.js'
 import { missingRecord, ownerOrganization } from '../../access/organization-scope.js'
-import { AppError } from '../../errors.js'
 import { VISIT_TYPE_SYSTEM, visitType } from './appointment.js'
+import { defineResourceType } from './resource-definition.js'
+import { recordResource, reference, referencesTo } from './resource-elements.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
+import { checkLaunchPatient } from './scopes.js'
 import {
-  countMatches,
-  dateCondition,
-  inCompartment,
-  keysetPage,
-  present,
+  dateParameter,
+  inverse,
+  nothing,
   referenceParameter,
-  type SearchColumns,
-  sortParameters,
+  tokenParameter,
   tokenValues,
-  whereCommon,
-  whereOneOf,
-  whereReferences,
 } from './search-conditions.js'
-import { occurrences, type SearchQuery } from './search-params.js'
-
-const COLUMNS: SearchColumns = { id: 'id', updatedAt: 'updated_at', sortDates: { date: 'encounter_date' } }
 
 const ENCOUNTER_STATUS_SYSTEM = 'http://hl7.org/fhir/encounter-status'
 const ACT_CODE_SYSTEM = 'http://terminology.hl7.org/CodeSystem/v3-ActCode'
@@ -37,10 +29,7 @@ const STATUSES: Record<EncounterStatus, NonNullable<Encounter['status']>> = {
   SIGNED: 'finished',
   AMENDED: 'finished',
 }
-const STATUSES_OF_CODE: Record<string, EncounterStatus[]> = {
-  'in-progress': ['DRAFT'],
-  finished: ['SIGNED', 'AMENDED'],
-}
+const STATUSES_OF_CODE = inverse(STATUSES)
 
 const VIRTUAL: Coding = { system: ACT_CODE_SYSTEM, code: 'VR', display: 'virtual' }
 const AMBULATORY: Coding = { system: ACT_CODE_SYSTEM, code: 'AMB', display: 'ambulatory' }
@@ -60,120 +49,82 @@ const PRIMARY_PERFORMER: Coding = {
  * reason for the visit.
  */
 function toFhirEncounter(row: EncounterRow): Encounter & { id: string } {
-  return present({
-    resourceType: 'Encounter' as const,
-    id: String(row.id),
-    meta: { versionId: String(row.version), lastUpdated: row.updated_at.toISOString() },
+  return recordResource('Encounter', row, {
     status: STATUSES[row.status as EncounterStatus] ?? 'in-progress',
     class: classOf(row.encounter_type),
     type: [visitType(row.encounter_type)],
-    subject: { reference: `Patient/${row.patient_id}` },
+    subject: reference('Patient', row.patient_id),
     participant: [
       {
         type: [{ coding: [PRIMARY_PERFORMER] }],
-        individual: { reference: `Practitioner/${row.provider_id}` },
+        individual: reference('Practitioner', row.provider_id),
       },
     ],
-    appointment: row.appointment_id ? [{ reference: `Appointment/${row.appointment_id}` }] : undefined,
+    appointment: row.appointment_id ? [reference('Appointment', row.appointment_id)] : undefined,
     // The visit's day only: the service records no times for it.
     period: { start: row.encounter_date },
     reasonCode: row.chief_complaint ? [{ text: row.chief_complaint }] : undefined,
-  }) as Encounter & { id: string }
+  })
 }
 
-type EncounterQuery = ReturnType<typeof encountersOf>
-
-const encountersOf = (db: Db, scope: ReadScope) => {
-  const query = db
-    .selectFrom('encounters')
-    .selectAll()
-    .where('organization_id', '=', scope.actor.organizationId)
-  return inCompartment(query, scope, 'patient_id')
-}
-
-const none = sql<boolean>`false`
-
-function filtered(query: EncounterQuery, search: SearchQuery): EncounterQuery {
-  let result = whereCommon(query, search, COLUMNS)
-  result = whereReferences(result, search, 'patient', 'Patient', 'patient_id')
-  result = whereReferences(result, search, 'practitioner', 'Practitioner', 'provider_id')
-  for (const values of occurrences(search, 'status')) {
-    const ours = tokenValues(values, ENCOUNTER_STATUS_SYSTEM).flatMap((code) => STATUSES_OF_CODE[code] ?? [])
-    result = whereOneOf(result, 'status', ours)
-  }
-  for (const values of occurrences(search, 'class')) {
-    const codes = tokenValues(values, ACT_CODE_SYSTEM)
-    const virtual = codes.includes('VR')
-    const ambulatory = codes.includes('AMB')
-    if (virtual && ambulatory) continue
-    result = virtual
-      ? result.where('encounter_type', '=', 'TELEHEALTH')
-      : ambulatory
-        ? result.where('encounter_type', '<>', 'TELEHEALTH')
-        : result.where(none)
-  }
-  for (const values of occurrences(search, 'type')) {
-    const types = tokenValues(values, VISIT_TYPE_SYSTEM)
-    result = whereOneOf(result, 'encounter_type', types)
-  }
-  for (const values of occurrences(search, 'date')) {
-    result = result.where((eb) =>
-      eb.or(values.map((value) => dateCondition(eb, 'encounter_date', value, 'date'))),
-    )
-  }
-  return result
-}
+const encountersOf = (db: Db, scope: ReadScope) =>
+  db.selectFrom('encounters').selectAll().where('organization_id', '=', scope.actor.organizationId)
 
 /** Encounter: the organization's visit notes, every status (none is ever removed). */
 export function encounterResource(): FhirResourceType<Encounter> {
-  return {
+  return defineResourceType({
     type: 'Encounter',
     restRead: 'GET /api/encounters/:id',
     restSearch: 'GET /api/encounters',
-    sortParameters: sortParameters(COLUMNS),
+    records: encountersOf,
+    patientColumn: 'patient_id',
+    columns: { id: 'id', updatedAt: 'updated_at', sortDates: { date: 'encounter_date' } },
     searchParameters: [
-      referenceParameter('patient', 'Patient'),
-      referenceParameter('practitioner', 'Practitioner'),
-      { name: 'date', type: 'date', documentation: 'The day of the visit (prefixes eq, ne, gt, lt, ge, le)' },
-      {
-        name: 'status',
-        type: 'token',
-        documentation: 'in-progress (DRAFT) | finished (SIGNED, AMENDED)',
-      },
+      referenceParameter('patient', 'Patient', 'patient_id'),
+      referenceParameter('practitioner', 'Practitioner', 'provider_id'),
+      dateParameter('date', 'The day of the visit', 'encounter_date', 'date'),
+      tokenParameter('status', 'in-progress (DRAFT) | finished (SIGNED, AMENDED)', 'status', {
+        system: ENCOUNTER_STATUS_SYSTEM,
+        ours: STATUSES_OF_CODE,
+      }),
       {
         name: 'class',
         type: 'token',
         documentation: `${ACT_CODE_SYSTEM}: VR (telehealth) | AMB (every other visit type)`,
+        where(query, values) {
+          const codes = tokenValues(values, ACT_CODE_SYSTEM)
+          const virtual = codes.includes('VR')
+          const ambulatory = codes.includes('AMB')
+          if (virtual && ambulatory) return query
+          return virtual
+            ? query.where('encounter_type', '=', 'TELEHEALTH')
+            : ambulatory
+              ? query.where('encounter_type', '<>', 'TELEHEALTH')
+              : query.where(nothing)
+        },
       },
-      {
-        name: 'type',
-        type: 'token',
-        documentation: `Visit type, system ${VISIT_TYPE_SYSTEM}: OFFICE_VISIT | NEW_PATIENT | FOLLOW_UP | TELEHEALTH | ANNUAL_PHYSICAL | CONSULTATION | PROCEDURE`,
-      },
+      tokenParameter(
+        'type',
+        `Visit type, system ${VISIT_TYPE_SYSTEM}: OFFICE_VISIT | NEW_PATIENT | FOLLOW_UP | TELEHEALTH | ANNUAL_PHYSICAL | CONSULTATION | PROCEDURE`,
+        'encounter_type',
+        { system: VISIT_TYPE_SYSTEM },
+      ),
     ],
     includes: {
-      patient: (encounter) => (encounter.subject?.reference ? [encounter.subject.reference] : []),
+      patient: (encounter) => referencesTo('Patient', [encounter.subject]),
       practitioner: (encounter) =>
-        (encounter.participant ?? [])
-          .map((participant) => participant.individual?.reference)
-          .filter((reference): reference is string => reference?.startsWith('Practitioner/') === true),
+        referencesTo(
+          'Practitioner',
+          encounter.participant?.map((participant) => participant.individual),
+        ),
     },
+    toFhir: toFhirEncounter,
     async read(db, scope, id) {
       const row =
-        (await db
-          .selectFrom('encounters')
-          .selectAll()
-          .where('organization_id', '=', scope.actor.organizationId)
-          .where('id', '=', id)
-          .executeTakeFirst()) ??
+        (await encountersOf(db, scope).where('id', '=', id).executeTakeFirst()) ??
         missingRecord('Encounter', id, await ownerOrganization(db, 'encounters', id), scope.actor)
-      if (scope.patient !== undefined && row.patient_id !== scope.patient) {
-        throw new AppError('AUTH_003', 'The token is limited to another patient’s records')
-      }
+      checkLaunchPatient(scope, row.patient_id)
       return toFhirEncounter(row)
     },
-    search: (db, scope, query, page) =>
-      keysetPage(filtered(encountersOf(db, scope), query), COLUMNS, page, toFhirEncounter),
-    count: (db, scope, query) => countMatches(filtered(encountersOf(db, scope), query)),
-  }
+  })
 }

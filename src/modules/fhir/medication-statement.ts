@@ -1,18 +1,10 @@
 import type { CodeableConcept, Dosage, MedicationStatement } from '@medplum/fhirtypes'
 import type { ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import type { MedicationData } from '../../../schemas/clinical.js'
-import {
-  type ClinicalQuery,
-  clinicalResourceType,
-  encounterOf,
-  inverse,
-  metaOf,
-  ourCodes,
-  withdrawn,
-} from './clinical-record.js'
+import { clinicalResourceType, withdrawn } from './clinical-record.js'
+import { present, recordResource, reference } from './resource-elements.js'
 import type { FhirResourceType } from './resource-type.js'
-import { present, whereOneOf } from './search-conditions.js'
-import { occurrences, type SearchQuery } from './search-params.js'
+import { inverse, tokenParameter } from './search-conditions.js'
 
 const RXNORM = 'http://www.nlm.nih.gov/research/umls/rxnorm'
 const STATUS_SYSTEM = 'http://hl7.org/fhir/CodeSystem/medication-statement-status'
@@ -75,30 +67,18 @@ function toFhirMedicationStatement(row: ClinicalRecordRow): MedicationStatement 
   const data = row.data as MedicationData
   const dosage = dosageOf(data)
   const period = present({ start: data.startDate ?? undefined, end: data.endDate ?? undefined })
-  return present({
-    resourceType: 'MedicationStatement' as const,
-    id: String(row.id),
-    meta: metaOf(row),
+  return recordResource('MedicationStatement', row, {
     status: withdrawn(row) ? 'entered-in-error' : (STATUS[data.status] ?? 'unknown'),
     medicationCodeableConcept: {
       coding: data.rxnormCode ? [{ system: RXNORM, code: data.rxnormCode }] : undefined,
       text: data.name,
     },
-    subject: { reference: `Patient/${row.patient_id}` },
-    context: encounterOf(row),
+    subject: reference('Patient', row.patient_id),
+    context: reference('Encounter', row.encounter_id),
     effectivePeriod: period,
     dateAsserted: row.recorded_at.toISOString(),
     dosage: dosage ? [dosage] : undefined,
-  }) as MedicationStatement & { id: string }
-}
-
-function medicationsFiltered(query: ClinicalQuery, search: SearchQuery): ClinicalQuery {
-  let result = query
-  for (const values of occurrences(search, 'status')) {
-    const statuses = ourCodes(values, STATUS_SYSTEM, STATUS_OF_CODE)
-    result = whereOneOf(result, 'status', statuses)
-  }
-  return result
+  })
 }
 
 /** MedicationStatement: the patients' medication lists. */
@@ -108,14 +88,12 @@ export function medicationStatementResource(): FhirResourceType<MedicationStatem
     kind: 'MEDICATION',
     path: 'medications',
     searchParameters: [
-      {
-        name: 'status',
-        type: 'token',
-        documentation: 'active | completed | stopped | on-hold | entered-in-error',
-      },
+      tokenParameter('status', 'active | completed | stopped | on-hold | entered-in-error', 'status', {
+        system: STATUS_SYSTEM,
+        ours: STATUS_OF_CODE,
+      }),
     ],
     toFhir: toFhirMedicationStatement,
-    filtered: medicationsFiltered,
     patientOf: (resource) => resource.subject,
   })
 }

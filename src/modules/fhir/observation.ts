@@ -6,21 +6,18 @@ import type { LabResultData } from '../../../schemas/clinical.js'
 import { missingRecord } from '../../access/organization-scope.js'
 import type { RouteKey } from '../../access/route-access.js'
 import { AppError } from '../../errors.js'
+import { defineResourceType } from './resource-definition.js'
+import { present, recordResource, reference, referencesTo } from './resource-elements.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
+import { checkLaunchPatient } from './scopes.js'
 import {
-  countMatches,
-  inCompartment,
-  keysetPage,
-  present,
+  dateParameter,
+  nothing,
   referenceParameter,
-  type SearchColumns,
-  sortParameters,
+  tokenParameter,
   tokenValues,
-  whereCommon,
-  whereOneOf,
-  whereReferences,
 } from './search-conditions.js'
-import { occurrences, parseDate, type SearchQuery } from './search-params.js'
+import type { SearchQuery } from './search-params.js'
 import {
   categoryOf,
   LOINC,
@@ -106,15 +103,12 @@ function toFhirLabResult(row: ClinicalRecordRow): Observation & { id: string } {
         text: range.text ?? undefined,
       })
     : undefined
-  return present({
-    resourceType: 'Observation' as const,
-    id: String(row.id),
-    meta: { versionId: String(row.version), lastUpdated: row.updated_at.toISOString() },
+  return recordResource('Observation', row, {
     status: row.entered_in_error_at ? 'entered-in-error' : (LAB_STATUS[data.status] ?? 'unknown'),
     category: categoryOf('laboratory'),
     code: { coding: [{ system: LOINC, code: data.testCode }], text: data.testName },
-    subject: { reference: `Patient/${row.patient_id}` },
-    encounter: row.encounter_id === null ? undefined : { reference: `Encounter/${row.encounter_id}` },
+    subject: reference('Patient', row.patient_id),
+    encounter: reference('Encounter', row.encounter_id),
     // The clinically relevant time of a lab result is when the specimen was taken.
     effectiveDateTime: data.specimenCollectedAt ?? data.resultedAt,
     issued: data.resultedAt,
@@ -122,15 +116,15 @@ function toFhirLabResult(row: ClinicalRecordRow): Observation & { id: string } {
     valueString: typeof data.value === 'string' ? data.value : undefined,
     interpretation: interpretationOf(data),
     referenceRange: referenceRange ? [referenceRange] : undefined,
-  }) as Observation & { id: string }
+  })
 }
 
 const toFhirObservation = (row: ClinicalRecordRow) =>
   row.kind === 'VITAL_SIGNS' ? toFhirVitalSigns(row) : toFhirLabResult(row)
 
-/** Vital signs and lab results of the organization's live patients (and the launch patient only). */
-const observationsOf = (db: Db, scope: ReadScope) => {
-  const query = db
+/** Vital signs and lab results of the organization's live patients. */
+const observationsOf = (db: Db, scope: ReadScope) =>
+  db
     .selectFrom('clinical_records as r')
     .innerJoin('patients as p', (join) =>
       join.onRef('p.id', '=', 'r.patient_id').onRef('p.organization_id', '=', 'r.organization_id'),
@@ -139,34 +133,10 @@ const observationsOf = (db: Db, scope: ReadScope) => {
     .where('r.organization_id', '=', scope.actor.organizationId)
     .where('p.deleted_at', 'is', null)
     .where('r.kind', 'in', KINDS)
-  return inCompartment(query, scope, 'r.patient_id')
-}
-type ObservationQuery = ReturnType<typeof observationsOf>
 type Eb = ExpressionBuilder<Database & { r: Database['clinical_records'] }, 'r'>
 
 /** Observation.effective: the specimen's collection for lab results, else the clinical time. */
 const effective = sql<Date>`coalesce((r.data->>'specimenCollectedAt')::timestamptz, r.effective_at)`
-
-const COLUMNS: SearchColumns = { id: 'r.id', updatedAt: 'r.updated_at', sortDates: { date: effective } }
-
-function instantCondition(eb: Eb, column: Expression<Date>, value: string): Expression<SqlBool> {
-  const { comparator, start, end } = parseDate(value)
-  const at = (instant: string) => sql<Date>`${instant}::timestamptz`
-  switch (comparator) {
-    case 'gt':
-      return eb(column, '>=', at(end))
-    case 'ge':
-      return eb(column, '>=', at(start))
-    case 'lt':
-      return eb(column, '<', at(start))
-    case 'le':
-      return eb(column, '<', at(end))
-    case 'ne':
-      return eb.or([eb(column, '<', at(start)), eb(column, '>=', at(end))])
-    default:
-      return eb.and([eb(column, '>=', at(start)), eb(column, '<', at(end))])
-  }
-}
 
 /**
  * `code`: the Observation's own code (a lab result's LOINC code, 85353-1 for a vital-signs panel).
@@ -174,7 +144,7 @@ function instantCondition(eb: Eb, column: Expression<Date>, value: string): Expr
  * with the panel (FHIR's `_containedType=container`, the only type served).
  */
 function codeCondition(eb: Eb, codes: string[], contained: string): Expression<SqlBool> {
-  if (codes.length === 0) return sql<boolean>`false`
+  if (codes.length === 0) return nothing
   const own = [
     eb.and([eb('r.kind', '=', 'LAB_RESULT'), eb('r.code', 'in', codes)]),
     ...(codes.includes(VITALS_PANEL_CODE) ? [eb('r.kind', '=', 'VITAL_SIGNS')] : []),
@@ -184,35 +154,16 @@ function codeCondition(eb: Eb, codes: string[], contained: string): Expression<S
     eb.and([eb('r.kind', '=', 'VITAL_SIGNS'), sql<boolean>`(r.data->>${field}) is not null`]),
   )
   const conditions = contained === 'true' ? members : contained === 'both' ? [...own, ...members] : own
-  return conditions.length > 0 ? eb.or(conditions) : sql<boolean>`false`
+  return conditions.length > 0 ? eb.or(conditions) : nothing
 }
 
-function filtered(query: ObservationQuery, search: SearchQuery): ObservationQuery {
-  let result = whereCommon(query, search, COLUMNS)
+/** `_contained`: whether `code` matches the panels' own codes (false), their measurements' (true) or both. */
+function containedOf(search: SearchQuery): string {
   const contained = search._contained?.[0] ?? 'false'
   if (!['true', 'false', 'both'].includes(contained)) {
     throw new AppError('VAL_001', '_contained must be true, false or both', { status: 400 })
   }
-  for (const name of ['patient', 'subject'])
-    result = whereReferences(result, search, name, 'Patient', 'r.patient_id')
-  for (const values of occurrences(search, 'category')) {
-    const kinds = tokenValues(values, OBSERVATION_CATEGORY)
-      .map((code) => KIND_OF_CATEGORY[code])
-      .filter((kind) => kind !== undefined)
-    result = whereOneOf(result, 'r.kind', kinds)
-  }
-  for (const values of occurrences(search, 'code')) {
-    const codes = tokenValues(values, LOINC)
-    result = result.where((eb) => codeCondition(eb, codes, contained))
-  }
-  for (const values of occurrences(search, 'status')) {
-    const statuses = values.map((code) => STORED_STATUS[code]).filter((status) => status !== undefined)
-    result = whereOneOf(result, 'r.status', statuses)
-  }
-  for (const values of occurrences(search, 'date')) {
-    result = result.where((eb) => eb.or(values.map((value) => instantCondition(eb, effective, value))))
-  }
-  return result
+  return contained
 }
 
 const LAB_ROUTES = {
@@ -222,7 +173,7 @@ const LAB_ROUTES = {
 
 /** Observation: vital signs (as vital signs panels) and lab results. */
 export function observationResource(): FhirResourceType<Observation> {
-  return {
+  return defineResourceType({
     type: 'Observation',
     // Lab results share the vital signs routes' roles (PROVIDER, NURSE read both) and are audited
     // under their own routes' rules.
@@ -234,54 +185,50 @@ export function observationResource(): FhirResourceType<Observation> {
       )
         ? LAB_ROUTES
         : undefined,
-    sortParameters: sortParameters(COLUMNS),
+    records: observationsOf,
+    patientColumn: 'r.patient_id',
+    columns: { id: 'r.id', updatedAt: 'r.updated_at', sortDates: { date: effective } },
     searchParameters: [
-      referenceParameter('patient', 'Patient'),
-      referenceParameter('subject', 'Patient'),
-      {
-        name: 'category',
-        type: 'token',
-        documentation: `vital-signs | laboratory (system ${OBSERVATION_CATEGORY})`,
-      },
+      referenceParameter('patient', 'Patient', 'r.patient_id'),
+      referenceParameter('subject', 'Patient', 'r.patient_id'),
+      tokenParameter('category', `vital-signs | laboratory (system ${OBSERVATION_CATEGORY})`, 'r.kind', {
+        system: OBSERVATION_CATEGORY,
+        ours: KIND_OF_CATEGORY,
+      }),
       {
         name: 'code',
         type: 'token',
         documentation: `LOINC (${LOINC}): a lab test, or ${VITALS_PANEL_CODE} for vital signs panels; with _contained=true or both, also a measurement in a panel (8867-4, 85354-9, …)`,
+        where: (query, values, search) =>
+          query.where((eb) => codeCondition(eb, tokenValues(values, LOINC), containedOf(search))),
       },
-      {
-        name: 'date',
-        type: 'date',
-        documentation:
-          'Observation.effective: measured, or the specimen collected (else resulted) (prefixes eq, ne, gt, lt, ge, le)',
-      },
-      {
-        name: 'status',
-        type: 'token',
-        documentation: 'preliminary | final | amended | corrected | entered-in-error',
-      },
+      dateParameter(
+        'date',
+        'Observation.effective: measured, or the specimen collected (else resulted)',
+        effective,
+        'instant',
+      ),
+      tokenParameter('status', 'preliminary | final | amended | corrected | entered-in-error', 'r.status', {
+        ours: STORED_STATUS,
+      }),
       {
         name: '_contained',
         type: 'token',
         documentation: 'false (default) | true | both: whether code also matches contained measurements',
+        // Read by `code`.
+        where: (query) => query,
       },
     ],
+    checkSearch: containedOf,
+    includes: { patient: (observation) => referencesTo('Patient', [observation.subject]) },
+    toFhir: toFhirObservation,
     async read(db, scope, id) {
-      const row = await observationsOf(db, { ...scope, patient: undefined })
-        .where('r.id', '=', id)
-        .executeTakeFirst()
+      const row = await observationsOf(db, scope).where('r.id', '=', id).executeTakeFirst()
       if (!row) missingRecord('Observation', id, await ownerOf(db, id), scope.actor)
-      if (scope.patient !== undefined && row.patient_id !== scope.patient) {
-        throw new AppError('AUTH_003', 'The token is limited to another patient’s records')
-      }
+      checkLaunchPatient(scope, row.patient_id)
       return toFhirObservation(row)
     },
-    search: (db, scope, query, page) =>
-      keysetPage(filtered(observationsOf(db, scope), query), COLUMNS, page, toFhirObservation),
-    count: (db, scope, query) => countMatches(filtered(observationsOf(db, scope), query)),
-    includes: {
-      patient: (observation) => (observation.subject?.reference ? [observation.subject.reference] : []),
-    },
-  }
+  })
 }
 
 /**

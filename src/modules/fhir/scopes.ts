@@ -2,6 +2,7 @@ import type { CodeableConcept, Resource } from '@medplum/fhirtypes'
 import { isSmartShaped, parseSmartScope, type SmartScope } from '../../access/smart-scopes.js'
 import { forbidden } from '../../errors.js'
 import type { Principal } from '../../identity/principal.js'
+import type { ReadScope } from './resource-type.js'
 import { parseToken, type SearchQuery } from './search-params.js'
 
 /** What the token's scopes let it do with one resource type. */
@@ -73,5 +74,12 @@ export function checkCategories(resource: Resource, categories: readonly string[
   const concepts = category === undefined ? [] : Array.isArray(category) ? category : [category]
   if (!categories.some((token) => holds(concepts, token))) {
     throw forbidden(`The token's scopes do not allow reading this ${resource.resourceType}'s category`)
+  }
+}
+
+/** A record read by id is refused when the token is kept to its launch patient and the record is another's. */
+export function checkLaunchPatient(scope: ReadScope, patientId: number): void {
+  if (scope.patient !== undefined && patientId !== scope.patient) {
+    throw forbidden('The token is limited to another patient’s records')
   }
 }

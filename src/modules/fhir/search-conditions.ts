@@ -6,7 +6,7 @@ import {
   type SqlBool,
   sql,
 } from 'kysely'
-import type { ReadScope } from './resource-type.js'
+import type { ReadScope, SearchParameterDefinition } from './resource-type.js'
 import {
   occurrences,
   type PageRequest,
@@ -18,19 +18,16 @@ import {
   type SearchQuery,
 } from './search-params.js'
 
-/**
- * The object without its undefined members, or undefined when none is left: FHIR forbids empty
- * objects and arrays, so absent parts are left out rather than sent empty.
- */
-export function present<T extends object>(value: T): T | undefined {
-  const entries = Object.entries(value).filter(([, member]) => member !== undefined)
-  return entries.length > 0 ? (Object.fromEntries(entries) as T) : undefined
-}
+// biome-ignore lint/suspicious/noExplicitAny: any table set
+export type AnyQuery = SelectQueryBuilder<any, any, any>
+
+/** The condition no record meets. */
+export const nothing = sql<boolean>`false`
 
 const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`)
 
 /** A FHIR string search: the value starts the text, case-insensitively. */
-export function stringCondition(
+function stringCondition(
   // biome-ignore lint/suspicious/noExplicitAny: any table set
   eb: ExpressionBuilder<any, any>,
   lowered: Expression<string | null>,
@@ -39,20 +36,23 @@ export function stringCondition(
   return eb(lowered, 'like', `${escapeLike(value.toLowerCase())}%`)
 }
 
+/** A column by name, or SQL standing for one. */
+type ColumnOrSql = string | RawBuilder<unknown>
+
 /**
  * A FHIR date search on a column: `date` columns compare calendar dates, `instant` columns
  * (timestamptz) compare instants; the value's precision decides the range it stands for.
  */
-export function dateCondition(
+function dateCondition(
   // biome-ignore lint/suspicious/noExplicitAny: any table set
   eb: ExpressionBuilder<any, any>,
-  column: string,
+  column: ColumnOrSql,
   value: string,
   kind: 'date' | 'instant',
 ): Expression<SqlBool> {
   const range = parseDate(value)
   const [start, end] = kind === 'date' ? [range.startDate, range.endDate] : [range.start, range.end]
-  const ref = eb.ref(column)
+  const ref = typeof column === 'string' ? eb.ref(column) : column
   const cast = (text: string) => (kind === 'date' ? sql`${text}::date` : sql`${text}::timestamptz`)
   switch (range.comparator) {
     case 'gt':
@@ -78,28 +78,38 @@ export function tokenValues(values: string[], system: string): string[] {
     .map((token) => token.code as string)
 }
 
+/** Ours for each FHIR code, of a table of the FHIR code for each of ours (one may stand for several). */
+export function inverse(table: Record<string, string>): Record<string, string[]> {
+  const ours: Record<string, string[]> = {}
+  for (const [value, code] of Object.entries(table)) ours[code] = [...(ours[code] ?? []), value]
+  return ours
+}
+
 /**
  * Records whose `column` is one of `values`. No values (search values that name nothing, such as a
  * reference to another type) match nothing, rather than making an empty `in ()`.
  */
-// biome-ignore lint/suspicious/noExplicitAny: any table set
-export function whereOneOf<Q extends SelectQueryBuilder<any, any, any>>(
+function whereOneOf<Q extends AnyQuery>(
   query: Q,
-  column: string,
+  column: ColumnOrSql,
   values: readonly (string | number)[],
 ): Q {
-  return (
-    values.length > 0 ? query.where(sql.ref(column), 'in', values) : query.where(sql<boolean>`false`)
-  ) as Q
+  if (values.length === 0) return query.where(nothing) as Q
+  return query.where(typeof column === 'string' ? sql.ref(column) : column, 'in', values) as Q
+}
+
+/** Records whose date (or instant) in `column` falls in the range of one of the values. */
+function whereAnyDate<Q extends AnyQuery>(
+  query: Q,
+  column: ColumnOrSql,
+  values: string[],
+  kind: 'date' | 'instant',
+): Q {
+  return query.where((eb) => eb.or(values.map((value) => dateCondition(eb, column, value, kind)))) as Q
 }
 
 /** Records of the scope's compartments only: its launch patient, or a provider's patients. */
-// biome-ignore lint/suspicious/noExplicitAny: any table set
-export function inCompartment<Q extends SelectQueryBuilder<any, any, any>>(
-  query: Q,
-  scope: ReadScope,
-  patientColumn: string,
-): Q {
+export function inCompartment<Q extends AnyQuery>(query: Q, scope: ReadScope, patientColumn: string): Q {
   let result = query
   if (scope.patient !== undefined) result = result.where(sql.ref(patientColumn), '=', scope.patient) as Q
   if (scope.providerPatients !== undefined) {
@@ -122,20 +132,89 @@ export const COMMON_SEARCH_PARAMETERS = [
   },
 ] as const
 
-/** A reference search parameter to a patient or a practitioner, as types declare it. */
-export const referenceParameter = (name: string, target: 'Patient' | 'Practitioner') =>
-  ({
-    name,
-    type: 'reference',
-    documentation: `The ${target === 'Patient' ? 'patient' : 'provider'}: \`12\`, \`${target}/12\` or its full URL`,
-  }) as const
+/**
+ * A search parameter of a type: as the CapabilityStatement declares it, and the condition one
+ * occurrence of it puts on the type's query (records matching any of the occurrence's values).
+ */
+export interface SearchParameter<Q extends AnyQuery = AnyQuery> extends SearchParameterDefinition {
+  /** `search`: the whole search, for a parameter whose meaning another one sets. */
+  where(query: Q, values: string[], search: SearchQuery): Q
+}
+
+/** A reference search parameter to a patient or a practitioner: records whose `column` holds an id named. */
+export const referenceParameter = (
+  name: string,
+  target: 'Patient' | 'Practitioner',
+  column: string,
+): SearchParameter => ({
+  name,
+  type: 'reference',
+  documentation: `The ${target === 'Patient' ? 'patient' : 'provider'}: \`12\`, \`${target}/12\` or its full URL`,
+  where: (query, values) => whereOneOf(query, column, referencedIds(values, target)),
+})
+
+/** How the values of a token search parameter name the codes a column stores. */
+interface TokenCodes {
+  /** The code system of the values' codes (`code` or `system|code`); none: each value is a code as it is. */
+  system?: string
+  /** The stored codes each FHIR code stands for; none: the column stores the FHIR codes. */
+  ours?: Record<string, string | readonly string[]>
+}
+
+/** A token search parameter: records whose `column` holds a code the values name. */
+export const tokenParameter = (
+  name: string,
+  documentation: string,
+  column: ColumnOrSql,
+  { system, ours }: TokenCodes,
+): SearchParameter => ({
+  name,
+  type: 'token',
+  documentation,
+  where(query, values) {
+    const codes = system === undefined ? values : tokenValues(values, system)
+    return whereOneOf(query, column, ours ? codes.flatMap((code) => ours[code] ?? []) : codes)
+  },
+})
+
+/** A string search parameter: records a value starts one of the `columns` of, case-insensitively. */
+export const stringParameter = (
+  name: string,
+  documentation: string,
+  columns: readonly string[],
+): SearchParameter => ({
+  name,
+  type: 'string',
+  documentation,
+  where: (query, values) =>
+    query.where((eb) =>
+      eb.or(
+        values.flatMap((value) =>
+          columns.map((column) => stringCondition(eb, eb.fn('lower', [eb.ref(column)]), value)),
+        ),
+      ),
+    ),
+})
+
+/** A date search parameter on a `date` or an `instant` column; each takes the comparison prefixes. */
+export const dateParameter = (
+  name: string,
+  documentation: string,
+  column: ColumnOrSql,
+  kind: 'date' | 'instant',
+): SearchParameter => ({
+  name,
+  type: 'date',
+  documentation: `${documentation} (prefixes eq, ne, gt, lt, ge, le)`,
+  where: (query, values) => whereAnyDate(query, column, values, kind),
+})
 
 /** The columns a type's searches filter `_id` and `_lastUpdated` on, page by, and sort by. */
 export interface SearchColumns {
   id: string
   updatedAt: string
   /** The type's date-like search parameters `_sort` may name (besides `_lastUpdated`), as SQL. */
-  sortDates?: Record<string, string | RawBuilder<unknown>>
+  sortDates?: Record<string, ColumnOrSql>
 }
 
 /** The parameters `_sort` takes on a type: `_id`, `_lastUpdated` and its date-like ones. */
@@ -146,34 +225,12 @@ export const sortParameters = (columns: SearchColumns): string[] => [
 ]
 
 /** `_id` and `_lastUpdated`, on the query's id and change-time columns. */
-// biome-ignore lint/suspicious/noExplicitAny: any table set
-export function whereCommon<Q extends SelectQueryBuilder<any, any, any>>(
-  query: Q,
-  search: SearchQuery,
-  columns: SearchColumns,
-): Q {
+export function whereCommon<Q extends AnyQuery>(query: Q, search: SearchQuery, columns: SearchColumns): Q {
   let result = query
   for (const ids of occurrences(search, '_id')) result = whereOneOf(result, columns.id, recordIds(ids))
   for (const values of occurrences(search, '_lastUpdated')) {
-    result = result.where((eb) =>
-      eb.or(values.map((value) => dateCondition(eb, columns.updatedAt, value, 'instant'))),
-    ) as Q
+    result = whereAnyDate(result, columns.updatedAt, values, 'instant')
   }
-  return result
-}
-
-/** A reference search parameter (`patient=Patient/12`): records whose `column` holds a named id. */
-// biome-ignore lint/suspicious/noExplicitAny: any table set
-export function whereReferences<Q extends SelectQueryBuilder<any, any, any>>(
-  query: Q,
-  search: SearchQuery,
-  name: string,
-  target: string,
-  column: string,
-): Q {
-  let result = query
-  for (const values of occurrences(search, name))
-    result = whereOneOf(result, column, referencedIds(values, target))
   return result
 }
 

@@ -1,6 +1,7 @@
 import type { CodeableConcept, Coding, Observation, ObservationComponent, Quantity } from '@medplum/fhirtypes'
 import type { ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import type { VitalSignsData } from '../../../schemas/clinical.js'
+import { metaOf, reference } from './resource-elements.js'
 
 export const LOINC = 'http://loinc.org'
 export const UCUM = 'http://unitsofmeasure.org'
@@ -29,84 +30,58 @@ const VITAL_STATUS: Record<string, Observation['status']> = {
 
 type Measured = keyof Omit<VitalSignsData, 'status'>
 
+/** A UCUM unit: its code, and how it reads. */
+interface Unit {
+  code: string
+  display: string
+}
+
+const ucum = (code: string, display = code): Unit => ({ code, display })
+const BEATS_PER_MINUTE = ucum('/min', 'beats/minute')
+const BREATHS_PER_MINUTE = ucum('/min', 'breaths/minute')
+
 /** One measurement a vital-signs record holds, as the FHIR vital-signs profile for it. */
 interface Measurement {
   field: Measured
   /** The contained Observation's local id (`#heart-rate`). */
   id: string
   profile: string
+  unit: Unit
   codes: Coding[]
-  unit: { code: string; display: string }
 }
 
+function measurement(field: Measured, id: string, profile: string, unit: Unit, ...codes: Coding[]) {
+  return { field, id, profile, unit, codes }
+}
+
+const HEART_RATE = loinc('8867-4', 'Heart rate')
+const RESPIRATORY_RATE = loinc('9279-1', 'Respiratory rate')
+const BODY_TEMPERATURE = loinc('8310-5', 'Body temperature')
+const OXYGEN_SATURATION = loinc('2708-6', 'Oxygen saturation in Arterial blood')
+const PULSE_OXIMETRY = loinc('59408-5', 'Oxygen saturation in Arterial blood by Pulse oximetry')
+const BODY_HEIGHT = loinc('8302-2', 'Body height')
+const BODY_WEIGHT = loinc('29463-7', 'Body weight')
+const BMI = loinc('39156-5', 'Body mass index (BMI) [Ratio]')
+const PAIN_SEVERITY = loinc('72514-3', 'Pain severity - 0-10 verbal numeric rating [Score] - Reported')
+
+// Each: the stored field, the contained Observation's id, its R4 profile, its unit, its LOINC codes.
 const MEASUREMENTS: Measurement[] = [
-  {
-    field: 'heartRate',
-    id: 'heart-rate',
-    profile: 'heartrate',
-    codes: [loinc('8867-4', 'Heart rate')],
-    unit: { code: '/min', display: 'beats/minute' },
-  },
-  {
-    field: 'respiratoryRate',
-    id: 'respiratory-rate',
-    profile: 'resprate',
-    codes: [loinc('9279-1', 'Respiratory rate')],
-    unit: { code: '/min', display: 'breaths/minute' },
-  },
-  {
-    field: 'temperatureCelsius',
-    id: 'body-temperature',
-    profile: 'bodytemp',
-    codes: [loinc('8310-5', 'Body temperature')],
-    unit: { code: 'Cel', display: '°C' },
-  },
-  {
-    // SpO2 is measured by pulse oximetry: 59408-5 says so, 2708-6 is the code the R4 profile fixes.
-    field: 'spo2',
-    id: 'oxygen-saturation',
-    profile: 'oxygensat',
-    codes: [
-      loinc('2708-6', 'Oxygen saturation in Arterial blood'),
-      loinc('59408-5', 'Oxygen saturation in Arterial blood by Pulse oximetry'),
-    ],
-    unit: { code: '%', display: '%' },
-  },
-  {
-    field: 'heightCm',
-    id: 'body-height',
-    profile: 'bodyheight',
-    codes: [loinc('8302-2', 'Body height')],
-    unit: { code: 'cm', display: 'cm' },
-  },
-  {
-    field: 'weightKg',
-    id: 'body-weight',
-    profile: 'bodyweight',
-    codes: [loinc('29463-7', 'Body weight')],
-    unit: { code: 'kg', display: 'kg' },
-  },
-  {
-    field: 'bmi',
-    id: 'bmi',
-    profile: 'bmi',
-    codes: [loinc('39156-5', 'Body mass index (BMI) [Ratio]')],
-    unit: { code: 'kg/m2', display: 'kg/m2' },
-  },
-  {
-    // No R4 profile of its own: the generic vital-signs one (its code binding is extensible).
-    field: 'painScore',
-    id: 'pain-severity',
-    profile: 'vitalsigns',
-    codes: [loinc('72514-3', 'Pain severity - 0-10 verbal numeric rating [Score] - Reported')],
-    unit: { code: '{score}', display: 'score' },
-  },
+  measurement('heartRate', 'heart-rate', 'heartrate', BEATS_PER_MINUTE, HEART_RATE),
+  measurement('respiratoryRate', 'respiratory-rate', 'resprate', BREATHS_PER_MINUTE, RESPIRATORY_RATE),
+  measurement('temperatureCelsius', 'body-temperature', 'bodytemp', ucum('Cel', '°C'), BODY_TEMPERATURE),
+  // SpO2 is measured by pulse oximetry: 59408-5 says so, 2708-6 is the code the R4 profile fixes.
+  measurement('spo2', 'oxygen-saturation', 'oxygensat', ucum('%'), OXYGEN_SATURATION, PULSE_OXIMETRY),
+  measurement('heightCm', 'body-height', 'bodyheight', ucum('cm'), BODY_HEIGHT),
+  measurement('weightKg', 'body-weight', 'bodyweight', ucum('kg'), BODY_WEIGHT),
+  measurement('bmi', 'bmi', 'bmi', ucum('kg/m2'), BMI),
+  // No R4 profile of its own: the generic vital-signs one (its code binding is extensible).
+  measurement('painScore', 'pain-severity', 'vitalsigns', ucum('{score}', 'score'), PAIN_SEVERITY),
 ]
 
 const BLOOD_PRESSURE = loinc('85354-9', 'Blood pressure panel with all children optional')
 const SYSTOLIC = loinc('8480-6', 'Systolic blood pressure')
 const DIASTOLIC = loinc('8462-4', 'Diastolic blood pressure')
-const MM_HG = { code: 'mm[Hg]', display: 'mmHg' }
+const MM_HG = ucum('mm[Hg]', 'mmHg')
 
 /**
  * The stored fields a LOINC code of a contained measurement stands for (the blood pressure panel
@@ -121,7 +96,7 @@ export const MEASUREMENT_FIELDS: Record<string, Measured[]> = {
   [DIASTOLIC.code as string]: ['diastolic'],
 }
 
-const quantity = (value: number, unit: { code: string; display: string }): Quantity => ({
+const quantity = (value: number, unit: Unit): Quantity => ({
   value,
   unit: unit.display,
   system: UCUM,
@@ -151,8 +126,8 @@ export function toFhirVitalSigns(row: ClinicalRecordRow): Observation & { id: st
   const shared = {
     status,
     category: categoryOf('vital-signs'),
-    subject: { reference: `Patient/${row.patient_id}` },
-    ...(row.encounter_id === null ? {} : { encounter: { reference: `Encounter/${row.encounter_id}` } }),
+    subject: reference('Patient', row.patient_id),
+    ...(row.encounter_id === null ? {} : { encounter: reference('Encounter', row.encounter_id) }),
     effectiveDateTime: row.effective_at.toISOString(),
   }
   const member = (id: string, profile: string, codes: Coding[], rest: Partial<Observation>): Observation => ({
@@ -183,11 +158,7 @@ export function toFhirVitalSigns(row: ClinicalRecordRow): Observation & { id: st
   return {
     resourceType: 'Observation',
     id: String(row.id),
-    meta: {
-      versionId: String(row.version),
-      lastUpdated: row.updated_at.toISOString(),
-      profile: [`${PROFILE}/vitalspanel`],
-    },
+    meta: { ...metaOf(row), profile: [`${PROFILE}/vitalspanel`] },
     contained: members,
     ...shared,
     code: {

@@ -1,0 +1,57 @@
+import type { Meta, Reference, Resource } from '@medplum/fhirtypes'
+
+/** The object without its undefined members: absent parts are left out. */
+export function withoutUndefined<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, member]) => member !== undefined)) as T
+}
+
+/**
+ * The object without its undefined members, or undefined when none is left: FHIR forbids empty
+ * objects and arrays, so absent parts are left out rather than sent empty.
+ */
+export function present<T extends object>(value: T): T | undefined {
+  const defined = withoutUndefined(value)
+  return Object.keys(defined).length > 0 ? defined : undefined
+}
+
+/** A resource's version and change time: those of its record. */
+export const metaOf = (row: { version: number; updated_at: Date }): Meta => ({
+  versionId: String(row.version),
+  lastUpdated: row.updated_at.toISOString(),
+})
+
+/** The types a mapped resource references. */
+type Referenced = 'Patient' | 'Practitioner' | 'Encounter' | 'Appointment'
+type ResourceOfType<T extends Referenced> = Extract<Resource, { resourceType: T }>
+
+/** A reference to the record `id` of a type (`Patient/12`); none where the record names none. */
+export function reference<T extends Referenced>(type: T, id: number): Reference<ResourceOfType<T>>
+export function reference<T extends Referenced>(
+  type: T,
+  id: number | null,
+): Reference<ResourceOfType<T>> | undefined
+export function reference<T extends Referenced>(
+  type: T,
+  id: number | null,
+): Reference<ResourceOfType<T>> | undefined {
+  return id === null ? undefined : { reference: `${type}/${id}` }
+}
+
+/** The references to records of `type` among a resource's, as `_include` follows them. */
+export const referencesTo = (type: Referenced, references: (Reference | undefined)[] = []): string[] =>
+  references
+    .map((candidate) => candidate?.reference)
+    .filter((text): text is string => text?.startsWith(`${type}/`) === true)
+
+/**
+ * The resource a record maps to: its type, the record's id and version, then its own elements,
+ * absent ones left out.
+ */
+export function recordResource<R extends Resource>(
+  resourceType: R['resourceType'],
+  row: { id: number; version: number; updated_at: Date },
+  elements: Omit<R, 'resourceType' | 'id' | 'meta'>,
+): R & { id: string } {
+  const resource = { resourceType, id: String(row.id), meta: metaOf(row), ...elements }
+  return withoutUndefined(resource) as R & { id: string }
+}
