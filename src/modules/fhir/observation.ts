@@ -13,6 +13,7 @@ import { checkLaunchPatient } from './scopes.js'
 import {
   dateParameter,
   nothing,
+  ownEntry,
   referenceParameter,
   tokenParameter,
   tokenValues,
@@ -149,7 +150,7 @@ function codeCondition(eb: Eb, codes: string[], contained: string): Expression<S
     eb.and([eb('r.kind', '=', 'LAB_RESULT'), eb('r.code', 'in', codes)]),
     ...(codes.includes(VITALS_PANEL_CODE) ? [eb('r.kind', '=', 'VITAL_SIGNS')] : []),
   ]
-  const fields = [...new Set(codes.flatMap((code) => MEASUREMENT_FIELDS[code] ?? []))]
+  const fields = [...new Set(codes.flatMap((code) => ownEntry(MEASUREMENT_FIELDS, code) ?? []))]
   const members = fields.map((field) =>
     eb.and([eb('r.kind', '=', 'VITAL_SIGNS'), sql<boolean>`(r.data->>${field}) is not null`]),
   )

@@ -78,6 +78,14 @@ export function tokenValues(values: string[], system: string): string[] {
     .map((token) => token.code as string)
 }
 
+/**
+ * What a code table holds for a code a client sent: only the table's own entries, so that a code
+ * such as `constructor` names nothing rather than something every object inherits.
+ */
+export function ownEntry<V>(table: Readonly<Record<string, V>>, code: string): V | undefined {
+  return Object.hasOwn(table, code) ? table[code] : undefined
+}
+
 /** Ours for each FHIR code, of a table of the FHIR code for each of ours (one may stand for several). */
 export function inverse(table: Record<string, string>): Record<string, string[]> {
   const ours: Record<string, string[]> = {}
@@ -173,7 +181,7 @@ export const tokenParameter = (
   documentation,
   where(query, values) {
     const codes = system === undefined ? values : tokenValues(values, system)
-    return whereOneOf(query, column, ours ? codes.flatMap((code) => ours[code] ?? []) : codes)
+    return whereOneOf(query, column, ours ? codes.flatMap((code) => ownEntry(ours, code) ?? []) : codes)
   },
 })
 

@@ -461,6 +461,7 @@ describe('GET /fhir/R4/Observation (search)', () => {
       ['code=85354-9&_contained=true', [ids.adaVitals]],
       ['code=29463-7,2345-7&_contained=both', [ids.adaGlucose, ids.alanVitals]],
       ['code=2345-7&_contained=true', []],
+      ['code=constructor&_contained=both', []],
       [`code=8867-4&_contained=true&patient=${alan}`, []],
       ['date=2020-05-10', [ids.adaVitals]],
       ['date=2021-02-28', [ids.adaGlucose]],

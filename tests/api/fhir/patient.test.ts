@@ -274,6 +274,9 @@ describe('GET /fhir/R4/Patient (search)', () => {
       [`_id=${ids.ada},${ids.alan}`, [ids.ada, ids.alan]],
       ['name=lov,hop', [ids.ada, ids.grace]],
       ['_lastUpdated=ge2000-01-01&family=hopper', [ids.grace]],
+      // Codes that name what every object inherits name nothing here.
+      ['gender=constructor', []],
+      ['gender=toString,female', [ids.ada, ids.grace]],
     ]
     for (const [query, expected] of cases) {
       const response = await get(nurse, `/Patient?${query}`)
