@@ -87,6 +87,16 @@ export function recordRoutes<E extends TSchema>(app: App, kind: RecordKind<E>) {
     ...particular,
   })
 
+  /** The schema of a route that changes the record at `:id` with a body. */
+  const changeSchema = <B extends TSchema>(operation: Operation, body: B, response: Answers) => ({
+    tags,
+    ...operation,
+    params: IdParams,
+    ...conditionalChange,
+    body,
+    response,
+  })
+
   /** `method` `<path>/:id<suffix>` with a body. */
   function changeWithBody<B extends TSchema, A extends TSchema = E>(
     method: 'POST' | 'PUT',
@@ -99,14 +109,7 @@ export function recordRoutes<E extends TSchema>(app: App, kind: RecordKind<E>) {
       method,
       url: `${item}${suffix}`,
       config,
-      schema: {
-        tags,
-        ...operation,
-        params: IdParams,
-        ...conditionalChange,
-        body,
-        response: answers(answer, errors),
-      },
+      schema: changeSchema(operation, body, answers(answer, errors)),
       handler: async (request) =>
         ok(
           message,
@@ -167,16 +170,7 @@ export function recordRoutes<E extends TSchema>(app: App, kind: RecordKind<E>) {
       const { patch: change, body, ...operation } = patch
       app.patch(
         item,
-        {
-          schema: {
-            tags,
-            ...operation,
-            params: IdParams,
-            ...conditionalChange,
-            body,
-            response: answers(envelope, errors),
-          },
-        },
+        { schema: changeSchema(operation, body, answers(envelope, errors)) },
         async (request) => {
           const validate = (merged: unknown) => validMergedBody(request, put.body, merged)
           const record = await change(
