@@ -10,10 +10,9 @@ import {
   PatchAppointmentBody,
   UpdateAppointmentBody,
 } from '../../../schemas/appointments.js'
-import { IdParams, IfMatchHeaders, IfNoneMatchHeaders } from '../../../schemas/common.js'
 import { ok } from '../../http/envelope.js'
 import { listOrSync } from '../../http/list-or-sync.js'
-import { validMergedBody } from '../../http/merge-patch-body.js'
+import { recordRoutes } from '../../http/record-routes.js'
 import { principalOf } from '../../http/request-principal.js'
 import { errorResponse, noSuch, recordErrors } from '../../http/responses.js'
 import { MERGE_PATCH, mergePatchDescription } from '../../plugins/conditional-requests.js'
@@ -74,135 +73,63 @@ const appointmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
       ok('Slots retrieved', await availableSlots(app.db, principalOf(request), request.query)),
   )
 
-  app.get(
-    '/:id',
-    {
-      schema: {
-        tags,
-        operationId: 'getAppointment',
-        summary: 'One appointment',
-        description: 'Carries the ETag `W/"<version>"`; with a current `If-None-Match`, 304 without a body.',
-        params: IdParams,
-        headers: IfNoneMatchHeaders,
-        response: { 200: AppointmentEnvelope, ...appointmentErrors },
-      },
-    },
-    async (request) =>
-      ok('Appointment retrieved', await getAppointment(app.db, principalOf(request), request.params.id)),
-  )
+  const appointments = recordRoutes(app, { tags, envelope: AppointmentEnvelope, errors: appointmentErrors })
 
-  app.post(
-    '',
-    {
-      schema: {
-        tags,
-        operationId: 'createAppointment',
-        summary: 'Book an appointment',
-        description: 'Emits appointment.created.',
-        body: CreateAppointmentBody,
-        response: { 201: AppointmentEnvelope, ...appointmentErrors, 409: conflictOnBooking },
-      },
-    },
-    async (request, reply) => {
-      const appointment = await createAppointment(app.db, principalOf(request), request.body)
-      request.auditedIds = [appointment.id]
-      return reply.code(201).send(ok('Appointment created', appointment))
-    },
-  )
+  appointments.get({
+    operationId: 'getAppointment',
+    summary: 'One appointment',
+    message: 'Appointment retrieved',
+    read: getAppointment,
+  })
 
-  app.put(
-    '/:id',
-    {
-      schema: {
-        tags,
-        operationId: 'updateAppointment',
-        summary: 'Reschedule an appointment or change its status',
-        description:
-          'With `If-Match`, only if the appointment is still at that version (412 otherwise). Emits appointment.updated.',
-        params: IdParams,
-        headers: IfMatchHeaders,
-        body: UpdateAppointmentBody,
-        response: { 200: AppointmentEnvelope, ...appointmentErrors, 409: conflictOnBooking },
-      },
+  appointments.create({
+    operationId: 'createAppointment',
+    summary: 'Book an appointment',
+    description: 'Emits appointment.created.',
+    body: CreateAppointmentBody,
+    response: { 201: AppointmentEnvelope, ...appointmentErrors, 409: conflictOnBooking },
+    message: 'Appointment created',
+    create: createAppointment,
+  })
+
+  appointments.putAndPatch({
+    errors: { 409: conflictOnBooking },
+    message: 'Appointment updated',
+    put: {
+      operationId: 'updateAppointment',
+      summary: 'Reschedule an appointment or change its status',
+      description:
+        'With `If-Match`, only if the appointment is still at that version (412 otherwise). Emits appointment.updated.',
+      body: UpdateAppointmentBody,
+      replace: updateAppointment,
     },
-    async (request) =>
-      ok(
-        'Appointment updated',
-        await updateAppointment(
-          app.db,
-          principalOf(request),
-          request.params.id,
-          request.body,
-          request.expectedVersion,
-        ),
+    patch: {
+      operationId: 'patchAppointment',
+      summary: 'Change some fields of an appointment (JSON Merge Patch)',
+      description: mergePatchDescription(
+        '`null` removes `reason` or `notes`. The merged appointment is checked like a PUT (422; rescheduling and status rules alike). With `If-Match`, only if the appointment is still at that version (412 otherwise). Emits appointment.updated.',
       ),
-  )
+      consumes: [MERGE_PATCH],
+      body: PatchAppointmentBody,
+      patch: patchAppointment,
+    },
+  })
 
-  app.patch(
-    '/:id',
-    {
-      schema: {
-        tags,
-        operationId: 'patchAppointment',
-        summary: 'Change some fields of an appointment (JSON Merge Patch)',
-        description: mergePatchDescription(
-          '`null` removes `reason` or `notes`. The merged appointment is checked like a PUT (422; rescheduling and status rules alike). With `If-Match`, only if the appointment is still at that version (412 otherwise). Emits appointment.updated.',
-        ),
-        consumes: [MERGE_PATCH],
-        params: IdParams,
-        headers: IfMatchHeaders,
-        body: PatchAppointmentBody,
-        response: { 200: AppointmentEnvelope, ...appointmentErrors, 409: conflictOnBooking },
-      },
+  appointments.changeWithBody('POST', '/cancel', {
+    // Both fields are optional, so a request without any body is a cancellation without reason.
+    config: { optionalBody: true },
+    operationId: 'cancelAppointment',
+    summary: 'Cancel an appointment',
+    description:
+      'With `If-Match`, only if the appointment is still at that version (412 otherwise). Emits appointment.cancelled.',
+    body: CancelAppointmentBody,
+    errors: {
+      404: noSuch('appointment'),
+      409: errorResponse(409, 'The appointment is not SCHEDULED or CONFIRMED (RES_002)'),
     },
-    async (request) => {
-      const validate = (merged: unknown) => validMergedBody(request, UpdateAppointmentBody, merged)
-      const appointment = await patchAppointment(
-        app.db,
-        principalOf(request),
-        request.params.id,
-        request.body,
-        request.expectedVersion,
-        validate,
-      )
-      return ok('Appointment updated', appointment)
-    },
-  )
-
-  app.post(
-    '/:id/cancel',
-    {
-      // Both fields are optional, so a request without any body is a cancellation without reason.
-      config: { optionalBody: true },
-      schema: {
-        tags,
-        operationId: 'cancelAppointment',
-        summary: 'Cancel an appointment',
-        description:
-          'With `If-Match`, only if the appointment is still at that version (412 otherwise). Emits appointment.cancelled.',
-        params: IdParams,
-        headers: IfMatchHeaders,
-        body: CancelAppointmentBody,
-        response: {
-          200: AppointmentEnvelope,
-          403: appointmentErrors[403],
-          404: noSuch('appointment'),
-          409: errorResponse(409, 'The appointment is not SCHEDULED or CONFIRMED (RES_002)'),
-        },
-      },
-    },
-    async (request) =>
-      ok(
-        'Appointment cancelled',
-        await cancelAppointment(
-          app.db,
-          principalOf(request),
-          request.params.id,
-          request.body,
-          request.expectedVersion,
-        ),
-      ),
-  )
+    message: 'Appointment cancelled',
+    change: cancelAppointment,
+  })
 }
 
 export default appointmentRoutes

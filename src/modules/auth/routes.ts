@@ -55,35 +55,24 @@ const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
         .code(refused.status)
         .send({ ...errorBody(refused), data: { requiresPasswordChange: true } } satisfies SignInRefused)
     }
-    if (flat) {
-      return {
-        access_token: result.accessToken,
-        refresh_token: result.refreshToken,
-        expires_in: result.expiresIn,
-        token_type: 'Bearer' as const,
-      }
-    }
-    return ok('Login successful', {
-      token: result.accessToken,
-      refreshToken: result.refreshToken,
-      expiresIn: result.expiresIn,
-      user: result.user,
-    })
+    return tokensResponse(result, 'Login successful', { user: result.user })
   }
 
-  function refreshResponse(tokens: IssuedTokens) {
+  /** Issued tokens as this deployment answers them: flat OAuth-style fields, or in the envelope. */
+  function tokensResponse<T extends object>(tokens: IssuedTokens, message: string, more: T) {
     if (flat) {
       return {
         access_token: tokens.accessToken,
-        expires_in: tokens.expiresIn,
         refresh_token: tokens.refreshToken,
+        expires_in: tokens.expiresIn,
         token_type: 'Bearer' as const,
       }
     }
-    return ok('Token refreshed', {
+    return ok(message, {
       token: tokens.accessToken,
       refreshToken: tokens.refreshToken,
       expiresIn: tokens.expiresIn,
+      ...more,
     })
   }
 
@@ -189,7 +178,8 @@ const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
         },
       },
     },
-    async (request) => refreshResponse(await backend.refresh(presentedRefreshToken(request.body))),
+    async (request) =>
+      tokensResponse(await backend.refresh(presentedRefreshToken(request.body)), 'Token refreshed', {}),
   )
 
   app.post(

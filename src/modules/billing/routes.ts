@@ -9,9 +9,9 @@ import {
   PaymentHeaders,
   RecordPaymentBody,
 } from '../../../schemas/billing.js'
-import { IdParams, IfMatchHeaders, IfNoneMatchHeaders } from '../../../schemas/common.js'
 import { ok } from '../../http/envelope.js'
 import { listOrSync } from '../../http/list-or-sync.js'
+import { recordRoutes } from '../../http/record-routes.js'
 import { principalOf } from '../../http/request-principal.js'
 import { errorResponse, noSuch, otherOrganization } from '../../http/responses.js'
 import {
@@ -34,28 +34,22 @@ const stateConflict = errorResponse(
 )
 
 const billingRoutes: FastifyPluginAsyncTypebox<{ settings: BillingSettings }> = async (app, { settings }) => {
-  app.post(
-    '/invoices',
-    {
-      schema: {
-        tags,
-        operationId: 'createInvoice',
-        summary: 'Create an invoice for a patient',
-        description: 'Issued at once unless issue=false. Emits invoice.created.',
-        body: CreateInvoiceBody,
-        response: {
-          201: InvoiceEnvelope,
-          403: forbidden,
-          404: noSuch('patient', 'PatientNotFound'),
-        },
-      },
-    },
-    async (request, reply) => {
-      const invoice = await createInvoice(app.db, principalOf(request), request.body, settings)
-      request.auditedIds = [invoice.id]
-      return reply.code(201).send(ok('Invoice created', invoice))
-    },
-  )
+  const invoices = recordRoutes(app, {
+    tags,
+    path: '/invoices',
+    envelope: InvoiceWithPaymentsEnvelope,
+    errors: invoiceErrors,
+  })
+
+  invoices.create({
+    operationId: 'createInvoice',
+    summary: 'Create an invoice for a patient',
+    description: 'Issued at once unless issue=false. Emits invoice.created.',
+    body: CreateInvoiceBody,
+    response: { 201: InvoiceEnvelope, 403: forbidden, 404: noSuch('patient', 'PatientNotFound') },
+    message: 'Invoice created',
+    create: (db, actor, body) => createInvoice(db, actor, body, settings),
+  })
 
   app.get(
     '/invoices',
@@ -73,63 +67,34 @@ const billingRoutes: FastifyPluginAsyncTypebox<{ settings: BillingSettings }> = 
     async (request) => listOrSync(request, 'Invoices retrieved', listInvoices, { auditIds: false }),
   )
 
-  app.get(
-    '/invoices/:id',
-    {
-      schema: {
-        tags,
-        operationId: 'getInvoice',
-        summary: 'One invoice with its payments',
-        description:
-          'Carries the ETag `W/"<version>"` (a payment changes the invoice, so it raises the version); with a current `If-None-Match`, 304 without a body.',
-        params: IdParams,
-        headers: IfNoneMatchHeaders,
-        response: { 200: InvoiceWithPaymentsEnvelope, ...invoiceErrors },
-      },
-    },
-    async (request) =>
-      ok('Invoice retrieved', await getInvoice(app.db, principalOf(request), request.params.id)),
-  )
+  invoices.get({
+    operationId: 'getInvoice',
+    summary: 'One invoice with its payments',
+    description:
+      'Carries the ETag `W/"<version>"` (a payment changes the invoice, so it raises the version); with a current `If-None-Match`, 304 without a body.',
+    message: 'Invoice retrieved',
+    read: getInvoice,
+  })
 
-  app.post(
-    '/invoices/:id/issue',
-    {
-      schema: {
-        tags,
-        operationId: 'issueInvoice',
-        summary: 'Issue a DRAFT invoice',
-        description: 'With `If-Match`, only if the invoice is still at that version (412 otherwise).',
-        params: IdParams,
-        headers: IfMatchHeaders,
-        response: { 200: InvoiceEnvelope, ...invoiceErrors, 409: stateConflict },
-      },
-    },
-    async (request) =>
-      ok(
-        'Invoice issued',
-        await issueInvoice(app.db, principalOf(request), request.params.id, request.expectedVersion),
-      ),
-  )
+  invoices.change('POST', '/issue', {
+    operationId: 'issueInvoice',
+    summary: 'Issue a DRAFT invoice',
+    description: 'With `If-Match`, only if the invoice is still at that version (412 otherwise).',
+    answer: InvoiceEnvelope,
+    errors: { 409: stateConflict },
+    message: 'Invoice issued',
+    change: issueInvoice,
+  })
 
-  app.post(
-    '/invoices/:id/void',
-    {
-      schema: {
-        tags,
-        operationId: 'voidInvoice',
-        summary: 'Void an invoice that has no payments',
-        description: 'With `If-Match`, only if the invoice is still at that version (412 otherwise).',
-        params: IdParams,
-        headers: IfMatchHeaders,
-        response: { 200: InvoiceEnvelope, ...invoiceErrors, 409: stateConflict },
-      },
-    },
-    async (request) =>
-      ok(
-        'Invoice voided',
-        await voidInvoice(app.db, principalOf(request), request.params.id, request.expectedVersion),
-      ),
-  )
+  invoices.change('POST', '/void', {
+    operationId: 'voidInvoice',
+    summary: 'Void an invoice that has no payments',
+    description: 'With `If-Match`, only if the invoice is still at that version (412 otherwise).',
+    answer: InvoiceEnvelope,
+    errors: { 409: stateConflict },
+    message: 'Invoice voided',
+    change: voidInvoice,
+  })
 
   app.post(
     '/payments',

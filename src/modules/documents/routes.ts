@@ -17,6 +17,7 @@ import { ok } from '../../http/envelope.js'
 import { listOrSync } from '../../http/list-or-sync.js'
 import { principalOf } from '../../http/request-principal.js'
 import { errorResponse, recordErrors } from '../../http/responses.js'
+import { sendStoredBytes } from '../../http/stored-bytes.js'
 import { parseRange } from '../../lib/byte-range.js'
 import { STREAMED_BODY } from '../../plugins/validation.js'
 import { contentDisposition } from './download.js'
@@ -216,12 +217,7 @@ const documentRoutes: FastifyPluginAsyncTypebox<DocumentRoutesOptions> = async (
         .header('content-type', document.content_type)
         .header('content-disposition', contentDisposition(document.file_name))
         .header('x-content-type-options', 'nosniff')
-      if (!range) return reply.header('content-length', size).send(await store.read(document.storage_key))
-      return reply
-        .code(206)
-        .header('content-range', `bytes ${range.start}-${range.end}/${size}`)
-        .header('content-length', range.end - range.start + 1)
-        .send(await store.read(document.storage_key, range))
+      return sendStoredBytes(reply, size, range, (part) => store.read(document.storage_key, part))
     },
   )
 

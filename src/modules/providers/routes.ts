@@ -1,5 +1,4 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { IdParams, IfMatchHeaders, IfNoneMatchHeaders } from '../../../schemas/common.js'
 import {
   CreateProviderBody,
   PatchProviderBody,
@@ -8,10 +7,8 @@ import {
   ProviderPageEnvelope,
   UpdateProviderBody,
 } from '../../../schemas/providers.js'
-import { ok } from '../../http/envelope.js'
 import { listOrSync } from '../../http/list-or-sync.js'
-import { validMergedBody } from '../../http/merge-patch-body.js'
-import { principalOf } from '../../http/request-principal.js'
+import { recordRoutes } from '../../http/record-routes.js'
 import { errorResponse } from '../../http/responses.js'
 import { MERGE_PATCH, mergePatchDescription } from '../../plugins/conditional-requests.js'
 import { providerErrors, tags } from './route-schemas.js'
@@ -41,99 +38,47 @@ const providerRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => listOrSync(request, 'Providers retrieved', listProviders),
   )
 
-  app.get(
-    '/:id',
-    {
-      schema: {
-        tags,
-        operationId: 'getProvider',
-        summary: 'One provider, with weekly hours',
-        description: 'Carries the ETag `W/"<version>"`; with a current `If-None-Match`, 304 without a body.',
-        params: IdParams,
-        headers: IfNoneMatchHeaders,
-        response: { 200: ProviderEnvelope, ...providerErrors },
-      },
-    },
-    async (request) =>
-      ok('Provider retrieved', await getProvider(app.db, principalOf(request), request.params.id)),
-  )
+  const providers = recordRoutes(app, { tags, envelope: ProviderEnvelope, errors: providerErrors })
 
-  app.post(
-    '',
-    {
-      schema: {
-        tags,
-        operationId: 'createProvider',
-        summary: 'Add a provider',
-        description: 'NPI check digit and time zone are verified (422 VAL_001 otherwise).',
-        body: CreateProviderBody,
-        response: { 201: ProviderEnvelope, 409: duplicate },
-      },
-    },
-    async (request, reply) =>
-      reply
-        .code(201)
-        .send(ok('Provider created', await createProvider(app.db, principalOf(request), request.body))),
-  )
+  providers.get({
+    operationId: 'getProvider',
+    summary: 'One provider, with weekly hours',
+    message: 'Provider retrieved',
+    read: getProvider,
+  })
 
-  app.put(
-    '/:id',
-    {
-      schema: {
-        tags,
-        operationId: 'updateProvider',
-        summary: 'Replace a provider record',
-        description:
-          'Optional fields left out are cleared (use PATCH to change some fields only). With `If-Match`, only if the provider is still at that version (412 otherwise).',
-        params: IdParams,
-        headers: IfMatchHeaders,
-        body: UpdateProviderBody,
-        response: { 200: ProviderEnvelope, ...providerErrors, 409: duplicate },
-      },
+  providers.create({
+    operationId: 'createProvider',
+    summary: 'Add a provider',
+    description: 'NPI check digit and time zone are verified (422 VAL_001 otherwise).',
+    body: CreateProviderBody,
+    response: { 201: ProviderEnvelope, 409: duplicate },
+    message: 'Provider created',
+    create: createProvider,
+  })
+
+  providers.putAndPatch({
+    errors: { 409: duplicate },
+    message: 'Provider updated',
+    put: {
+      operationId: 'updateProvider',
+      summary: 'Replace a provider record',
+      description:
+        'Optional fields left out are cleared (use PATCH to change some fields only). With `If-Match`, only if the provider is still at that version (412 otherwise).',
+      body: UpdateProviderBody,
+      replace: updateProvider,
     },
-    async (request) =>
-      ok(
-        'Provider updated',
-        await updateProvider(
-          app.db,
-          principalOf(request),
-          request.params.id,
-          request.body,
-          request.expectedVersion,
-        ),
+    patch: {
+      operationId: 'patchProvider',
+      summary: 'Change some fields of a provider (JSON Merge Patch)',
+      description: mergePatchDescription(
+        '`null` removes an optional one. The merged provider is checked like a full replacement (422). With `If-Match`, only if the provider is still at that version (412 otherwise).',
       ),
-  )
-
-  app.patch(
-    '/:id',
-    {
-      schema: {
-        tags,
-        operationId: 'patchProvider',
-        summary: 'Change some fields of a provider (JSON Merge Patch)',
-        description: mergePatchDescription(
-          '`null` removes an optional one. The merged provider is checked like a full replacement (422). With `If-Match`, only if the provider is still at that version (412 otherwise).',
-        ),
-        consumes: [MERGE_PATCH],
-        params: IdParams,
-        headers: IfMatchHeaders,
-        body: PatchProviderBody,
-        response: { 200: ProviderEnvelope, ...providerErrors, 409: duplicate },
-      },
+      consumes: [MERGE_PATCH],
+      body: PatchProviderBody,
+      patch: patchProvider,
     },
-    async (request) => {
-      const validate = (merged: unknown) => validMergedBody(request, UpdateProviderBody, merged)
-      const provider = await patchProvider(
-        app.db,
-        principalOf(request),
-        request.params.id,
-        request.body,
-        request.expectedVersion,
-        validate,
-      )
-      return ok('Provider updated', provider)
-    },
-  )
+  })
 }
 
 export default providerRoutes

@@ -9,6 +9,7 @@ import {
   WeeklyHoursBody,
 } from '../../../schemas/providers.js'
 import { ok } from '../../http/envelope.js'
+import { recordRoutes } from '../../http/record-routes.js'
 import { principalOf } from '../../http/request-principal.js'
 import { errorResponse } from '../../http/responses.js'
 import { providerErrors, tags } from './route-schemas.js'
@@ -16,33 +17,17 @@ import { addException, removeException, replaceWeeklyHours } from './service.js'
 
 /** A provider's working time: weekly hours and dated exceptions. */
 const providerScheduleRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.put(
-    '/:id/hours',
-    {
-      schema: {
-        tags,
-        operationId: 'replaceProviderHours',
-        summary: 'Replace the provider’s weekly working hours',
-        description:
-          'A change of the provider: its version rises. With `If-Match`, only if the provider is still at that version (412 otherwise).',
-        params: IdParams,
-        headers: IfMatchHeaders,
-        body: WeeklyHoursBody,
-        response: { 200: ProviderEnvelope, ...providerErrors },
-      },
-    },
-    async (request) =>
-      ok(
-        'Working hours replaced',
-        await replaceWeeklyHours(
-          app.db,
-          principalOf(request),
-          request.params.id,
-          request.body,
-          request.expectedVersion,
-        ),
-      ),
-  )
+  const providers = recordRoutes(app, { tags, envelope: ProviderEnvelope, errors: providerErrors })
+
+  providers.changeWithBody('PUT', '/hours', {
+    operationId: 'replaceProviderHours',
+    summary: 'Replace the provider’s weekly working hours',
+    description:
+      'A change of the provider: its version rises. With `If-Match`, only if the provider is still at that version (412 otherwise).',
+    body: WeeklyHoursBody,
+    message: 'Working hours replaced',
+    change: replaceWeeklyHours,
+  })
 
   app.post(
     '/:id/exceptions',

@@ -1,5 +1,4 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { IdParams } from '../../../schemas/common.js'
 import {
   CreatedUserEnvelope,
   CreateUserBody,
@@ -9,10 +8,8 @@ import {
   UserListQuery,
   UserPageEnvelope,
 } from '../../../schemas/users.js'
-import { ok } from '../../http/envelope.js'
 import { listPage } from '../../http/list-or-sync.js'
-import { validMergedBody } from '../../http/merge-patch-body.js'
-import { principalOf } from '../../http/request-principal.js'
+import { recordRoutes } from '../../http/record-routes.js'
 import { errorResponse, recordErrors } from '../../http/responses.js'
 import { MERGE_PATCH, mergePatchDescription } from '../../plugins/conditional-requests.js'
 import {
@@ -72,160 +69,85 @@ const userRoutes: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (app, { e
     async (request) => listPage(request, 'Users retrieved', listUsers),
   )
 
-  app.get(
-    '/:id',
-    {
-      schema: {
-        tags,
-        operationId: 'getUser',
-        summary: 'One account',
-        params: IdParams,
-        response: { 200: UserEnvelope, ...userErrors },
-      },
-    },
-    async (request) => ok('User retrieved', await getUser(app.db, principalOf(request), request.params.id)),
-  )
+  const users = recordRoutes(app, { tags, envelope: UserEnvelope, errors: userErrors, versioned: false })
 
-  app.post(
-    '',
-    {
-      schema: {
-        tags,
-        operationId: 'createUser',
-        summary: 'Add an account',
-        description: `The person is mailed a link to choose their password, or gets a temporary password from this response (shown once) that must be changed before the first sign-in. ${externalNote}`,
-        body: CreateUserBody,
-        response: {
-          201: CreatedUserEnvelope,
-          409: errorResponse(
-            409,
-            'An account with this e-mail address already exists, or accounts belong to an external identity provider (RES_002)',
-          ),
-        },
-      },
-    },
-    async (request, reply) => {
-      const user = await inviteUser(app.db, principalOf(request), request.body, settings)
-      request.auditedIds = [user.id]
-      return reply.code(201).send(ok('User created', user))
-    },
-  )
+  users.get({ operationId: 'getUser', summary: 'One account', message: 'User retrieved', read: getUser })
 
-  app.put(
-    '/:id',
-    {
-      schema: {
-        tags,
-        operationId: 'updateUser',
-        summary: 'Replace the names and roles of an account',
-        description: `The organization keeps at least one active ADMIN, and an administrator cannot remove their own ADMIN role (409). ${externalNote}`,
-        params: IdParams,
-        body: UpdateUserBody,
-        response: { 200: UserEnvelope, ...userErrors, 409: roleConflict },
-      },
-    },
-    async (request) =>
-      ok(
-        'User updated',
-        await updateUser(app.db, principalOf(request), request.params.id, request.body, settings),
+  users.create({
+    operationId: 'createUser',
+    summary: 'Add an account',
+    description: `The person is mailed a link to choose their password, or gets a temporary password from this response (shown once) that must be changed before the first sign-in. ${externalNote}`,
+    body: CreateUserBody,
+    response: {
+      201: CreatedUserEnvelope,
+      409: errorResponse(
+        409,
+        'An account with this e-mail address already exists, or accounts belong to an external identity provider (RES_002)',
       ),
-  )
+    },
+    message: 'User created',
+    create: (db, actor, body) => inviteUser(db, actor, body, settings),
+  })
 
-  app.patch(
-    '/:id',
-    {
-      schema: {
-        tags,
-        operationId: 'patchUser',
-        summary: 'Change the names or roles of an account (JSON Merge Patch)',
-        description: mergePatchDescription(
-          `\`roles\` replaces the whole list. The merged account is checked like a full replacement (422), and by the same rules as PUT (409). ${externalNote}`,
-        ),
-        consumes: [MERGE_PATCH],
-        params: IdParams,
-        body: PatchUserBody,
-        response: { 200: UserEnvelope, ...userErrors, 409: roleConflict },
-      },
+  users.putAndPatch({
+    errors: { 409: roleConflict },
+    message: 'User updated',
+    put: {
+      operationId: 'updateUser',
+      summary: 'Replace the names and roles of an account',
+      description: `The organization keeps at least one active ADMIN, and an administrator cannot remove their own ADMIN role (409). ${externalNote}`,
+      body: UpdateUserBody,
+      replace: (db, actor, id, body) => updateUser(db, actor, id, body, settings),
     },
-    async (request) => {
-      const validate = (merged: unknown) => validMergedBody(request, UpdateUserBody, merged)
-      const user = await patchUser(
-        app.db,
-        principalOf(request),
-        request.params.id,
-        request.body,
-        validate,
-        settings,
-      )
-      return ok('User updated', user)
-    },
-  )
-
-  app.post(
-    '/:id/deactivate',
-    {
-      schema: {
-        tags,
-        operationId: 'deactivateUser',
-        summary: 'Deactivate an account',
-        description:
-          'Every session of the account ends at once: it can no longer sign in or refresh, and its access tokens stop working within 30 seconds (accounts are cached that long). Refused (409) for the caller’s own account and for the last active ADMIN. Works with an external identity provider too: within 30 seconds the account is refused here, whatever the provider says.',
-        params: IdParams,
-        response: {
-          200: UserEnvelope,
-          ...userErrors,
-          409: errorResponse(
-            409,
-            'The account is the caller’s own or the last active ADMIN of the organization (RES_002)',
-          ),
-        },
-      },
-    },
-    async (request) =>
-      ok('User deactivated', await deactivateUser(app.db, principalOf(request), request.params.id)),
-  )
-
-  app.post(
-    '/:id/reactivate',
-    {
-      schema: {
-        tags,
-        operationId: 'reactivateUser',
-        summary: 'Reactivate an account',
-        description: 'The account can sign in again (its sessions ended at deactivation stay ended).',
-        params: IdParams,
-        response: { 200: UserEnvelope, ...userErrors },
-      },
-    },
-    async (request) =>
-      ok('User reactivated', await reactivateUser(app.db, principalOf(request), request.params.id)),
-  )
-
-  app.post(
-    '/:id/reset-password',
-    {
-      schema: {
-        tags,
-        operationId: 'sendUserPasswordReset',
-        summary: 'Mail the account a password-reset link',
-        description: `The same mail as POST /api/auth/forgot-password, sent after the response: a single-use link valid 30 minutes. The current password keeps working until the link is used. ${externalNote}`,
-        params: IdParams,
-        response: {
-          200: UserEnvelope,
-          ...userErrors,
-          409: errorResponse(
-            409,
-            'The account is deactivated or has no password here, or accounts belong to an external identity provider (RES_002)',
-          ),
-        },
-      },
-    },
-    async (request) =>
-      ok(
-        'Password reset mail sent',
-        await sendPasswordReset(app.db, principalOf(request), request.params.id, settings),
+    patch: {
+      operationId: 'patchUser',
+      summary: 'Change the names or roles of an account (JSON Merge Patch)',
+      description: mergePatchDescription(
+        `\`roles\` replaces the whole list. The merged account is checked like a full replacement (422), and by the same rules as PUT (409). ${externalNote}`,
       ),
-  )
+      consumes: [MERGE_PATCH],
+      body: PatchUserBody,
+      patch: (db, actor, id, patch, _unversioned, validate) =>
+        patchUser(db, actor, id, patch, validate, settings),
+    },
+  })
+
+  users.change('POST', '/deactivate', {
+    operationId: 'deactivateUser',
+    summary: 'Deactivate an account',
+    description:
+      'Every session of the account ends at once: it can no longer sign in or refresh, and its access tokens stop working within 30 seconds (accounts are cached that long). Refused (409) for the caller’s own account and for the last active ADMIN. Works with an external identity provider too: within 30 seconds the account is refused here, whatever the provider says.',
+    errors: {
+      409: errorResponse(
+        409,
+        'The account is the caller’s own or the last active ADMIN of the organization (RES_002)',
+      ),
+    },
+    message: 'User deactivated',
+    change: deactivateUser,
+  })
+
+  users.change('POST', '/reactivate', {
+    operationId: 'reactivateUser',
+    summary: 'Reactivate an account',
+    description: 'The account can sign in again (its sessions ended at deactivation stay ended).',
+    message: 'User reactivated',
+    change: reactivateUser,
+  })
+
+  users.change('POST', '/reset-password', {
+    operationId: 'sendUserPasswordReset',
+    summary: 'Mail the account a password-reset link',
+    description: `The same mail as POST /api/auth/forgot-password, sent after the response: a single-use link valid 30 minutes. The current password keeps working until the link is used. ${externalNote}`,
+    errors: {
+      409: errorResponse(
+        409,
+        'The account is deactivated or has no password here, or accounts belong to an external identity provider (RES_002)',
+      ),
+    },
+    message: 'Password reset mail sent',
+    change: (db, actor, id) => sendPasswordReset(db, actor, id, settings),
+  })
 }
 
 export default userRoutes

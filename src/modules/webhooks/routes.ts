@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { IdParams, IfMatchHeaders, IfNoneMatchHeaders } from '../../../schemas/common.js'
+import { IdParams } from '../../../schemas/common.js'
 import {
   CreateWebhookBody,
   DeliveryEnvelope,
@@ -14,7 +14,7 @@ import {
 } from '../../../schemas/webhooks.js'
 import { ok } from '../../http/envelope.js'
 import { listOrSync } from '../../http/list-or-sync.js'
-import { validMergedBody } from '../../http/merge-patch-body.js'
+import { recordRoutes } from '../../http/record-routes.js'
 import { principalOf } from '../../http/request-principal.js'
 import { errorResponse, recordErrors } from '../../http/responses.js'
 import { MERGE_PATCH, mergePatchDescription } from '../../plugins/conditional-requests.js'
@@ -40,25 +40,18 @@ const refused = errorResponse(
 const inactive = errorResponse(409, 'The webhook is inactive (RES_002)')
 
 const webhookRoutes: FastifyPluginAsyncTypebox<{ settings: WebhookSettings }> = async (app, { settings }) => {
-  app.post(
-    '',
-    {
-      schema: {
-        tags,
-        operationId: 'createWebhook',
-        summary: 'Register a webhook',
-        description:
-          'The secret is returned only when the service generated it, in this response. Deliveries are signed per Standard Webhooks; see the API description.',
-        body: CreateWebhookBody,
-        response: { 201: WebhookWithSecretEnvelope, 422: refused },
-      },
-    },
-    async (request, reply) => {
-      const webhook = await createWebhook(app.db, settings, principalOf(request), request.body)
-      request.auditedIds = [webhook.id]
-      return reply.code(201).send(ok('Webhook created', webhook))
-    },
-  )
+  const webhooks = recordRoutes(app, { tags, envelope: WebhookEnvelope, errors: webhookErrors })
+
+  webhooks.create({
+    operationId: 'createWebhook',
+    summary: 'Register a webhook',
+    description:
+      'The secret is returned only when the service generated it, in this response. Deliveries are signed per Standard Webhooks; see the API description.',
+    body: CreateWebhookBody,
+    response: { 201: WebhookWithSecretEnvelope, 422: refused },
+    message: 'Webhook created',
+    create: (db, actor, body) => createWebhook(db, settings, actor, body),
+  })
 
   app.get(
     '',
@@ -76,133 +69,57 @@ const webhookRoutes: FastifyPluginAsyncTypebox<{ settings: WebhookSettings }> = 
     async (request) => listOrSync(request, 'Webhooks retrieved', listWebhooks),
   )
 
-  app.get(
-    '/:id',
-    {
-      schema: {
-        tags,
-        operationId: 'getWebhook',
-        summary: 'One webhook',
-        description: 'Carries the ETag `W/"<version>"`; with a current `If-None-Match`, 304 without a body.',
-        params: IdParams,
-        headers: IfNoneMatchHeaders,
-        response: { 200: WebhookEnvelope, ...webhookErrors },
-      },
-    },
-    async (request) =>
-      ok('Webhook retrieved', await getWebhook(app.db, principalOf(request), request.params.id)),
-  )
+  webhooks.get({
+    operationId: 'getWebhook',
+    summary: 'One webhook',
+    message: 'Webhook retrieved',
+    read: getWebhook,
+  })
 
-  app.put(
-    '/:id',
-    {
-      schema: {
-        tags,
-        operationId: 'updateWebhook',
-        summary: 'Change a webhook’s url, events or active flag',
-        description:
-          '`active` left out stays as it is (use PATCH to change some fields only). With `If-Match`, only if the webhook is still at that version (412 otherwise).',
-        params: IdParams,
-        headers: IfMatchHeaders,
-        body: UpdateWebhookBody,
-        response: { 200: WebhookEnvelope, ...webhookErrors, 422: refused },
-      },
+  webhooks.putAndPatch({
+    errors: { 422: refused },
+    message: 'Webhook updated',
+    put: {
+      operationId: 'updateWebhook',
+      summary: 'Change a webhook’s url, events or active flag',
+      description:
+        '`active` left out stays as it is (use PATCH to change some fields only). With `If-Match`, only if the webhook is still at that version (412 otherwise).',
+      body: UpdateWebhookBody,
+      replace: (db, actor, id, body, expected) => updateWebhook(db, settings, actor, id, body, expected),
     },
-    async (request) =>
-      ok(
-        'Webhook updated',
-        await updateWebhook(
-          app.db,
-          settings,
-          principalOf(request),
-          request.params.id,
-          request.body,
-          request.expectedVersion,
-        ),
+    patch: {
+      operationId: 'patchWebhook',
+      summary: 'Change some fields of a webhook (JSON Merge Patch)',
+      description: mergePatchDescription(
+        '`events` is replaced whole. The merged webhook is checked like a full replacement (422). With `If-Match`, only if the webhook is still at that version (412 otherwise).',
       ),
-  )
+      consumes: [MERGE_PATCH],
+      body: PatchWebhookBody,
+      patch: (db, actor, id, patch, expected, validate) =>
+        patchWebhook(db, settings, actor, id, patch, expected, validate),
+    },
+  })
 
-  app.patch(
-    '/:id',
-    {
-      schema: {
-        tags,
-        operationId: 'patchWebhook',
-        summary: 'Change some fields of a webhook (JSON Merge Patch)',
-        description: mergePatchDescription(
-          '`events` is replaced whole. The merged webhook is checked like a full replacement (422). With `If-Match`, only if the webhook is still at that version (412 otherwise).',
-        ),
-        consumes: [MERGE_PATCH],
-        params: IdParams,
-        headers: IfMatchHeaders,
-        body: PatchWebhookBody,
-        response: { 200: WebhookEnvelope, ...webhookErrors, 422: refused },
-      },
-    },
-    async (request) => {
-      const validate = (merged: unknown) => validMergedBody(request, UpdateWebhookBody, merged)
-      const webhook = await patchWebhook(
-        app.db,
-        settings,
-        principalOf(request),
-        request.params.id,
-        request.body,
-        request.expectedVersion,
-        validate,
-      )
-      return ok('Webhook updated', webhook)
-    },
-  )
+  webhooks.change('DELETE', '', {
+    operationId: 'deleteWebhook',
+    summary: 'Delete a webhook and its delivery history',
+    description:
+      'With `If-Match`, only if the webhook is still at that version (412 otherwise). Sync readers of the list see a tombstone.',
+    answer: WebhookDeletedEnvelope,
+    message: 'Webhook deleted',
+    change: deleteWebhook,
+  })
 
-  app.delete(
-    '/:id',
-    {
-      schema: {
-        tags,
-        operationId: 'deleteWebhook',
-        summary: 'Delete a webhook and its delivery history',
-        description:
-          'With `If-Match`, only if the webhook is still at that version (412 otherwise). Sync readers of the list see a tombstone.',
-        params: IdParams,
-        headers: IfMatchHeaders,
-        response: { 200: WebhookDeletedEnvelope, ...webhookErrors },
-      },
-    },
-    async (request) =>
-      ok(
-        'Webhook deleted',
-        await deleteWebhook(app.db, principalOf(request), request.params.id, request.expectedVersion),
-      ),
-  )
-
-  app.post(
-    '/:id/rotate-secret',
-    {
-      schema: {
-        tags,
-        operationId: 'rotateWebhookSecret',
-        summary: 'Replace the signing secret',
-        description:
-          'Until `previousSecretExpiresAt` every delivery carries two signatures, one per secret, so the receiver can switch at its own pace. With `If-Match`, only if the webhook is still at that version (412 otherwise).',
-        params: IdParams,
-        headers: IfMatchHeaders,
-        body: RotateSecretBody,
-        response: { 200: WebhookWithSecretEnvelope, ...webhookErrors },
-      },
-    },
-    async (request) =>
-      ok(
-        'Secret rotated',
-        await rotateSecret(
-          app.db,
-          settings,
-          principalOf(request),
-          request.params.id,
-          request.body,
-          request.expectedVersion,
-        ),
-      ),
-  )
+  webhooks.changeWithBody('POST', '/rotate-secret', {
+    operationId: 'rotateWebhookSecret',
+    summary: 'Replace the signing secret',
+    description:
+      'Until `previousSecretExpiresAt` every delivery carries two signatures, one per secret, so the receiver can switch at its own pace. With `If-Match`, only if the webhook is still at that version (412 otherwise).',
+    body: RotateSecretBody,
+    answer: WebhookWithSecretEnvelope,
+    message: 'Secret rotated',
+    change: (db, actor, id, body, expected) => rotateSecret(db, settings, actor, id, body, expected),
+  })
 
   app.post(
     '/:id/test',

@@ -4,6 +4,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import type { RouteAccess } from '../../../access/route-access.js'
 import { auditChange } from '../../../audit/change-audit.js'
 import { AppError, forbidden } from '../../../errors.js'
+import { sendStoredBytes } from '../../../http/stored-bytes.js'
 import type { Principal } from '../../../identity/principal.js'
 import { parseRange } from '../../../lib/byte-range.js'
 import { typeGrant } from '../access.js'
@@ -329,12 +330,7 @@ const exportRoutes: FastifyPluginAsync<ExportRoutesOptions> = async (app, option
         return send(reply, 416, operationOutcome(416, `The file has ${size} bytes`))
       }
       reply.type(type)
-      if (!range) return reply.header('content-length', size).send(await store.read(file.storage_key))
-      return reply
-        .code(206)
-        .header('content-range', `bytes ${range.start}-${range.end}/${size}`)
-        .header('content-length', range.end - range.start + 1)
-        .send(await store.read(file.storage_key, range))
+      return sendStoredBytes(reply, size, range, (part) => store.read(file.storage_key, part))
     },
   )
 }
