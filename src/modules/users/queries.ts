@@ -2,7 +2,7 @@ import { type Insertable, sql } from 'kysely'
 import type { Db, Trx } from '../../../db/database.js'
 import type { UserRow, UsersTable } from '../../../db/tables/users.js'
 import type { USER_SORT_FIELDS, UserListQuery } from '../../../schemas/users.js'
-import type { ListFilters } from '../../lib/paging.js'
+import type { ListFilters, SortColumns } from '../../lib/paging.js'
 import { rowList } from '../../lib/row-list.js'
 import { changesRecord } from '../../lib/versions.js'
 
@@ -22,9 +22,7 @@ export function insertUser(db: Db, user: Insertable<UsersTable>) {
 /** What the users API reads of an account: never the password hash, only whether there is one. */
 export type AccountRow = Omit<UserRow, 'password_hash' | 'subject' | 'kind'> & { has_password: boolean }
 
-export type UserSortField = (typeof USER_SORT_FIELDS)[number]
-
-export const USER_SORT_COLUMNS: Record<UserSortField, string> = {
+export const USER_SORT_COLUMNS: SortColumns<typeof USER_SORT_FIELDS> = {
   lastName: 'lower(last_name)',
   firstName: 'lower(first_name)',
   email: 'lower(email)',
