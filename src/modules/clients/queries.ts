@@ -4,6 +4,7 @@ import type { ClientsTable, StoredJwks } from '../../../db/tables/clients.js'
 import type { UsersTable } from '../../../db/tables/users.js'
 import type { CLIENT_SORT_FIELDS } from '../../../schemas/clients.js'
 import type { PageQuery } from '../../../schemas/common.js'
+import { inOrganization } from '../../lib/organization-records.js'
 import { fetchPage, type SortColumns, type SortOrder } from '../../lib/paging.js'
 import { changesRecord, touch } from '../../lib/versions.js'
 
@@ -186,10 +187,9 @@ export async function updateServiceAccount(
   client: ClientRecord,
   changes: { first_name?: string; roles?: string[]; active?: boolean },
 ): Promise<ClientRecord> {
-  const changed = await trx
+  const changed = await inOrganization(trx, organizationId)
     .updateTable('users')
     .set({ ...changes, updated_at: sql<Date>`now()` })
-    .where('organization_id', '=', organizationId)
     .where('kind', '=', 'SERVICE')
     .where('id', '=', client.user_id)
     .where(changesRecord(changes))

@@ -2,6 +2,7 @@ import { type Insertable, sql } from 'kysely'
 import type { Db, Trx } from '../../../db/database.js'
 import type { UserRow, UsersTable } from '../../../db/tables/users.js'
 import type { USER_SORT_FIELDS, UserListQuery } from '../../../schemas/users.js'
+import { inOrganization } from '../../lib/organization-records.js'
 import type { ListFilters, SortColumns } from '../../lib/paging.js'
 import { rowList } from '../../lib/row-list.js'
 import { changesRecord } from '../../lib/versions.js'
@@ -50,11 +51,10 @@ const HAS_PASSWORD = sql<boolean>`password_hash is not null`.as('has_password')
  * are managed through their client, so this area never shows or changes them.
  */
 const people = (db: Db, organizationId: number) =>
-  db
+  inOrganization(db, organizationId)
     .selectFrom('users')
     .select(ACCOUNT_COLUMNS)
     .select(HAS_PASSWORD)
-    .where('organization_id', '=', organizationId)
     .where('kind', '=', 'PERSON')
 
 export function findAccount(db: Db, organizationId: number, id: number): Promise<AccountRow | undefined> {
@@ -106,10 +106,9 @@ export async function lockAdministration(trx: Trx, organizationId: number): Prom
 
 /** Active people of the organization holding ADMIN, other than `exceptId`. */
 export async function countOtherActiveAdmins(trx: Trx, organizationId: number, exceptId: number) {
-  const row = await trx
+  const row = await inOrganization(trx, organizationId)
     .selectFrom('users')
     .select(sql<number>`count(*)::int`.as('count'))
-    .where('organization_id', '=', organizationId)
     .where('kind', '=', 'PERSON')
     .where('active', '=', true)
     .where('id', '<>', exceptId)
@@ -125,10 +124,9 @@ export function updateAccount(
   id: number,
   changes: { first_name?: string; last_name?: string; roles?: string[]; active?: boolean },
 ): Promise<AccountRow | undefined> {
-  return trx
+  return inOrganization(trx, organizationId)
     .updateTable('users')
     .set({ ...changes, updated_at: sql<Date>`now()` })
-    .where('organization_id', '=', organizationId)
     .where('kind', '=', 'PERSON')
     .where('id', '=', id)
     .where(changesRecord(changes))
