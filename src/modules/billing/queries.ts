@@ -43,10 +43,9 @@ export function updateInvoice(
   id: number,
   changes: Partial<Pick<InvoiceRow, 'status' | 'amount_paid' | 'issued_at' | 'voided_at'>>,
 ) {
-  return trx
+  return inOrganization(trx, organizationId)
     .updateTable('invoices')
     .set(changes)
-    .where('organization_id', '=', organizationId)
     .where('id', '=', id)
     .returningAll()
     .executeTakeFirstOrThrow()

@@ -14,10 +14,7 @@ export const ENCOUNTER_SORT_COLUMNS: SortColumns<typeof ENCOUNTER_SORT_FIELDS> =
 
 export const encounterRecords = organizationRecords('encounters')
 
-/**
- * Addenda of the given encounters, oldest first. Addenda have no organization column: they are
- * scoped by their encounter, which the caller found in its organization.
- */
+/** Addenda of the given encounters, oldest first. */
 export function addendaOf(
   db: Db,
   organizationId: number,

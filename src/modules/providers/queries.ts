@@ -54,10 +54,7 @@ export async function isUserOfOrganization(db: Db, organizationId: number, userI
   return row !== undefined
 }
 
-/**
- * Weekly hours of the given providers, by provider, day and start. Hours and exceptions have no
- * organization column: they are scoped by their provider, which the caller found in its organization.
- */
+/** Weekly hours of the given providers, by provider, day and start. */
 export function weeklyHoursOf(
   db: Db,
   organizationId: number,

@@ -60,10 +60,7 @@ export function findDelivery(db: Db, organizationId: number, webhookId: number, 
     .executeTakeFirst()
 }
 
-/**
- * A delivery's attempts. They have no organization column: they are scoped by their delivery, which
- * the caller found in its organization.
- */
+/** A delivery's attempts, in the order they were made. */
 export function listAttempts(db: Db, organizationId: number, deliveryId: number) {
   return inOrganization(db, organizationId)
     .selectFrom('webhook_delivery_attempts')
@@ -79,7 +76,7 @@ export function listAttempts(db: Db, organizationId: number, deliveryId: number)
  * delivery an instance is sending right now is left alone (undefined).
  */
 export function requeueDelivery(trx: Trx, organizationId: number, webhookId: number, id: number) {
-  return trx
+  return inOrganization(trx, organizationId)
     .updateTable('webhook_deliveries')
     .set({
       status: 'PENDING',
@@ -87,7 +84,6 @@ export function requeueDelivery(trx: Trx, organizationId: number, webhookId: num
       next_attempt_at: sql`now()`,
       completed_at: null,
     })
-    .where('organization_id', '=', organizationId)
     .where('webhook_id', '=', webhookId)
     .where('id', '=', id)
     .where(leaseFree('webhook_deliveries'))
