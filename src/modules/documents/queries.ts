@@ -49,7 +49,7 @@ export function deletePendingDocument(db: Db, organizationId: number, id: number
     .execute()
 }
 
-/** The row of an upload that failed after its bytes were stored (and removed again) is deleted by id. */
+/** Documents by id; `delete` removes the row of an upload that failed after its bytes were stored. */
 export const documentRecords = organizationRecords('documents')
 
 export function findAvailableDocument(db: Db, organizationId: number, id: number) {

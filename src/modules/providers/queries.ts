@@ -16,7 +16,7 @@ export const PROVIDER_SORT_COLUMNS: SortColumns<typeof PROVIDER_SORT_FIELDS> = {
   updatedAt: 'updated_at',
 }
 
-/** A change of a provider's hours or exceptions touches its row too (touch()): it is a change of the provider. */
+/** A change of a provider's hours or exceptions touches its row too (touch()): a change of the provider. */
 export const providerRecords = organizationRecords('providers')
 
 /**
