@@ -1,4 +1,4 @@
-import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely'
+import type { ColumnType, Generated, Selectable } from 'kysely'
 
 export interface AppointmentsTable {
   id: ColumnType<number, never, never>
@@ -29,5 +29,3 @@ export interface AppointmentsTable {
 }
 
 export type AppointmentRow = Selectable<AppointmentsTable>
-export type NewAppointmentRow = Insertable<AppointmentsTable>
-export type AppointmentRowUpdate = Updateable<AppointmentsTable>

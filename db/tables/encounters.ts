@@ -1,4 +1,4 @@
-import type { ColumnType, Generated, Insertable, JSONColumnType, Selectable, Updateable } from 'kysely'
+import type { ColumnType, Generated, JSONColumnType, Selectable } from 'kysely'
 
 export interface EncountersTable {
   id: ColumnType<number, never, never>
@@ -26,5 +26,3 @@ export interface EncountersTable {
 }
 
 export type EncounterRow = Selectable<EncountersTable>
-export type NewEncounterRow = Insertable<EncountersTable>
-export type EncounterRowUpdate = Updateable<EncountersTable>

@@ -1,4 +1,4 @@
-import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely'
+import type { ColumnType, Generated, Selectable } from 'kysely'
 
 export interface ProvidersTable {
   id: ColumnType<number, never, never>
@@ -25,5 +25,3 @@ export interface ProvidersTable {
 }
 
 export type ProviderRow = Selectable<ProvidersTable>
-export type NewProviderRow = Insertable<ProvidersTable>
-export type ProviderRowUpdate = Updateable<ProvidersTable>

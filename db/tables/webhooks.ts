@@ -1,4 +1,4 @@
-import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely'
+import type { ColumnType, Generated, Selectable } from 'kysely'
 
 export interface WebhooksTable {
   id: ColumnType<number, never, never>
@@ -22,5 +22,3 @@ export interface WebhooksTable {
 }
 
 export type WebhookRow = Selectable<WebhooksTable>
-export type NewWebhookRow = Insertable<WebhooksTable>
-export type WebhookRowUpdate = Updateable<WebhooksTable>

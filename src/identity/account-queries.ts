@@ -1,20 +1,27 @@
 import type { Db } from '../../db/database.js'
 
+/** Accounts with their organization, whose group path a token names. */
+const accountsWithOrganization = (db: Db) =>
+  db.selectFrom('users').innerJoin('organizations', 'organizations.id', 'users.organization_id')
+
+/** What tokens and sign-ins say of an account: who it is, its roles, its organization's group. */
+const PROFILE_COLUMNS = [
+  'users.email',
+  'users.first_name',
+  'users.last_name',
+  'users.roles',
+  'organizations.group_path',
+] as const
+
 export function findLoginCandidate(db: Db, email: string) {
-  return db
-    .selectFrom('users')
-    .innerJoin('organizations', 'organizations.id', 'users.organization_id')
+  return accountsWithOrganization(db)
     .select([
+      ...PROFILE_COLUMNS,
       'users.id',
       'users.subject',
-      'users.email',
       'users.password_hash',
-      'users.first_name',
-      'users.last_name',
-      'users.roles',
       'users.organization_id',
       'users.password_change_required',
-      'organizations.group_path',
     ])
     .where((eb) => eb(eb.fn('lower', ['users.email']), '=', email.toLowerCase()))
     .where('users.kind', '=', 'PERSON')
@@ -23,36 +30,16 @@ export function findLoginCandidate(db: Db, email: string) {
 }
 
 export function findAccountBySubject(db: Db, subject: string) {
-  return db
-    .selectFrom('users')
-    .innerJoin('organizations', 'organizations.id', 'users.organization_id')
-    .select([
-      'users.id',
-      'users.email',
-      'users.first_name',
-      'users.last_name',
-      'users.active',
-      'users.organization_id',
-      'users.roles',
-      'organizations.group_path',
-    ])
+  return accountsWithOrganization(db)
+    .select([...PROFILE_COLUMNS, 'users.id', 'users.active', 'users.organization_id'])
     .where('users.subject', '=', subject)
     .executeTakeFirst()
 }
 
 /** What an access token says about an active account. */
 export async function findTokenSubject(db: Db, userId: number) {
-  const row = await db
-    .selectFrom('users')
-    .innerJoin('organizations', 'organizations.id', 'users.organization_id')
-    .select([
-      'users.subject',
-      'users.email',
-      'users.first_name',
-      'users.last_name',
-      'users.roles',
-      'organizations.group_path',
-    ])
+  const row = await accountsWithOrganization(db)
+    .select([...PROFILE_COLUMNS, 'users.subject'])
     .where('users.id', '=', userId)
     .where('users.active', '=', true)
     .executeTakeFirst()

@@ -93,22 +93,19 @@ export async function startSession(
   return issueFor(db, issuer, userId, sessionId, clientId, refreshToken, scopes)
 }
 
-function revokeSession(db: Db, sessionId: string, reason: string) {
-  return db
+/** Revokes, for `reason`, the sessions not revoked yet that the caller's WHERE picks. */
+const revoking = (db: Db, reason: string) =>
+  db
     .updateTable('sessions')
     .set({ revoked_at: sql`now()`, revoked_reason: reason })
-    .where('id', '=', sessionId)
     .where('revoked_at', 'is', null)
-    .execute()
+
+function revokeSession(db: Db, sessionId: string, reason: string) {
+  return revoking(db, reason).where('id', '=', sessionId).execute()
 }
 
 export function revokeUserSessions(db: Db, userId: number, reason: string) {
-  return db
-    .updateTable('sessions')
-    .set({ revoked_at: sql`now()`, revoked_reason: reason })
-    .where('user_id', '=', userId)
-    .where('revoked_at', 'is', null)
-    .execute()
+  return revoking(db, reason).where('user_id', '=', userId).execute()
 }
 
 type Rotation = {

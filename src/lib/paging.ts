@@ -25,6 +25,9 @@ export function checkDateRange(filters: { dateFrom?: string; dateTo?: string }):
   }
 }
 
+/** The SQL expression each field a resource's list may be sorted by (`Fields`, its schema's) sorts by. */
+export type SortColumns<Fields extends readonly string[]> = Record<Fields[number], string>
+
 export interface SortOrder {
   column: string
   direction: 'asc' | 'desc'

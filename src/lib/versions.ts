@@ -13,6 +13,20 @@ export function assertVersion(current: number, expected: ExpectedVersion): void 
 }
 
 /**
+ * The record a conditional write holds (read under its lock), refused with 412 unless it is at the
+ * expected version. Without a record, `missing` says why: the organization rule's 403 or 404.
+ */
+export async function atExpectedVersion<R extends { version: number }>(
+  held: R | undefined,
+  expected: ExpectedVersion,
+  missing: () => Promise<never>,
+): Promise<R> {
+  const current = held ?? (await missing())
+  assertVersion(current.version, expected)
+  return current
+}
+
+/**
  * Among an UPDATE's changes, makes it a change whatever the row's columns hold: for what is stored
  * beside the row (a provider's hours, an encounter's addenda). Setting the change time is what
  * says so; a versioned table's trigger sets it to the database's time in any case.

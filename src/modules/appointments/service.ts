@@ -18,7 +18,7 @@ import { conflict, invalidField, invalidFields } from '../../errors.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { checkDateRange, sortOrder, splitListQuery } from '../../lib/paging.js'
 import { type RecordList, recordList } from '../../lib/row-list.js'
-import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
+import { atExpectedVersion, type ExpectedVersion } from '../../lib/versions.js'
 import { transactionWithEvents } from '../../outbox/doorbell.js'
 import { enqueueEvent } from '../../outbox/enqueue.js'
 import { withinWorkingHours } from '../../scheduling/availability.js'
@@ -31,14 +31,7 @@ import {
   toAppointmentCreatedData,
   toAppointmentUpdatedData,
 } from './mapper.js'
-import {
-  APPOINTMENT_SORT_COLUMNS,
-  appointmentRows,
-  findAppointment,
-  insertAppointment,
-  lockAppointment,
-  updateAppointmentRow,
-} from './queries.js'
+import { APPOINTMENT_SORT_COLUMNS, appointmentRecords, appointmentRows } from './queries.js'
 
 const MINUTE_MS = 60_000
 
@@ -46,15 +39,10 @@ async function missingAppointment(db: Db, actor: Actor, id: number): Promise<nev
   return missingRecord('Appointment', id, await ownerOrganization(db, 'appointments', id), actor)
 }
 
-/**
- * The appointment locked for a change, at the version `If-Match` names if it names one (412
- * otherwise): checked under the lock, so check and write are one step.
- */
+/** The appointment locked for a change, at the version `If-Match` names if it names one. */
 async function lockAppointmentAt(trx: Trx, actor: Actor, id: number, expectedVersion: ExpectedVersion) {
-  const current =
-    (await lockAppointment(trx, actor.organizationId, id)) ?? (await missingAppointment(trx, actor, id))
-  assertVersion(current.version, expectedVersion)
-  return current
+  const locked = await appointmentRecords.lock(trx, actor.organizationId, id)
+  return atExpectedVersion(locked, expectedVersion, () => missingAppointment(trx, actor, id))
 }
 
 /** The lifecycle table decides; anything it does not list is 409. */
@@ -120,7 +108,7 @@ export async function createAppointment(
     const provider = await requireProviderForBooking(trx, actor, body.providerId)
     const duration = body.duration ?? provider.slot_minutes
     const when = await bookableTime(trx, provider, body.appointmentDate, body.appointmentTime, duration)
-    const row = await insertAppointment(trx, {
+    const row = await appointmentRecords.insert(trx, {
       organization_id: actor.organizationId,
       patient_id: body.patientId,
       provider_id: provider.id,
@@ -146,12 +134,11 @@ export async function createAppointment(
 
 /** The appointment, if of the caller's organization; otherwise 403 or 404. */
 export async function requireAppointment(db: Db, actor: Actor, id: number): Promise<AppointmentRow> {
-  return (await findAppointment(db, actor.organizationId, id)) ?? missingAppointment(db, actor, id)
+  return (await appointmentRecords.find(db, actor.organizationId, id)) ?? missingAppointment(db, actor, id)
 }
 
 export async function getAppointment(db: Db, actor: Actor, id: number): Promise<Appointment> {
-  const row = await findAppointment(db, actor.organizationId, id)
-  return row ? toAppointment(row) : missingAppointment(db, actor, id)
+  return toAppointment(await requireAppointment(db, actor, id))
 }
 
 /** Whether the body moves the appointment: another provider, date, time or duration. */
@@ -202,7 +189,7 @@ export async function updateAppointment(
     if (body.status !== undefined && body.status !== current.status) {
       checkTransition(current.status as AppointmentStatus, body.status)
     }
-    const updated = await updateAppointmentRow(trx, actor.organizationId, id, {
+    const updated = await appointmentRecords.update(trx, actor.organizationId, id, {
       ...(movesAppointment(current, body) ? await rescheduled(trx, actor, current, body) : {}),
       ...(body.appointmentType !== undefined ? { appointment_type: body.appointmentType } : {}),
       ...(body.priority !== undefined ? { priority: body.priority } : {}),
@@ -278,7 +265,7 @@ export async function cancelAppointment(
   return transactionWithEvents(db, async (trx) => {
     const current = await lockAppointmentAt(trx, actor, id, expectedVersion)
     checkTransition(current.status as AppointmentStatus, 'CANCELLED')
-    const cancelled = await updateAppointmentRow(trx, actor.organizationId, id, {
+    const cancelled = await appointmentRecords.update(trx, actor.organizationId, id, {
       status: 'CANCELLED',
       cancellation_reason: body.reason ?? null,
       cancelled_at: new Date(),

@@ -30,16 +30,17 @@ export function findPasswordResetAccount(db: Db, tokenHash: string) {
     .executeTakeFirst()
 }
 
+/** Marks used the reset tokens not used yet that the caller's WHERE picks. */
+const usingUp = (trx: Trx) =>
+  trx.updateTable('password_reset_tokens').set({ used_at: sql`now()` }).where('used_at', 'is', null)
+
 /**
  * Marks a reset token used if it still is usable, in one statement: of concurrent claims of the
  * same token exactly one gets its row back.
  */
 export function claimPasswordResetToken(trx: Trx, tokenHash: string) {
-  return trx
-    .updateTable('password_reset_tokens')
-    .set({ used_at: sql`now()` })
+  return usingUp(trx)
     .where('token_hash', '=', tokenHash)
-    .where('used_at', 'is', null)
     .where('expires_at', '>', sql<Date>`now()`)
     .returning('user_id')
     .executeTakeFirst()
@@ -47,12 +48,7 @@ export function claimPasswordResetToken(trx: Trx, tokenHash: string) {
 
 /** Ends every reset link of a user still outstanding: they were sent for the password just replaced. */
 export function retirePasswordResetTokens(trx: Trx, userId: number) {
-  return trx
-    .updateTable('password_reset_tokens')
-    .set({ used_at: sql`now()` })
-    .where('user_id', '=', userId)
-    .where('used_at', 'is', null)
-    .execute()
+  return usingUp(trx).where('user_id', '=', userId).execute()
 }
 
 /**

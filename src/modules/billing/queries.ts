@@ -1,7 +1,8 @@
 import { sql } from 'kysely'
 import type { Db, Trx } from '../../../db/database.js'
-import type { InvoiceRow, PaymentRow } from '../../../db/tables/billing.js'
+import type { InvoiceRow } from '../../../db/tables/billing.js'
 import type { InvoiceListQuery } from '../../../schemas/billing.js'
+import { inOrganization, organizationRecords } from '../../lib/organization-records.js'
 import type { ListFilters } from '../../lib/paging.js'
 import { rowList } from '../../lib/row-list.js'
 
@@ -27,34 +28,13 @@ export async function nextCounterValue(trx: Trx, organizationId: number, name: s
   return Number(row.value)
 }
 
+export const invoiceRecords = organizationRecords('invoices')
+
 export function insertInvoice(
   trx: Trx,
   invoice: Omit<InvoiceRow, 'id' | 'amount_paid' | 'created_at' | 'updated_at' | 'version'>,
 ) {
-  return trx
-    .insertInto('invoices')
-    .values({ ...invoice, line_items: JSON.stringify(invoice.line_items) })
-    .returningAll()
-    .executeTakeFirstOrThrow()
-}
-
-export function findInvoice(db: Db, organizationId: number, id: number) {
-  return db
-    .selectFrom('invoices')
-    .selectAll()
-    .where('organization_id', '=', organizationId)
-    .where('id', '=', id)
-    .executeTakeFirst()
-}
-
-export function lockInvoice(trx: Trx, organizationId: number, id: number) {
-  return trx
-    .selectFrom('invoices')
-    .selectAll()
-    .where('organization_id', '=', organizationId)
-    .where('id', '=', id)
-    .forUpdate()
-    .executeTakeFirst()
+  return invoiceRecords.insert(trx, { ...invoice, line_items: JSON.stringify(invoice.line_items) })
 }
 
 export function updateInvoice(
@@ -63,10 +43,9 @@ export function updateInvoice(
   id: number,
   changes: Partial<Pick<InvoiceRow, 'status' | 'amount_paid' | 'issued_at' | 'voided_at'>>,
 ) {
-  return trx
+  return inOrganization(trx, organizationId)
     .updateTable('invoices')
     .set(changes)
-    .where('organization_id', '=', organizationId)
     .where('id', '=', id)
     .returningAll()
     .executeTakeFirstOrThrow()
@@ -74,7 +53,7 @@ export function updateInvoice(
 
 /** The organization's invoices matching the filters (invoices are never removed, so sync pages have no tombstones). */
 export function invoiceRows(db: Db, organizationId: number, filters: ListFilters<InvoiceListQuery>) {
-  let query = db.selectFrom('invoices').selectAll().where('organization_id', '=', organizationId)
+  let query = inOrganization(db, organizationId).selectFrom('invoices').selectAll()
   if (filters.patientId) query = query.where('patient_id', '=', filters.patientId)
   if (filters.status) query = query.where('status', '=', filters.status)
   if (filters.from) query = query.where('created_at', '>=', new Date(`${filters.from}T00:00:00Z`))
@@ -82,25 +61,21 @@ export function invoiceRows(db: Db, organizationId: number, filters: ListFilters
   return rowList(db, query)
 }
 
-export function insertPayment(trx: Trx, payment: Omit<PaymentRow, 'id' | 'created_at'>) {
-  return trx.insertInto('payments').values(payment).returningAll().executeTakeFirstOrThrow()
-}
+export const paymentRecords = organizationRecords('payments')
 
 export function paymentsOf(db: Db, organizationId: number, invoiceId: number) {
-  return db
+  return inOrganization(db, organizationId)
     .selectFrom('payments')
     .selectAll()
-    .where('organization_id', '=', organizationId)
     .where('invoice_id', '=', invoiceId)
     .orderBy('id')
     .execute()
 }
 
 export function findPaymentByKey(db: Db, organizationId: number, key: string) {
-  return db
+  return inOrganization(db, organizationId)
     .selectFrom('payments')
     .selectAll()
-    .where('organization_id', '=', organizationId)
     .where('idempotency_key', '=', key)
     .executeTakeFirst()
 }

@@ -14,21 +14,20 @@ import { auditChange } from '../../audit/change-audit.js'
 import { AppError, invalidField, invalidFields } from '../../errors.js'
 import { sortOrder, splitListQuery } from '../../lib/paging.js'
 import { type RecordList, recordList } from '../../lib/row-list.js'
-import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
+import { atExpectedVersion, type ExpectedVersion } from '../../lib/versions.js'
 import { transactionWithEvents } from '../../outbox/doorbell.js'
 import { enqueueEvent } from '../../outbox/enqueue.js'
 import { requirePatient } from '../patients/service.js'
 import { toInvoice, toInvoiceCreatedData, toPayment, toPaymentReceivedData } from './mapper.js'
 import { priceLines } from './money.js'
 import {
-  findInvoice,
   findPaymentByKey,
   INVOICE_SORT_COLUMNS,
   insertInvoice,
-  insertPayment,
+  invoiceRecords,
   invoiceRows,
-  lockInvoice,
   nextCounterValue,
+  paymentRecords,
   paymentsOf,
   updateInvoice,
 } from './queries.js'
@@ -78,8 +77,8 @@ async function missingInvoice(db: Db, actor: Actor, id: number): Promise<never> 
 }
 
 export async function getInvoice(db: Db, actor: Actor, id: number): Promise<InvoiceWithPayments> {
-  const row = await findInvoice(db, actor.organizationId, id)
-  if (!row) return missingInvoice(db, actor, id)
+  const row =
+    (await invoiceRecords.find(db, actor.organizationId, id)) ?? (await missingInvoice(db, actor, id))
   const payments = await paymentsOf(db, actor.organizationId, id)
   return { ...toInvoice(row), payments: payments.map(toPayment) }
 }
@@ -104,9 +103,8 @@ async function changeInvoice(
   change: (invoice: InvoiceRow, trx: Trx) => Promise<InvoiceRow>,
 ): Promise<Invoice> {
   const row = await db.transaction().execute(async (trx) => {
-    const invoice = await lockInvoice(trx, actor.organizationId, id)
-    if (!invoice) return missingInvoice(trx, actor, id)
-    assertVersion(invoice.version, expectedVersion)
+    const locked = await invoiceRecords.lock(trx, actor.organizationId, id)
+    const invoice = await atExpectedVersion(locked, expectedVersion, () => missingInvoice(trx, actor, id))
     const changed = await change(invoice, trx)
     await auditChange(trx, [id])
     return changed
@@ -163,8 +161,9 @@ export async function recordPayment(
   const hash = requestHash(body)
   try {
     return await transactionWithEvents(db, async (trx) => {
-      const invoice = await lockInvoice(trx, actor.organizationId, body.invoiceId)
-      if (!invoice) return missingInvoice(trx, actor, body.invoiceId)
+      const invoice =
+        (await invoiceRecords.lock(trx, actor.organizationId, body.invoiceId)) ??
+        (await missingInvoice(trx, actor, body.invoiceId))
       if (idempotencyKey) {
         const earlier = await findPaymentByKey(trx, actor.organizationId, idempotencyKey)
         if (earlier) {
@@ -182,7 +181,7 @@ export async function recordPayment(
       }
       const balance = Number(invoice.total) - Number(invoice.amount_paid)
       if (body.amount > balance) throw invalidField('amount', `exceeds the open balance of ${balance}`)
-      const payment = await insertPayment(trx, {
+      const payment = await paymentRecords.insert(trx, {
         organization_id: actor.organizationId,
         invoice_id: invoice.id,
         amount: body.amount,

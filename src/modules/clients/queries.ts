@@ -4,7 +4,8 @@ import type { ClientsTable, StoredJwks } from '../../../db/tables/clients.js'
 import type { UsersTable } from '../../../db/tables/users.js'
 import type { CLIENT_SORT_FIELDS } from '../../../schemas/clients.js'
 import type { PageQuery } from '../../../schemas/common.js'
-import { fetchPage, type SortOrder } from '../../lib/paging.js'
+import { inOrganization } from '../../lib/organization-records.js'
+import { fetchPage, type SortColumns, type SortOrder } from '../../lib/paging.js'
 import { changesRecord, touch } from '../../lib/versions.js'
 
 /** The service-account user a confidential client acts as; returns its id. */
@@ -95,9 +96,7 @@ export async function clientIdTaken(db: Db, clientId: string): Promise<boolean> 
   return row !== undefined
 }
 
-export type ClientSortField = (typeof CLIENT_SORT_FIELDS)[number]
-
-export const CLIENT_SORT_COLUMNS: Record<ClientSortField, string> = {
+export const CLIENT_SORT_COLUMNS: SortColumns<typeof CLIENT_SORT_FIELDS> = {
   name: 'lower(users.first_name)',
   clientId: 'clients.client_id',
   createdAt: 'clients.created_at',
@@ -188,10 +187,9 @@ export async function updateServiceAccount(
   client: ClientRecord,
   changes: { first_name?: string; roles?: string[]; active?: boolean },
 ): Promise<ClientRecord> {
-  const changed = await trx
+  const changed = await inOrganization(trx, organizationId)
     .updateTable('users')
     .set({ ...changes, updated_at: sql<Date>`now()` })
-    .where('organization_id', '=', organizationId)
     .where('kind', '=', 'SERVICE')
     .where('id', '=', client.user_id)
     .where(changesRecord(changes))

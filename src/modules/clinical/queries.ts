@@ -1,8 +1,8 @@
 import { sql } from 'kysely'
 import type { Db, Trx } from '../../../db/database.js'
 import type { ClinicalKindName, ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
+import { inOrganization, organizationRecords } from '../../lib/organization-records.js'
 import { rowList } from '../../lib/row-list.js'
-import { changesRecord } from '../../lib/versions.js'
 
 export const CLINICAL_SORT_COLUMNS = { effectiveAt: 'effective_at', recordedAt: 'recorded_at' }
 
@@ -12,10 +12,11 @@ export interface RecordScope {
   kind: ClinicalKindName
 }
 
+const clinicalRecords = organizationRecords('clinical_records')
+
 const scoped = (db: Db, scope: RecordScope) =>
-  db
+  inOrganization(db, scope.organizationId)
     .selectFrom('clinical_records')
-    .where('organization_id', '=', scope.organizationId)
     .where('patient_id', '=', scope.patientId)
     .where('kind', '=', scope.kind)
 
@@ -23,11 +24,7 @@ export function insertRecord(
   db: Db,
   row: Omit<ClinicalRecordRow, 'id' | 'version' | 'recorded_at' | 'created_at' | 'updated_at'>,
 ) {
-  return db
-    .insertInto('clinical_records')
-    .values({ ...row, data: JSON.stringify(row.data) })
-    .returningAll()
-    .executeTakeFirstOrThrow()
+  return clinicalRecords.insert(db, { ...row, data: JSON.stringify(row.data) })
 }
 
 export function findRecord(db: Db, scope: RecordScope, id: number) {
@@ -38,10 +35,7 @@ export function lockRecord(trx: Trx, scope: RecordScope, id: number) {
   return scoped(trx, scope).selectAll().where('id', '=', id).forUpdate().executeTakeFirst()
 }
 
-/**
- * Changes a record if that changes something (changesRecord), and returns it; the database raises
- * its version and sets its change time.
- */
+/** Changes a record if that changes something, and returns it (organizationRecords' update). */
 export function updateRecord(
   trx: Trx,
   organizationId: number,
@@ -54,15 +48,10 @@ export function updateRecord(
   },
 ) {
   const { data, ...rest } = changes
-  const columns = { ...rest, ...(data ? { data: JSON.stringify(data) } : {}) }
-  return trx
-    .updateTable('clinical_records')
-    .set(columns)
-    .where('organization_id', '=', organizationId)
-    .where('id', '=', id)
-    .where(changesRecord(columns))
-    .returningAll()
-    .executeTakeFirst()
+  return clinicalRecords.update(trx, organizationId, id, {
+    ...rest,
+    ...(data ? { data: JSON.stringify(data) } : {}),
+  })
 }
 
 export interface RecordFilters {
@@ -94,8 +83,8 @@ const RECENT_LAB_RESULTS = 10
  */
 export function chartRecords(db: Db, organizationId: number, patientId: number) {
   return db
-    .selectFrom((eb) =>
-      eb
+    .selectFrom(() =>
+      inOrganization(db, organizationId)
         .selectFrom('clinical_records')
         .selectAll()
         .select(
@@ -103,7 +92,6 @@ export function chartRecords(db: Db, organizationId: number, patientId: number) 
             'recency',
           ),
         )
-        .where('organization_id', '=', organizationId)
         .where('patient_id', '=', patientId)
         .where('entered_in_error_at', 'is', null)
         .as('ranked'),

@@ -3,6 +3,7 @@ import { acrossOrganizations } from '../../../db/across-organizations.js'
 import type { Db } from '../../../db/database.js'
 import type { DocumentRow } from '../../../db/tables/documents.js'
 import type { DocumentListQuery } from '../../../schemas/documents.js'
+import { inOrganization, organizationRecords } from '../../lib/organization-records.js'
 import type { ListFilters } from '../../lib/paging.js'
 import { rowList } from '../../lib/row-list.js'
 
@@ -31,10 +32,9 @@ export function insertPendingDocument(
 }
 
 export function markAvailable(db: Db, organizationId: number, id: number, size: number, sha256: string) {
-  return db
+  return inOrganization(db, organizationId)
     .updateTable('documents')
     .set({ status: 'AVAILABLE', size_bytes: size, sha256 })
-    .where('organization_id', '=', organizationId)
     .where('id', '=', id)
     .returningAll()
     .executeTakeFirstOrThrow()
@@ -42,28 +42,20 @@ export function markAvailable(db: Db, organizationId: number, id: number, size: 
 
 /** Removes the row of an upload that failed before its bytes were stored. */
 export function deletePendingDocument(db: Db, organizationId: number, id: number) {
-  return db
+  return inOrganization(db, organizationId)
     .deleteFrom('documents')
-    .where('organization_id', '=', organizationId)
     .where('id', '=', id)
     .where('status', '=', 'PENDING')
     .execute()
 }
 
-/** Removes the row of an upload that failed after its bytes were stored (and removed again). */
-export function deleteUploadedDocument(db: Db, organizationId: number, id: number) {
-  return db
-    .deleteFrom('documents')
-    .where('organization_id', '=', organizationId)
-    .where('id', '=', id)
-    .execute()
-}
+/** Documents by id; `delete` removes the row of an upload that failed after its bytes were stored. */
+export const documentRecords = organizationRecords('documents')
 
 export function findAvailableDocument(db: Db, organizationId: number, id: number) {
-  return db
+  return inOrganization(db, organizationId)
     .selectFrom('documents')
     .selectAll()
-    .where('organization_id', '=', organizationId)
     .where('id', '=', id)
     .where('status', '=', 'AVAILABLE')
     .executeTakeFirst()
@@ -79,10 +71,9 @@ export function patientDocumentRows(
   patientId: number,
   filters: ListFilters<DocumentListQuery>,
 ) {
-  let query = db
+  let query = inOrganization(db, organizationId)
     .selectFrom('documents')
     .selectAll()
-    .where('organization_id', '=', organizationId)
     .where('patient_id', '=', patientId)
     .where('status', '=', 'AVAILABLE')
     // Implied by AVAILABLE; stated so the planner can use the partial sync index.
@@ -102,10 +93,9 @@ export function markDeleted(
   userId: number,
   expectedVersion?: number,
 ) {
-  let query = db
+  let query = inOrganization(db, organizationId)
     .updateTable('documents')
     .set({ status: 'DELETED', deleted_at: sql`now()`, deleted_by: userId })
-    .where('organization_id', '=', organizationId)
     .where('id', '=', id)
     .where('status', '=', 'AVAILABLE')
   if (expectedVersion !== undefined) query = query.where('version', '=', expectedVersion)
@@ -153,10 +143,9 @@ export function markSweptPurged(db: Db, id: number) {
 }
 
 export function markPurged(db: Db, organizationId: number, id: number) {
-  return db
+  return inOrganization(db, organizationId)
     .updateTable('documents')
     .set({ purged_at: sql`now()` })
-    .where('organization_id', '=', organizationId)
     .where('id', '=', id)
     .execute()
 }

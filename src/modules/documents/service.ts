@@ -19,7 +19,7 @@ import {
   DOCUMENT_SORT_COLUMNS,
   deleteAbandonedUpload,
   deletePendingDocument,
-  deleteUploadedDocument,
+  documentRecords,
   findAvailableDocument,
   findSweepable,
   insertPendingDocument,
@@ -268,7 +268,7 @@ async function storeFile(
 
 async function discard(db: Db, store: DocumentStore, row: DocumentRow): Promise<void> {
   await store.remove(row.storage_key)
-  await deleteUploadedDocument(db, row.organization_id, row.id)
+  await documentRecords.delete(db, row.organization_id, row.id)
 }
 
 /** A patient's documents a list query asks for (metadata); a sync page has tombstones of deleted ones. */

@@ -18,7 +18,7 @@ import { conflict, forbidden, invalidField } from '../../errors.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { checkDateRange, sortOrder, splitListQuery } from '../../lib/paging.js'
 import { type RecordList, recordList, withLookup } from '../../lib/row-list.js'
-import { assertVersion, type ExpectedVersion, touch } from '../../lib/versions.js'
+import { atExpectedVersion, type ExpectedVersion, touch } from '../../lib/versions.js'
 import { transactionWithEvents } from '../../outbox/doorbell.js'
 import { enqueueEvent } from '../../outbox/enqueue.js'
 import { requireAppointment } from '../appointments/service.js'
@@ -28,27 +28,19 @@ import { noteColumns, toEncounter, toEncounterCreatedData } from './mapper.js'
 import {
   addendaOf,
   ENCOUNTER_SORT_COLUMNS,
+  encounterRecords,
   encounterRows,
-  findEncounter,
   insertAddendum,
-  insertEncounter,
-  lockEncounter,
-  updateEncounterRow,
 } from './queries.js'
 
 async function missingEncounter(db: Db, actor: Actor, id: number): Promise<never> {
   return missingRecord('Encounter', id, await ownerOrganization(db, 'encounters', id), actor)
 }
 
-/**
- * The encounter locked for a change, at the version `If-Match` names if it names one (412
- * otherwise): checked under the lock, so check and write are one step.
- */
+/** The encounter locked for a change, at the version `If-Match` names if it names one. */
 async function lockEncounterAt(trx: Trx, actor: Actor, id: number, expectedVersion: ExpectedVersion) {
-  const current =
-    (await lockEncounter(trx, actor.organizationId, id)) ?? (await missingEncounter(trx, actor, id))
-  assertVersion(current.version, expectedVersion)
-  return current
+  const locked = await encounterRecords.lock(trx, actor.organizationId, id)
+  return atExpectedVersion(locked, expectedVersion, () => missingEncounter(trx, actor, id))
 }
 
 const OPERATION_NAMES: Record<EncounterOperation, string> = {
@@ -86,7 +78,7 @@ export async function createEncounter(db: Db, actor: Actor, body: CreateEncounte
     await requirePatient(trx, actor, body.patientId)
     await requireProvider(trx, actor, body.providerId)
     await checkAppointment(trx, actor, body)
-    const row = await insertEncounter(trx, {
+    const row = await encounterRecords.insert(trx, {
       ...noteColumns(body),
       organization_id: actor.organizationId,
       patient_id: body.patientId,
@@ -104,7 +96,8 @@ export async function createEncounter(db: Db, actor: Actor, body: CreateEncounte
 }
 
 export async function getEncounter(db: Db, actor: Actor, id: number): Promise<Encounter> {
-  const row = (await findEncounter(db, actor.organizationId, id)) ?? (await missingEncounter(db, actor, id))
+  const row =
+    (await encounterRecords.find(db, actor.organizationId, id)) ?? (await missingEncounter(db, actor, id))
   return toEncounter(row, await addendaOf(db, actor.organizationId, [id]))
 }
 
@@ -136,7 +129,7 @@ export async function updateEncounter(
     const current = await lockEncounterAt(trx, actor, id, expectedVersion)
     checkOperation(current, 'edit')
     await checkEditor(trx, actor, current)
-    const updated = await updateEncounterRow(trx, actor.organizationId, id, {
+    const updated = await encounterRecords.update(trx, actor.organizationId, id, {
       ...noteColumns(body),
       updated_by: actor.userId,
     })
@@ -182,7 +175,7 @@ export async function signEncounter(
     if (provider.user_id !== null && provider.user_id !== actor.userId) {
       throw forbidden('Only the encounter’s provider may sign it')
     }
-    const signed = await updateEncounterRow(trx, actor.organizationId, id, {
+    const signed = await encounterRecords.update(trx, actor.organizationId, id, {
       status: 'SIGNED',
       signed_by: actor.userId,
       signed_at: new Date(),
@@ -210,7 +203,7 @@ export async function addAddendum(
       signed_by: actor.userId,
     })
     // A further addendum leaves the status as it was; touched, the encounter still counts it as a change.
-    const amended = await updateEncounterRow(trx, actor.organizationId, id, {
+    const amended = await encounterRecords.update(trx, actor.organizationId, id, {
       status: 'AMENDED',
       ...touch(),
       updated_by: actor.userId,
@@ -238,7 +231,7 @@ export async function checkEncounterOfPatient(
   patientId: number,
   encounterId: number,
 ): Promise<void> {
-  const encounter = await findEncounter(db, organizationId, encounterId)
+  const encounter = await encounterRecords.find(db, organizationId, encounterId)
   if (encounter?.patient_id !== patientId) {
     throw invalidField('encounterId', 'is not an encounter of this patient')
   }

@@ -3,16 +3,20 @@ import type { Db } from '../../../db/database.js'
 import type { NewPatientRow, PatientRow, PatientRowUpdate } from '../../../db/tables/patients.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import type { PATIENT_SORT_FIELDS } from '../../../schemas/patients.js'
-import { countRows, fetchPageOfKnownTotal, orderByExpression, type SortOrder } from '../../lib/paging.js'
+import {
+  countRows,
+  fetchPageOfKnownTotal,
+  orderByExpression,
+  type SortColumns,
+  type SortOrder,
+} from '../../lib/paging.js'
 import { prefixEnd } from '../../lib/prefix-range.js'
 import { type SyncRead, syncRows, syncTombstones } from '../../lib/sync-paging.js'
 import { changesRecord } from '../../lib/versions.js'
 import type { SearchTerms } from './search-terms.js'
 
-export type PatientSortField = (typeof PATIENT_SORT_FIELDS)[number]
-
 /** Sort expressions; names sort case-insensitively, matching the (organization_id, lower(last_name)) index. */
-export const PATIENT_SORT_COLUMNS: Record<PatientSortField, string> = {
+export const PATIENT_SORT_COLUMNS: SortColumns<typeof PATIENT_SORT_FIELDS> = {
   lastName: 'lower(last_name)',
   firstName: 'lower(first_name)',
   dateOfBirth: 'date_of_birth',

@@ -1,5 +1,5 @@
 import type { Db } from '../../../db/database.js'
-import type { NewPatientRow, PatientRow } from '../../../db/tables/patients.js'
+import type { NewPatientRow, PatientRow, PatientRowUpdate } from '../../../db/tables/patients.js'
 import type { PageOf, PageQuery } from '../../../schemas/common.js'
 import {
   type CreatePatientBody,
@@ -123,6 +123,18 @@ async function unchangedPatient(
   return toPatient(current)
 }
 
+/** Changes the live patient and emits its event, in one conditional statement (updatePatientQuery). */
+function writePatient(
+  db: Db,
+  actor: Actor,
+  id: number,
+  changes: PatientRowUpdate,
+  expectedVersion: ExpectedVersion,
+) {
+  const update = updatePatientQuery(db, actor.organizationId, id, changes, expectedVersion)
+  return changeWithEvent(db, actor.organizationId, 'patient.updated', update, patientEvent.toSql)
+}
+
 /**
  * Replaces the patient's fields, in one conditional statement with its event: with
  * `expectedVersion`, only while the patient is still at that version. Values that are already the
@@ -136,24 +148,18 @@ export async function updatePatient(
   expectedVersion: ExpectedVersion,
 ): Promise<Patient> {
   checkBirthDate(body.identification.dateOfBirth)
-  const updated = await changeWithEvent(
+  const updated = await writePatient(
     db,
-    actor.organizationId,
-    'patient.updated',
-    updatePatientQuery(
-      db,
-      actor.organizationId,
-      id,
-      {
-        ...demographicColumns(body),
-        // Left out, the MRN and status keep their values.
-        ...(body.mrn ? { mrn: body.mrn } : {}),
-        ...(body.status ? { status: body.status } : {}),
-        updated_by: actor.userId,
-      },
-      expectedVersion,
-    ),
-    patientEvent.toSql,
+    actor,
+    id,
+    {
+      ...demographicColumns(body),
+      // Left out, the MRN and status keep their values.
+      ...(body.mrn ? { mrn: body.mrn } : {}),
+      ...(body.status ? { status: body.status } : {}),
+      updated_by: actor.userId,
+    },
+    expectedVersion,
   )
   return updated ? toPatient(updated) : unchangedPatient(db, actor, id, expectedVersion)
 }
@@ -188,18 +194,12 @@ export async function deletePatient(
   id: number,
   expectedVersion: ExpectedVersion,
 ): Promise<{ id: number }> {
-  const deleted = await changeWithEvent(
+  const deleted = await writePatient(
     db,
-    actor.organizationId,
-    'patient.updated',
-    updatePatientQuery(
-      db,
-      actor.organizationId,
-      id,
-      { deleted_at: new Date(), deleted_by: actor.userId, updated_by: actor.userId },
-      expectedVersion,
-    ),
-    patientEvent.toSql,
+    actor,
+    id,
+    { deleted_at: new Date(), deleted_by: actor.userId, updated_by: actor.userId },
+    expectedVersion,
   )
   return deleted ? { id } : unwritablePatient(db, actor, id)
 }

@@ -2,15 +2,12 @@ import { sql } from 'kysely'
 import type { Db, Trx } from '../../../db/database.js'
 import type { NewProviderExceptionRow, ProviderExceptionRow } from '../../../db/tables/provider-exceptions.js'
 import type { NewProviderHoursRow, ProviderHoursRow } from '../../../db/tables/provider-hours.js'
-import type { NewProviderRow, ProviderRow, ProviderRowUpdate } from '../../../db/tables/providers.js'
 import type { PROVIDER_SORT_FIELDS, ProviderListQuery } from '../../../schemas/providers.js'
-import type { ListFilters } from '../../lib/paging.js'
+import { inOrganization, organizationRecords } from '../../lib/organization-records.js'
+import type { ListFilters, SortColumns } from '../../lib/paging.js'
 import { rowList } from '../../lib/row-list.js'
-import { changesRecord } from '../../lib/versions.js'
 
-export type ProviderSortField = (typeof PROVIDER_SORT_FIELDS)[number]
-
-export const PROVIDER_SORT_COLUMNS: Record<ProviderSortField, string> = {
+export const PROVIDER_SORT_COLUMNS: SortColumns<typeof PROVIDER_SORT_FIELDS> = {
   lastName: 'lower(last_name)',
   firstName: 'lower(first_name)',
   specialty: 'lower(specialty)',
@@ -19,12 +16,8 @@ export const PROVIDER_SORT_COLUMNS: Record<ProviderSortField, string> = {
   updatedAt: 'updated_at',
 }
 
-const scoped = (db: Db, organizationId: number) =>
-  db.selectFrom('providers').where('organization_id', '=', organizationId)
-
-export function findProvider(db: Db, organizationId: number, id: number): Promise<ProviderRow | undefined> {
-  return scoped(db, organizationId).selectAll().where('id', '=', id).executeTakeFirst()
-}
+/** A change of a provider's hours or exceptions touches its row too (touch()): a change of the provider. */
+export const providerRecords = organizationRecords('providers')
 
 /**
  * The provider, its row locked FOR NO KEY UPDATE until the transaction ends: bookings onto its
@@ -33,41 +26,17 @@ export function findProvider(db: Db, organizationId: number, id: number): Promis
  * does not block inserts that merely reference the provider.
  */
 export function lockProviderCalendar(trx: Trx, organizationId: number, id: number) {
-  return scoped(trx, organizationId).selectAll().where('id', '=', id).forNoKeyUpdate().executeTakeFirst()
-}
-
-export function lockProvider(trx: Trx, organizationId: number, id: number) {
-  return scoped(trx, organizationId).selectAll().where('id', '=', id).forUpdate().executeTakeFirst()
-}
-
-export function insertProvider(trx: Trx, row: NewProviderRow): Promise<ProviderRow> {
-  return trx.insertInto('providers').values(row).returningAll().executeTakeFirstOrThrow()
-}
-
-/**
- * Changes the provider row if that changes something (changesRecord), and returns it; the database
- * raises its version and change time. A change of the provider's hours or exceptions touches the
- * row too (touch()), so that it counts as a change of the provider.
- */
-export function updateProviderRow(
-  trx: Trx,
-  organizationId: number,
-  id: number,
-  changes: ProviderRowUpdate,
-): Promise<ProviderRow | undefined> {
-  return trx
-    .updateTable('providers')
-    .set(changes)
-    .where('organization_id', '=', organizationId)
+  return inOrganization(trx, organizationId)
+    .selectFrom('providers')
+    .selectAll()
     .where('id', '=', id)
-    .where(changesRecord(changes))
-    .returningAll()
+    .forNoKeyUpdate()
     .executeTakeFirst()
 }
 
 /** The organization's providers matching the filters (providers are never removed, so sync pages have no tombstones). */
 export function providerRows(db: Db, organizationId: number, filters: ListFilters<ProviderListQuery>) {
-  let query = scoped(db, organizationId).selectAll()
+  let query = inOrganization(db, organizationId).selectFrom('providers').selectAll()
   if (filters.active !== undefined) query = query.where('active', '=', filters.active)
   if (filters.npi) query = query.where('npi', '=', filters.npi)
   if (filters.specialty) query = query.where(sql`lower(specialty)`, '=', filters.specialty.toLowerCase())
@@ -77,29 +46,24 @@ export function providerRows(db: Db, organizationId: number, filters: ListFilter
 
 /** Whether the user is an account of the organization (a provider may be linked only to those). */
 export async function isUserOfOrganization(db: Db, organizationId: number, userId: number): Promise<boolean> {
-  const row = await db
+  const row = await inOrganization(db, organizationId)
     .selectFrom('users')
     .select('id')
-    .where('organization_id', '=', organizationId)
     .where('id', '=', userId)
     .executeTakeFirst()
   return row !== undefined
 }
 
-/**
- * Weekly hours of the given providers, by provider, day and start. Hours and exceptions have no
- * organization column: they are scoped by their provider, which the caller found in its organization.
- */
+/** Weekly hours of the given providers, by provider, day and start. */
 export function weeklyHoursOf(
   db: Db,
   organizationId: number,
   providerIds: number[],
 ): Promise<ProviderHoursRow[]> {
   if (providerIds.length === 0) return Promise.resolve([])
-  return db
+  return inOrganization(db, organizationId)
     .selectFrom('provider_hours')
     .selectAll()
-    .where('organization_id', '=', organizationId)
     .where('provider_id', 'in', providerIds)
     .orderBy('provider_id')
     .orderBy('weekday')
@@ -130,10 +94,9 @@ export function exceptionsBetween(
   from: string,
   to: string,
 ): Promise<ProviderExceptionRow[]> {
-  return db
+  return inOrganization(db, organizationId)
     .selectFrom('provider_exceptions')
     .selectAll()
-    .where('organization_id', '=', organizationId)
     .where('provider_id', '=', providerId)
     .where('date', '>=', from)
     .where('date', '<=', to)

@@ -16,7 +16,7 @@ import { invalidField, invalidFields, notFound } from '../../errors.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, splitListQuery } from '../../lib/paging.js'
 import { type RecordList, recordList, withLookup } from '../../lib/row-list.js'
-import { assertVersion, type ExpectedVersion, touch } from '../../lib/versions.js'
+import { atExpectedVersion, type ExpectedVersion, touch } from '../../lib/versions.js'
 import { type Interval, workingIntervals } from '../../scheduling/availability.js'
 import { canonicalTimeZone, minutesOf } from '../../scheduling/zoned-time.js'
 import {
@@ -31,16 +31,13 @@ import { isValidNpi } from './npi.js'
 import {
   deleteException,
   exceptionsBetween,
-  findProvider,
   insertException,
-  insertProvider,
   isUserOfOrganization,
-  lockProvider,
   lockProviderCalendar,
   PROVIDER_SORT_COLUMNS,
+  providerRecords,
   providerRows,
   replaceWeeklyHours as replaceWeeklyHourRows,
-  updateProviderRow,
   weeklyHoursOf,
 } from './queries.js'
 
@@ -51,25 +48,19 @@ async function missingProvider(db: Db, actor: Actor, id: number): Promise<never>
   return missingRecord('Provider', id, await ownerOrganization(db, 'providers', id), actor)
 }
 
-/**
- * The provider locked for a change of it (its record, hours or exceptions), at the version
- * `If-Match` names if it names one (412 otherwise): checked under the lock, so check and write
- * are one step.
- */
+/** The provider locked for a change of it (its record, hours or exceptions), at the version `If-Match` names. */
 async function lockProviderAt(trx: Trx, actor: Actor, id: number, expectedVersion: ExpectedVersion) {
-  const current =
-    (await lockProvider(trx, actor.organizationId, id)) ?? (await missingProvider(trx, actor, id))
-  assertVersion(current.version, expectedVersion)
-  return current
+  const locked = await providerRecords.lock(trx, actor.organizationId, id)
+  return atExpectedVersion(locked, expectedVersion, () => missingProvider(trx, actor, id))
 }
 
-/** The provider, if it is of the caller's organization; otherwise 403 or 404. */
 /** The organization's provider with this id, if there is one (no 403/404 rule: the caller decides). */
 export const findProviderOfOrganization = (db: Db, organizationId: number, id: number) =>
-  findProvider(db, organizationId, id)
+  providerRecords.find(db, organizationId, id)
 
+/** The provider, if it is of the caller's organization; otherwise 403 or 404. */
 export async function requireProvider(db: Db, actor: Actor, id: number): Promise<ProviderRow> {
-  return (await findProvider(db, actor.organizationId, id)) ?? missingProvider(db, actor, id)
+  return (await providerRecords.find(db, actor.organizationId, id)) ?? missingProvider(db, actor, id)
 }
 
 /** The provider for a booking onto its calendar, locked against other bookings (lockProviderCalendar). */
@@ -114,7 +105,7 @@ export async function createProvider(db: Db, actor: Actor, body: CreateProviderB
   checkWeeklyHours(weeklyHours)
   return db.transaction().execute(async (trx) => {
     const timeZone = await checkProvider(trx, actor, body)
-    const row = await insertProvider(trx, {
+    const row = await providerRecords.insert(trx, {
       ...providerColumns(body, timeZone),
       organization_id: actor.organizationId,
       active: body.active ?? true,
@@ -147,7 +138,7 @@ export async function updateProvider(
   return db.transaction().execute(async (trx) => {
     const current = await lockProviderAt(trx, actor, id, expectedVersion)
     const timeZone = await checkProvider(trx, actor, body)
-    const updated = await updateProviderRow(trx, actor.organizationId, id, {
+    const updated = await providerRecords.update(trx, actor.organizationId, id, {
       ...providerColumns(body, timeZone),
       active: body.active ?? current.active,
       slot_minutes: body.slotMinutes ?? current.slot_minutes,
@@ -205,7 +196,7 @@ export async function replaceWeeklyHours(
       id,
       hoursRows(actor.organizationId, id, body.weeklyHours),
     )
-    const updated = await updateProviderRow(trx, actor.organizationId, id, {
+    const updated = await providerRecords.update(trx, actor.organizationId, id, {
       ...touch(),
       updated_by: actor.userId,
     })
@@ -249,7 +240,7 @@ export async function addException(
   checkException(body)
   return db.transaction().execute(async (trx) => {
     await lockProviderAt(trx, actor, id, expectedVersion)
-    await updateProviderRow(trx, actor.organizationId, id, { ...touch(), updated_by: actor.userId })
+    await providerRecords.update(trx, actor.organizationId, id, { ...touch(), updated_by: actor.userId })
     const row = await insertException(trx, {
       provider_id: id,
       organization_id: actor.organizationId,
@@ -276,7 +267,7 @@ export async function removeException(
     await lockProviderAt(trx, actor, id, expectedVersion)
     if (!(await deleteException(trx, actor.organizationId, id, exceptionId)))
       throw notFound(`Exception ${exceptionId} of provider ${id}`)
-    await updateProviderRow(trx, actor.organizationId, id, { ...touch(), updated_by: actor.userId })
+    await providerRecords.update(trx, actor.organizationId, id, { ...touch(), updated_by: actor.userId })
     return { id: exceptionId }
   })
 }
@@ -298,7 +289,7 @@ export async function checkProviderOfOrganization(
   providerId: number,
   field: string,
 ): Promise<void> {
-  if (!(await findProvider(db, organizationId, providerId))) {
+  if (!(await providerRecords.find(db, organizationId, providerId))) {
     throw invalidField(field, 'is not a provider of your organization')
   }
 }

@@ -2,9 +2,10 @@ import { type Insertable, sql } from 'kysely'
 import { acrossOrganizations } from '../../../db/across-organizations.js'
 import type { Db } from '../../../db/database.js'
 import type { TelehealthRoomsTable } from '../../../db/tables/telehealth-rooms.js'
+import { inOrganization } from '../../lib/organization-records.js'
 
 const rooms = (db: Db, organizationId: number) =>
-  db.selectFrom('telehealth_rooms').selectAll().where('organization_id', '=', organizationId)
+  inOrganization(db, organizationId).selectFrom('telehealth_rooms').selectAll()
 
 export const findRoom = (db: Db, organizationId: number, id: number) =>
   rooms(db, organizationId).where('id', '=', id).executeTakeFirst()
@@ -65,7 +66,7 @@ export async function roomNameExists(db: Db, name: string): Promise<boolean> {
 }
 
 export function closeRoom(db: Db, organizationId: number, id: number, userId: number) {
-  return db
+  return inOrganization(db, organizationId)
     .updateTable('telehealth_rooms')
     .set({
       status: 'CLOSED',
@@ -73,7 +74,6 @@ export function closeRoom(db: Db, organizationId: number, id: number, userId: nu
       closed_by: userId,
       updated_at: sql`now()`,
     })
-    .where('organization_id', '=', organizationId)
     .where('id', '=', id)
     .returningAll()
     .executeTakeFirst()

@@ -2,7 +2,8 @@ import { type Insertable, sql } from 'kysely'
 import type { Db, Trx } from '../../../db/database.js'
 import type { UserRow, UsersTable } from '../../../db/tables/users.js'
 import type { USER_SORT_FIELDS, UserListQuery } from '../../../schemas/users.js'
-import type { ListFilters } from '../../lib/paging.js'
+import { inOrganization } from '../../lib/organization-records.js'
+import type { ListFilters, SortColumns } from '../../lib/paging.js'
 import { rowList } from '../../lib/row-list.js'
 import { changesRecord } from '../../lib/versions.js'
 
@@ -22,9 +23,7 @@ export function insertUser(db: Db, user: Insertable<UsersTable>) {
 /** What the users API reads of an account: never the password hash, only whether there is one. */
 export type AccountRow = Omit<UserRow, 'password_hash' | 'subject' | 'kind'> & { has_password: boolean }
 
-export type UserSortField = (typeof USER_SORT_FIELDS)[number]
-
-export const USER_SORT_COLUMNS: Record<UserSortField, string> = {
+export const USER_SORT_COLUMNS: SortColumns<typeof USER_SORT_FIELDS> = {
   lastName: 'lower(last_name)',
   firstName: 'lower(first_name)',
   email: 'lower(email)',
@@ -52,11 +51,10 @@ const HAS_PASSWORD = sql<boolean>`password_hash is not null`.as('has_password')
  * are managed through their client, so this area never shows or changes them.
  */
 const people = (db: Db, organizationId: number) =>
-  db
+  inOrganization(db, organizationId)
     .selectFrom('users')
     .select(ACCOUNT_COLUMNS)
     .select(HAS_PASSWORD)
-    .where('organization_id', '=', organizationId)
     .where('kind', '=', 'PERSON')
 
 export function findAccount(db: Db, organizationId: number, id: number): Promise<AccountRow | undefined> {
@@ -108,10 +106,9 @@ export async function lockAdministration(trx: Trx, organizationId: number): Prom
 
 /** Active people of the organization holding ADMIN, other than `exceptId`. */
 export async function countOtherActiveAdmins(trx: Trx, organizationId: number, exceptId: number) {
-  const row = await trx
+  const row = await inOrganization(trx, organizationId)
     .selectFrom('users')
     .select(sql<number>`count(*)::int`.as('count'))
-    .where('organization_id', '=', organizationId)
     .where('kind', '=', 'PERSON')
     .where('active', '=', true)
     .where('id', '<>', exceptId)
@@ -127,10 +124,9 @@ export function updateAccount(
   id: number,
   changes: { first_name?: string; last_name?: string; roles?: string[]; active?: boolean },
 ): Promise<AccountRow | undefined> {
-  return trx
+  return inOrganization(trx, organizationId)
     .updateTable('users')
     .set({ ...changes, updated_at: sql<Date>`now()` })
-    .where('organization_id', '=', organizationId)
     .where('kind', '=', 'PERSON')
     .where('id', '=', id)
     .where(changesRecord(changes))

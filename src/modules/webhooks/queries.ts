@@ -1,70 +1,31 @@
 import { sql } from 'kysely'
 import type { Db, Trx } from '../../../db/database.js'
 import { leaseFree } from '../../../db/leases.js'
-import type { NewWebhookRow, WebhookRow, WebhookRowUpdate } from '../../../db/tables/webhooks.js'
 import type {
   DELIVERY_SORT_FIELDS,
   DeliveryListQuery,
   WEBHOOK_SORT_FIELDS,
   WebhookListQuery,
 } from '../../../schemas/webhooks.js'
-import type { ListFilters } from '../../lib/paging.js'
+import { inOrganization, organizationRecords } from '../../lib/organization-records.js'
+import type { ListFilters, SortColumns } from '../../lib/paging.js'
 import { rowList } from '../../lib/row-list.js'
-import { changesRecord } from '../../lib/versions.js'
 
-export const WEBHOOK_SORT_COLUMNS: Record<(typeof WEBHOOK_SORT_FIELDS)[number], string> = {
+export const WEBHOOK_SORT_COLUMNS: SortColumns<typeof WEBHOOK_SORT_FIELDS> = {
   createdAt: 'created_at',
   url: 'url',
 }
 
-export const DELIVERY_SORT_COLUMNS: Record<(typeof DELIVERY_SORT_FIELDS)[number], string> = {
+export const DELIVERY_SORT_COLUMNS: SortColumns<typeof DELIVERY_SORT_FIELDS> = {
   createdAt: 'created_at',
 }
 
-const webhooksOf = (db: Db, organizationId: number) =>
-  db.selectFrom('webhooks').where('organization_id', '=', organizationId)
-
-export function insertWebhook(trx: Trx, row: NewWebhookRow): Promise<WebhookRow> {
-  return trx.insertInto('webhooks').values(row).returningAll().executeTakeFirstOrThrow()
-}
-
-export function findWebhook(db: Db, organizationId: number, id: number): Promise<WebhookRow | undefined> {
-  return webhooksOf(db, organizationId).selectAll().where('id', '=', id).executeTakeFirst()
-}
-
-export function lockWebhook(trx: Trx, organizationId: number, id: number) {
-  return webhooksOf(trx, organizationId).selectAll().where('id', '=', id).forUpdate().executeTakeFirst()
-}
-
-/** Changes the webhook if that changes something (changesRecord), and returns it; the database raises its version. */
-export function updateWebhookRow(
-  trx: Trx,
-  organizationId: number,
-  id: number,
-  changes: WebhookRowUpdate,
-): Promise<WebhookRow | undefined> {
-  return trx
-    .updateTable('webhooks')
-    .set(changes)
-    .where('organization_id', '=', organizationId)
-    .where('id', '=', id)
-    .where(changesRecord(changes))
-    .returningAll()
-    .executeTakeFirst()
-}
-
-/** Deletes the webhook; its deliveries and their attempts go with it. */
-export async function deleteWebhookRow(trx: Trx, organizationId: number, id: number) {
-  await trx
-    .deleteFrom('webhooks')
-    .where('organization_id', '=', organizationId)
-    .where('id', '=', id)
-    .execute()
-}
+/** A webhook's deliveries and their attempts are deleted with it. */
+export const webhookRecords = organizationRecords('webhooks')
 
 /** The organization's webhooks matching the filters; sync pages carry tombstones of deleted ones. */
 export function webhookRows(db: Db, organizationId: number, filters: ListFilters<WebhookListQuery>) {
-  let query = webhooksOf(db, organizationId).selectAll()
+  let query = inOrganization(db, organizationId).selectFrom('webhooks').selectAll()
   if (filters.active !== undefined) query = query.where('active', '=', filters.active)
   return rowList(db, query, { tombstones: { organizationId, resourceType: 'webhook' } })
 }
@@ -99,15 +60,11 @@ export function findDelivery(db: Db, organizationId: number, webhookId: number, 
     .executeTakeFirst()
 }
 
-/**
- * A delivery's attempts. They have no organization column: they are scoped by their delivery, which
- * the caller found in its organization.
- */
+/** A delivery's attempts, in the order they were made. */
 export function listAttempts(db: Db, organizationId: number, deliveryId: number) {
-  return db
+  return inOrganization(db, organizationId)
     .selectFrom('webhook_delivery_attempts')
     .selectAll()
-    .where('organization_id', '=', organizationId)
     .where('delivery_id', '=', deliveryId)
     .orderBy('attempted_at')
     .orderBy('id')
@@ -119,7 +76,7 @@ export function listAttempts(db: Db, organizationId: number, deliveryId: number)
  * delivery an instance is sending right now is left alone (undefined).
  */
 export function requeueDelivery(trx: Trx, organizationId: number, webhookId: number, id: number) {
-  return trx
+  return inOrganization(trx, organizationId)
     .updateTable('webhook_deliveries')
     .set({
       status: 'PENDING',
@@ -127,7 +84,6 @@ export function requeueDelivery(trx: Trx, organizationId: number, webhookId: num
       next_attempt_at: sql`now()`,
       completed_at: null,
     })
-    .where('organization_id', '=', organizationId)
     .where('webhook_id', '=', webhookId)
     .where('id', '=', id)
     .where(leaseFree('webhook_deliveries'))

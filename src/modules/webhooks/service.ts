@@ -1,4 +1,4 @@
-import type { Db } from '../../../db/database.js'
+import type { Db, Trx } from '../../../db/database.js'
 import {
   ALL_EVENTS,
   type CreateWebhookBody,
@@ -19,7 +19,7 @@ import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, splitListQuery } from '../../lib/paging.js'
 import { type RecordList, recordList } from '../../lib/row-list.js'
 import type { SecretBox } from '../../lib/secret-box.js'
-import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
+import { atExpectedVersion, type ExpectedVersion } from '../../lib/versions.js'
 import { announceDeliveries, transactionWithEvents } from '../../outbox/doorbell.js'
 import { enqueueTestDelivery } from '../../outbox/enqueue.js'
 import { checkTarget, type TargetPolicy, TargetRefused } from '../../outbox/targets.js'
@@ -27,16 +27,12 @@ import { generateSecret, sealSigningKey, signingKeyOf } from '../../outbox/webho
 import { toDelivery, toDeliveryDetail, toWebhook } from './mapper.js'
 import {
   DELIVERY_SORT_COLUMNS,
-  deleteWebhookRow,
   deliveryRows,
   findDelivery,
-  findWebhook,
-  insertWebhook,
   listAttempts,
-  lockWebhook,
   requeueDelivery,
-  updateWebhookRow,
   WEBHOOK_SORT_COLUMNS,
+  webhookRecords,
   webhookRows,
 } from './queries.js'
 
@@ -50,6 +46,12 @@ export interface WebhookSettings {
 /** The spec's organization rule: a webhook of another organization is 403, a missing one 404. */
 async function missingWebhook(db: Db, actor: Actor, id: number): Promise<never> {
   return missingRecord('Webhook', id, await ownerOrganization(db, 'webhooks', id), actor)
+}
+
+/** The webhook locked for a change, at the version `If-Match` names if it names one. */
+async function lockWebhookAt(trx: Trx, actor: Actor, id: number, expectedVersion: ExpectedVersion) {
+  const locked = await webhookRecords.lock(trx, actor.organizationId, id)
+  return atExpectedVersion(locked, expectedVersion, () => missingWebhook(trx, actor, id))
 }
 
 async function checkUrl(url: string, targets: TargetPolicy): Promise<void> {
@@ -88,7 +90,7 @@ export async function createWebhook(
   await checkUrl(body.url, settings.targets)
   const secret = newSecret(settings, actor, body.secret)
   return db.transaction().execute(async (trx) => {
-    const row = await insertWebhook(trx, {
+    const row = await webhookRecords.insert(trx, {
       organization_id: actor.organizationId,
       url: body.url,
       events: normalizeEvents(body.events),
@@ -106,8 +108,7 @@ export async function createWebhook(
 }
 
 export async function getWebhook(db: Db, actor: Actor, id: number): Promise<Webhook> {
-  const row = await findWebhook(db, actor.organizationId, id)
-  return row ? toWebhook(row) : missingWebhook(db, actor, id)
+  return toWebhook(await requireWebhook(db, actor, id))
 }
 
 /** The organization's webhooks a list query asks for; a sync page has tombstones of deleted ones. */
@@ -133,9 +134,7 @@ export async function updateWebhook(
 ): Promise<Webhook> {
   await checkUrl(body.url, settings.targets)
   return transactionWithEvents(db, async (trx) => {
-    const current = await lockWebhook(trx, actor.organizationId, id)
-    if (!current) return missingWebhook(trx, actor, id)
-    assertVersion(current.version, expectedVersion)
+    const current = await lockWebhookAt(trx, actor, id, expectedVersion)
     const active = body.active ?? current.active
     const switched =
       active === current.active
@@ -143,7 +142,7 @@ export async function updateWebhook(
         : active
           ? { failing_since: null, deactivated_at: null, deactivation_reason: null }
           : { deactivated_at: new Date(), deactivation_reason: 'MANUAL' as const }
-    const row = await updateWebhookRow(trx, actor.organizationId, id, {
+    const row = await webhookRecords.update(trx, actor.organizationId, id, {
       url: body.url,
       events: normalizeEvents(body.events),
       active,
@@ -184,10 +183,8 @@ export async function deleteWebhook(
   expectedVersion: ExpectedVersion,
 ): Promise<{ id: number }> {
   return db.transaction().execute(async (trx) => {
-    const current = await lockWebhook(trx, actor.organizationId, id)
-    if (!current) return missingWebhook(trx, actor, id)
-    assertVersion(current.version, expectedVersion)
-    await deleteWebhookRow(trx, actor.organizationId, id)
+    await lockWebhookAt(trx, actor, id, expectedVersion)
+    await webhookRecords.delete(trx, actor.organizationId, id)
     await auditChange(trx, [id])
     return { id }
   })
@@ -208,11 +205,9 @@ export async function rotateSecret(
 ): Promise<WebhookWithSecret> {
   const secret = newSecret(settings, actor, body.secret)
   return db.transaction().execute(async (trx) => {
-    const current = await lockWebhook(trx, actor.organizationId, id)
-    if (!current) return missingWebhook(trx, actor, id)
-    assertVersion(current.version, expectedVersion)
+    const current = await lockWebhookAt(trx, actor, id, expectedVersion)
     const overlap = settings.secretOverlapSeconds > 0
-    const row = await updateWebhookRow(trx, actor.organizationId, id, {
+    const row = await webhookRecords.update(trx, actor.organizationId, id, {
       secret: secret.sealed,
       previous_secret: overlap ? current.secret : null,
       previous_secret_expires_at: overlap
@@ -226,8 +221,8 @@ export async function rotateSecret(
 
 export async function sendTestEvent(db: Db, actor: Actor, id: number): Promise<Delivery> {
   return transactionWithEvents(db, async (trx) => {
-    const webhook = await lockWebhook(trx, actor.organizationId, id)
-    if (!webhook) return missingWebhook(trx, actor, id)
+    const webhook =
+      (await webhookRecords.lock(trx, actor.organizationId, id)) ?? (await missingWebhook(trx, actor, id))
     if (!webhook.active) throw inactive()
     const deliveryId = await enqueueTestDelivery(trx, actor.organizationId, id)
     await auditChange(trx, [id])
@@ -237,8 +232,7 @@ export async function sendTestEvent(db: Db, actor: Actor, id: number): Promise<D
 }
 
 async function requireWebhook(db: Db, actor: Actor, id: number) {
-  const webhook = await findWebhook(db, actor.organizationId, id)
-  return webhook ?? missingWebhook(db, actor, id)
+  return (await webhookRecords.find(db, actor.organizationId, id)) ?? missingWebhook(db, actor, id)
 }
 
 /** A webhook's deliveries a list query asks for. */

@@ -3,6 +3,7 @@ import { acrossOrganizations } from '../../../../db/across-organizations.js'
 import type { Database, Db, Trx } from '../../../../db/database.js'
 import { leaseFree, leaseUntil, takeLease } from '../../../../db/leases.js'
 import type { BulkExportPosition } from '../../../../db/tables/bulk-exports.js'
+import { inOrganization } from '../../../lib/organization-records.js'
 
 export type ExportJob = NonNullable<Awaited<ReturnType<typeof claimExport>>>
 
@@ -41,10 +42,9 @@ export async function insertExport(db: Db, job: NewExport): Promise<void> {
 
 /** An export of the caller's (organization and requester), unless it has expired. */
 export function findExport(db: Db, organizationId: number, requestedBy: number, id: string) {
-  return db
+  return inOrganization(db, organizationId)
     .selectFrom('bulk_exports')
     .selectAll()
-    .where('organization_id', '=', organizationId)
     .where('requested_by', '=', requestedBy)
     .where('id', '=', id)
     .where('expires_at', '>', sql<Date>`now()`)
@@ -52,10 +52,9 @@ export function findExport(db: Db, organizationId: number, requestedBy: number, 
 }
 
 export function exportFiles(db: Db, organizationId: number, exportId: string) {
-  return db
+  return inOrganization(db, organizationId)
     .selectFrom('bulk_export_files')
     .selectAll()
-    .where('organization_id', '=', organizationId)
     .where('export_id', '=', exportId)
     .orderBy('sequence')
     .execute()
@@ -63,17 +62,13 @@ export function exportFiles(db: Db, organizationId: number, exportId: string) {
 
 /** Removes an export and its file rows; returns the keys of its stored files. */
 export async function deleteExport(trx: Trx, organizationId: number, id: string): Promise<string[]> {
-  const files = await trx
+  const organization = inOrganization(trx, organizationId)
+  const files = await organization
     .selectFrom('bulk_export_files')
     .select('storage_key')
-    .where('organization_id', '=', organizationId)
     .where('export_id', '=', id)
     .execute()
-  await trx
-    .deleteFrom('bulk_exports')
-    .where('organization_id', '=', organizationId)
-    .where('id', '=', id)
-    .execute()
+  await organization.deleteFrom('bulk_exports').where('id', '=', id).execute()
   return files.map((file) => file.storage_key)
 }
 
@@ -116,18 +111,25 @@ export async function claimExport(
   }
 }
 
-/** Renews the lease of a running export; false when it is no longer this owner's (cancelled, taken). */
-export async function renewLease(
-  db: Db,
-  job: { id: string; leaseOwner: string; leaseSeconds: number },
-): Promise<boolean> {
-  const result = await db
+/**
+ * An update of an export that runs under this owner's lease; it changes nothing once the export is
+ * no longer this owner's (cancelled, taken over).
+ */
+const ownRunningExport = (db: Db, job: { id: string; leaseOwner: string }) =>
+  db
     .updateTable('bulk_exports')
-    .set({ lease_until: leaseUntil(job.leaseSeconds) })
     .where('id', '=', job.id)
     .where('lease_owner', '=', job.leaseOwner)
     .where('status', '=', 'in-progress')
     .modifyEnd(acrossOrganizations('bulk export worker'))
+
+/** Renews the lease of a running export; false when it is no longer this owner's. */
+export async function renewLease(
+  db: Db,
+  job: { id: string; leaseOwner: string; leaseSeconds: number },
+): Promise<boolean> {
+  const result = await ownRunningExport(db, job)
+    .set({ lease_until: leaseUntil(job.leaseSeconds) })
     .executeTakeFirst()
   return result.numUpdatedRows > 0n
 }
@@ -137,14 +139,7 @@ export async function setTransactionTime(
   job: { id: string; leaseOwner: string },
   at: Date,
 ): Promise<boolean> {
-  const result = await db
-    .updateTable('bulk_exports')
-    .set({ transaction_time: at })
-    .where('id', '=', job.id)
-    .where('lease_owner', '=', job.leaseOwner)
-    .where('status', '=', 'in-progress')
-    .modifyEnd(acrossOrganizations('bulk export worker'))
-    .executeTakeFirst()
+  const result = await ownRunningExport(db, job).set({ transaction_time: at }).executeTakeFirst()
   return result.numUpdatedRows > 0n
 }
 
@@ -160,18 +155,13 @@ export async function recordFile(
   next: BulkExportPosition,
 ): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
-    const moved = await trx
-      .updateTable('bulk_exports')
+    const moved = await ownRunningExport(trx, job)
       .set({
         position: JSON.stringify(next),
         exported: sql<number>`exported + ${file?.type === 'OperationOutcome' ? 0 : (file?.count ?? 0)}`,
         lease_until: leaseUntil(job.leaseSeconds),
       })
-      .where('id', '=', job.id)
-      .where('lease_owner', '=', job.leaseOwner)
-      .where('status', '=', 'in-progress')
       .returning('organization_id')
-      .modifyEnd(acrossOrganizations('bulk export worker'))
       .executeTakeFirst()
     if (!moved) return false
     if (file) {
