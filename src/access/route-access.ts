@@ -136,6 +136,19 @@ function clinicalRecordRoutes<P extends ClinicalPath>(
   return routes as Record<ClinicalRouteKey<P>, RouteAccess>
 }
 
+type ReadKey<I extends string> = `GET ${I}` | `GET ${I}/versions` | `GET ${I}/versions/:version`
+
+/** A record's read and the reads of its versions (src/http/version-routes.ts), under one rule. */
+function readWithVersions<I extends string>(item: I, read: RouteAccess): Record<ReadKey<I>, RouteAccess> {
+  const routes = {
+    [`GET ${item}`]: read,
+    [`GET ${item}/versions`]: read,
+    [`GET ${item}/versions/:version`]: read,
+  }
+  // Template keys widen to string: the three built above are the three of the type.
+  return routes as Record<ReadKey<I>, RouteAccess>
+}
+
 /** The table's keys as written, each with a rule. */
 const accessTable = <K extends string>(routes: Record<K, RouteAccess>) => routes
 
@@ -163,7 +176,7 @@ export const ROUTE_ACCESS = accessTable({
 
   'GET /api/patients': { ...PATIENT_LIST, audit: { resourceType: 'patient', action: 'LIST' } },
   'GET /api/patients/search': { ...PATIENT_FINDERS, audit: { resourceType: 'patient', action: 'SEARCH' } },
-  'GET /api/patients/:id': { ...STAFF, audit: { resourceType: 'patient', action: 'READ' } },
+  ...readWithVersions('/api/patients/:id', { ...STAFF, audit: { resourceType: 'patient', action: 'READ' } }),
   'POST /api/patients': { ...REGISTRARS, audit: { resourceType: 'patient', action: 'CREATE' } },
   'PUT /api/patients/:id': { ...REGISTRARS, audit: { resourceType: 'patient', action: 'UPDATE' } },
   'PATCH /api/patients/:id': { ...REGISTRARS, audit: { resourceType: 'patient', action: 'UPDATE' } },
@@ -203,15 +216,18 @@ export const ROUTE_ACCESS = accessTable({
 
   'POST /api/messages': { ...MESSAGING, audit: { resourceType: 'message', action: 'CREATE' } },
   'GET /api/messages': { ...MESSAGING, audit: { resourceType: 'message', action: 'LIST' } },
-  'GET /api/messages/:id': { ...MESSAGING, audit: { resourceType: 'message', action: 'READ' } },
+  ...readWithVersions('/api/messages/:id', {
+    ...MESSAGING,
+    audit: { resourceType: 'message', action: 'READ' },
+  }),
   'PUT /api/messages/:id/read': { ...MESSAGING, audit: { resourceType: 'message', action: 'UPDATE' } },
 
   'POST /api/billing/invoices': { ...BILLERS, audit: { resourceType: 'invoice', action: 'CREATE' } },
   'GET /api/billing/invoices': { ...BILLING_READERS, audit: { resourceType: 'invoice', action: 'LIST' } },
-  'GET /api/billing/invoices/:id': {
+  ...readWithVersions('/api/billing/invoices/:id', {
     ...BILLING_READERS,
     audit: { resourceType: 'invoice', action: 'READ' },
-  },
+  }),
   'POST /api/billing/invoices/:id/issue': {
     ...BILLERS,
     audit: { resourceType: 'invoice', action: 'UPDATE' },
@@ -243,7 +259,10 @@ export const ROUTE_ACCESS = accessTable({
 
   'POST /api/webhooks': { ...WEBHOOK_ADMINISTRATORS, audit: { resourceType: 'webhook', action: 'CREATE' } },
   'GET /api/webhooks': { ...WEBHOOK_ADMINISTRATORS, audit: { resourceType: 'webhook', action: 'LIST' } },
-  'GET /api/webhooks/:id': { ...WEBHOOK_ADMINISTRATORS, audit: { resourceType: 'webhook', action: 'READ' } },
+  ...readWithVersions('/api/webhooks/:id', {
+    ...WEBHOOK_ADMINISTRATORS,
+    audit: { resourceType: 'webhook', action: 'READ' },
+  }),
   'PUT /api/webhooks/:id': {
     ...WEBHOOK_ADMINISTRATORS,
     audit: { resourceType: 'webhook', action: 'UPDATE' },
@@ -341,7 +360,10 @@ export const ROUTE_ACCESS = accessTable({
 
   'GET /api/appointments/available-slots': { ...DIRECTORY },
   'GET /api/appointments': { ...SCHEDULERS, audit: { resourceType: 'appointment', action: 'LIST' } },
-  'GET /api/appointments/:id': { ...SCHEDULERS, audit: { resourceType: 'appointment', action: 'READ' } },
+  ...readWithVersions('/api/appointments/:id', {
+    ...SCHEDULERS,
+    audit: { resourceType: 'appointment', action: 'READ' },
+  }),
   'POST /api/appointments': { ...SCHEDULERS, audit: { resourceType: 'appointment', action: 'CREATE' } },
   'PUT /api/appointments/:id': {
     ...SCHEDULERS,

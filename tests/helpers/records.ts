@@ -80,6 +80,9 @@ const KIND_OF_PARAMETER: Record<string, RecordKind> = {
   exceptionId: 'exception',
 }
 
+/** Path parameters that name no record, with the value the suites give them: a record's first version. */
+const OTHER_PARAMETERS: Record<string, string> = { version: '1' }
+
 /**
  * The kind of record each path parameter of an OpenAPI path names, in order. Throws for a
  * parameter it cannot place, so that a new route with an id fails the suites that use this.
@@ -89,7 +92,7 @@ export function parameterKinds(path: string): Array<[string, RecordKind]> {
   const kinds: Array<[string, RecordKind]> = []
   segments.forEach((segment, index) => {
     const name = /^\{(.+)\}$/.exec(segment)?.[1]
-    if (!name) return
+    if (!name || Object.hasOwn(OTHER_PARAMETERS, name)) return
     const kind =
       KIND_OF_PARAMETER[name] ?? (name === 'id' ? KIND_OF_SEGMENT[segments[index - 1] ?? ''] : undefined)
     if (!kind) throw new Error(`No kind of record known for {${name}} in ${path}`)
@@ -98,9 +101,11 @@ export function parameterKinds(path: string): Array<[string, RecordKind]> {
   return kinds
 }
 
-/** An OpenAPI path with its parameters filled from `values` (by parameter name). */
+/** An OpenAPI path with its parameters filled from `values` (by parameter name), or as OTHER_PARAMETERS says. */
 export const fillPath = (path: string, values: Record<string, string | number>) =>
-  path.replace(/\{([^}]+)\}/g, (_, name: string) => encodeURIComponent(String(values[name])))
+  path.replace(/\{([^}]+)\}/g, (_, name: string) =>
+    encodeURIComponent(String(values[name] ?? OTHER_PARAMETERS[name])),
+  )
 
 /** An OpenAPI path with each id replaced by the id of that kind of record in `records`. */
 export const recordPath = (path: string, records: Records) =>

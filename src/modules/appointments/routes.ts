@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import {
+  Appointment,
   AppointmentEnvelope,
   AppointmentListQuery,
   AppointmentPageEnvelope,
@@ -15,7 +16,9 @@ import { listOrSync } from '../../http/list-or-sync.js'
 import { recordRoutes } from '../../http/record-routes.js'
 import { principalOf } from '../../http/request-principal.js'
 import { errorResponse, noSuch, recordErrors } from '../../http/responses.js'
+import { versionRoutes } from '../../http/version-routes.js'
 import { MERGE_PATCH, mergePatchDescription } from '../../plugins/conditional-requests.js'
+import { toAppointment } from './mapper.js'
 import { availableSlots } from './schedule.js'
 import {
   cancelAppointment,
@@ -80,6 +83,17 @@ const appointmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
     summary: 'One appointment',
     message: 'Appointment retrieved',
     read: getAppointment,
+  })
+
+  versionRoutes(app, {
+    table: 'appointments',
+    tags,
+    name: 'Appointment',
+    noun: 'appointment',
+    schema: Appointment,
+    errors: appointmentErrors,
+    read: getAppointment,
+    represent: toAppointment,
   })
 
   appointments.create({

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import {
   CreateInvoiceBody,
+  Invoice,
   InvoiceEnvelope,
   InvoiceListQuery,
   InvoicePageEnvelope,
@@ -14,6 +15,8 @@ import { listOrSync } from '../../http/list-or-sync.js'
 import { recordRoutes } from '../../http/record-routes.js'
 import { principalOf } from '../../http/request-principal.js'
 import { errorResponse, noSuch, otherOrganization } from '../../http/responses.js'
+import { versionRoutes } from '../../http/version-routes.js'
+import { toInvoice } from './mapper.js'
 import {
   type BillingSettings,
   createInvoice,
@@ -74,6 +77,18 @@ const billingRoutes: FastifyPluginAsyncTypebox<{ settings: BillingSettings }> = 
       'Carries the ETag `W/"<version>"` (a payment changes the invoice, so it raises the version); with a current `If-None-Match`, 304 without a body.',
     message: 'Invoice retrieved',
     read: getInvoice,
+  })
+
+  versionRoutes(app, {
+    table: 'invoices',
+    tags,
+    path: '/invoices',
+    name: 'Invoice',
+    noun: 'invoice',
+    schema: Invoice,
+    errors: invoiceErrors,
+    read: getInvoice,
+    represent: toInvoice,
   })
 
   invoices.change('POST', '/issue', {

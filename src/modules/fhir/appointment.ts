@@ -2,6 +2,7 @@ import type { Appointment, CodeableConcept, Coding } from '@medplum/fhirtypes'
 import type { AppointmentRow } from '../../../db/tables/appointments.js'
 import type { AppointmentStatus } from '../../../schemas/appointments.js'
 import { requireAppointment } from '../appointments/service.js'
+import { keptVersions } from './kept-versions.js'
 import { defineResourceType } from './resource-definition.js'
 import { recordResource, reference, referencesTo } from './resource-elements.js'
 import type { FhirResourceType } from './resource-type.js'
@@ -116,6 +117,7 @@ export function appointmentResource(): FhirResourceType<Appointment> {
       practitioner: (appointment) => referencesTo('Practitioner', actorsOf(appointment)),
     },
     toFhir: toFhirAppointment,
+    versions: keptVersions('appointments', toFhirAppointment),
     async read(db, scope, id) {
       const row = await requireAppointment(db, scope.actor, id)
       checkLaunchPatient(scope, row.patient_id)

@@ -62,9 +62,15 @@ export function capabilityStatement(
             (type): CapabilityStatementRestResource => ({
               type: type.type,
               documentation: `_sort by one of ${type.sortParameters.join(', ')} (a leading - for descending); _count up to ${PAGE_SIZE_MAX}; _summary=count only (other _summary values and _elements are not supported: whole resources are returned)`,
-              interaction: [{ code: 'read' }, { code: 'vread' }, { code: 'search-type' }],
+              interaction: [
+                { code: 'read' },
+                { code: 'vread' },
+                ...(type.versions ? [{ code: 'history-instance' as const }] : []),
+                { code: 'search-type' },
+              ],
               versioning: 'versioned',
-              readHistory: false,
+              // Earlier versions are readable (vread) where the type keeps them.
+              readHistory: type.versions !== undefined,
               conditionalRead: 'not-match',
               ...(type.type === 'Patient'
                 ? {

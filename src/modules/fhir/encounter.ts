@@ -4,6 +4,7 @@ import type { EncounterRow } from '../../../db/tables/encounters.js'
 import type { EncounterStatus } from '../../../schemas/encounters.js'
 import { missingRecord, ownerOrganization } from '../../access/organization-scope.js'
 import { VISIT_TYPE_SYSTEM, visitType } from './appointment.js'
+import { keptVersions } from './kept-versions.js'
 import { defineResourceType } from './resource-definition.js'
 import { recordResource, reference, referencesTo } from './resource-elements.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
@@ -119,6 +120,7 @@ export function encounterResource(): FhirResourceType<Encounter> {
         ),
     },
     toFhir: toFhirEncounter,
+    versions: keptVersions('encounters', toFhirEncounter),
     async read(db, scope, id) {
       const row =
         (await encountersOf(db, scope).where('id', '=', id).executeTakeFirst()) ??

@@ -3,6 +3,7 @@ import type { Db } from '../../../db/database.js'
 import type { PatientRow } from '../../../db/tables/patients.js'
 import { AppError } from '../../errors.js'
 import { requirePatient } from '../patients/service.js'
+import { keptVersions } from './kept-versions.js'
 import { defineResourceType } from './resource-definition.js'
 import { present, recordResource, withoutUndefined } from './resource-elements.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
@@ -104,6 +105,7 @@ export function patientResource(mapping: PatientMapping): FhirResourceType<Patie
       tokenParameter('gender', 'male | female | other | unknown', 'gender', { ours: GENDER_OF_CODE }),
     ],
     toFhir: (row) => toFhirPatient(row, mapping),
+    versions: keptVersions('patients', (row) => toFhirPatient(row, mapping)),
     async read(db, scope, id) {
       checkLaunchPatient(scope, id)
       try {

@@ -1,6 +1,7 @@
 import type { ContactPoint, Practitioner } from '@medplum/fhirtypes'
 import type { ProviderRow } from '../../../db/tables/providers.js'
 import { requireProvider } from '../providers/service.js'
+import { keptVersions } from './kept-versions.js'
 import { defineResourceType } from './resource-definition.js'
 import { recordResource, withoutUndefined } from './resource-elements.js'
 import type { FhirResourceType } from './resource-type.js'
@@ -57,6 +58,7 @@ export function practitionerResource(): FhirResourceType<Practitioner> {
       ]),
     ],
     toFhir: toFhirPractitioner,
+    versions: keptVersions('providers', toFhirPractitioner),
     read: async (db, scope, id) => toFhirPractitioner(await requireProvider(db, scope.actor, id)),
   })
 }

@@ -2,6 +2,7 @@ import type { Resource } from '@medplum/fhirtypes'
 import type { Db } from '../../../db/database.js'
 import type { Actor } from '../../access/organization-scope.js'
 import type { RouteKey } from '../../access/route-access.js'
+import type { KeptVersions } from './kept-versions.js'
 import type { PageRequest, SearchPage, SearchQuery } from './search-params.js'
 
 /** A search parameter as the CapabilityStatement declares it. */
@@ -37,6 +38,8 @@ export interface FhirResourceType<R extends Resource = Resource> {
   sortParameters: string[]
   /** The record (403 for another organization's, 404 when there is none, 410 when removed). */
   read(db: Db, scope: ReadScope, id: number): Promise<R & { id: string }>
+  /** Its records' earlier versions (`_history`, `vread` of any version); absent: only the current one. */
+  versions?: KeptVersions<R>
   /** One page of matches in the requested order; unknown parameters are the caller's business. */
   search(
     db: Db,

@@ -12,6 +12,7 @@ import { accessOf, typeGrant } from './access.js'
 import binaryRoutes, { type DocumentBytes } from './binary-routes.js'
 import { capabilityStatement, smartConfiguration } from './capability.js'
 import exportRoutes, { EXPORT_FILE_PATH, type ExportRoutesOptions } from './export/routes.js'
+import type { KeptResource } from './kept-versions.js'
 import { ignoredParameters, operationOutcome } from './operation-outcome.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
 import { checkCategories, withinCategories } from './scopes.js'
@@ -19,6 +20,7 @@ import { COMMON_SEARCH_PARAMETERS } from './search-conditions.js'
 import {
   cursorAfter,
   cursorFor,
+  historyPage,
   pageSize,
   type SearchQuery,
   searchOrder,
@@ -259,19 +261,55 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
       async (request, reply) => sendRecord(request, reply, await readOne(request, reply)),
     )
 
+    // A version other than the current one is read only by a caller who may read the record now.
     app.get<{ Params: { id: string; vid: string } }>(
       `/${type.type}/:id/_history/:vid`,
       { schema: { hide: true }, config: { access: accessOf(type.restRead) } },
       async (request, reply) => {
         const resource = await readOne(request, reply)
-        if (resource.meta?.versionId !== request.params.vid) {
-          throw notFound(
-            `${type.type}/${resource.id} version ${request.params.vid} is not kept; the current version is ${resource.meta?.versionId}`,
-          )
-        }
-        return sendRecord(request, reply, resource)
+        const { vid } = request.params
+        if (resource.meta?.versionId === vid) return sendRecord(request, reply, resource)
+        const scope = await readScope(request, type, 'read')
+        const organizationId = scope.actor.organizationId
+        const kept = /^[1-9][0-9]{0,8}$/.test(vid)
+          ? await type.versions?.one(app.db, organizationId, Number(resource.id), Number(vid))
+          : undefined
+        if (!kept) throw notFound(`${type.type}/${resource.id} has no version ${vid}`)
+        checkCategories(kept, scope.categories)
+        return sendRecord(request, reply, kept)
       },
     )
+
+    const { versions } = type
+    if (versions) {
+      app.get<{ Params: { id: string } }>(
+        `/${type.type}/:id/_history`,
+        { schema: { hide: true }, config: { access: accessOf(type.restRead) } },
+        async (request, reply) => {
+          const resource = await readOne(request, reply)
+          const query = searchQueryOf(request.query as Record<string, unknown>)
+          const page = historyPage(query)
+          const scope = await readScope(request, type, 'read')
+          const kept = await versions.page(app.db, scope.actor.organizationId, Number(resource.id), page)
+          for (const version of kept.versions) checkCategories(version.resource, scope.categories)
+          const self = `${base}/${type.type}/${resource.id}/_history`
+          const pageUrl = (number: number) => `${self}?_count=${page.size}&_page=${number}`
+          const more = (page.page + 1) * page.size < kept.total
+          return send(reply, 200, {
+            resourceType: 'Bundle',
+            type: 'history',
+            total: kept.total,
+            link: [
+              { relation: 'self', url: pageUrl(page.page) },
+              ...(more ? [{ relation: 'next', url: pageUrl(page.page + 1) }] : []),
+            ],
+            ...(kept.versions.length > 0
+              ? { entry: kept.versions.map((version) => historyEntry(base, version)) }
+              : {}),
+          } satisfies Bundle)
+        },
+      )
+    }
 
     const search = async (request: FastifyRequest, reply: FastifyReply, query: SearchQuery) => {
       const scope = await readScope(request, type, 'search')
@@ -396,6 +434,23 @@ function queryString(query: SearchQuery): string {
     values.map((value): [string, string] => [name, value]),
   )
   return pairs.length > 0 ? `?${new URLSearchParams(pairs).toString()}` : ''
+}
+
+/** A version as a history Bundle lists it: the first version a create, later ones updates. */
+function historyEntry(base: string, { resource }: KeptResource<Resource>): BundleEntry {
+  const version = resource.meta?.versionId
+  const url = `${resource.resourceType}/${resource.id}`
+  const created = version === '1'
+  return {
+    fullUrl: `${base}/${url}`,
+    resource,
+    request: created ? { method: 'POST', url: resource.resourceType } : { method: 'PUT', url },
+    response: {
+      status: created ? '201 Created' : '200 OK',
+      etag: `W/"${version}"`,
+      lastModified: resource.meta?.lastUpdated,
+    },
+  }
 }
 
 /** A searchset Bundle; an empty entry list is left out, as FHIR forbids empty arrays. */

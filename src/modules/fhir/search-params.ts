@@ -143,6 +143,14 @@ export function pageSize(query: SearchQuery): number {
   return Math.min(count, PAGE_SIZE_MAX)
 }
 
+/** `_page`: which page of an instance's history (0 first), `_count` versions each. */
+export function historyPage(query: SearchQuery): { page: number; size: number } {
+  const [value = '0'] = query._page ?? []
+  const page = Number(value)
+  if (!/^[0-9]{1,7}$/.test(value)) throw invalid('_page must be a whole number of at least 0')
+  return { page, size: pageSize(query) }
+}
+
 /** `_sort`: one of the type's sort parameters, `-` first for descending; by id when absent. */
 export function searchOrder(query: SearchQuery, sortable: readonly string[]): SearchOrder | undefined {
   const [value] = query._sort ?? []

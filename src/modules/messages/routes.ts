@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import {
+  Message,
   MessageEnvelope,
   MessageListQuery,
   MessagePageEnvelope,
@@ -8,6 +9,8 @@ import {
 import { listOrSync } from '../../http/list-or-sync.js'
 import { recordRoutes } from '../../http/record-routes.js'
 import { errorResponse, recordErrors } from '../../http/responses.js'
+import { versionRoutes } from '../../http/version-routes.js'
+import { toMessage } from './mapper.js'
 import { getMessage, listMessages, readMessage, sendMessage } from './service.js'
 
 const tags = ['Messages']
@@ -46,6 +49,17 @@ const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
     summary: 'A message you sent or received',
     message: 'Message retrieved',
     read: getMessage,
+  })
+
+  versionRoutes(app, {
+    table: 'messages',
+    tags,
+    name: 'Message',
+    noun: 'message',
+    schema: Message,
+    errors: { 404: notVisible },
+    read: getMessage,
+    represent: toMessage,
   })
 
   messages.change('PUT', '/read', {

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import {
   CreatePatientBody,
   PatchPatientBody,
+  Patient,
   PatientDeletedEnvelope,
   PatientEnvelope,
   PatientListQuery,
@@ -13,7 +14,9 @@ import {
 import { listOrSync, listPage } from '../../http/list-or-sync.js'
 import { recordRoutes } from '../../http/record-routes.js'
 import { errorResponse, recordErrors } from '../../http/responses.js'
+import { versionRoutes } from '../../http/version-routes.js'
 import { MERGE_PATCH, mergePatchDescription } from '../../plugins/conditional-requests.js'
+import { toPatient } from './mapper.js'
 import {
   createPatient,
   deletePatient,
@@ -66,6 +69,17 @@ const patientRoutes: FastifyPluginAsyncTypebox = async (app) => {
     summary: 'One patient',
     message: 'Patient retrieved',
     read: getPatient,
+  })
+
+  versionRoutes(app, {
+    table: 'patients',
+    tags,
+    name: 'Patient',
+    noun: 'patient',
+    schema: Patient,
+    errors: patientErrors,
+    read: getPatient,
+    represent: toPatient,
   })
 
   patients.create({

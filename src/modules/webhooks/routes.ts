@@ -6,6 +6,7 @@ import {
   PatchWebhookBody,
   RotateSecretBody,
   UpdateWebhookBody,
+  Webhook,
   WebhookDeletedEnvelope,
   WebhookEnvelope,
   WebhookListQuery,
@@ -17,7 +18,9 @@ import { listOrSync } from '../../http/list-or-sync.js'
 import { recordRoutes } from '../../http/record-routes.js'
 import { principalOf } from '../../http/request-principal.js'
 import { errorResponse, recordErrors } from '../../http/responses.js'
+import { versionRoutes } from '../../http/version-routes.js'
 import { MERGE_PATCH, mergePatchDescription } from '../../plugins/conditional-requests.js'
+import { toWebhook } from './mapper.js'
 import {
   createWebhook,
   deleteWebhook,
@@ -74,6 +77,17 @@ const webhookRoutes: FastifyPluginAsyncTypebox<{ settings: WebhookSettings }> = 
     summary: 'One webhook',
     message: 'Webhook retrieved',
     read: getWebhook,
+  })
+
+  versionRoutes(app, {
+    table: 'webhooks',
+    tags,
+    name: 'Webhook',
+    noun: 'webhook',
+    schema: Webhook,
+    errors: webhookErrors,
+    read: getWebhook,
+    represent: toWebhook,
   })
 
   webhooks.putAndPatch({

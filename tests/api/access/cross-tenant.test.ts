@@ -100,7 +100,12 @@ const REQUIRED_QUERIES: Record<string, string> = {
  * A mailbox holds only the user's own messages: anyone else's, in any organization, is documented
  * as 404 ("No such message among yours"), exactly as for one that does not exist.
  */
-const NOT_YOURS_IS_404 = new Set(['GET /api/messages/{id}', 'PUT /api/messages/{id}/read'])
+const NOT_YOURS_IS_404 = new Set([
+  'GET /api/messages/{id}',
+  'GET /api/messages/{id}/versions',
+  'GET /api/messages/{id}/versions/{version}',
+  'PUT /api/messages/{id}/read',
+])
 
 /** Where the owning organization reads each kind of record, and which of its users does. */
 const READS: Record<RecordKind, { path: string; reader: keyof Records['makers'] }> = {

@@ -1,0 +1,149 @@
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import type { Appointment, Bundle, CapabilityStatement, Patient } from '@medplum/fhirtypes'
+import { Client } from 'fhir-kit-client'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { App } from '../../../src/app.js'
+import { buildTestApp } from '../../helpers/app.js'
+import { bearer, createPatient, daysFromToday, newOrganization } from '../../helpers/factories.js'
+import { fhirErrors } from '../../helpers/fhir-validator.js'
+import { booked, newPractice } from '../../helpers/scheduling.js'
+
+// Instance history and vread of earlier versions, read with fhir-kit-client.
+
+let app: App
+let baseUrl: string
+
+async function freePort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
+beforeAll(async () => {
+  const port = await freePort()
+  app = await buildTestApp({ PUBLIC_URL: `http://127.0.0.1:${port}` })
+  await app.listen({ host: '127.0.0.1', port })
+  baseUrl = `http://127.0.0.1:${port}/fhir/R4`
+})
+afterAll(async () => {
+  await app.close()
+})
+
+/** A patient renamed twice through the REST API: three versions. */
+async function renamedPatient() {
+  const org = await newOrganization(app)
+  const nurse = await org.user('NURSE')
+  const id = await createPatient(app, nurse)
+  const created = await app.inject({ url: `/api/patients/${id}`, headers: bearer(nurse.token) })
+  const originalLastName: string = created.json().data.identification.lastName
+  for (const lastName of ['Byron', 'King']) {
+    const answer = await app.inject({
+      method: 'PATCH',
+      url: `/api/patients/${id}`,
+      headers: { ...bearer(nurse.token), 'content-type': 'application/merge-patch+json' },
+      payload: { identification: { lastName } },
+    })
+    expect(answer.statusCode, answer.body).toBe(200)
+  }
+  return { org, nurse, id, originalLastName }
+}
+
+describe('the history of a record', () => {
+  it('lists every version newest first, each a valid resource as it was', async () => {
+    const { nurse, id, originalLastName } = await renamedPatient()
+    const client = new Client({ baseUrl, bearerToken: nurse.token })
+    const history = (await client.history({ resourceType: 'Patient', id: String(id) })) as unknown as Bundle
+    expect([history.resourceType, history.type, history.total]).toEqual(['Bundle', 'history', 3])
+    const entries = history.entry ?? []
+    expect(entries.map((entry) => entry.resource?.meta?.versionId)).toEqual(['3', '2', '1'])
+    expect(entries.map((entry) => (entry.resource as Patient).name?.[0]?.family)).toEqual([
+      'King',
+      'Byron',
+      originalLastName,
+    ])
+    expect(entries.map((entry) => [entry.request?.method, entry.response?.status])).toEqual([
+      ['PUT', '200 OK'],
+      ['PUT', '200 OK'],
+      ['POST', '201 Created'],
+    ])
+    for (const entry of entries) {
+      expect(entry.fullUrl).toBe(`${baseUrl}/Patient/${id}`)
+      expect(fhirErrors(entry.resource as Patient)).toEqual([])
+    }
+    expect(fhirErrors(history)).toEqual([])
+  })
+
+  it('pages with _count and a next link a client follows', async () => {
+    const { nurse, id } = await renamedPatient()
+    const client = new Client({ baseUrl, bearerToken: nurse.token })
+    let bundle = (await client.history({
+      resourceType: 'Patient',
+      id: String(id),
+      options: { searchParams: { _count: 2 } },
+    } as never)) as unknown as Bundle
+    const versions: string[] = []
+    for (let page = 0; page < 5; page++) {
+      versions.push(...(bundle.entry ?? []).map((entry) => entry.resource?.meta?.versionId as string))
+      const next = client.nextPage({ bundle: bundle as never })
+      if (!next) break
+      bundle = (await next) as unknown as Bundle
+    }
+    expect(versions).toEqual(['3', '2', '1'])
+  })
+
+  it('reads an earlier version (vread), and 404 for one never made', async () => {
+    const { nurse, id, originalLastName } = await renamedPatient()
+    const client = new Client({ baseUrl, bearerToken: nurse.token })
+    const first = (await client.vread({ resourceType: 'Patient', id: String(id), version: '1' })) as Patient
+    expect([first.meta?.versionId, first.name?.[0]?.family]).toEqual(['1', originalLastName])
+    const current = (await client.vread({ resourceType: 'Patient', id: String(id), version: '3' })) as Patient
+    expect(current.name?.[0]?.family).toBe('King')
+    for (const version of ['4', '0', 'x']) {
+      const answer = await app.inject({
+        url: `/fhir/R4/Patient/${id}/_history/${version}`,
+        headers: bearer(nurse.token),
+      })
+      expect(answer.statusCode, version).toBe(404)
+      expect(answer.json().resourceType).toBe('OperationOutcome')
+    }
+  })
+
+  it('keeps to the caller’s organization and the record’s read rules', async () => {
+    const { id } = await renamedPatient()
+    const stranger = await (await newOrganization(app)).user('NURSE')
+    for (const path of [`Patient/${id}/_history`, `Patient/${id}/_history/1`]) {
+      const answer = await app.inject({ url: `/fhir/R4/${path}`, headers: bearer(stranger.token) })
+      expect(answer.statusCode, path).toBe(403)
+    }
+    const practice = await newPractice(app)
+    const appointment = await booked(app, practice, daysFromToday(3), '10:00:00')
+    const biller = await practice.org.user('BILLING')
+    const refused = await app.inject({
+      url: `/fhir/R4/Appointment/${appointment.id}/_history`,
+      headers: bearer(biller.token),
+    })
+    expect(refused.statusCode).toBe(403)
+    const allowed = await app.inject({
+      url: `/fhir/R4/Appointment/${appointment.id}/_history`,
+      headers: bearer(practice.nurse.token),
+    })
+    const [entry] = (allowed.json() as Bundle<Appointment>).entry ?? []
+    expect(entry?.resource?.resourceType).toBe('Appointment')
+  })
+
+  it('is announced in the CapabilityStatement for the types that keep versions', async () => {
+    const { nurse } = await renamedPatient()
+    const client = new Client({ baseUrl, bearerToken: nurse.token })
+    const statement = (await client.capabilityStatement()) as unknown as CapabilityStatement
+    const resources = statement.rest?.[0]?.resource ?? []
+    const withHistory = resources
+      .filter((resource) =>
+        resource.interaction?.some((interaction) => interaction.code === 'history-instance'),
+      )
+      .map((resource) => resource.type)
+    expect(withHistory.sort()).toEqual(['Appointment', 'Encounter', 'Patient', 'Practitioner'])
+  })
+})
