@@ -428,7 +428,10 @@ describe('GET /fhir/R4/Encounter', () => {
     expect(signed.status).toBe('finished')
     expect(signed.meta?.versionId).toBe('2')
     expect((await get(clinic.nurse, `/Encounter/${encounter.id}/_history/2`)).statusCode).toBe(200)
-    expect((await get(clinic.nurse, `/Encounter/${encounter.id}/_history/1`)).statusCode).toBe(404)
+    // The version before the signature is kept, as it was.
+    const before = expectFhir(await get(clinic.nurse, `/Encounter/${encounter.id}/_history/1`)) as Encounter
+    expect([before.meta?.versionId, before.status]).toEqual(['1', 'in-progress'])
+    expect((await get(clinic.nurse, `/Encounter/${encounter.id}/_history/3`)).statusCode).toBe(404)
   })
 
   it('classes a telehealth visit as virtual and keeps an amended note finished, without absent parts', async () => {
