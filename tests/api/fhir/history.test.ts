@@ -1,5 +1,3 @@
-import { createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import type { Appointment, Bundle, CapabilityStatement, Patient } from '@medplum/fhirtypes'
 import { Client } from 'fhir-kit-client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -8,19 +6,12 @@ import { buildTestApp } from '../../helpers/app.js'
 import { bearer, createPatient, daysFromToday, newOrganization } from '../../helpers/factories.js'
 import { fhirErrors } from '../../helpers/fhir-validator.js'
 import { booked, newPractice } from '../../helpers/scheduling.js'
+import { freePort } from '../../helpers/servers/processes.js'
 
 // Instance history and vread of earlier versions, read with fhir-kit-client.
 
 let app: App
 let baseUrl: string
-
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
 
 beforeAll(async () => {
   const port = await freePort()

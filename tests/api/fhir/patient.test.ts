@@ -1,5 +1,3 @@
-import { createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import type { Bundle, OperationOutcome, Patient } from '@medplum/fhirtypes'
 import { Client } from 'fhir-kit-client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -16,18 +14,10 @@ import {
 import { expectFhir, fhirGet, matchIds, smartToken } from '../../helpers/fhir.js'
 import { fhirErrors } from '../../helpers/fhir-validator.js'
 import { booked, newPractice } from '../../helpers/scheduling.js'
+import { freePort } from '../../helpers/servers/processes.js'
 
 let app: App
 let baseUrl: string
-
-/** A port nothing listens on now, so that the service's public address can name it before it starts. */
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
 
 beforeAll(async () => {
   const port = await freePort()
