@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import {
   AddendumBody,
   CreateEncounterBody,
+  Encounter,
   EncounterEnvelope,
   EncounterListQuery,
   EncounterPageEnvelope,
@@ -11,10 +12,12 @@ import {
 import { listOrSync } from '../../http/list-or-sync.js'
 import { recordRoutes } from '../../http/record-routes.js'
 import { errorResponse, recordErrors } from '../../http/responses.js'
+import { versionRoutes } from '../../http/version-routes.js'
 import { MERGE_PATCH, mergePatchDescription } from '../../plugins/conditional-requests.js'
 import {
   addAddendum,
   createEncounter,
+  encounterAsOf,
   getEncounter,
   listEncounters,
   patchEncounter,
@@ -56,6 +59,17 @@ const encounterRoutes: FastifyPluginAsyncTypebox = async (app) => {
     summary: 'One encounter with its addenda',
     message: 'Encounter retrieved',
     read: getEncounter,
+  })
+
+  versionRoutes(app, {
+    table: 'encounters',
+    tags,
+    name: 'Encounter',
+    noun: 'encounter',
+    schema: Encounter,
+    errors: encounterErrors,
+    read: getEncounter,
+    represent: encounterAsOf,
   })
 
   encounters.create({

@@ -17,6 +17,7 @@ import { auditChange } from '../../audit/change-audit.js'
 import { conflict, forbidden, invalidField } from '../../errors.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { checkDateRange, sortOrder, splitListQuery } from '../../lib/paging.js'
+import type { RecordVersion } from '../../lib/record-history.js'
 import { type RecordList, recordList, withLookup } from '../../lib/row-list.js'
 import { atExpectedVersion, type ExpectedVersion, touch } from '../../lib/versions.js'
 import { transactionWithEvents } from '../../outbox/doorbell.js'
@@ -102,6 +103,16 @@ export async function getEncounter(db: Db, actor: Actor, id: number): Promise<En
 }
 
 /** Who edits a note: the actor and their roles (an administrator may edit any draft). */
+/** An encounter as it was at a version (src/lib/record-history.ts): its note then, and the addenda written by then. */
+export async function encounterAsOf(version: RecordVersion<'encounters'>, db: Db): Promise<Encounter> {
+  const addenda = await addendaOf(db, version.organization_id, [version.id])
+  // An addendum raises the encounter's version in its own transaction: both carry that time.
+  return toEncounter(
+    version,
+    addenda.filter((addendum) => addendum.signed_at <= version.updated_at),
+  )
+}
+
 export type Editor = Actor & { roles: readonly string[] }
 
 /**

@@ -70,7 +70,6 @@ describe('queries on tenant tables', () => {
       `/api/patients/${result.patientId}`,
       `/api/patients/${foreign}`,
       `/api/patients/${result.patientId}/chart`,
-      `/api/appointments/${appointment.id}/versions`,
       `/api/appointments/${appointment.id}/versions/1`,
       `/fhir/R4/Encounter/${encounter.id}/_history`,
       `/fhir/R4/Encounter/${encounter.id}/_history/1`,
