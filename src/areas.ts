@@ -119,6 +119,7 @@ const areas: FastifyPluginAsync<AreaOptions> = async (app, { config, databases, 
     types: fhirTypes,
     authorization: app.identityProvider ?? embeddedIssuerMetadata(identity.tokenIssuer, scopesSupported),
     bodyLimit: config.server.bodyLimitBytes,
+    requireIfMatch: config.sync.requireIfMatch,
     documentStore: store,
     bulkExport: { worker: app.bulkExports, store, retentionHours: exports.jobs.retentionHours },
   })

@@ -130,6 +130,12 @@ export class AppError<C extends ErrorCode = ErrorCode> extends Error {
   }
 }
 
+/** The same error with its fields named otherwise (a FHIR write names the elements of its resource). */
+export function withFields(error: AppError, fields: FieldProblems): AppError {
+  const options = { status: error.status, message: error.message, cause: error.cause, fields }
+  return new AppError(error.code, error.details, options as never)
+}
+
 /** `path message` for each problem, `body message` for the body as a whole, as schema failures read. */
 const fieldsText = (fields: FieldProblems) =>
   fields.map(({ path, message }) => `${path || 'body'} ${message}`).join('; ')

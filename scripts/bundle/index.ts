@@ -20,8 +20,9 @@ import { build, type Metafile, type Plugin } from 'esbuild'
  * the S3 SDK (loaded when a bucket is configured; it is large and imports its own parts on demand)
  * and pg's optional native binding.
  *
- * The embedded database's thread (db/pglite-thread.mjs) is started from a file, found beside the
- * code that starts it: it is copied next to each output that holds that code.
+ * The embedded database's thread (db/pglite-thread.mjs) is started from a file, and the FHIR
+ * definitions are read from one, each found beside the code that reads it: each is copied next to
+ * each output that holds that code.
  */
 const EXTERNAL = ['@electric-sql/pglite', '@aws-sdk/*', 'pg-native']
 /** Packages that must never be read on a start that does not ask for them (pg: only on PostgreSQL). */
@@ -39,18 +40,25 @@ export const ON_DEMAND = [
 // Run from source (npm run build uses tsx), so the project is two levels up.
 const root = path.resolve(import.meta.dirname, '..', '..')
 
-const THREAD_CLIENT = 'db/pglite-thread-client.ts'
-const THREAD_FILE = 'db/pglite-thread.mjs'
+/** Files the code beside them reads at run time, by its own location: copied next to each output holding that code. */
+const FILES_BESIDE_CODE = [
+  // The embedded database's thread, started from its file.
+  { code: 'db/pglite-thread-client.ts', file: 'db/pglite-thread.mjs' },
+  // The FHIR definitions writes are validated against, read on the first write.
+  {
+    code: 'src/modules/fhir/validation/base-validator.ts',
+    file: 'src/modules/fhir/validation/r4-definitions.json',
+  },
+]
 
-async function placeThreadFile(metafile: Metafile): Promise<void> {
-  // esbuild names inputs and outputs relative to the working directory.
-  const client = path.relative(process.cwd(), path.join(root, THREAD_CLIENT))
-  for (const [output, { inputs }] of Object.entries(metafile.outputs)) {
-    if (!(client in inputs)) continue
-    await copyFile(
-      path.join(root, THREAD_FILE),
-      path.resolve(path.dirname(output), path.basename(THREAD_FILE)),
-    )
+async function placeFilesBesideCode(metafile: Metafile): Promise<void> {
+  for (const { code, file } of FILES_BESIDE_CODE) {
+    // esbuild names inputs and outputs relative to the working directory.
+    const input = path.relative(process.cwd(), path.join(root, code))
+    for (const [output, { inputs }] of Object.entries(metafile.outputs)) {
+      if (!(input in inputs)) continue
+      await copyFile(path.join(root, file), path.resolve(path.dirname(output), path.basename(file)))
+    }
   }
 }
 
@@ -99,7 +107,7 @@ async function bundle(entry: string, name: string, outdir: string): Promise<Meta
     logLevel: 'warning',
     plugins: [pgNodeSockets],
   })
-  await placeThreadFile(metafile)
+  await placeFilesBesideCode(metafile)
   return metafile
 }
 

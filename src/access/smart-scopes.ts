@@ -10,13 +10,13 @@ const SMART_SHAPED = /^(patient|user|system)\//
 /** The types whose scopes may be narrowed to a category (SMART v2 granular scopes, as US Core uses them). */
 const CATEGORY_SCOPED_TYPES: readonly string[] = ['Observation', 'Condition']
 
-export interface SmartScope {
+/** What a SMART scope may allow on a resource type: v2's letters, which v1's `read` and `write` group. */
+export const SCOPE_INTERACTIONS = ['create', 'read', 'update', 'delete', 'search'] as const
+export type ScopeInteraction = (typeof SCOPE_INTERACTIONS)[number]
+
+export interface SmartScope extends Record<ScopeInteraction, boolean> {
   level: 'patient' | 'user' | 'system'
   type: string
-  read: boolean
-  search: boolean
-  /** Whether it asks to create, update or delete (v1 `write` or `*`, v2 `c`, `u`, `d`). */
-  modifies: boolean
   /** A granular scope's category, as a token (`system|code` or `code`): only resources of that category. */
   category?: string
 }
@@ -55,14 +55,19 @@ export function parseSmartScope(scope: string): SmartScope | undefined {
     category = categoryOf(query)
     if (category === undefined) return undefined
   }
-  // v1: read (or *) covers reading and searching; v2 names them apart (r, s).
+  // v1: read covers reading and searching, write creating, updating and deleting, * all five; v2
+  // names each by its letter.
   const reads = access === 'read' || access === '*'
+  const writes = access === 'write' || access === '*'
+  const v2 = (letter: string) => !v1 && access.includes(letter)
   return {
     level,
     type,
-    read: reads || (!v1 && access.includes('r')),
-    search: reads || (!v1 && access.includes('s')),
-    modifies: access === 'write' || access === '*' || (!v1 && /[cud]/.test(access)),
+    create: writes || v2('c'),
+    read: reads || v2('r'),
+    update: writes || v2('u'),
+    delete: writes || v2('d'),
+    search: reads || v2('s'),
     ...(category === undefined ? {} : { category }),
   }
 }

@@ -27,6 +27,8 @@ declare module 'fastify' {
   }
   interface FastifyContextConfig {
     access?: RouteAccess
+    /** The status the route answers a change with, where its schema documents none (a FHIR create's 201). */
+    changeStatus?: number
   }
 }
 
@@ -60,6 +62,8 @@ const READ_ACTIONS: ReadonlySet<string> = new Set(['READ', 'LIST', 'SEARCH'])
  * documented 2xx.
  */
 function changeStatusOf(request: FastifyRequest): number {
+  const declared = request.routeOptions.config.changeStatus
+  if (declared !== undefined) return declared
   const codes = Object.keys(request.routeOptions.schema?.response ?? {}).map(Number)
   const successes = codes.filter((code) => code >= 200 && code < 300)
   if (successes.includes(201)) return 201

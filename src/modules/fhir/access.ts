@@ -1,5 +1,6 @@
 import { hasAnyRole, type Role } from '../../access/roles.js'
 import { ROUTE_ACCESS, type RouteAccess, type RouteKey } from '../../access/route-access.js'
+import type { ScopeInteraction } from '../../access/smart-scopes.js'
 import type { Principal } from '../../identity/principal.js'
 import type { FhirResourceType } from './resource-type.js'
 import { type ScopeGrant, scopeGrant } from './scopes.js'
@@ -12,37 +13,53 @@ export function accessOf(route: RouteKey): RouteAccess & { allow: readonly Role[
   return access as RouteAccess & { allow: readonly Role[] }
 }
 
+/** The REST route whose roles and audit an interaction with a type follows; none: not served. */
+function restRouteOf(type: FhirResourceType, interaction: ScopeInteraction): RouteKey | undefined {
+  if (interaction === 'read') return type.restRead
+  if (interaction === 'search') return type.restSearch
+  return type.writes?.rest[interaction]
+}
+
 /**
- * Whether the caller may read or search a type: the roles of the REST route of the same records
- * first, then the token's SMART scopes.
+ * Whether the caller may do an interaction with a type: the roles of the REST route of the same
+ * records first, then the token's SMART scopes.
  */
 export function typeGrant(
   principal: Principal,
   type: FhirResourceType,
-  interaction: 'read' | 'search',
+  interaction: ScopeInteraction,
 ): ScopeGrant {
   if (!rolesAllow(principal.authorities, type, interaction)) {
     const roles = rolesFor(type, interaction)
-    return { allowed: false, reason: `Reading ${type.type} requires one of the roles: ${roles.join(', ')}` }
+    const doing = interaction === 'read' || interaction === 'search' ? 'Reading' : 'Writing'
+    return {
+      allowed: false,
+      reason:
+        roles.length > 0
+          ? `${doing} ${type.type} requires one of the roles: ${roles.join(', ')}`
+          : `${type.type} is not written here`,
+    }
   }
   return scopeGrant(principal, type.type, interaction)
 }
 
-const rolesFor = (type: FhirResourceType, interaction: 'read' | 'search') =>
-  accessOf(interaction === 'read' ? type.restRead : type.restSearch).allow
+const rolesFor = (type: FhirResourceType, interaction: ScopeInteraction): readonly Role[] => {
+  const route = restRouteOf(type, interaction)
+  return route ? accessOf(route).allow : []
+}
 
-/** Whether holders of these authorities (`ROLE_…`) may read or search the type, scopes aside. */
+/** Whether holders of these authorities (`ROLE_…`) may do the interaction with the type, scopes aside. */
 const rolesAllow = (
   authorities: ReadonlySet<string>,
   type: FhirResourceType,
-  interaction: 'read' | 'search',
+  interaction: ScopeInteraction,
 ) => hasAnyRole(authorities, rolesFor(type, interaction))
 
 /** The types served and what roles may do with each, for the SMART scopes the token endpoint grants. */
 export function scopeRules(types: readonly FhirResourceType[]) {
   return {
     types: types.map((type) => type.type),
-    allows(authorities: ReadonlySet<string>, name: string, interaction: 'read' | 'search') {
+    allows(authorities: ReadonlySet<string>, name: string, interaction: ScopeInteraction) {
       const type = types.find((candidate) => candidate.type === name)
       return type !== undefined && rolesAllow(authorities, type, interaction)
     },

@@ -5,6 +5,21 @@ import { COMMON_SEARCH_PARAMETERS } from './search-conditions.js'
 import { PAGE_SIZE_MAX } from './search-params.js'
 
 const SMART_SCOPE_LEVELS = ['patient', 'user', 'system'] as const
+
+const WRITE_INTERACTIONS = [
+  { code: 'create' as const },
+  { code: 'update' as const },
+  { code: 'patch' as const },
+  { code: 'delete' as const },
+]
+
+// Conditional writes on a search that matches at most one record; ids are the server's to assign.
+const CONDITIONAL_WRITES = {
+  updateCreate: false,
+  conditionalCreate: true,
+  conditionalUpdate: true,
+  conditionalDelete: 'single' as const,
+}
 const BULK_DATA = 'http://hl7.org/fhir/uv/bulkdata'
 
 /**
@@ -24,7 +39,7 @@ export function capabilityStatement(
     software: { name: 'EHR Service' },
     instantiates: [`${BULK_DATA}/CapabilityStatement/bulk-data`],
     implementation: {
-      description: 'EHR Service FHIR R4 interface (read, search and bulk export)',
+      description: 'EHR Service FHIR R4 interface (read, search, writes where listed, and bulk export)',
       url: base,
     },
     fhirVersion: '4.0.1',
@@ -55,7 +70,7 @@ export function capabilityStatement(
             },
           ],
           description:
-            'Bearer tokens of the service (RS256). Roles decide what may be read, as in the REST API; SMART scopes (v1 and v2 syntax) narrow it, and patient/ scopes keep a token to its launch patient.',
+            'Bearer tokens of the service (RS256). Roles decide what may be read and written, as in the REST API; SMART scopes (v1 and v2 syntax) narrow it, and patient/ scopes keep a token to its launch patient.',
         },
         resource: [
           ...types.map(
@@ -67,11 +82,13 @@ export function capabilityStatement(
                 { code: 'vread' },
                 ...(type.versions ? [{ code: 'history-instance' as const }] : []),
                 { code: 'search-type' },
+                ...(type.writes ? WRITE_INTERACTIONS : []),
               ],
               versioning: 'versioned',
               // Earlier versions are readable (vread) where the type keeps them.
               readHistory: type.versions !== undefined,
               conditionalRead: 'not-match',
+              ...(type.writes ? CONDITIONAL_WRITES : {}),
               ...(type.type === 'Patient'
                 ? {
                     operation: [
@@ -114,12 +131,19 @@ export function capabilityStatement(
   }
 }
 
-/** The SMART resource scopes the FHIR interface honours, one of each form per type and level. */
+/**
+ * The SMART resource scopes the FHIR interface honours, one of each form per type and level: read
+ * ones for every type, write ones (v1 `write`, v2 `cud`) for the types that take writes.
+ */
 export function smartResourceScopes(types: readonly FhirResourceType[]): string[] {
   return SMART_SCOPE_LEVELS.flatMap((level) => [
     `${level}/*.read`,
     `${level}/*.rs`,
-    ...types.flatMap((type) => [`${level}/${type.type}.read`, `${level}/${type.type}.rs`]),
+    ...types.flatMap((type) => [
+      `${level}/${type.type}.read`,
+      `${level}/${type.type}.rs`,
+      ...(type.writes ? [`${level}/${type.type}.write`, `${level}/${type.type}.cud`] : []),
+    ]),
   ])
 }
 

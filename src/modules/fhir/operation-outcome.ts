@@ -19,11 +19,30 @@ const ISSUE_CODES: Record<number, IssueCode> = {
   503: 'transient',
 }
 
-/** An OperationOutcome of one issue: how every failure under /fhir is answered. */
-export function operationOutcome(status: number, diagnostics: string): OperationOutcome {
+// A FHIRPath expression of an element (`Patient.name[0].given`), as a field of a write's 422 is.
+const ELEMENT_PATH = /^[A-Z][A-Za-z]*(\.[a-z][A-Za-z0-9]*(\[[0-9]+\])?)*$/
+
+/**
+ * How every failure under /fhir is answered: one issue, or one per field at fault, each naming its
+ * element in `expression` where the field is a FHIRPath expression.
+ */
+export function operationOutcome(
+  status: number,
+  diagnostics: string,
+  fields: readonly { path: string; message: string }[] = [],
+): OperationOutcome {
+  const code = ISSUE_CODES[status] ?? 'exception'
+  if (fields.length === 0) {
+    return { resourceType: 'OperationOutcome', issue: [{ severity: 'error', code, diagnostics }] }
+  }
   return {
     resourceType: 'OperationOutcome',
-    issue: [{ severity: 'error', code: ISSUE_CODES[status] ?? 'exception', diagnostics }],
+    issue: fields.map(({ path, message }) => ({
+      severity: 'error' as const,
+      code,
+      diagnostics: `${path} ${message}`,
+      ...(ELEMENT_PATH.test(path) ? { expression: [path] } : {}),
+    })),
   }
 }
 

@@ -4,6 +4,7 @@ import type { PatientRow } from '../../../db/tables/patients.js'
 import { AppError } from '../../errors.js'
 import { requirePatient } from '../patients/service.js'
 import { keptVersions } from './kept-versions.js'
+import { patientWrites } from './patient-writes.js'
 import { defineResourceType } from './resource-definition.js'
 import { present, recordResource, withoutUndefined } from './resource-elements.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
@@ -106,6 +107,7 @@ export function patientResource(mapping: PatientMapping): FhirResourceType<Patie
     ],
     toFhir: (row) => toFhirPatient(row, mapping),
     versions: keptVersions('patients', (row) => toFhirPatient(row, mapping)),
+    writes: patientWrites(mapping.mrnSystem, (row) => toFhirPatient(row, mapping)),
     async read(db, scope, id) {
       checkLaunchPatient(scope, id)
       try {

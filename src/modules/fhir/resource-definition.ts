@@ -23,7 +23,7 @@ type RowOf<Q> = Q extends SelectQueryBuilder<infer _DB, infer _TB, infer O> ? O 
 export interface ResourceDefinition<R extends Resource, Q extends AnyQuery>
   extends Pick<
     FhirResourceType<R>,
-    'type' | 'restRead' | 'restSearch' | 'restRoutesOf' | 'includes' | 'read' | 'versions'
+    'type' | 'restRead' | 'restSearch' | 'restRoutesOf' | 'includes' | 'read' | 'versions' | 'writes'
   > {
   /** The organization's records of the type, whichever patient's. */
   records(db: Db, scope: ReadScope): Q

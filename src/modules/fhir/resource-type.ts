@@ -3,6 +3,7 @@ import type { Db } from '../../../db/database.js'
 import type { Actor } from '../../access/organization-scope.js'
 import type { RouteKey } from '../../access/route-access.js'
 import type { KeptVersions } from './kept-versions.js'
+import type { ResourceWrites } from './resource-writes.js'
 import type { PageRequest, SearchPage, SearchQuery } from './search-params.js'
 
 /** A search parameter as the CapabilityStatement declares it. */
@@ -40,6 +41,8 @@ export interface FhirResourceType<R extends Resource = Resource> {
   read(db: Db, scope: ReadScope, id: number): Promise<R & { id: string }>
   /** Its records' earlier versions (`_history`, `vread` of any version); absent: only the current one. */
   versions?: KeptVersions<R>
+  /** Creates, updates and deletes through the domain service of its REST routes; absent: read-only. */
+  writes?: ResourceWrites<R>
   /** One page of matches in the requested order; unknown parameters are the caller's business. */
   search(
     db: Db,

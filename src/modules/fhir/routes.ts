@@ -14,6 +14,7 @@ import { capabilityStatement, smartConfiguration } from './capability.js'
 import exportRoutes, { EXPORT_FILE_PATH, type ExportRoutesOptions } from './export/routes.js'
 import type { KeptResource } from './kept-versions.js'
 import { ignoredParameters, operationOutcome } from './operation-outcome.js'
+import { recordId } from './record-id.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
 import { checkCategories, withinCategories } from './scopes.js'
 import { COMMON_SEARCH_PARAMETERS } from './search-conditions.js'
@@ -27,6 +28,7 @@ import {
   searchQueryOf,
   unimplementedSubsets,
 } from './search-params.js'
+import { JSON_PATCH, writeRoutes } from './write-routes.js'
 
 interface FhirOptions {
   /** The FHIR base URL, absolute (links are absolute): the service's public address and /fhir/R4. */
@@ -36,6 +38,8 @@ interface FhirOptions {
   /** The authorization server that issues the tokens: its endpoints, as its discovery document names them. */
   authorization: ProviderMetadata
   bodyLimit: number
+  /** Writes without `If-Match` are refused (428), as in the REST API. */
+  requireIfMatch: boolean
   /** Where document bytes are read from, for Binary. */
   documentStore: DocumentBytes
   bulkExport: Omit<ExportRoutesOptions, 'base' | 'types'>
@@ -55,13 +59,6 @@ const COMMON_PARAMETERS = new Set([
 ])
 
 const notFound = (details: string) => new AppError('RES_001', details)
-
-/** A numeric id; anything else names no record here. */
-function recordId(text: string, type: string): number {
-  const id = Number(text)
-  if (!/^[1-9][0-9]{0,9}$/.test(text) || id > 2_147_483_647) throw notFound(`${type}/${text} not found`)
-  return id
-}
 
 /**
  * Audits `resources` as the REST reads or lists of the same records would be: under the rule of
@@ -130,10 +127,13 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
   const { base, types } = options
 
   app.addContentTypeParser(FHIR_JSON, { parseAs: 'buffer' }, jsonBodyParser)
+  app.addContentTypeParser(JSON_PATCH, { parseAs: 'buffer' }, jsonBodyParser)
   await app.register(formbody)
 
-  const send = (reply: FastifyReply, status: number, body: Resource) =>
-    reply.code(status).type(`${FHIR_JSON}; charset=utf-8`).send(body)
+  const send = (reply: FastifyReply, status: number, body: Resource | undefined) =>
+    body === undefined
+      ? reply.code(status).send()
+      : reply.code(status).type(`${FHIR_JSON}; charset=utf-8`).send(body)
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const appError = toAppError(error, options.bodyLimit)
@@ -144,7 +144,7 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
       )
       return send(reply, 500, operationOutcome(500, `Unexpected error; quote request id ${request.id}`))
     }
-    return send(reply, appError.status, operationOutcome(appError.status, appError.details))
+    return send(reply, appError.status, operationOutcome(appError.status, appError.details, appError.fields))
   })
   app.setNotFoundHandler((request, reply) => {
     const wrong = wrongMethod(request)
@@ -279,6 +279,10 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
         return sendRecord(request, reply, kept)
       },
     )
+
+    if (type.writes) {
+      writeRoutes(app, type, type.writes, { base, requireIfMatch: options.requireIfMatch, send })
+    }
 
     const { versions } = type
     if (versions) {

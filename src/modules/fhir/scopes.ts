@@ -1,5 +1,10 @@
 import type { CodeableConcept, Resource } from '@medplum/fhirtypes'
-import { isSmartShaped, parseSmartScope, type SmartScope } from '../../access/smart-scopes.js'
+import {
+  isSmartShaped,
+  parseSmartScope,
+  type ScopeInteraction,
+  type SmartScope,
+} from '../../access/smart-scopes.js'
 import { forbidden } from '../../errors.js'
 import type { Principal } from '../../identity/principal.js'
 import type { ReadScope } from './resource-type.js'
@@ -24,7 +29,7 @@ const UNNARROWED: ScopeGrant = { allowed: true, patient: undefined, categories: 
  * token whose SMART scopes all fail to parse reads nothing. A grant by `patient/` scopes only keeps
  * the token to the compartment of its launch patient; granular scopes keep it to their categories.
  */
-export function scopeGrant(principal: Principal, type: string, interaction: 'read' | 'search'): ScopeGrant {
+export function scopeGrant(principal: Principal, type: string, interaction: ScopeInteraction): ScopeGrant {
   const shaped = principal.scopes.filter(isSmartShaped)
   if (shaped.length === 0) return UNNARROWED
   const granting = shaped

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Db } from '../../../db/database.js'
 import type { TokenRequest, TokenSet } from '../../../schemas/oidc.js'
 import { authorityOf } from '../../access/roles.js'
-import { parseSmartScope } from '../../access/smart-scopes.js'
+import { parseSmartScope, SCOPE_INTERACTIONS, type ScopeInteraction } from '../../access/smart-scopes.js'
 import { AppError } from '../../errors.js'
 import { findTokenSubject } from '../../identity/account-queries.js'
 import { checkPassword } from '../../identity/login.js'
@@ -190,25 +190,46 @@ async function refreshTokenGrant(db: Db, issuer: TokenIssuer, client: Client, re
 /** What the FHIR interface serves, for granting SMART scopes: its types, and what roles may do with each. */
 export interface FhirScopeRules {
   types: readonly string[]
-  allows(authorities: ReadonlySet<string>, type: string, interaction: 'read' | 'search'): boolean
+  allows(authorities: ReadonlySet<string>, type: string, interaction: ScopeInteraction): boolean
+}
+
+// v1 scopes grant their interactions in these groups only: `read` and `write`.
+const V1_GROUPS = { read: ['read', 'search'], write: ['create', 'update', 'delete'] } as const
+
+/**
+ * A scope's permissions (what follows its type) for `allowed`, the part of what it asks that a
+ * type's roles allow: v2 letters in their order; v1 `*`, `read` or `write`, each a whole group
+ * (undefined when no group is whole).
+ */
+function permissionsFor(v1: boolean, allowed: readonly ScopeInteraction[]): string | undefined {
+  if (!v1) return allowed.map((interaction) => interaction[0]).join('') || undefined
+  const whole = (Object.keys(V1_GROUPS) as (keyof typeof V1_GROUPS)[]).filter((group) =>
+    V1_GROUPS[group].every((interaction) => allowed.includes(interaction)),
+  )
+  return whole.length === 2 ? '*' : whole[0]
 }
 
 /**
- * What one requested scope grants a service account: a supported `system/` scope (read and search
- * only: the FHIR interface changes nothing) whose every interaction its roles allow on the type;
- * `system/*` where they allow only some types, those types by name. Nothing for anything else.
+ * What one requested scope grants a service account: a supported `system/` scope whose every
+ * interaction its roles allow on the type; for `system/*`, where they allow less on some types,
+ * each type by name with what they allow there. Nothing for anything else.
  */
 function grantableScopes(scope: string, authorities: ReadonlySet<string>, fhir: FhirScopeRules): string[] {
   const parsed = parseSmartScope(scope)
-  if (parsed?.level !== 'system' || parsed.modifies) return []
-  const interactions = (['read', 'search'] as const).filter((interaction) => parsed[interaction])
-  const allowed = (type: string) =>
-    interactions.every((interaction) => fhir.allows(authorities, type, interaction))
-  if (parsed.type !== '*') return fhir.types.includes(parsed.type) && allowed(parsed.type) ? [scope] : []
-  const readable = fhir.types.filter(allowed)
-  if (readable.length === fhir.types.length) return [scope]
-  const permissions = scope.slice(scope.indexOf('.'))
-  return readable.map((type) => `system/${type}${permissions}`)
+  if (parsed?.level !== 'system') return []
+  const asked = SCOPE_INTERACTIONS.filter((interaction) => parsed[interaction])
+  const allowedOn = (type: string) =>
+    asked.filter((interaction) => fhir.allows(authorities, type, interaction))
+  const all = (type: string) => allowedOn(type).length === asked.length
+  if (parsed.type !== '*') return fhir.types.includes(parsed.type) && all(parsed.type) ? [scope] : []
+  if (fhir.types.every(all)) return [scope]
+  const access = scope.slice(scope.indexOf('.') + 1)
+  const query = access.includes('?') ? access.slice(access.indexOf('?')) : ''
+  const v1 = /^(read|write|\*)(\?|$)/.test(access)
+  return fhir.types.flatMap((type) => {
+    const permissions = permissionsFor(v1, allowedOn(type))
+    return permissions ? [`system/${type}.${permissions}${query}`] : []
+  })
 }
 
 /**

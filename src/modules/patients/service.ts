@@ -49,7 +49,11 @@ async function missingPatient(db: Db, actor: Actor, id: number): Promise<never> 
 // A generated MRN can only collide with one a client chose by hand; a few fresh draws settle it.
 const GENERATED_MRN_ATTEMPTS = 5
 
-export async function createPatient(db: Db, actor: Actor, body: CreatePatientBody): Promise<Patient> {
+export const createPatient = async (db: Db, actor: Actor, body: CreatePatientBody): Promise<Patient> =>
+  toPatient(await insertPatient(db, actor, body))
+
+/** Registers a patient (patient.created): the row as stored. */
+export async function insertPatient(db: Db, actor: Actor, body: CreatePatientBody): Promise<PatientRow> {
   checkBirthDate(body.identification.dateOfBirth)
   const row: NewPatientRow = {
     ...demographicColumns(body),
@@ -82,7 +86,7 @@ export async function createPatient(db: Db, actor: Actor, body: CreatePatientBod
     throw body.mrn
       ? constraintConflict('patients_organization_mrn_key')
       : new AppError('SYS_001', 'Could not allocate an MRN')
-  return toPatient(inserted)
+  return inserted
 }
 
 /** The organization's live patient with this id, if there is one (no 403/404 rule: the caller decides). */
@@ -117,10 +121,10 @@ async function unchangedPatient(
   actor: Actor,
   id: number,
   expectedVersion: ExpectedVersion,
-): Promise<Patient> {
+): Promise<PatientRow> {
   const current = await requirePatient(db, actor, id)
   assertVersion(current.version, expectedVersion)
-  return toPatient(current)
+  return current
 }
 
 /** Changes the live patient and emits its event, in one conditional statement (updatePatientQuery). */
@@ -140,13 +144,22 @@ function writePatient(
  * `expectedVersion`, only while the patient is still at that version. Values that are already the
  * patient's are no change: the version stays and no event is emitted.
  */
-export async function updatePatient(
+export const updatePatient = async (
   db: Db,
   actor: Actor,
   id: number,
   body: UpdatePatientBody,
   expectedVersion: ExpectedVersion,
-): Promise<Patient> {
+): Promise<Patient> => toPatient(await replacePatient(db, actor, id, body, expectedVersion))
+
+/** updatePatient, answering the row as stored. */
+export async function replacePatient(
+  db: Db,
+  actor: Actor,
+  id: number,
+  body: UpdatePatientBody,
+  expectedVersion: ExpectedVersion,
+): Promise<PatientRow> {
   checkBirthDate(body.identification.dateOfBirth)
   const updated = await writePatient(
     db,
@@ -161,7 +174,7 @@ export async function updatePatient(
     },
     expectedVersion,
   )
-  return updated ? toPatient(updated) : unchangedPatient(db, actor, id, expectedVersion)
+  return updated ?? unchangedPatient(db, actor, id, expectedVersion)
 }
 
 /** A JSON Merge Patch of the patient: the merged record is checked like a full replacement. */
@@ -233,3 +246,4 @@ export async function searchPatients(
   )
   return toPage(rows.map(toPatient), total, paging)
 }
+export { demographicColumns } from './mapper.js'

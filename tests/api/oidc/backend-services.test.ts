@@ -330,19 +330,32 @@ describe('client_credentials with a client assertion (stored JWKS)', () => {
   })
 
   it('grants only the supported scopes the roles allow, drops the rest, and is invalid_scope when none remains', async () => {
-    for (const scope of ['system/*.*', 'system/Patient.cruds', 'system/Patient.write', 'system/Claim.rs']) {
+    // PROVIDER may register and change patients but not delete them (ADMIN alone does).
+    for (const scope of ['system/Patient.cruds', 'system/Patient.write', 'system/Claim.rs']) {
       const refused = await withAssertion(assertion(client.clientId, rsa), scope)
       expect(refused.statusCode, scope).toBe(400)
       expect(refused.json().error, scope).toBe('invalid_scope')
     }
     const partly = await withAssertion(
       assertion(client.clientId, rsa),
-      'system/Patient.rs system/Patient.cruds system/*.* system/Observation.rs?category=laboratory',
+      'system/Patient.rs system/Patient.cruds system/Observation.rs?category=laboratory system/Patient.cru',
     )
     expect(partly.statusCode, partly.body).toBe(200)
-    const granted = 'openid profile email system/Patient.rs system/Observation.rs?category=laboratory'
+    const granted =
+      'openid profile email system/Patient.rs system/Observation.rs?category=laboratory system/Patient.cru'
     expect(partly.json().scope).toBe(granted)
     expect(accessTokenClaims(partly.json().access_token).scope).toBe(granted)
+
+    // Every type by name with what the roles allow there: writes only where the type takes them.
+    const writes = await withAssertion(assertion(client.clientId, rsa), 'system/*.cud')
+    expect(writes.statusCode, writes.body).toBe(200)
+    expect(writes.json().scope).toBe('openid profile email system/Patient.cu')
+    const everything = await withAssertion(assertion(client.clientId, rsa), 'system/*.*')
+    expect(everything.statusCode, everything.body).toBe(200)
+    const v1 = String(everything.json().scope).split(' ').slice(3)
+    expect(v1).toContain('system/Patient.read')
+    expect(v1).toContain('system/Observation.read')
+    expect(v1.every((scope) => /^system\/[A-Za-z]+\.read$/.test(scope))).toBe(true)
 
     const billing = await register(admin, {
       name: 'Billing export',
@@ -352,18 +365,18 @@ describe('client_credentials with a client assertion (stored JWKS)', () => {
     const vitals = await withAssertion(assertion(billing.clientId, rsa), 'system/Observation.rs')
     expect(vitals.statusCode).toBe(400)
     expect(vitals.json().error).toBe('invalid_scope')
-    const everything = await withAssertion(assertion(billing.clientId, rsa), 'system/*.rs')
-    expect(everything.statusCode, everything.body).toBe(200)
-    // The types BILLING may read and search, by name: not Observation, nor Patient (found by search only).
-    const types = String(everything.json().scope)
-      .split(' ')
-      .slice(3)
+    const readable = await withAssertion(assertion(billing.clientId, rsa), 'system/*.rs')
+    expect(readable.statusCode, readable.body).toBe(200)
+    // Each type by name with what BILLING may do there: not Observation at all, Patient read only
+    // (BILLING finds patients by the REST search, not the full list a FHIR search is).
+    const billingScopes = String(readable.json().scope).split(' ').slice(3)
+    expect(billingScopes).toContain('system/Patient.r')
+    expect(billingScopes.some((scope) => scope.startsWith('system/Observation.'))).toBe(false)
+    const types = billingScopes
       .map((scope) => /^system\/([A-Za-z]+)\.rs$/.exec(scope)?.[1])
+      .filter((type) => type !== undefined)
     expect(types.length).toBeGreaterThan(0)
-    expect(types).not.toContain(undefined)
-    expect(types).not.toContain('Observation')
-    expect(types).not.toContain('Patient')
-    const billingToken = everything.json().access_token
+    const billingToken = readable.json().access_token
     for (const type of types) {
       const search = await app.inject({ url: `/fhir/R4/${type}`, headers: bearer(billingToken) })
       expect(search.statusCode, type).toBe(200)

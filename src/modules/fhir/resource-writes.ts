@@ -1,0 +1,36 @@
+import type { Resource } from '@medplum/fhirtypes'
+import type { TSchema } from '@sinclair/typebox'
+import type { Db } from '../../../db/database.js'
+import type { Actor } from '../../access/organization-scope.js'
+import type { RouteKey } from '../../access/route-access.js'
+import type { ExpectedVersion } from '../../lib/versions.js'
+
+/**
+ * How FHIR writes of one type reach the domain service behind its REST routes, so that a FHIR write
+ * and a REST write of the same record are alike afterwards: the same rules, events, audit records,
+ * versions and ETags. `B` is the REST body a resource stands for.
+ */
+export interface ResourceWrites<R extends Resource, B = unknown> {
+  /** The REST routes of the same changes: their roles, and the rule of their audit records. */
+  rest: { create: RouteKey; update: RouteKey; delete: RouteKey }
+  /** The schema of the REST body: a resource's body is checked by it as the REST route's is. */
+  bodySchema: TSchema
+  /**
+   * The FHIRPath of each REST body field a domain rule may refuse (`identification.dateOfBirth`:
+   * `Patient.birthDate`), so that its 422 names the element sent.
+   */
+  fieldExpressions: Readonly<Record<string, string>>
+  /** The REST body the resource stands for; a value it cannot take is a 422 naming the element. */
+  bodyOf(resource: R): B
+  /**
+   * The resource as a read would answer once `body` is stored (its id, version and times aside):
+   * what the write keeps of the resource sent, which must be all of it.
+   */
+  preview(body: B): R
+  /** The patient whose compartment a resource is in, if any: a `patient/` scope writes only its own. */
+  patientOf(resource: R): number | undefined
+  create(db: Db, actor: Actor, body: B): Promise<R & { id: string }>
+  /** Changes nothing, and keeps the version, when the body is what the record holds. */
+  update(db: Db, actor: Actor, id: number, body: B, expected: ExpectedVersion): Promise<R & { id: string }>
+  delete(db: Db, actor: Actor, id: number, expected: ExpectedVersion): Promise<void>
+}

@@ -1,0 +1,58 @@
+import type { Resource } from '@medplum/fhirtypes'
+
+// What the service sets itself: a client's copy of them (a resource read and written back) is no
+// element to store.
+const SERVER_ELEMENTS: ReadonlySet<string> = new Set(['id', 'meta.versionId', 'meta.lastUpdated'])
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
+
+/** Whether `stored` holds everything `sent` says: every element, at any depth, with the same value. */
+function holds(sent: unknown, stored: unknown): boolean {
+  if (Array.isArray(sent)) {
+    return Array.isArray(stored) && sent.every((item) => stored.some((kept) => holds(item, kept)))
+  }
+  if (isObject(sent)) {
+    return isObject(stored) && Object.entries(sent).every(([name, value]) => holds(value, stored[name]))
+  }
+  return sent === stored
+}
+
+const sharesElement = (item: Record<string, unknown>, stored: Record<string, unknown>) =>
+  Object.entries(item).some(([name, value]) => holds(value, stored[name]))
+
+/**
+ * The elements of `sent` that `stored` (the same resource as the service keeps it) does not hold,
+ * as FHIRPath expressions (`Patient.name[0].given[2]`): what a write would drop. An array's item is
+ * held when some item of the stored array holds it, so an order the service keeps differently
+ * drops nothing.
+ */
+export function droppedElements(sent: Resource, stored: Resource): string[] {
+  const dropped: string[] = []
+  const walk = (value: unknown, kept: unknown, path: string, dotted: string) => {
+    if (SERVER_ELEMENTS.has(dotted) || holds(value, kept)) return
+    if (isObject(value) && isObject(kept)) {
+      for (const [name, item] of Object.entries(value)) {
+        walk(item, kept[name], `${path}.${name}`, dotted ? `${dotted}.${name}` : name)
+      }
+    } else if (Array.isArray(value) && Array.isArray(kept)) {
+      // An item no stored item holds: compared with the stored item in its place when the two
+      // share an element (the same name with another given name), to name what within it is
+      // dropped; otherwise dropped whole.
+      value.forEach((item, index) => {
+        if (kept.some((candidate) => holds(item, candidate))) return
+        const counterpart = kept[index]
+        if (isObject(item) && isObject(counterpart) && sharesElement(item, counterpart)) {
+          walk(item, counterpart, `${path}[${index}]`, dotted)
+        } else {
+          dropped.push(`${path}[${index}]`)
+        }
+      })
+    } else {
+      dropped.push(path)
+    }
+  }
+  const { resourceType, ...elements } = sent
+  walk(elements, stored, resourceType, '')
+  return dropped
+}

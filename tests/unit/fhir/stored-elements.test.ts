@@ -1,0 +1,57 @@
+import type { Patient } from '@medplum/fhirtypes'
+import { describe, expect, it } from 'vitest'
+import { droppedElements } from '../../../src/modules/fhir/stored-elements.js'
+
+const stored: Patient = {
+  resourceType: 'Patient',
+  id: '7',
+  meta: { versionId: '3', lastUpdated: '2026-11-28T10:00:00.000Z' },
+  identifier: [{ use: 'usual', system: 'urn:mrn', value: 'M1' }],
+  name: [{ use: 'official', family: 'Doe', given: ['Jane', 'Q'] }],
+  telecom: [
+    { system: 'email', value: 'jane@example.test' },
+    { system: 'phone', value: '+1 555 010 4477' },
+  ],
+  gender: 'female',
+}
+
+describe('droppedElements', () => {
+  it('finds nothing dropped in the stored resource itself, or in a part of it', () => {
+    expect(droppedElements(stored, stored)).toEqual([])
+    expect(
+      droppedElements({ resourceType: 'Patient', identifier: [{ system: 'urn:mrn', value: 'M1' }] }, stored),
+    ).toEqual([])
+  })
+
+  it('ignores the id and version a client copied, and the order of array items', () => {
+    const sent: Patient = {
+      ...stored,
+      id: '99',
+      meta: { versionId: '1', lastUpdated: '2020-01-01T00:00:00Z' },
+      telecom: [...(stored.telecom ?? [])].reverse(),
+    }
+    expect(droppedElements(sent, stored)).toEqual([])
+  })
+
+  it('names each element not stored as FHIRPath, at the depth it differs', () => {
+    const sent: Patient = {
+      ...stored,
+      meta: { versionId: '3', profile: ['http://example.test/profile'] },
+      name: [
+        { use: 'official', family: 'Doe', given: ['Jane', 'Q', 'R'] },
+        { use: 'nickname', text: 'JD' },
+      ],
+      telecom: [{ system: 'fax', value: '1' }],
+      birthDate: '1990-01-01',
+      gender: 'male',
+    }
+    expect(droppedElements(sent, stored)).toEqual([
+      'Patient.meta.profile',
+      'Patient.name[0].given[2]',
+      'Patient.name[1]',
+      'Patient.telecom[0]',
+      'Patient.gender',
+      'Patient.birthDate',
+    ])
+  })
+})

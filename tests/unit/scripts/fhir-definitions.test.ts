@@ -1,0 +1,20 @@
+import { readFile } from 'node:fs/promises'
+import { describe, expect, it } from 'vitest'
+import { validationDefinitions } from '../../../scripts/fhir-definitions/definitions.js'
+import { DEFINITIONS_FILE, VALIDATED_TYPES } from '../../../src/modules/fhir/validation/validated-types.js'
+
+describe('the FHIR definitions writes are validated against', () => {
+  it('are what npm run fhir:definitions writes from the published R4 definitions', async () => {
+    const committed = JSON.parse(await readFile(DEFINITIONS_FILE, 'utf8'))
+    expect(committed).toEqual(JSON.parse(JSON.stringify(validationDefinitions())))
+  })
+
+  it('hold every validated type and the data types', async () => {
+    const committed = JSON.parse(await readFile(DEFINITIONS_FILE, 'utf8')) as {
+      entry: { resource: { id: string } }[]
+    }
+    const ids = new Set(committed.entry.map((entry) => entry.resource.id))
+    for (const type of [...VALIDATED_TYPES, 'HumanName', 'CodeableConcept', 'date'])
+      expect(ids, type).toContain(type)
+  })
+})
