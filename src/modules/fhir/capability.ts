@@ -1,24 +1,30 @@
-import type { CapabilityStatement, CapabilityStatementRestResource } from '@medplum/fhirtypes'
+import type { CapabilityStatement, CapabilityStatementRestResource, Resource } from '@medplum/fhirtypes'
 import type { ProviderMetadata } from '../../identity/external-provider.js'
 import type { FhirResourceType } from './resource-type.js'
+import type { ResourceWrites } from './resource-writes.js'
 import { COMMON_SEARCH_PARAMETERS } from './search-conditions.js'
 import { PAGE_SIZE_MAX } from './search-params.js'
 
 const SMART_SCOPE_LEVELS = ['patient', 'user', 'system'] as const
 
-const WRITE_INTERACTIONS = [
-  { code: 'create' as const },
-  { code: 'update' as const },
-  { code: 'patch' as const },
-  { code: 'delete' as const },
-]
-
-// Conditional writes on a search that matches at most one record; ids are the server's to assign.
-const CONDITIONAL_WRITES = {
-  updateCreate: false,
-  conditionalCreate: true,
-  conditionalUpdate: true,
-  conditionalDelete: 'single' as const,
+/** The write interactions a type takes: all but delete for one whose records are never deleted. */
+function writeInteractions(writes: ResourceWrites<Resource>) {
+  const deletes = writes.delete !== undefined
+  return {
+    interaction: [
+      { code: 'create' as const },
+      { code: 'update' as const },
+      { code: 'patch' as const },
+      ...(deletes ? [{ code: 'delete' as const }] : []),
+    ],
+    // Conditional writes on a search that matches at most one record; ids are the server's to assign.
+    conditional: {
+      updateCreate: false,
+      conditionalCreate: true,
+      conditionalUpdate: true,
+      conditionalDelete: deletes ? ('single' as const) : ('not-supported' as const),
+    },
+  }
 }
 const BULK_DATA = 'http://hl7.org/fhir/uv/bulkdata'
 
@@ -82,13 +88,13 @@ export function capabilityStatement(
                 { code: 'vread' },
                 ...(type.versions ? [{ code: 'history-instance' as const }] : []),
                 { code: 'search-type' },
-                ...(type.writes ? WRITE_INTERACTIONS : []),
+                ...(type.writes ? writeInteractions(type.writes).interaction : []),
               ],
               versioning: 'versioned',
               // Earlier versions are readable (vread) where the type keeps them.
               readHistory: type.versions !== undefined,
               conditionalRead: 'not-match',
-              ...(type.writes ? CONDITIONAL_WRITES : {}),
+              ...(type.writes ? writeInteractions(type.writes).conditional : {}),
               ...(type.type === 'Patient'
                 ? {
                     operation: [

@@ -11,8 +11,11 @@ import type { ExpectedVersion } from '../../lib/versions.js'
  * versions and ETags. `B` is the REST body a resource stands for.
  */
 export interface ResourceWrites<R extends Resource, B = unknown> {
-  /** The REST routes of the same changes: their roles, and the rule of their audit records. */
-  rest: { create: RouteKey; update: RouteKey; delete: RouteKey }
+  /**
+   * The REST routes of the same changes: their roles, and the rule of their audit records. No
+   * delete route: the type's records are not deleted (DELETE is 405).
+   */
+  rest: { create: RouteKey; update: RouteKey; delete?: RouteKey }
   /** The schema of the REST body: a resource's body is checked by it as the REST route's is. */
   bodySchema: TSchema
   /**
@@ -32,5 +35,6 @@ export interface ResourceWrites<R extends Resource, B = unknown> {
   create(db: Db, actor: Actor, body: B): Promise<R & { id: string }>
   /** Changes nothing, and keeps the version, when the body is what the record holds. */
   update(db: Db, actor: Actor, id: number, body: B, expected: ExpectedVersion): Promise<R & { id: string }>
-  delete(db: Db, actor: Actor, id: number, expected: ExpectedVersion): Promise<void>
+  /** Present exactly when `rest.delete` is. */
+  delete?(db: Db, actor: Actor, id: number, expected: ExpectedVersion): Promise<void>
 }

@@ -1,5 +1,6 @@
 import type { OperationOutcome, Resource } from '@medplum/fhirtypes'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { RouteKey } from '../../access/route-access.js'
 import type { ScopeInteraction } from '../../access/smart-scopes.js'
 import { AppError, type FieldProblems, forbidden, preconditionFailed, withFields } from '../../errors.js'
 import { validMergedBody } from '../../http/merge-patch-body.js'
@@ -231,7 +232,13 @@ export function writeRoutes(
     return answer(request, reply, 200, updated)
   }
 
-  async function remove(request: FastifyRequest, reply: FastifyReply, scope: ReadScope, id: number) {
+  async function remove(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    scope: ReadScope,
+    id: number,
+    deleteRecord: NonNullable<ResourceWrites<Resource>['delete']>,
+  ) {
     let current: Written
     try {
       current = await type.read(app.db, scope, id)
@@ -241,19 +248,19 @@ export function writeRoutes(
       throw error
     }
     checkCompartment(scope, current)
-    await writes.delete(app.db, scope.actor, id, ifMatchVersion(request, options.requireIfMatch))
+    await deleteRecord(app.db, scope.actor, id, ifMatchVersion(request, options.requireIfMatch))
     return send(reply, 204, undefined)
   }
 
-  const access = (interaction: 'create' | 'update' | 'delete', changeStatus: number) => ({
-    config: { access: accessOf(writes.rest[interaction]), changeStatus },
+  const access = (route: RouteKey, changeStatus: number) => ({
+    config: { access: accessOf(route), changeStatus },
   })
   const route = { schema: { hide: true } }
   const byId = `/${type.type}/:id`
   const recordOf = async (scope: ReadScope, text: string) =>
     type.read(app.db, scope, recordId(text, type.type))
 
-  app.post(`/${type.type}`, { ...route, ...access('create', 201) }, async (request, reply) => {
+  app.post(`/${type.type}`, { ...route, ...access(writes.rest.create, 201) }, async (request, reply) => {
     const scope = await writeScope(request, 'create')
     const resource = sentResource(request)
     const condition = request.headers['if-none-exist']
@@ -273,7 +280,7 @@ export function writeRoutes(
 
   app.put<{ Params: { id: string } }>(
     byId,
-    { ...route, ...access('update', 200) },
+    { ...route, ...access(writes.rest.update, 200) },
     async (request, reply) => {
       const scope = await writeScope(request, 'update')
       const resource = sentResource(request)
@@ -283,7 +290,7 @@ export function writeRoutes(
   )
 
   // Conditional update: the one match is updated; none, the resource is created.
-  app.put(`/${type.type}`, { ...route, ...access('update', 200) }, async (request, reply) => {
+  app.put(`/${type.type}`, { ...route, ...access(writes.rest.update, 200) }, async (request, reply) => {
     const scope = await writeScope(request, 'update')
     const resource = sentResource(request)
     const criteria = searchQueryOf(request.query as Record<string, unknown>)
@@ -300,7 +307,7 @@ export function writeRoutes(
 
   app.patch<{ Params: { id: string } }>(
     byId,
-    { ...route, ...access('update', 200) },
+    { ...route, ...access(writes.rest.update, 200) },
     async (request, reply) => {
       const scope = await writeScope(request, 'update')
       if (!String(request.headers['content-type'] ?? '').startsWith(JSON_PATCH)) {
@@ -325,22 +332,26 @@ export function writeRoutes(
     },
   )
 
+  const { delete: deleteRecord } = writes
+  const deleteRoute = writes.rest.delete
+  if (!deleteRecord || !deleteRoute) return
+
   app.delete<{ Params: { id: string } }>(
     byId,
-    { ...route, ...access('delete', 204) },
+    { ...route, ...access(deleteRoute, 204) },
     async (request, reply) => {
       const scope = await writeScope(request, 'delete')
-      return remove(request, reply, scope, recordId(request.params.id, type.type))
+      return remove(request, reply, scope, recordId(request.params.id, type.type), deleteRecord)
     },
   )
 
   // Conditional delete: the one match is deleted; none, nothing is.
-  app.delete(`/${type.type}`, { ...route, ...access('delete', 204) }, async (request, reply) => {
+  app.delete(`/${type.type}`, { ...route, ...access(deleteRoute, 204) }, async (request, reply) => {
     const scope = await writeScope(request, 'delete')
     const criteria = searchQueryOf(request.query as Record<string, unknown>)
     const found = await matching(scope, criteria, 'A conditional delete')
     if (!found) return send(reply, 204, undefined)
     request.auditedIds = [Number(found.id)]
-    return remove(request, reply, scope, Number(found.id))
+    return remove(request, reply, scope, Number(found.id), deleteRecord)
   })
 }

@@ -1,4 +1,4 @@
-import type { OperationOutcome, Patient } from '@medplum/fhirtypes'
+import type { CapabilityStatement, OperationOutcome, Patient } from '@medplum/fhirtypes'
 import { Client, type FhirResource, type FhirResponse, RESPONSE_KEY } from 'fhir-kit-client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Role } from '../../../src/access/roles.js'
@@ -275,6 +275,34 @@ describe('FHIR create', () => {
         body: asSent(newPatient()),
       })) as Patient
       expect(created.id, scopes.join()).toBeDefined()
+    }
+  })
+})
+
+describe('the CapabilityStatement', () => {
+  it('lists the write interactions of the types that take them, and only those', async () => {
+    const statement = (await new Client({ baseUrl }).capabilityStatement()) as unknown as CapabilityStatement
+    const resources = statement.rest?.[0]?.resource ?? []
+    const patient = resources.find((resource) => resource.type === 'Patient')
+    expect(patient?.interaction?.map((interaction) => interaction.code)).toEqual(
+      expect.arrayContaining(['create', 'update', 'patch', 'delete']),
+    )
+    expect([patient?.conditionalCreate, patient?.conditionalUpdate, patient?.conditionalDelete]).toEqual([
+      true,
+      true,
+      'single',
+    ])
+    const readOnly = resources.filter((resource) => !resource.interaction?.some((i) => i.code === 'create'))
+    expect(readOnly.length).toBeGreaterThan(0)
+    for (const resource of readOnly) {
+      const codes = resource.interaction?.map((interaction) => interaction.code) ?? []
+      expect(codes, resource.type).not.toContain('update')
+      const written = await fetch(`${baseUrl}/${resource.type}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/fhir+json' },
+        body: JSON.stringify({ resourceType: resource.type }),
+      })
+      expect([404, 405], resource.type).toContain(written.status)
     }
   })
 })
