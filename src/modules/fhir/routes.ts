@@ -28,6 +28,7 @@ import {
   searchQueryOf,
   unimplementedSubsets,
 } from './search-params.js'
+import { typeWriter } from './type-writer.js'
 import { JSON_PATCH, writeRoutes } from './write-routes.js'
 
 interface FhirOptions {
@@ -281,7 +282,7 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
     )
 
     if (type.writes) {
-      writeRoutes(app, type, type.writes, { base, requireIfMatch: options.requireIfMatch, send })
+      writeRoutes(app, typeWriter(type, type.writes, options), { base, send })
     }
 
     const { versions } = type

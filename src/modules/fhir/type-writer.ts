@@ -1,0 +1,307 @@
+import type { Resource } from '@medplum/fhirtypes'
+import type { FastifyRequest } from 'fastify'
+import type { Db } from '../../../db/database.js'
+import type { ScopeInteraction } from '../../access/smart-scopes.js'
+import { AppError, type FieldProblems, forbidden, preconditionFailed, withFields } from '../../errors.js'
+import { validMergedBody } from '../../http/merge-patch-body.js'
+import type { Principal } from '../../identity/principal.js'
+import { applyJsonPatch, patchOperations } from '../../lib/json-patch.js'
+import type { ExpectedVersion } from '../../lib/versions.js'
+import { toAppError } from '../../plugins/error-handler.js'
+import { typeGrant } from './access.js'
+import { recordId } from './record-id.js'
+import type { FhirResourceType, ReadScope } from './resource-type.js'
+import type { ResourceWrites } from './resource-writes.js'
+import { COMMON_SEARCH_PARAMETERS } from './search-conditions.js'
+import type { SearchQuery } from './search-params.js'
+import { droppedElements } from './stored-elements.js'
+import { baseValidationErrors } from './validation/base-validation.js'
+
+type Written = Resource & { id: string }
+
+/** One write: by whom, through which handle, and its `If-Match`. */
+export interface WriteCall {
+  /** The database, or the transaction of a transaction Bundle. */
+  db: Db
+  principal: Principal
+  /** The call being served: its validator compiler checks REST bodies as the REST routes do. */
+  request: FastifyRequest
+  ifMatch: string | undefined
+}
+
+/** What a write did: its status and the resource as it now reads (none for a delete). */
+export interface WriteResult {
+  status: 200 | 201 | 204
+  resource?: Written
+}
+
+/** A write's 422 whose fields are FHIRPath expressions, each an issue of its OperationOutcome. */
+export const invalidElements = (fields: FieldProblems, details?: string) =>
+  new AppError('VAL_001', details ?? fields.map((field) => `${field.path} ${field.message}`).join('; '), {
+    fields,
+  })
+
+export const badRequest = (details: string) => new AppError('VAL_001', details, { status: 400 })
+
+/** The REST fields a domain rule names (a 422, a duplicate's 409), as the FHIRPath of their elements. */
+function asElements(error: unknown, writes: ResourceWrites<Resource>, type: string): unknown {
+  if (!(error instanceof AppError) || !error.fields) return error
+  const expressionOf = (path: string) => {
+    const prefixes = Object.keys(writes.fieldExpressions)
+      .filter((field) => path === field || path.startsWith(`${field}.`))
+      .sort((a, b) => b.length - a.length)
+    return prefixes[0] === undefined ? type : (writes.fieldExpressions[prefixes[0]] as string)
+  }
+  return withFields(
+    error,
+    error.fields.map(({ path, message }) => ({ path: expressionOf(path), message })),
+  )
+}
+
+/**
+ * FHIR create, update, patch and delete of one type, conditional ones included, each through the
+ * domain service of the type's REST routes (ResourceWrites): under their roles, then the token's
+ * SMART write scopes, with the same rules, events and versions. Used by the type's routes and by
+ * the entries of batch and transaction Bundles.
+ */
+export function typeWriter(
+  type: FhirResourceType,
+  writes: ResourceWrites<Resource>,
+  { requireIfMatch }: { requireIfMatch: boolean },
+) {
+  const criteriaNames = new Set(
+    [...COMMON_SEARCH_PARAMETERS, ...type.searchParameters].map(({ name }) => name),
+  )
+
+  /** The caller, allowed by role and scope to do `interaction`, and the patient its scopes keep it to. */
+  function writeScope(principal: Principal, interaction: ScopeInteraction): ReadScope {
+    const grant = typeGrant(principal, type, interaction)
+    if (!grant.allowed) throw forbidden(grant.reason)
+    if (grant.categories !== undefined) throw forbidden(`Category scopes do not allow writing ${type.type}`)
+    const patient = grant.patient === undefined ? undefined : Number(grant.patient)
+    return { actor: principal, patient }
+  }
+
+  /** A resource a `patient/` scope may write: one in its launch patient's compartment. */
+  function checkCompartment(scope: ReadScope, resource: Resource) {
+    if (scope.patient === undefined) return
+    if (writes.patientOf(resource) !== scope.patient) {
+      throw forbidden('The token is limited to its launch patient’s records')
+    }
+  }
+
+  /** The version `If-Match` names (`W/"3"`), undefined without one; a malformed one is 400. */
+  function expectedVersion(call: WriteCall): ExpectedVersion {
+    if (call.ifMatch === undefined) {
+      if (!requireIfMatch) return undefined
+      throw new AppError(
+        'RES_003',
+        'This service requires If-Match on writes: send the ETag of the record as you read it',
+        { status: 428, message: 'Precondition required' },
+      )
+    }
+    const version = /^(?:W\/)?"([1-9][0-9]{0,8})"$/.exec(call.ifMatch.trim())?.[1]
+    if (version === undefined) {
+      throw badRequest('If-Match must be an ETag as the server sent it: W/"<version>"')
+    }
+    return Number(version)
+  }
+
+  /** What was sent, as a resource of this type. */
+  function sentResource(sent: unknown): Resource {
+    if (typeof sent !== 'object' || sent === null || Array.isArray(sent)) {
+      throw badRequest(`The body must be a FHIR ${type.type} resource (JSON)`)
+    }
+    const resource = sent as Resource
+    if (resource.resourceType !== type.type) {
+      throw badRequest(`The body is a ${String(resource.resourceType)}, not a ${type.type} as the URL says`)
+    }
+    return resource
+  }
+
+  /**
+   * The REST body the resource stands for, once it is valid against the R4 base definitions, the
+   * REST body's own schema and rules, and the service keeps every element of it (422 otherwise,
+   * naming each element at fault).
+   */
+  async function bodyOf(call: WriteCall, resource: Resource): Promise<unknown> {
+    const errors = await baseValidationErrors(resource)
+    if (errors.length > 0) {
+      throw invalidElements(
+        errors.map((issue) => ({
+          path: issue.expression?.[0] ?? type.type,
+          message: issue.details?.text ?? issue.diagnostics ?? 'is not valid',
+        })),
+      )
+    }
+    let body: unknown
+    try {
+      body = validMergedBody(call.request, writes.bodySchema, writes.bodyOf(resource))
+    } catch (error) {
+      throw asElements(toAppError(error, 0) ?? error, writes, type.type)
+    }
+    const dropped = droppedElements(resource, writes.preview(body))
+    if (dropped.length > 0) {
+      throw invalidElements(
+        dropped.map((path) => ({ path, message: 'cannot be stored by this server' })),
+        `Elements this server cannot store: ${dropped.join(', ')}`,
+      )
+    }
+    return body
+  }
+
+  /** Runs a service write, its domain rules' field problems naming FHIR elements. */
+  async function serviceWrite<T>(write: () => Promise<T>): Promise<T> {
+    try {
+      return await write()
+    } catch (error) {
+      throw asElements(error, writes, type.type)
+    }
+  }
+
+  /** The record of this type a conditional write's criteria match, if one does (412 for several). */
+  async function matching(
+    call: WriteCall,
+    scope: ReadScope,
+    criteria: SearchQuery,
+    what: string,
+  ): Promise<Written | undefined> {
+    const names = Object.keys(criteria)
+    if (names.length === 0) throw badRequest(`${what} needs search criteria`)
+    const unknown = names.filter((name) => !criteriaNames.has(name))
+    if (unknown.length > 0) throw badRequest(`${what}: unknown search parameters ${unknown.join(', ')}`)
+    const page = await type.search(call.db, scope, criteria, {
+      after: undefined,
+      size: 2,
+      order: { name: '_id', descending: false },
+    })
+    if (page.resources.length > 1) {
+      throw new AppError('RES_003', `${what} matches more than one ${type.type}`, { status: 412 })
+    }
+    return page.resources[0]
+  }
+
+  async function create(call: WriteCall, scope: ReadScope, resource: Resource): Promise<WriteResult> {
+    checkCompartment(scope, resource)
+    const body = await bodyOf(call, resource)
+    const created = await serviceWrite(() => writes.create(call.db, scope.actor, body))
+    return { status: 201, resource: created }
+  }
+
+  async function update(
+    call: WriteCall,
+    scope: ReadScope,
+    current: Written,
+    resource: Resource,
+    expected: ExpectedVersion,
+  ): Promise<WriteResult> {
+    if (resource.id !== current.id) {
+      throw badRequest(`The body's id (${String(resource.id)}) is not the id of ${type.type}/${current.id}`)
+    }
+    checkCompartment(scope, current)
+    checkCompartment(scope, resource)
+    const body = await bodyOf(call, resource)
+    const id = Number(current.id)
+    const updated = await serviceWrite(() => writes.update(call.db, scope.actor, id, body, expected))
+    return { status: 200, resource: updated }
+  }
+
+  const recordOf = (call: WriteCall, scope: ReadScope, text: string) =>
+    type.read(call.db, scope, recordId(text, type.type))
+
+  async function remove(
+    call: WriteCall,
+    scope: ReadScope,
+    id: number,
+    deleteRecord: NonNullable<ResourceWrites<Resource>['delete']>,
+  ): Promise<WriteResult> {
+    let current: Written
+    try {
+      current = await type.read(call.db, scope, id)
+    } catch (error) {
+      // Deleting what is already deleted changes nothing.
+      if (error instanceof AppError && error.status === 410) return { status: 204 }
+      throw error
+    }
+    checkCompartment(scope, current)
+    await deleteRecord(call.db, scope.actor, id, expectedVersion(call))
+    return { status: 204 }
+  }
+
+  const { delete: deleteRecord } = writes
+  return {
+    type,
+    routes: writes.rest,
+
+    /** POST: with `If-None-Exist` criteria, the one match instead of a new record. */
+    async create(call: WriteCall, sent: unknown, ifNoneExist?: SearchQuery): Promise<WriteResult> {
+      const scope = writeScope(call.principal, 'create')
+      const resource = sentResource(sent)
+      const found = ifNoneExist && (await matching(call, scope, ifNoneExist, 'If-None-Exist'))
+      if (found) return { status: 200, resource: found }
+      return create(call, scope, resource)
+    },
+
+    async update(call: WriteCall, idText: string, sent: unknown): Promise<WriteResult> {
+      const scope = writeScope(call.principal, 'update')
+      const resource = sentResource(sent)
+      const current = await recordOf(call, scope, idText)
+      return update(call, scope, current, resource, expectedVersion(call))
+    },
+
+    /** PUT on a search: the one match is updated; none, the resource is created. */
+    async conditionalUpdate(call: WriteCall, criteria: SearchQuery, sent: unknown): Promise<WriteResult> {
+      const scope = writeScope(call.principal, 'update')
+      const resource = sentResource(sent)
+      const found = await matching(call, scope, criteria, 'A conditional update')
+      if (found) {
+        const withId = resource.id === undefined ? { ...resource, id: found.id } : resource
+        return update(call, scope, found, withId, expectedVersion(call))
+      }
+      if (resource.id !== undefined) {
+        throw badRequest(`No ${type.type} matches, and a new one cannot take the id ${resource.id}`)
+      }
+      return create(call, writeScope(call.principal, 'create'), resource)
+    },
+
+    /** A JSON Patch of the current resource, checked as an update of the result. */
+    async patch(call: WriteCall, idText: string, operations: unknown): Promise<WriteResult> {
+      const scope = writeScope(call.principal, 'update')
+      const current = await recordOf(call, scope, idText)
+      let patched: Resource
+      try {
+        patched = applyJsonPatch(current, patchOperations(operations))
+      } catch (error) {
+        throw error instanceof AppError
+          ? new AppError('VAL_001', `JSON Patch: ${error.details}`, { fields: error.fields ?? [] })
+          : error
+      }
+      if (patched?.resourceType !== type.type) {
+        throw invalidElements([{ path: type.type, message: 'the patch changed resourceType' }])
+      }
+      // Without If-Match, the patch applies to the version read: a change in between is 412.
+      const read = Number(current.meta?.versionId)
+      const expected = expectedVersion(call) ?? read
+      if (read !== expected) throw preconditionFailed(read)
+      return update(call, scope, current, patched, expected)
+    },
+
+    ...(deleteRecord
+      ? {
+          async delete(call: WriteCall, idText: string): Promise<WriteResult> {
+            const scope = writeScope(call.principal, 'delete')
+            return remove(call, scope, recordId(idText, type.type), deleteRecord)
+          },
+
+          /** DELETE on a search: the one match is deleted; none, nothing is. */
+          async conditionalDelete(call: WriteCall, criteria: SearchQuery): Promise<WriteResult> {
+            const scope = writeScope(call.principal, 'delete')
+            const found = await matching(call, scope, criteria, 'A conditional delete')
+            return found ? remove(call, scope, Number(found.id), deleteRecord) : { status: 204 }
+          },
+        }
+      : {}),
+  }
+}
+
+export type TypeWriter = ReturnType<typeof typeWriter>
