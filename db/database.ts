@@ -71,3 +71,10 @@ export interface Database {
 export type Db = Kysely<Database> | Transaction<Database>
 /** A transaction: a function that must run inside one says so by taking this. */
 export type Trx = Transaction<Database>
+
+/**
+ * Runs `work` in a transaction: `db` itself when it already is one (the transaction of a FHIR
+ * transaction Bundle, whose entries each run a service's writes), otherwise a new one.
+ */
+export const inTransaction = <T>(db: Db, work: (trx: Trx) => Promise<T>): Promise<T> =>
+  db.isTransaction ? work(db as Trx) : db.transaction().execute(work)

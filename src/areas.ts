@@ -120,6 +120,7 @@ const areas: FastifyPluginAsync<AreaOptions> = async (app, { config, databases, 
     authorization: app.identityProvider ?? embeddedIssuerMetadata(identity.tokenIssuer, scopesSupported),
     bodyLimit: config.server.bodyLimitBytes,
     requireIfMatch: config.sync.requireIfMatch,
+    bundleLimits: config.fhir.bundleLimits,
     documentStore: store,
     bulkExport: { worker: app.bulkExports, store, retentionHours: exports.jobs.retentionHours },
   })

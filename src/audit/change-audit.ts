@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { type RawBuilder, sql } from 'kysely'
-import type { Db, Trx } from '../../db/database.js'
+import { type Db, inTransaction, type Trx } from '../../db/database.js'
 import type { NewAuditRow } from '../../db/tables/audit-log.js'
 import { insertAuditRows } from './audit-log.js'
 
@@ -22,6 +22,10 @@ const current = new AsyncLocalStorage<ChangeAudit>()
 
 /** Runs `serve` (a call's handling) so that the changes it makes carry `audit`'s record. */
 export const serveWithChangeAudit = (audit: ChangeAudit, serve: () => void): void => current.run(audit, serve)
+
+/** Runs `work` (one entry of a FHIR Bundle) so that the changes it makes carry `audit`'s record. */
+export const withChangeAuditOf = <T>(audit: ChangeAudit, work: () => Promise<T>): Promise<T> =>
+  current.run(audit, work)
 
 /** The audit record the change being made belongs with, if it is made by an audited call. */
 export const currentChangeAudit = (): ChangeAudit | undefined => current.getStore()
@@ -50,7 +54,7 @@ export async function withChangeAudit<R extends { id: number } | undefined>(
   change: (db: Db) => Promise<R>,
 ): Promise<R> {
   if (!current.getStore()) return change(db)
-  return db.transaction().execute(async (trx) => {
+  return inTransaction(db, async (trx) => {
     const changed = await change(trx)
     if (changed) await auditChange(trx, [changed.id])
     return changed

@@ -70,8 +70,13 @@ export function announceDeliveries<D extends Db>(
   else pending.anything = true
 }
 
-/** Runs `work` in a transaction and announces the deliveries its events created once it has committed. */
+/**
+ * Runs `work` in a transaction and announces the deliveries its events created once it has
+ * committed. Inside a transaction opened here already (a FHIR transaction Bundle's), `work` joins
+ * it: its deliveries are announced with that transaction's.
+ */
 export async function transactionWithEvents<T>(db: Db, work: (trx: EventTrx) => Promise<T>): Promise<T> {
+  if (db.isTransaction && pendingOf.has(db)) return work(db as EventTrx)
   const pending: Pending = { webhookIds: [], anything: false }
   const result = await db.transaction().execute((trx) => {
     pendingOf.set(trx, pending)

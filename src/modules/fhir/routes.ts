@@ -10,6 +10,7 @@ import { PAGE_COMPRESSION } from '../../plugins/compression.js'
 import { toAppError, wrongMethod } from '../../plugins/error-handler.js'
 import { accessOf, typeGrant } from './access.js'
 import binaryRoutes, { type DocumentBytes } from './binary-routes.js'
+import { bundleRoutes } from './bundle-routes.js'
 import { capabilityStatement, smartConfiguration } from './capability.js'
 import exportRoutes, { EXPORT_FILE_PATH, type ExportRoutesOptions } from './export/routes.js'
 import type { KeptResource } from './kept-versions.js'
@@ -41,6 +42,8 @@ interface FhirOptions {
   bodyLimit: number
   /** Writes without `If-Match` are refused (428), as in the REST API. */
   requireIfMatch: boolean
+  /** The most entries and bytes a batch or transaction Bundle may hold (413 beyond). */
+  bundleLimits: { entries: number; bytes: number }
   /** Where document bytes are read from, for Binary. */
   documentStore: DocumentBytes
   bulkExport: Omit<ExportRoutesOptions, 'base' | 'types'>
@@ -223,6 +226,13 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
     reply.type('application/json').send(smartConfiguration(types, options.authorization)),
   )
 
+  const writers = new Map(
+    types.flatMap((type) =>
+      type.writes ? [[type.type, typeWriter(type, type.writes, options)] as const] : [],
+    ),
+  )
+  bundleRoutes(app, { base, types, writers, limits: options.bundleLimits, send })
+
   for (const type of types) {
     const readOne = async (request: FastifyRequest<{ Params: { id: string } }>, reply: FastifyReply) => {
       const scope = await readScope(request, type, 'read')
@@ -281,9 +291,8 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
       },
     )
 
-    if (type.writes) {
-      writeRoutes(app, typeWriter(type, type.writes, options), { base, send })
-    }
+    const writer = writers.get(type.type)
+    if (writer) writeRoutes(app, writer, { base, send })
 
     const { versions } = type
     if (versions) {

@@ -36,7 +36,7 @@ export interface WriteResult {
 }
 
 /** A write's 422 whose fields are FHIRPath expressions, each an issue of its OperationOutcome. */
-export const invalidElements = (fields: FieldProblems, details?: string) =>
+const invalidElements = (fields: FieldProblems, details?: string) =>
   new AppError('VAL_001', details ?? fields.map((field) => `${field.path} ${field.message}`).join('; '), {
     fields,
   })
