@@ -1,10 +1,15 @@
 import { parseArgs } from 'node:util'
+import type { InjectOptions } from 'fastify'
 import { sql } from 'kysely'
 import { benchApp, benchCaller } from '../lib/bench-app.js'
 import { writeBenchmarkSection } from '../lib/benchmarks-file.js'
 
 // The FHIR Observation search of one patient with many vital-signs records, against the REST list
 // of the same records, in the same run: p50 of pages of 20, interleaved. Target: FHIR ≤ 2 × REST.
+// Then writes, each measured against its REST counterpart in the same run, interleaved: a FHIR
+// create of a patient against POST /api/patients of the same patient (target ≥ 0.75 × its rate),
+// and PUT /api/patients/{id} with the version-keeping trigger on against the same with it off
+// (target: keeping versions costs ≤ 10 %).
 // `npm run bench:fhir -- --observations 1000`; DATABASE_URL names a PostgreSQL server (the run makes
 // a database of its own there and drops it), else in-memory PGlite.
 
@@ -18,6 +23,101 @@ const OBSERVATIONS = Math.min(Number(values.observations), 20_000)
 const SAMPLES = Number(values.samples)
 const serverUrl = process.env.DATABASE_URL
 const median = (list: number[]) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)] as number
+
+const WRITE_SAMPLES = 300
+
+/** The same patient, as the REST API and FHIR take it (a fresh MRN each time). */
+function patientBodies(n: number) {
+  const mrn = `BENCH${n}`
+  return {
+    rest: {
+      mrn,
+      identification: { firstName: 'Ada', lastName: 'Lovelace', dateOfBirth: '1985-12-10', gender: 'Female' },
+      contact: { email: 'ada@example.test', phoneNumber: '+1 555 010 2233' },
+    },
+    fhir: {
+      resourceType: 'Patient',
+      identifier: [{ system: 'urn:ehr-service:mrn', value: `F${mrn}` }],
+      name: [{ family: 'Lovelace', given: ['Ada'] }],
+      gender: 'female',
+      birthDate: '1985-12-10',
+      telecom: [
+        { system: 'email', value: 'ada@example.test' },
+        { system: 'phone', value: '+1 555 010 2233' },
+      ],
+    },
+  }
+}
+
+type Bench = Awaited<ReturnType<typeof benchApp>>['app']
+
+/** Mean times of the write pairs, each pair interleaved request by request. */
+async function writeRatios(app: Bench, headers: Record<string, string>) {
+  const timed = async (request: InjectOptions, expected: number) => {
+    const started = process.hrtime.bigint()
+    const response = await app.inject(request)
+    if (response.statusCode !== expected) throw new Error(`${response.statusCode} ${response.body}`)
+    return Number(process.hrtime.bigint() - started) / 1e6
+  }
+  const fhirHeaders = { ...headers, 'content-type': 'application/fhir+json', prefer: 'return=minimal' }
+  const creates = { rest: [] as number[], fhir: [] as number[] }
+  for (let i = -20; i < WRITE_SAMPLES; i++) {
+    const bodies = patientBodies(i + 20)
+    const rest = await timed({ method: 'POST', url: '/api/patients', headers, payload: bodies.rest }, 201)
+    const fhir = await timed(
+      { method: 'POST', url: '/fhir/R4/Patient', headers: fhirHeaders, payload: bodies.fhir },
+      201,
+    )
+    if (i >= 0) {
+      creates.rest.push(rest)
+      creates.fhir.push(fhir)
+    }
+  }
+  const created = await app.inject({
+    method: 'POST',
+    url: '/api/patients',
+    headers,
+    payload: patientBodies(-1).rest,
+  })
+  const id = created.json().data.id as number
+  const put = (n: number) =>
+    timed(
+      {
+        method: 'PUT',
+        url: `/api/patients/${id}`,
+        headers,
+        payload: {
+          ...patientBodies(-1).rest,
+          identification: { ...patientBodies(-1).rest.identification, lastName: `L${n}` },
+        },
+      },
+      200,
+    )
+  const trigger = (on: boolean) =>
+    sql`alter table patients ${sql.raw(on ? 'enable' : 'disable')} trigger patients_history`.execute(app.db)
+  const puts = { bare: [] as number[], kept: [] as number[] }
+  try {
+    for (let i = -20; i < WRITE_SAMPLES; i++) {
+      await trigger(false)
+      const bare = await put(2 * i + 100)
+      await trigger(true)
+      const kept = await put(2 * i + 101)
+      if (i >= 0) {
+        puts.bare.push(bare)
+        puts.kept.push(kept)
+      }
+    }
+  } finally {
+    await trigger(true)
+  }
+  const mean = (list: number[]) => list.reduce((sum, value) => sum + value, 0) / list.length
+  return {
+    restCreate: mean(creates.rest),
+    fhirCreate: mean(creates.fhir),
+    putBare: mean(puts.bare),
+    putKept: mean(puts.kept),
+  }
+}
 
 async function main(): Promise<void> {
   const { app, kind, close } = await benchApp(serverUrl, 'ehr_bench_fhir')
@@ -77,8 +177,21 @@ async function main(): Promise<void> {
       `| GET /api/patients/{id}/vitals?size=20 | ${restP50.toFixed(2)} ms | 1 |`,
       `| GET /fhir/R4/Observation?patient={id}&_count=20 | ${fhirP50.toFixed(2)} ms | ${(fhirP50 / restP50).toFixed(2)} |`,
     ].join('\n')
-    process.stdout.write(`${section}\n`)
-    await writeBenchmarkSection(heading, section)
+    const writes = await writeRatios(app, headers)
+    const full = [
+      section,
+      '',
+      `Writes, the mean of ${WRITE_SAMPLES} in-process requests each, interleaved (rate = 1 ÷ mean time):`,
+      '',
+      '| write | mean | ratio of rates | target |',
+      '|---|---|---|---|',
+      `| POST /api/patients | ${writes.restCreate.toFixed(2)} ms | 1 | |`,
+      `| POST /fhir/R4/Patient (the same patient) | ${writes.fhirCreate.toFixed(2)} ms | ${(writes.restCreate / writes.fhirCreate).toFixed(2)} | ≥ 0.75 |`,
+      `| PUT /api/patients/{id}, versions not kept (trigger off) | ${writes.putBare.toFixed(2)} ms | 1 | |`,
+      `| PUT /api/patients/{id}, versions kept | ${writes.putKept.toFixed(2)} ms | ${(writes.putBare / writes.putKept).toFixed(2)} | ≥ 0.90 |`,
+    ].join('\n')
+    process.stdout.write(`${full}\n`)
+    await writeBenchmarkSection(heading, full)
   } finally {
     await close()
   }
