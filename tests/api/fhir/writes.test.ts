@@ -1,8 +1,10 @@
 import type { CapabilityStatement, OperationOutcome, Patient } from '@medplum/fhirtypes'
+import fc from 'fast-check'
 import { Client, type FhirResource, type FhirResponse, RESPONSE_KEY } from 'fhir-kit-client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Role } from '../../../src/access/roles.js'
 import type { App } from '../../../src/app.js'
+import { droppedElements } from '../../../src/modules/fhir/stored-elements.js'
 import { buildTestApp } from '../../helpers/app.js'
 import { bearer, createPatient, newOrganization, type TestUser, tokenFor } from '../../helpers/factories.js'
 import { fhirErrors } from '../../helpers/fhir-validator.js'
@@ -494,5 +496,73 @@ describe('FHIR update, patch and delete', () => {
     expect(
       (await refusal(client.create({ resourceType: 'Patient', body: asSent(newPatient()) }))).status,
     ).toBe(403)
+  })
+})
+
+describe('FHIR writes of generated patients', () => {
+  const word = fc.stringMatching(/^[A-Z][a-z]{1,14}$/)
+  const day = fc
+    .date({
+      min: new Date('1900-01-01T00:00:00Z'),
+      max: new Date('2025-12-31T00:00:00Z'),
+      noInvalidDate: true,
+    })
+    .map((date) => date.toISOString().slice(0, 10))
+  const status = fc.constantFrom<Partial<Patient>>(
+    {},
+    { active: true },
+    { active: false },
+    { deceasedBoolean: true },
+  )
+  const patient = fc.record(
+    {
+      family: word,
+      given: fc.array(word, { minLength: 1, maxLength: 2 }),
+      gender: fc.constantFrom('male', 'female', 'other', 'unknown'),
+      birthDate: day,
+      status,
+      email: fc.option(
+        word.map((name) => `${name.toLowerCase()}@example.test`),
+        { nil: undefined },
+      ),
+      phone: fc.option(fc.stringMatching(/^\+1 555 0[0-9]{2} [0-9]{4}$/), { nil: undefined }),
+      city: fc.option(word, { nil: undefined }),
+      language: fc.option(fc.constantFrom('en', 'es-MX', 'pl'), { nil: undefined }),
+    },
+    { requiredKeys: ['family', 'given', 'gender', 'birthDate', 'status'] },
+  )
+
+  it('stores every element of each valid patient it is sent, and reads back a valid resource', async () => {
+    const { client } = await clerk()
+    await fc.assert(
+      fc.asyncProperty(patient, async (generated) => {
+        const telecom = [
+          ...(generated.email ? [{ system: 'email' as const, value: generated.email }] : []),
+          ...(generated.phone ? [{ system: 'phone' as const, value: generated.phone }] : []),
+        ]
+        const sent: Patient = {
+          resourceType: 'Patient',
+          name: [{ family: generated.family, given: generated.given }],
+          gender: generated.gender as Patient['gender'],
+          birthDate: generated.birthDate,
+          ...generated.status,
+          ...(telecom.length > 0 ? { telecom } : {}),
+          ...(generated.city ? { address: [{ city: generated.city }] } : {}),
+          ...(generated.language
+            ? {
+                communication: [
+                  { language: { coding: [{ system: 'urn:ietf:bcp:47', code: generated.language }] } },
+                ],
+              }
+            : {}),
+        }
+        const created = (await client.create({ resourceType: 'Patient', body: asSent(sent) })) as Patient
+        const read = (await client.read({ resourceType: 'Patient', id: created.id as string })) as Patient
+        expect(fhirErrors(read)).toEqual([])
+        expect(droppedElements(sent, read)).toEqual([])
+        expect(read).toEqual(created)
+      }),
+      { numRuns: 30 },
+    )
   })
 })
