@@ -77,3 +77,40 @@ export async function recordVersion<T extends VersionedTable>(
     where versions.version = ${version}`.execute(db)
   return rows[0]
 }
+
+/** Which records' versions a type-level history lists: since when, and of one patient's only. */
+export interface VersionsFilter {
+  /** Versions made at or after this instant (their change time, `updated_at`). */
+  since: Date | undefined
+  /** The column naming a record's patient, and the patient (a `patient/` scope's compartment). */
+  patient?: { column: string; id: number }
+}
+
+/**
+ * A page of the versions of every record of `table` in the organization, the current ones and
+ * those kept, newest change first, and how many match.
+ */
+export async function tableVersions<T extends VersionedTable>(
+  db: Db,
+  organizationId: number,
+  table: T,
+  { since, patient }: VersionsFilter,
+  { page, size }: PageQuery,
+): Promise<{ rows: RecordVersion<T>[]; total: number }> {
+  const { rows } = await sql<RecordVersion<T> & { total_count: number }>`
+    select versions.*, count(*) over () as total_count
+    from (
+      select current.*, null::timestamptz as replaced_at, false as removed
+      from ${sql.table(table)} as current
+      where current.organization_id = ${organizationId}
+      union all
+      select (jsonb_populate_record(null::${sql.table(table)}, kept.row)).*, kept.ended_at, kept.removed
+      from record_history as kept
+      where kept.organization_id = ${organizationId} and kept.table_name = ${table}
+    ) as versions
+    where ${since ? sql`versions.updated_at >= ${since}` : sql`true`}
+      and ${patient ? sql`${sql.ref(`versions.${patient.column}`)} = ${patient.id}` : sql`true`}
+    order by versions.updated_at desc, versions.id desc, versions.version desc
+    limit ${size} offset ${page * size}`.execute(db)
+  return { rows, total: Number(rows[0]?.total_count ?? 0) }
+}

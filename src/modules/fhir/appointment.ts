@@ -117,7 +117,7 @@ export function appointmentResource(): FhirResourceType<Appointment> {
       practitioner: (appointment) => referencesTo('Practitioner', actorsOf(appointment)),
     },
     toFhir: toFhirAppointment,
-    versions: keptVersions('appointments', toFhirAppointment),
+    versions: keptVersions('appointments', toFhirAppointment, { patientColumn: 'patient_id' }),
     async read(db, scope, id) {
       const row = await requireAppointment(db, scope.actor, id)
       checkLaunchPatient(scope, row.patient_id)

@@ -86,7 +86,9 @@ export function capabilityStatement(
               interaction: [
                 { code: 'read' },
                 { code: 'vread' },
-                ...(type.versions ? [{ code: 'history-instance' as const }] : []),
+                ...(type.versions
+                  ? [{ code: 'history-instance' as const }, { code: 'history-type' as const }]
+                  : []),
                 { code: 'search-type' },
                 ...(type.writes ? writeInteractions(type.writes).interaction : []),
               ],

@@ -120,7 +120,7 @@ export function encounterResource(): FhirResourceType<Encounter> {
         ),
     },
     toFhir: toFhirEncounter,
-    versions: keptVersions('encounters', toFhirEncounter),
+    versions: keptVersions('encounters', toFhirEncounter, { patientColumn: 'patient_id' }),
     async read(db, scope, id) {
       const row =
         (await encountersOf(db, scope).where('id', '=', id).executeTakeFirst()) ??

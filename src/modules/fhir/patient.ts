@@ -106,7 +106,10 @@ export function patientResource(mapping: PatientMapping): FhirResourceType<Patie
       tokenParameter('gender', 'male | female | other | unknown', 'gender', { ours: GENDER_OF_CODE }),
     ],
     toFhir: (row) => toFhirPatient(row, mapping),
-    versions: keptVersions('patients', (row) => toFhirPatient(row, mapping)),
+    versions: keptVersions('patients', (row) => toFhirPatient(row, mapping), {
+      patientColumn: 'id',
+      deleted: (row) => row.deleted_at !== null,
+    }),
     writes: patientWrites(mapping.mrnSystem, (row) => toFhirPatient(row, mapping)),
     async read(db, scope, id) {
       checkLaunchPatient(scope, id)

@@ -307,20 +307,34 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
           const kept = await versions.page(app.db, scope.actor.organizationId, Number(resource.id), page)
           for (const version of kept.versions) checkCategories(version.resource, scope.categories)
           const self = `${base}/${type.type}/${resource.id}/_history`
-          const pageUrl = (number: number) => `${self}?_count=${page.size}&_page=${number}`
-          const more = (page.page + 1) * page.size < kept.total
-          return send(reply, 200, {
-            resourceType: 'Bundle',
-            type: 'history',
-            total: kept.total,
-            link: [
-              { relation: 'self', url: pageUrl(page.page) },
-              ...(more ? [{ relation: 'next', url: pageUrl(page.page + 1) }] : []),
-            ],
-            ...(kept.versions.length > 0
-              ? { entry: kept.versions.map((version) => historyEntry(base, version)) }
-              : {}),
-          } satisfies Bundle)
+          return send(reply, 200, historyBundle(base, self, page, kept))
+        },
+      )
+
+      // The type's history: every version of its records the caller may search, newest change first.
+      app.get(
+        `/${type.type}/_history`,
+        { schema: { hide: true }, config: { access: accessOf(type.restSearch) } },
+        async (request, reply) => {
+          const scope = await readScope(request, type, 'search')
+          const query = searchQueryOf(request.query as Record<string, unknown>)
+          const page = historyPage(query)
+          const since = sinceOf(query)
+          const kept = await versions.all(
+            app.db,
+            scope.actor.organizationId,
+            { since, patient: scope.patient },
+            page,
+          )
+          for (const version of kept.versions) checkCategories(version.resource, scope.categories)
+          auditAs(
+            request,
+            type,
+            kept.versions.map((version) => version.resource),
+            'search',
+          )
+          const self = `${base}/${type.type}/_history${since ? `?_since=${encodeURIComponent(since.toISOString())}` : ''}`
+          return send(reply, 200, historyBundle(base, self, page, kept))
         },
       )
     }
@@ -450,21 +464,66 @@ function queryString(query: SearchQuery): string {
   return pairs.length > 0 ? `?${new URLSearchParams(pairs).toString()}` : ''
 }
 
-/** A version as a history Bundle lists it: the first version a create, later ones updates. */
-function historyEntry(base: string, { resource }: KeptResource<Resource>): BundleEntry {
+/**
+ * A version as a history Bundle lists it: the first version a create, later ones updates, and a
+ * deletion a DELETE without the resource.
+ */
+function historyEntry(base: string, { resource, deleted }: KeptResource<Resource>): BundleEntry {
   const version = resource.meta?.versionId
   const url = `${resource.resourceType}/${resource.id}`
+  const response = { etag: `W/"${version}"`, lastModified: resource.meta?.lastUpdated }
+  if (deleted) {
+    return {
+      fullUrl: `${base}/${url}`,
+      request: { method: 'DELETE', url },
+      response: { status: '204 No Content', ...response },
+    }
+  }
   const created = version === '1'
   return {
     fullUrl: `${base}/${url}`,
     resource,
     request: created ? { method: 'POST', url: resource.resourceType } : { method: 'PUT', url },
-    response: {
-      status: created ? '201 Created' : '200 OK',
-      etag: `W/"${version}"`,
-      lastModified: resource.meta?.lastUpdated,
-    },
+    response: { status: created ? '201 Created' : '200 OK', ...response },
   }
+}
+
+/** A page of versions as a history Bundle, with the link to the next page when there is one. */
+function historyBundle(
+  base: string,
+  self: string,
+  page: { page: number; size: number },
+  kept: { versions: KeptResource<Resource>[]; total: number },
+): Bundle {
+  const pageUrl = (number: number) =>
+    `${self}${self.includes('?') ? '&' : '?'}_count=${page.size}&_page=${number}`
+  const more = (page.page + 1) * page.size < kept.total
+  return {
+    resourceType: 'Bundle',
+    type: 'history',
+    total: kept.total,
+    link: [
+      { relation: 'self', url: pageUrl(page.page) },
+      ...(more ? [{ relation: 'next', url: pageUrl(page.page + 1) }] : []),
+    ],
+    ...(kept.versions.length > 0
+      ? { entry: kept.versions.map((version) => historyEntry(base, version)) }
+      : {}),
+  }
+}
+
+/** `_since`: an instant (a date-time with its zone, or a date); undefined when absent. */
+function sinceOf(query: SearchQuery): Date | undefined {
+  const [value] = query._since ?? []
+  if (value === undefined) return undefined
+  const since = new Date(value)
+  if (
+    !/^[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9:.]+(Z|[+-][0-9]{2}:[0-9]{2}))?$/.test(value) ||
+    Number.isNaN(since.getTime())
+  ) {
+    throw new AppError('VAL_001', '_since must be an instant, e.g. 2026-11-28T10:00:00Z', { status: 400 })
+  }
+  return since
 }
 
 /** A searchset Bundle; an empty entry list is left out, as FHIR forbids empty arrays. */

@@ -138,3 +138,46 @@ describe('the history of a record', () => {
     expect(withHistory.sort()).toEqual(['Appointment', 'Encounter', 'Patient', 'Practitioner'])
   })
 })
+
+describe('the history of a type', () => {
+  it('lists the versions of the organization’s records changed since _since, a deletion as a DELETE', async () => {
+    const { org, nurse, id } = await renamedPatient()
+    const admin = await org.user('ADMIN')
+    const other = await createPatient(app, nurse)
+    const since = new Date()
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    const removed = await app.inject({
+      method: 'DELETE',
+      url: `/api/patients/${other}`,
+      headers: bearer(admin.token),
+    })
+    expect(removed.statusCode).toBe(200)
+    const client = new Client({ baseUrl, bearerToken: nurse.token })
+    const all = (await client.history({ resourceType: 'Patient' })) as unknown as Bundle<Patient>
+    expect([all.type, all.total]).toEqual(['history', 5])
+    expect(fhirErrors(all)).toEqual([])
+    const changedAnswer = await app.inject({
+      url: `/fhir/R4/Patient/_history?_since=${encodeURIComponent(since.toISOString())}`,
+      headers: bearer(nurse.token),
+    })
+    const changed = changedAnswer.json() as Bundle<Patient>
+    expect(changed.total).toBe(1)
+    const [deletion] = changed.entry ?? []
+    expect(deletion?.request).toEqual({ method: 'DELETE', url: `Patient/${other}` })
+    expect(deletion?.resource).toBeUndefined()
+    expect(deletion?.response?.status).toBe('204 No Content')
+    const renamedVersions = (all.entry ?? []).filter((entry) => entry.resource?.id === String(id))
+    expect(renamedVersions.map((entry) => entry.resource?.meta?.versionId)).toEqual(['3', '2', '1'])
+    // Another organization's history holds none of these.
+    const stranger = await (await newOrganization(app)).user('NURSE')
+    const theirs = (await new Client({ baseUrl, bearerToken: stranger.token }).history({
+      resourceType: 'Patient',
+    })) as unknown as Bundle
+    expect(theirs.total).toBe(0)
+    const bad = await app.inject({
+      url: '/fhir/R4/Patient/_history?_since=yesterday',
+      headers: bearer(nurse.token),
+    })
+    expect(bad.statusCode).toBe(400)
+  })
+})
