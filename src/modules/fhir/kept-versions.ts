@@ -68,7 +68,9 @@ export function keptVersions<T extends VersionedTable, R extends Resource>(
       if (patient !== undefined && !patientColumn) return { versions: [], total: 0 }
       const filter = {
         since,
-        ...(patient === undefined || !patientColumn ? {} : { patient: { column: patientColumn, id: patient } }),
+        ...(patient === undefined || !patientColumn
+          ? {}
+          : { patient: { column: patientColumn, id: patient } }),
       }
       const { rows, total } = await tableVersions(db, organizationId, table, filter, page)
       return { versions: rows.map(kept), total }
