@@ -2,6 +2,7 @@ import type { ContactPoint, Practitioner } from '@medplum/fhirtypes'
 import type { ProviderRow } from '../../../db/tables/providers.js'
 import { requireProvider } from '../providers/service.js'
 import { keptVersions } from './kept-versions.js'
+import { practitionerWrites } from './practitioner-writes.js'
 import { defineResourceType } from './resource-definition.js'
 import { recordResource, withoutUndefined } from './resource-elements.js'
 import type { FhirResourceType } from './resource-type.js'
@@ -9,6 +10,8 @@ import { stringParameter, tokenParameter } from './search-conditions.js'
 
 /** The identifier system of US National Provider Identifiers. */
 const NPI_SYSTEM = 'http://hl7.org/fhir/sid/us-npi'
+/** The core extension of an IANA time zone: the provider's, in which their hours are kept. */
+const TIME_ZONE_EXTENSION = 'http://hl7.org/fhir/StructureDefinition/timezone'
 
 /** A provider row as FHIR R4 Practitioner; empty parts are left out, as FHIR requires. */
 function toFhirPractitioner(row: ProviderRow): Practitioner & { id: string } {
@@ -24,6 +27,7 @@ function toFhirPractitioner(row: ProviderRow): Practitioner & { id: string } {
     .filter((text): text is string => Boolean(text))
     .map((text) => ({ code: { text } }))
   return recordResource('Practitioner', row, {
+    extension: [{ url: TIME_ZONE_EXTENSION, valueCode: row.time_zone }],
     identifier: [{ system: NPI_SYSTEM, value: row.npi }],
     active: row.active,
     name: [
@@ -59,6 +63,10 @@ export function practitionerResource(): FhirResourceType<Practitioner> {
     ],
     toFhir: toFhirPractitioner,
     versions: keptVersions('providers', toFhirPractitioner),
+    writes: practitionerWrites(
+      { npiSystem: NPI_SYSTEM, timeZoneExtension: TIME_ZONE_EXTENSION },
+      toFhirPractitioner,
+    ),
     read: async (db, scope, id) => toFhirPractitioner(await requireProvider(db, scope.actor, id)),
   })
 }

@@ -104,15 +104,7 @@ export async function createProvider(db: Db, actor: Actor, body: CreateProviderB
   const weeklyHours = body.weeklyHours ?? []
   checkWeeklyHours(weeklyHours)
   return db.transaction().execute(async (trx) => {
-    const timeZone = await checkProvider(trx, actor, body)
-    const row = await providerRecords.insert(trx, {
-      ...providerColumns(body, timeZone),
-      organization_id: actor.organizationId,
-      active: body.active ?? true,
-      slot_minutes: body.slotMinutes ?? DEFAULT_SLOT_MINUTES,
-      created_by: actor.userId,
-      updated_by: actor.userId,
-    })
+    const row = await addProvider(trx, actor, body)
     await replaceWeeklyHourRows(
       trx,
       actor.organizationId,
@@ -120,6 +112,22 @@ export async function createProvider(db: Db, actor: Actor, body: CreateProviderB
       hoursRows(actor.organizationId, row.id, weeklyHours),
     )
     return toProvider(row, await weeklyHoursOf(trx, actor.organizationId, [row.id]))
+  })
+}
+
+/** Adds a provider with no weekly hours yet: the row as stored. */
+export const insertProvider = (db: Db, actor: Actor, body: UpdateProviderBody): Promise<ProviderRow> =>
+  db.transaction().execute((trx) => addProvider(trx, actor, body))
+
+async function addProvider(trx: Trx, actor: Actor, body: UpdateProviderBody): Promise<ProviderRow> {
+  const timeZone = await checkProvider(trx, actor, body)
+  return providerRecords.insert(trx, {
+    ...providerColumns(body, timeZone),
+    organization_id: actor.organizationId,
+    active: body.active ?? true,
+    slot_minutes: body.slotMinutes ?? DEFAULT_SLOT_MINUTES,
+    created_by: actor.userId,
+    updated_by: actor.userId,
   })
 }
 
@@ -136,16 +144,50 @@ export async function updateProvider(
   expectedVersion: ExpectedVersion,
 ): Promise<Provider> {
   return db.transaction().execute(async (trx) => {
-    const current = await lockProviderAt(trx, actor, id, expectedVersion)
-    const timeZone = await checkProvider(trx, actor, body)
-    const updated = await providerRecords.update(trx, actor.organizationId, id, {
-      ...providerColumns(body, timeZone),
-      active: body.active ?? current.active,
-      slot_minutes: body.slotMinutes ?? current.slot_minutes,
-      updated_by: actor.userId,
-    })
-    return toProvider(updated ?? current, await weeklyHoursOf(trx, actor.organizationId, [id]))
+    const row = await replaceProviderRecord(trx, actor, id, expectedVersion, () => body)
+    return toProvider(row, await weeklyHoursOf(trx, actor.organizationId, [id]))
   })
+}
+
+/**
+ * updateProvider for a body that does not speak of the provider's user account: the link stays as
+ * it is. Answers the row as stored.
+ */
+export const replaceProvider = (
+  db: Db,
+  actor: Actor,
+  id: number,
+  body: Omit<UpdateProviderBody, 'userId'>,
+  expectedVersion: ExpectedVersion,
+): Promise<ProviderRow> =>
+  db.transaction().execute((trx) =>
+    replaceProviderRecord(trx, actor, id, expectedVersion, (current) => ({
+      ...body,
+      userId: current.user_id,
+    })),
+  )
+
+/**
+ * Replaces the provider's record (not its weekly hours) with the body made of the record as held
+ * under its lock; a body that is what the record holds changes nothing, and keeps the version.
+ */
+async function replaceProviderRecord(
+  trx: Trx,
+  actor: Actor,
+  id: number,
+  expectedVersion: ExpectedVersion,
+  bodyOf: (current: ProviderRow) => UpdateProviderBody,
+): Promise<ProviderRow> {
+  const current = await lockProviderAt(trx, actor, id, expectedVersion)
+  const body = bodyOf(current)
+  const timeZone = await checkProvider(trx, actor, body)
+  const updated = await providerRecords.update(trx, actor.organizationId, id, {
+    ...providerColumns(body, timeZone),
+    active: body.active ?? current.active,
+    slot_minutes: body.slotMinutes ?? current.slot_minutes,
+    updated_by: actor.userId,
+  })
+  return updated ?? current
 }
 
 /** A JSON Merge Patch of the provider record: the merged record is checked like a full replacement. */
@@ -310,4 +352,4 @@ export async function workingIntervalsOn(db: Db, provider: ProviderRow, date: st
   return (await workingCalendar(db, provider, date, date)).intervalsOn(date)
 }
 
-export { dayOfWeek } from './mapper.js'
+export { dayOfWeek, providerColumns } from './mapper.js'

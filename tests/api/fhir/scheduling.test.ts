@@ -92,6 +92,7 @@ describe('GET /fhir/R4/Practitioner', () => {
       resourceType: 'Practitioner',
       id: String(provider.id),
       meta: { versionId: '1', lastUpdated: expect.any(String) },
+      extension: [{ url: 'http://hl7.org/fhir/StructureDefinition/timezone', valueCode: 'UTC' }],
       identifier: [{ system: 'http://hl7.org/fhir/sid/us-npi', value: '1234567893' }],
       active: true,
       name: [{ use: 'official', family: 'Franklin', given: ['Rosalind'], suffix: ['MD'] }],
