@@ -1,7 +1,7 @@
 import type { ContactPoint, Practitioner } from '@medplum/fhirtypes'
 import type { ProviderRow } from '../../../db/tables/providers.js'
 import { UpdateProviderBody } from '../../../schemas/providers.js'
-import { fromDatabaseError, invalidField } from '../../errors.js'
+import { invalidField } from '../../errors.js'
 import { canonicalTimeZone } from '../../scheduling/zoned-time.js'
 import { insertProvider, providerColumns, replaceProvider } from '../providers/service.js'
 import { withoutUndefined } from './resource-elements.js'
@@ -79,15 +79,6 @@ function practitionerBody(practitioner: Practitioner, systems: PractitionerSyste
   }) as PractitionerBody
 }
 
-/** A duplicate the database refused (the organization's NPIs are unique) as the REST API's 409 names it. */
-async function withConflicts<T>(write: Promise<T>): Promise<T> {
-  try {
-    return await write
-  } catch (error) {
-    throw fromDatabaseError(error) ?? error
-  }
-}
-
 /**
  * Practitioner writes through the providers service: those of `POST` and `PUT /api/providers`.
  * Providers are never removed, so there is no delete. An update keeps what FHIR does not carry:
@@ -120,8 +111,8 @@ export function practitionerWrites(
       }),
     // Practitioners are in no patient's compartment: a patient/ scope writes none.
     patientOf: () => undefined,
-    create: async (db, actor, body) => toFhir(await withConflicts(insertProvider(db, actor, body))),
+    create: async (db, actor, body) => toFhir(await insertProvider(db, actor, body)),
     update: async (db, actor, id, body, expected) =>
-      toFhir(await withConflicts(replaceProvider(db, actor, id, body, expected))),
+      toFhir(await replaceProvider(db, actor, id, body, expected)),
   }
 }

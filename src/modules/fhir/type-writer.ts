@@ -150,12 +150,15 @@ export function typeWriter(
     return body
   }
 
-  /** Runs a service write, its domain rules' field problems naming FHIR elements. */
+  /**
+   * Runs a service write, its domain rules' field problems (and those of a constraint the database
+   * enforced, a duplicate NPI) naming FHIR elements.
+   */
   async function serviceWrite<T>(write: () => Promise<T>): Promise<T> {
     try {
       return await write()
     } catch (error) {
-      throw asElements(error, writes, type.type)
+      throw asElements(toAppError(error, 0) ?? error, writes, type.type)
     }
   }
 
