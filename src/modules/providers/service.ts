@@ -1,4 +1,4 @@
-import type { Db, Trx } from '../../../db/database.js'
+import { type Db, inTransaction, type Trx } from '../../../db/database.js'
 import type { ProviderRow } from '../../../db/tables/providers.js'
 import {
   type CreateProviderBody,
@@ -103,7 +103,7 @@ function checkWeeklyHours(weeklyHours: readonly WorkingInterval[]): void {
 export async function createProvider(db: Db, actor: Actor, body: CreateProviderBody): Promise<Provider> {
   const weeklyHours = body.weeklyHours ?? []
   checkWeeklyHours(weeklyHours)
-  return db.transaction().execute(async (trx) => {
+  return inTransaction(db, async (trx) => {
     const row = await addProvider(trx, actor, body)
     await replaceWeeklyHourRows(
       trx,
@@ -117,7 +117,7 @@ export async function createProvider(db: Db, actor: Actor, body: CreateProviderB
 
 /** Adds a provider with no weekly hours yet: the row as stored. */
 export const insertProvider = (db: Db, actor: Actor, body: UpdateProviderBody): Promise<ProviderRow> =>
-  db.transaction().execute((trx) => addProvider(trx, actor, body))
+  inTransaction(db, (trx) => addProvider(trx, actor, body))
 
 async function addProvider(trx: Trx, actor: Actor, body: UpdateProviderBody): Promise<ProviderRow> {
   const timeZone = await checkProvider(trx, actor, body)
@@ -143,7 +143,7 @@ export async function updateProvider(
   body: UpdateProviderBody,
   expectedVersion: ExpectedVersion,
 ): Promise<Provider> {
-  return db.transaction().execute(async (trx) => {
+  return inTransaction(db, async (trx) => {
     const row = await replaceProviderRecord(trx, actor, id, expectedVersion, () => body)
     return toProvider(row, await weeklyHoursOf(trx, actor.organizationId, [id]))
   })
@@ -160,7 +160,7 @@ export const replaceProvider = (
   body: Omit<UpdateProviderBody, 'userId'>,
   expectedVersion: ExpectedVersion,
 ): Promise<ProviderRow> =>
-  db.transaction().execute((trx) =>
+  inTransaction(db, (trx) =>
     replaceProviderRecord(trx, actor, id, expectedVersion, (current) => ({
       ...body,
       userId: current.user_id,
@@ -227,7 +227,7 @@ export async function replaceWeeklyHours(
   expectedVersion: ExpectedVersion,
 ): Promise<Provider> {
   checkWeeklyHours(body.weeklyHours)
-  return db.transaction().execute(async (trx) => {
+  return inTransaction(db, async (trx) => {
     const current = await lockProviderAt(trx, actor, id, expectedVersion)
     const hours = await weeklyHoursOf(trx, actor.organizationId, [id])
     if (hoursKey(hours.map(toWorkingInterval)) === hoursKey(body.weeklyHours))
@@ -280,7 +280,7 @@ export async function addException(
   expectedVersion: ExpectedVersion,
 ): Promise<ScheduleException> {
   checkException(body)
-  return db.transaction().execute(async (trx) => {
+  return inTransaction(db, async (trx) => {
     await lockProviderAt(trx, actor, id, expectedVersion)
     await providerRecords.update(trx, actor.organizationId, id, { ...touch(), updated_by: actor.userId })
     const row = await insertException(trx, {
@@ -305,7 +305,7 @@ export async function removeException(
   exceptionId: number,
   expectedVersion: ExpectedVersion,
 ): Promise<{ id: number }> {
-  return db.transaction().execute(async (trx) => {
+  return inTransaction(db, async (trx) => {
     await lockProviderAt(trx, actor, id, expectedVersion)
     if (!(await deleteException(trx, actor.organizationId, id, exceptionId)))
       throw notFound(`Exception ${exceptionId} of provider ${id}`)

@@ -221,3 +221,39 @@ describe('batch Bundles', () => {
     expect(response.entry?.[0]?.response?.status).toBe('403 Forbidden')
   })
 })
+
+describe('a transaction of several types', () => {
+  it('creates a practitioner (whose service writes in a transaction of its own) with a patient, all or nothing', async () => {
+    const { user, client } = await admin()
+    const practitioner = {
+      resourceType: 'Practitioner',
+      extension: [{ url: 'http://hl7.org/fhir/StructureDefinition/timezone', valueCode: 'America/Chicago' }],
+      identifier: [{ system: 'http://hl7.org/fhir/sid/us-npi', value: '1234567893' }],
+      name: [{ use: 'official', family: 'Hopper', given: ['Grace'] }],
+    }
+    const failing = await refusal(
+      client.transaction({
+        body: bundle('transaction', [
+          { resource: practitioner, request: { method: 'POST', url: 'Practitioner' } },
+          post(newPatient({ birthDate: '2199-01-01' })),
+        ] as BundleEntry[]),
+      }),
+    )
+    expect(failing.status).toBe(422)
+    const none = await app.db
+      .selectFrom('providers')
+      .select('id')
+      .where('organization_id', '=', user.organizationId)
+      .execute()
+    expect(none).toEqual([])
+    const response = (await client.transaction({
+      body: bundle('transaction', [
+        { resource: practitioner, request: { method: 'POST', url: 'Practitioner' } },
+        post(newPatient()),
+      ] as BundleEntry[]),
+    })) as unknown as Bundle
+    expect(response.entry?.map((entry) => entry.response?.status)).toEqual(['201 Created', '201 Created'])
+    const rest = await app.inject({ url: '/api/providers', headers: bearer(user.token) })
+    expect(rest.json().data.content.map((provider: { npi: string }) => provider.npi)).toEqual(['1234567893'])
+  })
+})
