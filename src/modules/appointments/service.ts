@@ -98,11 +98,18 @@ async function bookableTime(trx: Trx, provider: ProviderRow, date: string, time:
   return { time_zone: provider.time_zone, starts_at: new Date(span.start), ends_at: new Date(span.end) }
 }
 
-export async function createAppointment(
+export const createAppointment = async (
   db: Db,
   actor: Actor,
   body: CreateAppointmentBody,
-): Promise<Appointment> {
+): Promise<Appointment> => toAppointment(await insertAppointment(db, actor, body))
+
+/** Books an appointment (appointment.created): the row as stored. */
+export async function insertAppointment(
+  db: Db,
+  actor: Actor,
+  body: CreateAppointmentBody,
+): Promise<AppointmentRow> {
   return transactionWithEvents(db, async (trx) => {
     await requirePatient(trx, actor, body.patientId)
     const provider = await requireProviderForBooking(trx, actor, body.providerId)
@@ -128,7 +135,7 @@ export async function createAppointment(
     })
     await enqueueEvent(trx, actor.organizationId, 'appointment.created', toAppointmentCreatedData(row))
     await auditChange(trx, [row.id])
-    return toAppointment(row)
+    return row
   })
 }
 
@@ -171,13 +178,22 @@ async function rescheduled(trx: Trx, actor: Actor, current: AppointmentRow, body
   }
 }
 
-export async function updateAppointment(
+export const updateAppointment = async (
   db: Db,
   actor: Actor,
   id: number,
   body: UpdateAppointmentBody,
   expectedVersion: ExpectedVersion,
-): Promise<Appointment> {
+): Promise<Appointment> => toAppointment(await changeAppointment(db, actor, id, body, expectedVersion))
+
+/** updateAppointment, answering the row as stored. */
+export async function changeAppointment(
+  db: Db,
+  actor: Actor,
+  id: number,
+  body: UpdateAppointmentBody,
+  expectedVersion: ExpectedVersion,
+): Promise<AppointmentRow> {
   if (body.status === 'CANCELLED') {
     throw invalidField(
       'status',
@@ -198,10 +214,10 @@ export async function updateAppointment(
       ...(body.status !== undefined ? { status: body.status } : {}),
       updated_by: actor.userId,
     })
-    if (!updated) return toAppointment(current)
+    if (!updated) return current
     await enqueueEvent(trx, actor.organizationId, 'appointment.updated', toAppointmentUpdatedData(updated))
     await auditChange(trx, [updated.id])
-    return toAppointment(updated)
+    return updated
   })
 }
 

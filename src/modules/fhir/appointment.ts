@@ -2,6 +2,7 @@ import type { Appointment, CodeableConcept, Coding } from '@medplum/fhirtypes'
 import type { AppointmentRow } from '../../../db/tables/appointments.js'
 import type { AppointmentStatus } from '../../../schemas/appointments.js'
 import { requireAppointment } from '../appointments/service.js'
+import { appointmentWrites } from './appointment-writes.js'
 import { keptVersions } from './kept-versions.js'
 import { defineResourceType } from './resource-definition.js'
 import { recordResource, reference, referencesTo } from './resource-elements.js'
@@ -39,6 +40,16 @@ const APPOINTMENT_REASONS: Record<string, Coding> = {
   OFFICE_VISIT: { system: APPOINTMENT_REASON_SYSTEM, code: 'ROUTINE', display: 'Routine appointment' },
   FOLLOW_UP: { system: APPOINTMENT_REASON_SYSTEM, code: 'FOLLOWUP', display: 'A follow up visit' },
   ANNUAL_PHYSICAL: { system: APPOINTMENT_REASON_SYSTEM, code: 'CHECKUP', display: 'A routine check-up' },
+}
+
+/** The visit type an appointmentType codes: its code in the service's system, else its HL7 v2 code's. */
+function visitTypeOf(concept: CodeableConcept | undefined): string | undefined {
+  const codings = concept?.coding ?? []
+  const ours = codings.find((coding) => coding.system === VISIT_TYPE_SYSTEM)?.code
+  if (ours !== undefined) return ours
+  return Object.entries(APPOINTMENT_REASONS).find(([, standard]) =>
+    codings.some((coding) => coding.system === standard.system && coding.code === standard.code),
+  )?.[0]
 }
 
 const APPOINTMENT_STATUS_SYSTEM = 'http://hl7.org/fhir/appointmentstatus'
@@ -118,6 +129,7 @@ export function appointmentResource(): FhirResourceType<Appointment> {
     },
     toFhir: toFhirAppointment,
     versions: keptVersions('appointments', toFhirAppointment, { patientColumn: 'patient_id' }),
+    writes: appointmentWrites(toFhirAppointment, visitTypeOf),
     async read(db, scope, id) {
       const row = await requireAppointment(db, scope.actor, id)
       checkLaunchPatient(scope, row.patient_id)

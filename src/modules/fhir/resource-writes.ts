@@ -27,9 +27,10 @@ export interface ResourceWrites<R extends Resource, B = unknown> {
   bodyOf(resource: R): B
   /**
    * The resource as a read would answer once `body` is stored (its id, version and times aside):
-   * what the write keeps of the resource sent, which must be all of it.
+   * what the write keeps of the resource sent, which must be all of it. On an update, `current` is
+   * the resource as it is: what a body does not hold stays as it is (an Appointment's `created`).
    */
-  preview(body: B): R
+  preview(body: B, current?: R): R
   /** The patient whose compartment a resource is in, if any: a `patient/` scope writes only its own. */
   patientOf(resource: R): number | undefined
   create(db: Db, actor: Actor, body: B): Promise<R & { id: string }>

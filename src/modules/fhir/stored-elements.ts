@@ -7,6 +7,22 @@ const SERVER_ELEMENTS: ReadonlySet<string> = new Set(['id', 'meta.versionId', 'm
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
 
+const ZONED_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,3}0*)?(?:Z|[+-]\d{2}:\d{2})$/
+
+/** The moment a date-time with a zone names (an instant), to the millisecond; undefined for any other value. */
+const momentOf = (value: unknown) =>
+  typeof value === 'string' && ZONED_DATE_TIME.test(value) ? Date.parse(value) : undefined
+
+/**
+ * Whether a value sent is the value stored. A date-time with a zone is held by the same moment
+ * written otherwise (`10:00:00+02:00`, `08:00:00.000Z`): the service keeps the moment, in UTC.
+ */
+function sameValue(sent: unknown, stored: unknown): boolean {
+  if (sent === stored) return true
+  const moment = momentOf(sent)
+  return moment !== undefined && moment === momentOf(stored)
+}
+
 /** Whether `stored` holds everything `sent` says: every element, at any depth, with the same value. */
 function holds(sent: unknown, stored: unknown): boolean {
   if (Array.isArray(sent)) {
@@ -15,7 +31,7 @@ function holds(sent: unknown, stored: unknown): boolean {
   if (isObject(sent)) {
     return isObject(stored) && Object.entries(sent).every(([name, value]) => holds(value, stored[name]))
   }
-  return sent === stored
+  return sameValue(sent, stored)
 }
 
 const sharesElement = (item: Record<string, unknown>, stored: Record<string, unknown>) =>

@@ -122,9 +122,9 @@ export function typeWriter(
   /**
    * The REST body the resource stands for, once it is valid against the R4 base definitions, the
    * REST body's own schema and rules, and the service keeps every element of it (422 otherwise,
-   * naming each element at fault).
+   * naming each element at fault). `current`: the resource an update replaces.
    */
-  async function bodyOf(call: WriteCall, resource: Resource): Promise<unknown> {
+  async function bodyOf(call: WriteCall, resource: Resource, current?: Written): Promise<unknown> {
     const errors = await baseValidationErrors(resource)
     if (errors.length > 0) {
       throw invalidElements(
@@ -140,7 +140,7 @@ export function typeWriter(
     } catch (error) {
       throw asElements(toAppError(error, 0) ?? error, writes, type.type)
     }
-    const dropped = droppedElements(resource, writes.preview(body))
+    const dropped = droppedElements(resource, writes.preview(body, current))
     if (dropped.length > 0) {
       throw invalidElements(
         dropped.map((path) => ({ path, message: 'cannot be stored by this server' })),
@@ -203,7 +203,7 @@ export function typeWriter(
     }
     checkCompartment(scope, current)
     checkCompartment(scope, resource)
-    const body = await bodyOf(call, resource)
+    const body = await bodyOf(call, resource, current)
     const id = Number(current.id)
     const updated = await serviceWrite(() => writes.update(call.db, scope.actor, id, body, expected))
     return { status: 200, resource: updated }

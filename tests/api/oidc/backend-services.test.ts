@@ -349,7 +349,7 @@ describe('client_credentials with a client assertion (stored JWKS)', () => {
     // Every type by name with what the roles allow there: writes only where the type takes them.
     const writes = await withAssertion(assertion(client.clientId, rsa), 'system/*.cud')
     expect(writes.statusCode, writes.body).toBe(200)
-    expect(writes.json().scope).toBe('openid profile email system/Patient.cu')
+    expect(writes.json().scope).toBe('openid profile email system/Patient.cu system/Appointment.cu')
     const everything = await withAssertion(assertion(client.clientId, rsa), 'system/*.*')
     expect(everything.statusCode, everything.body).toBe(200)
     const v1 = String(everything.json().scope).split(' ').slice(3)

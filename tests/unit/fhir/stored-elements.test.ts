@@ -1,4 +1,4 @@
-import type { Patient } from '@medplum/fhirtypes'
+import type { Appointment, Patient } from '@medplum/fhirtypes'
 import { describe, expect, it } from 'vitest'
 import { droppedElements } from '../../../src/modules/fhir/stored-elements.js'
 
@@ -53,5 +53,27 @@ describe('droppedElements', () => {
       'Patient.gender',
       'Patient.birthDate',
     ])
+  })
+})
+
+describe('droppedElements of date-times', () => {
+  const appointment = (start: string): Appointment => ({
+    resourceType: 'Appointment',
+    status: 'booked',
+    start,
+    participant: [{ status: 'accepted' }],
+  })
+  const stored = appointment('2030-05-14T08:00:00.000Z')
+
+  it('holds the same moment written with another offset or precision', () => {
+    for (const start of ['2030-05-14T08:00:00Z', '2030-05-14T10:00:00+02:00', '2030-05-14T08:00:00.0000Z']) {
+      expect(droppedElements(appointment(start), stored), start).toEqual([])
+    }
+  })
+
+  it('drops another moment, a finer one, and a date-time without a zone', () => {
+    for (const start of ['2030-05-14T08:00:01Z', '2030-05-14T08:00:00.0001Z', '2030-05-14T08:00:00']) {
+      expect(droppedElements(appointment(start), stored), start).toEqual(['Appointment.start'])
+    }
   })
 })
