@@ -27,6 +27,12 @@ import {
   updateRecord,
 } from './queries.js'
 
+// The kinds the FHIR API writes as Condition, AllergyIntolerance and MedicationStatement.
+export type { ClinicalKind } from './kind.js'
+export { allergies } from './kinds/allergies.js'
+export { conditions } from './kinds/conditions.js'
+export { medications } from './kinds/medications.js'
+
 type KindIdentity = Pick<ClinicalKind, 'kind' | 'label' | 'uniqueness'>
 
 const scopeOf = (kind: KindIdentity, actor: Actor, patientId: number): RecordScope => ({
