@@ -538,8 +538,8 @@ describe.each(CASES)('FHIR writes of $type', (type) => {
     }
   })
 
-  it('creates and updates conditionally on a search matching one record; 412 on several', async () => {
-    const { org, patientId, client } = await practice()
+  it('creates, updates and deletes conditionally on a search matching one record; 412 on several', async () => {
+    const { org, provider, patientId, client } = await practice()
     const criteria = `patient=${patientId}`
     const created = received(
       await client.create({
@@ -570,6 +570,14 @@ describe.each(CASES)('FHIR writes of $type', (type) => {
       .where('organization_id', '=', org.id)
       .execute()
     expect(stored).toEqual([{ id: Number(created.id) }])
+    const deleted = await fetch(`${baseUrl}/${type.type}?patient=${patientId}`, {
+      method: 'DELETE',
+      headers: bearer(provider.token),
+    })
+    expect(deleted.status).toBe(204)
+    expect(
+      type.enteredInError(received(await client.read({ resourceType: type.type, id: created.id as string }))),
+    ).toBe(true)
     await client.create({ resourceType: type.type, body: asSent(type.changed(type.sample(patientId))) })
     const several = await refusal(
       client.update({
