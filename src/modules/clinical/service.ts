@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util'
 import type { Static, TObject } from '@sinclair/typebox'
-import type { Db } from '../../../db/database.js'
+import { type Db, inTransaction } from '../../../db/database.js'
 import type { ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import { type Chart, ENTERED_IN_ERROR } from '../../../schemas/clinical.js'
 import type { PageQuery } from '../../../schemas/common.js'
@@ -26,6 +26,12 @@ import {
   type RecordScope,
   updateRecord,
 } from './queries.js'
+
+// The kinds the FHIR API writes as Condition, AllergyIntolerance and MedicationStatement.
+export type { ClinicalKind } from './kind.js'
+export { allergies } from './kinds/allergies.js'
+export { conditions } from './kinds/conditions.js'
+export { medications } from './kinds/medications.js'
 
 type KindIdentity = Pick<ClinicalKind, 'kind' | 'label' | 'uniqueness'>
 
@@ -196,7 +202,7 @@ export async function correctRecord<I extends TObject, D extends TObject>(
   await requirePatient(db, actor, patientId)
   const encounterId = await checkReferences(db, kind, actor, patientId, input)
   try {
-    const row = await db.transaction().execute(async (trx) => {
+    const row = await inTransaction(db, async (trx) => {
       const current = await lockRecord(trx, scopeOf(kind, actor, patientId), id)
       if (!current) throw missing(kind, id)
       assertVersion(current.version, expectedVersion)
@@ -262,7 +268,7 @@ export async function enterInError<D extends TObject>(
   expectedVersion: ExpectedVersion,
 ): Promise<ClinicalRecord<D>> {
   await requirePatient(db, actor, patientId)
-  const row = await db.transaction().execute(async (trx) => {
+  const row = await inTransaction(db, async (trx) => {
     const current = await lockRecord(trx, scopeOf(kind, actor, patientId), id)
     if (!current) throw missing(kind, id)
     assertVersion(current.version, expectedVersion)

@@ -2,7 +2,9 @@ import type { AllergyIntolerance } from '@medplum/fhirtypes'
 import { sql } from 'kysely'
 import type { ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import type { AllergyData } from '../../../schemas/clinical.js'
+import { allergies } from '../clinical/service.js'
 import { clinicalResourceType, coded, withdrawn } from './clinical-record.js'
+import { type ClinicalStatement, clinicalWrites, codeIn, oursOf } from './clinical-writes.js'
 import { recordResource, reference, withoutUndefined } from './resource-elements.js'
 import type { FhirResourceType } from './resource-type.js'
 import { inverse, tokenParameter } from './search-conditions.js'
@@ -29,17 +31,20 @@ const CRITICALITY: Record<string, 'low' | 'high' | 'unable-to-assess'> = {
   HIGH: 'high',
   UNABLE_TO_ASSESS: 'unable-to-assess',
 }
+const CRITICALITY_OF_CODE = inverse(CRITICALITY)
 const SEVERITY: Record<string, 'mild' | 'moderate' | 'severe'> = {
   MILD: 'mild',
   MODERATE: 'moderate',
   SEVERE: 'severe',
 }
+const SEVERITY_OF_CODE = inverse(SEVERITY)
 /** The code systems a substance code may be given in, by their FHIR URIs. */
 const SUBSTANCE_SYSTEMS: Record<string, string> = {
   RXNORM: 'http://www.nlm.nih.gov/research/umls/rxnorm',
   SNOMED_CT: 'http://snomed.info/sct',
   UNII: 'http://fdasis.nlm.nih.gov',
 }
+const SUBSTANCE_SYSTEM_OF_URI = inverse(SUBSTANCE_SYSTEMS)
 
 /**
  * An allergy record as FHIR R4 AllergyIntolerance. The substance is `code.text`, with a coding
@@ -75,6 +80,54 @@ function toFhirAllergyIntolerance(row: ClinicalRecordRow): AllergyIntolerance & 
   })
 }
 
+/** What an AllergyIntolerance says of its record: the elements toFhirAllergyIntolerance writes. */
+function allergyStatement(allergy: AllergyIntolerance): ClinicalStatement {
+  const coding = allergy.code?.coding?.find(({ system }) => system && SUBSTANCE_SYSTEM_OF_URI[system])
+  const system = oursOf(SUBSTANCE_SYSTEM_OF_URI, coding?.system)
+  return {
+    patient: allergy.patient,
+    encounter: allergy.encounter,
+    recordedAt: allergy.recordedDate,
+    enteredInError: codeIn(allergy.verificationStatus, VERIFICATION_SYSTEM) === 'entered-in-error',
+    input: withoutUndefined({
+      substance: allergy.code?.text,
+      substanceCode: system && coding?.code ? { system, code: coding.code } : undefined,
+      category: oursOf(CATEGORY_OF_CODE, allergy.category?.[0]),
+      reactions: allergy.reaction?.map((reaction) =>
+        withoutUndefined({
+          manifestation: reaction.manifestation?.[0]?.text,
+          severity: oursOf(SEVERITY_OF_CODE, reaction.severity),
+        }),
+      ),
+      criticality: oursOf(CRITICALITY_OF_CODE, allergy.criticality),
+      status: oursOf(CLINICAL_STATUS_OF_CODE, codeIn(allergy.clinicalStatus, CLINICAL_SYSTEM)),
+      onsetDate: allergy.onsetDateTime,
+    }),
+  }
+}
+
+const allergyWrites = clinicalWrites({
+  type: 'AllergyIntolerance',
+  kind: allergies,
+  toFhir: toFhirAllergyIntolerance,
+  statementOf: allergyStatement,
+  elements: {
+    patientId: 'patient',
+    recordedAt: 'recordedDate',
+    enteredInError: 'verificationStatus',
+    'input.encounterId': 'encounter',
+    'input.substance': 'code.text',
+    'input.substanceCode': 'code.coding',
+    'input.category': 'category',
+    'input.reactions': 'reaction',
+    'input.criticality': 'criticality',
+    'input.status': 'clinicalStatus',
+    'input.onsetDate': 'onsetDateTime',
+  },
+  // The record's overall severity has no place in R4.
+  unseen: (data) => ({ severity: data.severity }),
+})
+
 /** AllergyIntolerance: the patients' allergies and intolerances. */
 export function allergyIntoleranceResource(): FhirResourceType<AllergyIntolerance> {
   return clinicalResourceType<AllergyIntolerance>({
@@ -93,5 +146,6 @@ export function allergyIntoleranceResource(): FhirResourceType<AllergyIntoleranc
     ],
     toFhir: toFhirAllergyIntolerance,
     patientOf: (resource) => resource.patient,
+    writes: allergyWrites,
   })
 }

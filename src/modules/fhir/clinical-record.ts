@@ -6,6 +6,7 @@ import type { ClinicalPath } from '../../access/route-access.js'
 import { defineResourceType } from './resource-definition.js'
 import { referencesTo } from './resource-elements.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
+import type { ResourceWrites } from './resource-writes.js'
 import { checkLaunchPatient } from './scopes.js'
 import { referenceParameter, type SearchParameter } from './search-conditions.js'
 
@@ -58,6 +59,8 @@ export interface ClinicalTypeDefinition<R extends Resource> {
   toFhir(row: ClinicalRecordRow): R & { id: string }
   /** The patient reference the resource holds (subject or patient). */
   patientOf(resource: R): Reference | undefined
+  /** Its writes, through the clinical service (clinical-writes.ts). */
+  writes: ResourceWrites<R>
 }
 
 /**
@@ -68,9 +71,10 @@ export interface ClinicalTypeDefinition<R extends Resource> {
 export function clinicalResourceType<R extends Resource>(
   definition: ClinicalTypeDefinition<R>,
 ): FhirResourceType<R> {
-  const { type, kind, path, toFhir } = definition
+  const { type, kind, path, toFhir, writes } = definition
   return defineResourceType({
     type,
+    writes,
     restRead: `GET /api/patients/:patientId/${path}/:id` as const,
     restSearch: `GET /api/patients/:patientId/${path}` as const,
     records: (db, scope) => clinicalRowsOf(db, scope, kind),

@@ -1,8 +1,10 @@
 import type { Condition } from '@medplum/fhirtypes'
 import type { ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import type { ConditionData } from '../../../schemas/clinical.js'
+import { conditions } from '../clinical/service.js'
 import { clinicalResourceType, coded, withdrawn } from './clinical-record.js'
-import { recordResource, reference } from './resource-elements.js'
+import { type ClinicalStatement, clinicalWrites, codeIn, oursOf } from './clinical-writes.js'
+import { recordResource, reference, withoutUndefined } from './resource-elements.js'
 import type { FhirResourceType } from './resource-type.js'
 import { inverse, nothing, tokenParameter, tokenValues } from './search-conditions.js'
 
@@ -28,6 +30,7 @@ const VERIFICATION_STATUS: Record<string, string> = {
   CONFIRMED: 'confirmed',
   REFUTED: 'refuted',
 }
+const VERIFICATION_STATUS_OF_CODE = inverse(VERIFICATION_STATUS)
 // con-4: only an inactive, remitted or resolved condition may carry an abatement.
 const ABATED = new Set(['inactive', 'remission', 'resolved'])
 // The condition-severity value set's SNOMED CT codes.
@@ -36,6 +39,9 @@ const SEVERITY: Record<string, { code: string; display: string }> = {
   MODERATE: { code: '6736007', display: 'Moderate' },
   SEVERE: { code: '24484000', display: 'Severe' },
 }
+const SEVERITY_OF_CODE = inverse(
+  Object.fromEntries(Object.entries(SEVERITY).map(([ours, { code }]) => [ours, code])),
+)
 const PROBLEM_LIST = 'problem-list-item'
 
 /**
@@ -67,6 +73,53 @@ function toFhirCondition(row: ClinicalRecordRow): Condition & { id: string } {
   })
 }
 
+/** What a Condition says of its record: the elements toFhirCondition writes. */
+function conditionStatement(condition: Condition): ClinicalStatement {
+  const verification = codeIn(condition.verificationStatus, VERIFICATION_SYSTEM)
+  return {
+    patient: condition.subject,
+    encounter: condition.encounter,
+    recordedAt: condition.recordedDate,
+    enteredInError: verification === 'entered-in-error',
+    input: withoutUndefined({
+      icd10Code: codeIn(condition.code, ICD10_CM),
+      description: condition.code?.text,
+      clinicalStatus: oursOf(CLINICAL_STATUS_OF_CODE, codeIn(condition.clinicalStatus, CLINICAL_SYSTEM)),
+      verificationStatus: oursOf(VERIFICATION_STATUS_OF_CODE, verification),
+      onsetDate: condition.onsetDateTime,
+      abatementDate: condition.abatementDateTime,
+      severity: oursOf(SEVERITY_OF_CODE, codeIn(condition.severity, SNOMED)),
+      note: condition.note?.[0]?.text,
+    }),
+  }
+}
+
+const conditionWrites = clinicalWrites({
+  type: 'Condition',
+  kind: conditions,
+  toFhir: toFhirCondition,
+  statementOf: conditionStatement,
+  elements: {
+    patientId: 'subject',
+    recordedAt: 'recordedDate',
+    enteredInError: 'verificationStatus',
+    'input.encounterId': 'encounter',
+    'input.icd10Code': 'code.coding',
+    'input.description': 'code.text',
+    'input.clinicalStatus': 'clinicalStatus',
+    'input.verificationStatus': 'verificationStatus',
+    'input.onsetDate': 'onsetDateTime',
+    'input.abatementDate': 'abatementDateTime',
+    'input.severity': 'severity',
+    'input.note': 'note',
+  },
+  // The abatement date of a condition whose status is not abated is not shown (con-4).
+  unseen: (data, sent) =>
+    sent.abatementDate === undefined && !ABATED.has(CLINICAL_STATUS[sent.clinicalStatus ?? 'ACTIVE'] ?? '')
+      ? { abatementDate: data.abatementDate }
+      : {},
+})
+
 /** Condition: the patients' problem lists. */
 export function conditionResource(): FhirResourceType<Condition> {
   return clinicalResourceType<Condition>({
@@ -92,5 +145,6 @@ export function conditionResource(): FhirResourceType<Condition> {
     ],
     toFhir: toFhirCondition,
     patientOf: (resource) => resource.subject,
+    writes: conditionWrites,
   })
 }

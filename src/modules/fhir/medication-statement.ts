@@ -1,8 +1,10 @@
 import type { CodeableConcept, Dosage, MedicationStatement } from '@medplum/fhirtypes'
 import type { ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import type { MedicationData } from '../../../schemas/clinical.js'
+import { medications } from '../clinical/service.js'
 import { clinicalResourceType, withdrawn } from './clinical-record.js'
-import { present, recordResource, reference } from './resource-elements.js'
+import { type ClinicalStatement, clinicalWrites, codeIn, oursOf } from './clinical-writes.js'
+import { present, recordResource, reference, withoutUndefined } from './resource-elements.js'
 import type { FhirResourceType } from './resource-type.js'
 import { inverse, tokenParameter } from './search-conditions.js'
 
@@ -31,6 +33,9 @@ const ROUTES: Record<string, { code: string; display: string; word: string }> = 
   INHALED: { code: '447694001', display: 'Respiratory tract route', word: 'inhaled' },
   RECTAL: { code: '37161004', display: 'Per rectum', word: 'rectal' },
 }
+const ROUTE_OF_CODE = inverse(
+  Object.fromEntries(Object.entries(ROUTES).map(([ours, { code }]) => [ours, code])),
+)
 
 /** The record's dosage: a readable text (dose, route, frequency; instructions) and its parts. */
 function dosageOf(data: MedicationData): Dosage | undefined {
@@ -81,6 +86,65 @@ function toFhirMedicationStatement(row: ClinicalRecordRow): MedicationStatement 
   })
 }
 
+/** The record's instructions: the additional instruction, or a dosage given as text alone (then its text). */
+function instructionsOf(dosage: Dosage | undefined): string | undefined {
+  if (dosage?.additionalInstruction) return dosage.additionalInstruction[0]?.text
+  return dosage && Object.keys(dosage).every((name) => name === 'text') ? dosage.text : undefined
+}
+
+/** What a MedicationStatement says of its record: the elements toFhirMedicationStatement writes. */
+function medicationStatement(statement: MedicationStatement): ClinicalStatement {
+  const dosage = statement.dosage?.[0]
+  const dose = dosage?.doseAndRate?.[0]?.doseQuantity
+  const enteredInError = statement.status === 'entered-in-error'
+  return {
+    patient: statement.subject,
+    encounter: statement.context,
+    recordedAt: statement.dateAsserted,
+    enteredInError,
+    input: withoutUndefined({
+      name: statement.medicationCodeableConcept?.text,
+      rxnormCode: codeIn(statement.medicationCodeableConcept, RXNORM),
+      dose: dose?.value,
+      doseUnit: dose?.unit,
+      route: oursOf(ROUTE_OF_CODE, codeIn(dosage?.route, SNOMED)),
+      frequency: dosage?.timing?.code?.text,
+      startDate: statement.effectivePeriod?.start,
+      endDate: statement.effectivePeriod?.end,
+      status: enteredInError ? undefined : oursOf(STATUS_OF_CODE, statement.status),
+      instructions: instructionsOf(dosage),
+    }),
+  }
+}
+
+const medicationWrites = clinicalWrites({
+  type: 'MedicationStatement',
+  kind: medications,
+  toFhir: toFhirMedicationStatement,
+  statementOf: medicationStatement,
+  elements: {
+    patientId: 'subject',
+    recordedAt: 'dateAsserted',
+    enteredInError: 'status',
+    'input.encounterId': 'context',
+    'input.name': 'medicationCodeableConcept.text',
+    'input.rxnormCode': 'medicationCodeableConcept.coding',
+    'input.dose': 'dosage.doseAndRate.doseQuantity',
+    'input.doseUnit': 'dosage.doseAndRate.doseQuantity',
+    'input.route': 'dosage.route',
+    'input.frequency': 'dosage.timing.code.text',
+    'input.startDate': 'effectivePeriod.start',
+    'input.endDate': 'effectivePeriod.end',
+    'input.status': 'status',
+    'input.instructions': 'dosage.additionalInstruction',
+  },
+  // The prescriber is not shown, nor a route of no SNOMED CT code (OTHER).
+  unseen: (data, sent) => ({
+    prescriberId: data.prescriberId,
+    ...(sent.route === undefined && data.route === 'OTHER' ? { route: data.route } : {}),
+  }),
+})
+
 /** MedicationStatement: the patients' medication lists. */
 export function medicationStatementResource(): FhirResourceType<MedicationStatement> {
   return clinicalResourceType<MedicationStatement>({
@@ -95,5 +159,6 @@ export function medicationStatementResource(): FhirResourceType<MedicationStatem
     ],
     toFhir: toFhirMedicationStatement,
     patientOf: (resource) => resource.subject,
+    writes: medicationWrites,
   })
 }

@@ -180,7 +180,7 @@ describe('transaction Bundles', () => {
       client.transaction({
         body: bundle('transaction', [
           post(newPatient()),
-          { resource: { resourceType: 'Condition' }, request: { method: 'POST', url: 'Condition' } },
+          { resource: { resourceType: 'Observation' }, request: { method: 'POST', url: 'Observation' } },
         ] as BundleEntry[]),
       }),
     )
@@ -255,5 +255,73 @@ describe('a transaction of several types', () => {
     expect(response.entry?.map((entry) => entry.response?.status)).toEqual(['201 Created', '201 Created'])
     const rest = await app.inject({ url: '/api/providers', headers: bearer(user.token) })
     expect(rest.json().data.content.map((provider: { npi: string }) => provider.npi)).toEqual(['1234567893'])
+  })
+})
+
+describe('references across a transaction', () => {
+  it('resolves urn:uuid references to the patient it creates, and conditional references by search', async () => {
+    const org = await newOrganization(app)
+    const provider = await org.user('PROVIDER', 'ADMIN')
+    const client = new Client({ baseUrl, bearerToken: provider.token })
+    const patientUrn = 'urn:uuid:0c3f8a52-7d59-4b8e-9b1e-3f4e5a6b7c8d'
+    const sent = newPatient()
+    const mrn = sent.identifier?.[0]?.value as string
+    const condition = (subject: string) => ({
+      resourceType: 'Condition',
+      clinicalStatus: {
+        coding: [{ system: 'http://terminology.hl7.org/CodeSystem/condition-clinical', code: 'active' }],
+      },
+      verificationStatus: {
+        coding: [{ system: 'http://terminology.hl7.org/CodeSystem/condition-ver-status', code: 'confirmed' }],
+      },
+      category: [
+        {
+          coding: [
+            {
+              system: 'http://terminology.hl7.org/CodeSystem/condition-category',
+              code: 'problem-list-item',
+              display: 'Problem List Item',
+            },
+          ],
+        },
+      ],
+      code: {
+        coding: [{ system: 'http://hl7.org/fhir/sid/icd-10-cm', code: 'E11.9' }],
+        text: 'Type 2 diabetes',
+      },
+      subject: { reference: subject },
+    })
+    const response = (await client.transaction({
+      body: bundle('transaction', [
+        // The condition comes first in the Bundle; the patient it references is created before it.
+        { resource: condition(patientUrn), request: { method: 'POST', url: 'Condition' } } as BundleEntry,
+        post(sent, patientUrn),
+      ]),
+    })) as unknown as Bundle
+    expect(response.entry?.map((entry) => entry.response?.status)).toEqual(['201 Created', '201 Created'])
+    const patientId = response.entry?.[1]?.response?.location?.split('/')[1]
+    const stored = response.entry?.[0]?.resource as { subject?: { reference?: string } } | undefined
+    expect(stored?.subject?.reference).toBe(`Patient/${patientId}`)
+
+    const byIdentifier = `Patient?identifier=${encodeURIComponent(`${MRN_SYSTEM}|${mrn}`)}`
+    const conditional = (await client.transaction({
+      body: bundle('transaction', [
+        { resource: condition(byIdentifier), request: { method: 'POST', url: 'Condition' } } as BundleEntry,
+      ]),
+    })) as unknown as Bundle
+    const second = conditional.entry?.[0]?.resource as { subject?: { reference?: string } } | undefined
+    expect(second?.subject?.reference).toBe(`Patient/${patientId}`)
+    const missing = await refusal(
+      client.transaction({
+        body: bundle('transaction', [
+          {
+            resource: condition(`Patient?identifier=${encodeURIComponent(`${MRN_SYSTEM}|NOSUCH`)}`),
+            request: { method: 'POST', url: 'Condition' },
+          } as BundleEntry,
+        ]),
+      }),
+    )
+    expect(missing.status).toBe(412)
+    expect(missing.outcome.issue?.[0]?.expression).toEqual(['Bundle.entry[0]'])
   })
 })
