@@ -158,7 +158,7 @@ describe('a known path with another method', () => {
   })
 
   it('returns 405 as an OperationOutcome under /fhir', async () => {
-    const response = await app.inject({ method: 'DELETE', url: '/fhir/R4/Patient/5' })
+    const response = await app.inject({ method: 'DELETE', url: '/fhir/R4/Encounter/5' })
     expect(response.statusCode).toBe(405)
     expect(response.headers.allow).toBe('GET, HEAD')
     expect(response.headers['content-type']).toMatch(/^application\/fhir\+json/)
@@ -168,7 +168,7 @@ describe('a known path with another method', () => {
         {
           severity: 'error',
           code: 'not-supported',
-          diagnostics: 'DELETE is not allowed on /fhir/R4/Patient/5; allowed: GET, HEAD',
+          diagnostics: 'DELETE is not allowed on /fhir/R4/Encounter/5; allowed: GET, HEAD',
         },
       ],
     })
