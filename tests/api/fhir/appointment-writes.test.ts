@@ -1,4 +1,4 @@
-import type { Appointment, CapabilityStatement, OperationOutcome } from '@medplum/fhirtypes'
+import type { Appointment, Bundle, CapabilityStatement, OperationOutcome } from '@medplum/fhirtypes'
 import { Client, type FhirResource, type FhirResponse, RESPONSE_KEY } from 'fhir-kit-client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../../src/app.js'
@@ -618,6 +618,61 @@ describe('FHIR update and patch of an Appointment', () => {
       [{ text: 'Check-up' }],
     ])
     expect(await appointmentCount(practice.org.id)).toBe(1)
+  })
+})
+
+describe('appointments in a transaction Bundle', () => {
+  it('registers a patient and books their appointment in one transaction, or neither when the time is taken', async () => {
+    const practice = await newPractice(app)
+    const client = nurseOf(practice)
+    const transaction = (time: string) =>
+      ({
+        resourceType: 'Bundle',
+        type: 'transaction',
+        entry: [
+          {
+            fullUrl: 'urn:uuid:5b0f6a1e-8c3d-4d2a-9f5e-1a2b3c4d5e6f',
+            resource: {
+              resourceType: 'Patient',
+              name: [{ family: 'Hopper', given: ['Grace'] }],
+              gender: 'female',
+              birthDate: '1906-12-09',
+            },
+            request: { method: 'POST', url: 'Patient' },
+          },
+          {
+            resource: newAppointment(practice, `${DAY}T${time}Z`, 30, {
+              participant: [
+                {
+                  actor: { reference: 'urn:uuid:5b0f6a1e-8c3d-4d2a-9f5e-1a2b3c4d5e6f' },
+                  status: 'needs-action',
+                },
+                { actor: { reference: `Practitioner/${practice.provider.id}` }, status: 'accepted' },
+              ],
+            }),
+            request: { method: 'POST', url: 'Appointment' },
+          },
+        ],
+      }) as unknown as FhirResource
+    await booked(app, practice, DAY, '10:00:00')
+    const before = await outboxEvents(app, practice.org.id)
+    expect((await refusal(client.transaction({ body: transaction('10:00:00') }))).status).toBe(409)
+    expect(await outboxEvents(app, practice.org.id)).toEqual(before)
+    expect(await appointmentCount(practice.org.id)).toBe(1)
+
+    const done = (await client.transaction({ body: transaction('11:00:00') })) as unknown as Bundle
+    const [patientEntry, appointmentEntry] = done.entry ?? []
+    expect([patientEntry?.response?.status, appointmentEntry?.response?.status]).toEqual([
+      '201 Created',
+      '201 Created',
+    ])
+    const patientId = Number(patientEntry?.resource?.id)
+    expect(await restAppointment(practice, String(appointmentEntry?.resource?.id))).toMatchObject({
+      patientId,
+      appointmentTime: '11:00:00',
+    })
+    const events = (await outboxEvents(app, practice.org.id)).slice(before.length)
+    expect(events.map((event) => event.event_type)).toEqual(['patient.created', 'appointment.created'])
   })
 })
 
