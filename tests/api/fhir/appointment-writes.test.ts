@@ -1,5 +1,5 @@
 import type { Appointment, Bundle, CapabilityStatement, OperationOutcome } from '@medplum/fhirtypes'
-import { Client, type FhirResource, type FhirResponse, RESPONSE_KEY } from 'fhir-kit-client'
+import { Client, type FhirResource } from 'fhir-kit-client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../../src/app.js'
 import { VISIT_TYPE_SYSTEM } from '../../../src/modules/fhir/appointment.js'
@@ -12,6 +12,7 @@ import {
   nthSunday,
   tokenFor,
 } from '../../helpers/factories.js'
+import { asSent, headersOf, refusal } from '../../helpers/fhir-client.js'
 import { fhirErrors } from '../../helpers/fhir-validator.js'
 import { book, booked, newPractice, outboxEvents, type Practice } from '../../helpers/scheduling.js'
 import { freePort } from '../../helpers/servers/processes.js'
@@ -58,24 +59,7 @@ function newAppointment(
   }
 }
 
-/** The status and OperationOutcome of a request fhir-kit-client refused. */
-async function refusal(request: Promise<unknown>): Promise<{ status: number; outcome: OperationOutcome }> {
-  try {
-    await request
-  } catch (error) {
-    const { response } = error as { response?: { status: number; data: OperationOutcome } }
-    if (!response) throw error
-    return { status: response.status, outcome: response.data }
-  }
-  throw new Error('the request succeeded')
-}
-
 const expressionsOf = (outcome: OperationOutcome) => outcome.issue?.flatMap((issue) => issue.expression ?? [])
-
-/** A resource as fhir-kit-client takes a body. */
-const asSent = (resource: object) => resource as FhirResource
-
-const headersOf = (result: unknown) => (result as FhirResponse)[RESPONSE_KEY]?.headers as Headers
 
 /** An appointment as the server answers one. */
 type Stored = Appointment & { id: string }

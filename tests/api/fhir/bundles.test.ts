@@ -1,9 +1,10 @@
-import type { Bundle, BundleEntry, OperationOutcome, Patient } from '@medplum/fhirtypes'
+import type { Bundle, BundleEntry, Patient } from '@medplum/fhirtypes'
 import { Client, type FhirResource } from 'fhir-kit-client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../../src/app.js'
 import { buildTestApp } from '../../helpers/app.js'
 import { bearer, newOrganization, type TestUser } from '../../helpers/factories.js'
+import { refusal } from '../../helpers/fhir-client.js'
 import { fhirErrors } from '../../helpers/fhir-validator.js'
 import { freePort } from '../../helpers/servers/processes.js'
 
@@ -52,17 +53,6 @@ async function admin(): Promise<{ user: TestUser; client: Client }> {
   const org = await newOrganization(app)
   const user = await org.user('ADMIN')
   return { user, client: new Client({ baseUrl, bearerToken: user.token }) }
-}
-
-async function refusal(request: Promise<unknown>): Promise<{ status: number; outcome: OperationOutcome }> {
-  try {
-    await request
-  } catch (error) {
-    const { response } = error as { response?: { status: number; data: OperationOutcome } }
-    if (!response) throw error
-    return { status: response.status, outcome: response.data }
-  }
-  throw new Error('the request succeeded')
 }
 
 const bundle = (type: 'batch' | 'transaction', entry: BundleEntry[]) =>

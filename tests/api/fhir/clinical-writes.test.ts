@@ -1,5 +1,5 @@
 import type { AllergyIntolerance, Condition, MedicationStatement, OperationOutcome } from '@medplum/fhirtypes'
-import { Client, type FhirResource, type FhirResponse, RESPONSE_KEY } from 'fhir-kit-client'
+import { Client } from 'fhir-kit-client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../../src/app.js'
 import { buildTestApp } from '../../helpers/app.js'
@@ -11,6 +11,7 @@ import {
   type TestUser,
   tokenFor,
 } from '../../helpers/factories.js'
+import { asSent, headersOf, refusal } from '../../helpers/fhir-client.js'
 import { fhirErrors } from '../../helpers/fhir-validator.js'
 import { freePort } from '../../helpers/servers/processes.js'
 
@@ -31,23 +32,8 @@ afterAll(async () => {
 })
 
 const clientFor = (token: string) => new Client({ baseUrl, bearerToken: token })
-const asSent = (resource: object) => resource as FhirResource
 /** A resource fhir-kit-client answered with, as the type written. */
 const received = <R extends ClinicalResource = ClinicalResource>(result: unknown) => result as R
-const headersOf = (result: unknown) => (result as FhirResponse)[RESPONSE_KEY]?.headers as Headers
-
-/** The status and OperationOutcome of a request fhir-kit-client refused. */
-async function refusal(request: Promise<unknown>): Promise<{ status: number; outcome: OperationOutcome }> {
-  try {
-    await request
-  } catch (error) {
-    const { response } = error as { response?: { status: number; data: OperationOutcome } }
-    if (!response) throw error
-    return { status: response.status, outcome: response.data }
-  }
-  throw new Error('the request succeeded')
-}
-
 const expressionsOf = (outcome: OperationOutcome) => outcome.issue?.flatMap((issue) => issue.expression ?? [])
 
 const ICD10_CM = 'http://hl7.org/fhir/sid/icd-10-cm'

@@ -1,5 +1,5 @@
 import type { CapabilityStatement, OperationOutcome, Practitioner } from '@medplum/fhirtypes'
-import { Client, type FhirResource, type FhirResponse, RESPONSE_KEY } from 'fhir-kit-client'
+import { Client } from 'fhir-kit-client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ROLES, type Role } from '../../../src/access/roles.js'
 import { ROUTE_ACCESS } from '../../../src/access/route-access.js'
@@ -15,6 +15,7 @@ import {
   tokenFor,
   uniqueNpi,
 } from '../../helpers/factories.js'
+import { asSent, headersOf, refusal } from '../../helpers/fhir-client.js'
 import { fhirErrors } from '../../helpers/fhir-validator.js'
 import { freePort } from '../../helpers/servers/processes.js'
 
@@ -54,24 +55,7 @@ function newPractitioner(overrides: Partial<Practitioner> = {}): Practitioner {
   }
 }
 
-/** The status and OperationOutcome of a request fhir-kit-client refused. */
-async function refusal(request: Promise<unknown>): Promise<{ status: number; outcome: OperationOutcome }> {
-  try {
-    await request
-  } catch (error) {
-    const { response } = error as { response?: { status: number; data: OperationOutcome } }
-    if (!response) throw error
-    return { status: response.status, outcome: response.data }
-  }
-  throw new Error('the request succeeded')
-}
-
 const expressions = (outcome: OperationOutcome) => outcome.issue?.flatMap((issue) => issue.expression ?? [])
-
-/** A resource as fhir-kit-client takes a body. */
-const asSent = (resource: object) => resource as FhirResource
-
-const headersOf = (result: unknown) => (result as FhirResponse)[RESPONSE_KEY]?.headers as Headers
 
 /** A new organization's administrator (who sets up providers), and a client with their token. */
 async function administrator(): Promise<{ org: TestOrganization; admin: TestUser; client: Client }> {

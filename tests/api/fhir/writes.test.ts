@@ -1,12 +1,13 @@
 import type { CapabilityStatement, OperationOutcome, Patient } from '@medplum/fhirtypes'
 import fc from 'fast-check'
-import { Client, type FhirResource, type FhirResponse, RESPONSE_KEY } from 'fhir-kit-client'
+import { Client } from 'fhir-kit-client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Role } from '../../../src/access/roles.js'
 import type { App } from '../../../src/app.js'
 import { droppedElements } from '../../../src/modules/fhir/stored-elements.js'
 import { buildTestApp } from '../../helpers/app.js'
 import { bearer, createPatient, newOrganization, type TestUser, tokenFor } from '../../helpers/factories.js'
+import { asSent, headersOf, refusal } from '../../helpers/fhir-client.js'
 import { fhirErrors } from '../../helpers/fhir-validator.js'
 import { freePort } from '../../helpers/servers/processes.js'
 
@@ -46,23 +47,6 @@ function newPatient(overrides: Partial<Patient> = {}): Patient {
     ...overrides,
   }
 }
-
-/** The status and OperationOutcome of a request fhir-kit-client refused. */
-async function refusal(request: Promise<unknown>): Promise<{ status: number; outcome: OperationOutcome }> {
-  try {
-    await request
-  } catch (error) {
-    const { response } = error as { response?: { status: number; data: OperationOutcome } }
-    if (!response) throw error
-    return { status: response.status, outcome: response.data }
-  }
-  throw new Error('the request succeeded')
-}
-
-/** A resource as fhir-kit-client takes a body. */
-const asSent = (resource: object) => resource as FhirResource
-
-const headersOf = (result: unknown) => (result as FhirResponse)[RESPONSE_KEY]?.headers as Headers
 
 /** A new organization's user with these roles (front desk by default), and a client with their token. */
 async function clerk(...roles: Role[]): Promise<{ user: TestUser; client: Client }> {
