@@ -2,7 +2,7 @@ import type { Resource } from '@medplum/fhirtypes'
 import type { FastifyRequest } from 'fastify'
 import type { Db } from '../../../db/database.js'
 import type { ScopeInteraction } from '../../access/smart-scopes.js'
-import { AppError, type FieldProblems, forbidden, preconditionFailed, withFields } from '../../errors.js'
+import { AppError, forbidden, invalidFields, preconditionFailed, withFields } from '../../errors.js'
 import { validMergedBody } from '../../http/merge-patch-body.js'
 import type { Principal } from '../../identity/principal.js'
 import { applyJsonPatch, patchOperations } from '../../lib/json-patch.js'
@@ -34,12 +34,6 @@ export interface WriteResult {
   status: 200 | 201 | 204
   resource?: Written
 }
-
-/** A write's 422 whose fields are FHIRPath expressions, each an issue of its OperationOutcome. */
-const invalidElements = (fields: FieldProblems, details?: string) =>
-  new AppError('VAL_001', details ?? fields.map((field) => `${field.path} ${field.message}`).join('; '), {
-    fields,
-  })
 
 export const badRequest = (details: string) => new AppError('VAL_001', details, { status: 400 })
 
@@ -127,7 +121,7 @@ export function typeWriter(
   async function bodyOf(call: WriteCall, resource: Resource, current?: Written): Promise<unknown> {
     const errors = await baseValidationErrors(resource)
     if (errors.length > 0) {
-      throw invalidElements(
+      throw invalidFields(
         errors.map((issue) => ({
           path: issue.expression?.[0] ?? type.type,
           message: issue.details?.text ?? issue.diagnostics ?? 'is not valid',
@@ -142,7 +136,7 @@ export function typeWriter(
     }
     const dropped = droppedElements(resource, writes.preview(body, current))
     if (dropped.length > 0) {
-      throw invalidElements(
+      throw invalidFields(
         dropped.map((path) => ({ path, message: 'cannot be stored by this server' })),
         `Elements this server cannot store: ${dropped.join(', ')}`,
       )
@@ -280,7 +274,7 @@ export function typeWriter(
           : error
       }
       if (patched?.resourceType !== type.type) {
-        throw invalidElements([{ path: type.type, message: 'the patch changed resourceType' }])
+        throw invalidFields([{ path: type.type, message: 'the patch changed resourceType' }])
       }
       // Without If-Match, the patch applies to the version read: a change in between is 412.
       const read = Number(current.meta?.versionId)
