@@ -136,15 +136,16 @@ function clinicalRecordRoutes<P extends ClinicalPath>(
   return routes as Record<ClinicalRouteKey<P>, RouteAccess>
 }
 
-type ReadKey<I extends string> = `GET ${I}` | `GET ${I}/versions/:version`
+type ReadKey<I extends string> = `GET ${I}` | `GET ${I}/versions` | `GET ${I}/versions/:version`
 
 /** A record's read and the read of its earlier versions (src/http/version-routes.ts), under one rule. */
 function readWithVersions<I extends string>(item: I, read: RouteAccess): Record<ReadKey<I>, RouteAccess> {
   const routes = {
     [`GET ${item}`]: read,
+    [`GET ${item}/versions`]: read,
     [`GET ${item}/versions/:version`]: read,
   }
-  // Template keys widen to string: the two built above are the two of the type.
+  // Template keys widen to string: the three built above are the three of the type.
   return routes as Record<ReadKey<I>, RouteAccess>
 }
 

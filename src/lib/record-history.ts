@@ -45,18 +45,19 @@ function versionsOf<T extends VersionedTable>(table: T, organizationId: number, 
     where kept.organization_id = ${organizationId} and kept.table_name = ${table} and kept.record_id = ${id}`
 }
 
-/** One page of a record's versions, newest first, and how many there are. */
+/** One page of a record's versions, newest first unless asked oldest first, and how many there are. */
 export async function recordVersions<T extends VersionedTable>(
   db: Db,
   organizationId: number,
   table: T,
   id: number,
   { page, size }: PageQuery,
+  direction: 'asc' | 'desc' = 'desc',
 ): Promise<{ rows: RecordVersion<T>[]; total: number }> {
   const { rows } = await sql<RecordVersion<T> & { total_count: number }>`
     select versions.*, count(*) over () as total_count
     from (${versionsOf(table, organizationId, id)}) as versions
-    order by versions.version desc
+    order by versions.version ${sql.raw(direction === 'asc' ? 'asc' : 'desc')}
     limit ${size} offset ${page * size}`.execute(db)
   if (rows.length > 0 || page === 0) return { rows, total: Number(rows[0]?.total_count ?? 0) }
   const counted = await sql<{ count: number }>`

@@ -80,6 +80,7 @@ describe('every role-restricted /api route', () => {
 const FRONT_DESK_ROUTES = [
   'GET /api/patients/search',
   'GET /api/patients/:id',
+  'GET /api/patients/:id/versions',
   'GET /api/patients/:id/versions/:version',
   'POST /api/patients',
   'PUT /api/patients/:id',
@@ -90,6 +91,7 @@ const FRONT_DESK_ROUTES = [
   'POST /api/messages',
   'GET /api/messages',
   'GET /api/messages/:id',
+  'GET /api/messages/:id/versions',
   'GET /api/messages/:id/versions/:version',
   'PUT /api/messages/:id/read',
   'POST /api/patients/:patientId/documents',
@@ -99,6 +101,7 @@ const FRONT_DESK_ROUTES = [
   'GET /api/appointments/available-slots',
   'GET /api/appointments',
   'GET /api/appointments/:id',
+  'GET /api/appointments/:id/versions',
   'GET /api/appointments/:id/versions/:version',
   'POST /api/appointments',
   'PUT /api/appointments/:id',

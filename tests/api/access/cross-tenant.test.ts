@@ -102,6 +102,7 @@ const REQUIRED_QUERIES: Record<string, string> = {
  */
 const NOT_YOURS_IS_404 = new Set([
   'GET /api/messages/{id}',
+  'GET /api/messages/{id}/versions',
   'GET /api/messages/{id}/versions/{version}',
   'PUT /api/messages/{id}/read',
 ])

@@ -7,8 +7,8 @@ import { buildTestApp } from '../../helpers/app.js'
 import { newOrganization } from '../../helpers/factories.js'
 import { call, type Data, get, KINDS, type Kind, resolveHost } from './versioned-kinds.js'
 
-// GET …/versions/{version}: a record as it was at one of its versions, as the REST read shows the
-// record, for those who may read it now.
+// GET …/versions (every version, newest first) and …/versions/{version} (one): a record as it was
+// at its versions, as the REST read shows the record, for those who may read it now.
 
 let app: App
 let dataDir: string
@@ -80,12 +80,39 @@ describe('versions of a record', () => {
     expect([missing.statusCode, missing.json().error.code]).toEqual([404, 'RES_001'])
   })
 
+  it.each(rows)('%s: lists every version, newest first, in offset pages', async (_name, kind) => {
+    const subject = await create(kind)
+    const made = subject.created.json().data as Data
+    await kind.change(subject)
+    const current = (await get(subject)).json().data as Data
+
+    const all = await call(subject, `${subject.url}/versions`)
+    expect(all.statusCode, all.body).toBe(200)
+    const page = all.json().data
+    expect(page.content.map((version: Data) => version.version)).toEqual([current.version, made.version])
+    expect(current).toMatchObject(page.content[0])
+    expect(made).toMatchObject(page.content[1])
+    expect([page.totalElements, page.totalPages, page.first, page.last]).toEqual([2, 1, true, true])
+
+    const second = await call(subject, `${subject.url}/versions?page=1&size=1`)
+    expect(second.json().data.content.map((version: Data) => version.version)).toEqual([made.version])
+    expect([second.json().data.totalElements, second.json().data.last]).toEqual([2, true])
+    const oldest = await call(subject, `${subject.url}/versions?sort=version,asc`)
+    expect(oldest.json().data.content.map((version: Data) => version.version)).toEqual([
+      made.version,
+      current.version,
+    ])
+
+    const unknown = await call(subject, `${subject.url}/versions?updatedSince=2020-01-01T00:00:00Z`)
+    expect(unknown.statusCode).toBe(400)
+  })
+
   it.each(rows)('%s: another organization’s record is refused, as its read is', async (_name, kind) => {
     const subject = await create(kind)
     const other = await newOrganization(app)
     const user = await other.user(...subject.user.roles)
     const read = await call(subject, subject.url, { user })
-    for (const url of [`${subject.url}/versions/1`]) {
+    for (const url of [`${subject.url}/versions`, `${subject.url}/versions/1`]) {
       const answer = await call(subject, url, { user })
       expect(answer.statusCode, url).toBe(read.statusCode)
       expect(answer.statusCode, url).toBeGreaterThanOrEqual(403)
@@ -111,7 +138,9 @@ describe('versions of a record', () => {
     const [, webhooks] = rows.find(([name]) => name === 'webhooks') as (typeof rows)[number]
     const hook = await create(webhooks)
     const nurse = await hook.org.user('NURSE')
-    const refused = await call(hook, `${hook.url}/versions/1`, { user: nurse })
-    expect([refused.statusCode, refused.json().error.code]).toEqual([403, 'AUTH_003'])
+    for (const url of [`${hook.url}/versions`, `${hook.url}/versions/1`]) {
+      const refused = await call(hook, url, { user: nurse })
+      expect([refused.statusCode, refused.json().error.code]).toEqual([403, 'AUTH_003'])
+    }
   })
 })
