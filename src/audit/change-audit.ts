@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 import { type RawBuilder, sql } from 'kysely'
 import { type Db, inTransaction, type Trx } from '../../db/database.js'
 import type { NewAuditRow } from '../../db/tables/audit-log.js'
+import type { AuditAction } from '../../schemas/audit.js'
 import { insertAuditRows } from './audit-log.js'
 
 /** What the audit record of a change made by the call being served says, ids apart. */
@@ -26,6 +27,20 @@ export const serveWithChangeAudit = (audit: ChangeAudit, serve: () => void): voi
 /** Runs `work` (one entry of a FHIR Bundle) so that the changes it makes carry `audit`'s record. */
 export const withChangeAuditOf = <T>(audit: ChangeAudit, work: () => Promise<T>): Promise<T> =>
   current.run(audit, work)
+
+/**
+ * Runs `work` so that the changes it makes are recorded as `action` rather than as the call's own
+ * (a FHIR update that signs a note: SIGN, as the sign route records it); their record stands for
+ * the call's.
+ */
+export async function auditedAs<T>(action: AuditAction, work: () => Promise<T>): Promise<T> {
+  const audit = current.getStore()
+  if (!audit) return work()
+  const as: ChangeAudit = { fields: { ...audit.fields, action }, writtenStatus: null }
+  const result = await current.run(as, work)
+  audit.writtenStatus = as.writtenStatus ?? audit.writtenStatus
+  return result
+}
 
 /** The audit record the change being made belongs with, if it is made by an audited call. */
 export const currentChangeAudit = (): ChangeAudit | undefined => current.getStore()

@@ -1,4 +1,4 @@
-import type { Db, Trx } from '../../../db/database.js'
+import { type Db, inTransaction, type Trx } from '../../../db/database.js'
 import type { EncounterRow } from '../../../db/tables/encounters.js'
 import { TIME_RELEASING_STATUSES } from '../../../schemas/appointments.js'
 import {
@@ -13,7 +13,7 @@ import {
   UpdateEncounterBody,
 } from '../../../schemas/encounters.js'
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
-import { auditChange } from '../../audit/change-audit.js'
+import { auditChange, auditedAs } from '../../audit/change-audit.js'
 import { conflict, forbidden, invalidField } from '../../errors.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { checkDateRange, sortOrder, splitListQuery } from '../../lib/paging.js'
@@ -96,13 +96,16 @@ export async function createEncounter(db: Db, actor: Actor, body: CreateEncounte
   })
 }
 
+/** The encounter's row (403 for another organization's, 404 when there is none). */
+export async function requireEncounter(db: Db, actor: Actor, id: number): Promise<EncounterRow> {
+  return (await encounterRecords.find(db, actor.organizationId, id)) ?? missingEncounter(db, actor, id)
+}
+
 export async function getEncounter(db: Db, actor: Actor, id: number): Promise<Encounter> {
-  const row =
-    (await encounterRecords.find(db, actor.organizationId, id)) ?? (await missingEncounter(db, actor, id))
+  const row = await requireEncounter(db, actor, id)
   return toEncounter(row, await addendaOf(db, actor.organizationId, [id]))
 }
 
-/** Who edits a note: the actor and their roles (an administrator may edit any draft). */
 /** An encounter as it was at a version (src/lib/record-history.ts): its note then, and the addenda written by then. */
 export async function encounterAsOf(version: RecordVersion<'encounters'>, db: Db): Promise<Encounter> {
   const addenda = await addendaOf(db, version.organization_id, [version.id])
@@ -113,6 +116,7 @@ export async function encounterAsOf(version: RecordVersion<'encounters'>, db: Db
   )
 }
 
+/** Who edits a note: the actor and their roles (an administrator may edit any draft). */
 export type Editor = Actor & { roles: readonly string[] }
 
 /**
@@ -136,7 +140,7 @@ export async function updateEncounter(
   body: UpdateEncounterBody,
   expectedVersion: ExpectedVersion,
 ): Promise<Encounter> {
-  return db.transaction().execute(async (trx) => {
+  return inTransaction(db, async (trx) => {
     const current = await lockEncounterAt(trx, actor, id, expectedVersion)
     checkOperation(current, 'edit')
     await checkEditor(trx, actor, current)
@@ -170,7 +174,8 @@ export async function patchEncounter(
 
 /**
  * Signs and locks the note. When the encounter's provider has a user account, only that user may
- * sign: a signature attests authorship. Otherwise any provider of the organization may.
+ * sign: a signature attests authorship. Otherwise any provider of the organization may. Audited as
+ * a signature whichever call signs (a FHIR update to finished does).
  */
 export async function signEncounter(
   db: Db,
@@ -179,22 +184,24 @@ export async function signEncounter(
   // The seed script signs unconditionally.
   expectedVersion: ExpectedVersion = undefined,
 ): Promise<Encounter> {
-  return db.transaction().execute(async (trx) => {
-    const current = await lockEncounterAt(trx, actor, id, expectedVersion)
-    checkOperation(current, 'sign')
-    const provider = await requireProvider(trx, actor, current.provider_id)
-    if (provider.user_id !== null && provider.user_id !== actor.userId) {
-      throw forbidden('Only the encounter’s provider may sign it')
-    }
-    const signed = await encounterRecords.update(trx, actor.organizationId, id, {
-      status: 'SIGNED',
-      signed_by: actor.userId,
-      signed_at: new Date(),
-      updated_by: actor.userId,
-    })
-    if (signed) await auditChange(trx, [id])
-    return toEncounter(signed ?? current, [])
-  })
+  return auditedAs('SIGN', () =>
+    inTransaction(db, async (trx) => {
+      const current = await lockEncounterAt(trx, actor, id, expectedVersion)
+      checkOperation(current, 'sign')
+      const provider = await requireProvider(trx, actor, current.provider_id)
+      if (provider.user_id !== null && provider.user_id !== actor.userId) {
+        throw forbidden('Only the encounter’s provider may sign it')
+      }
+      const signed = await encounterRecords.update(trx, actor.organizationId, id, {
+        status: 'SIGNED',
+        signed_by: actor.userId,
+        signed_at: new Date(),
+        updated_by: actor.userId,
+      })
+      if (signed) await auditChange(trx, [id])
+      return toEncounter(signed ?? current, [])
+    }),
+  )
 }
 
 export async function addAddendum(
@@ -204,7 +211,7 @@ export async function addAddendum(
   body: AddendumBody,
   expectedVersion: ExpectedVersion,
 ): Promise<Encounter> {
-  return db.transaction().execute(async (trx) => {
+  return inTransaction(db, async (trx) => {
     const current = await lockEncounterAt(trx, actor, id, expectedVersion)
     checkOperation(current, 'addendum')
     await insertAddendum(trx, {

@@ -8,7 +8,7 @@ import {
   UpdateAppointmentBody,
 } from '../../../schemas/appointments.js'
 import type { Actor } from '../../access/organization-scope.js'
-import { AppError, invalidField } from '../../errors.js'
+import { invalidField } from '../../errors.js'
 import type { ExpectedVersion } from '../../lib/versions.js'
 import { timeOf, zonedDateTime, zonedInstant } from '../../scheduling/zoned-time.js'
 import { changeAppointment, insertAppointment, requireAppointment } from '../appointments/service.js'
@@ -16,6 +16,7 @@ import { requirePatient } from '../patients/service.js'
 import { requireProvider } from '../providers/service.js'
 import { withoutUndefined } from './resource-elements.js'
 import type { ResourceWrites } from './resource-writes.js'
+import { namesNothing, referenced } from './written-references.js'
 
 const MINUTE_MS = 60_000
 
@@ -79,9 +80,6 @@ function idOf(participant: AppointmentParticipant | undefined, type: Referenced)
   const id = new RegExp(`^${type}/([0-9]+)$`).exec(participant?.actor?.reference ?? '')?.[1]
   return id === undefined ? undefined : Number(id)
 }
-
-const namesNothing = (field: string, reference: string) =>
-  invalidField(field, `names ${reference}, which is no record of this service`)
 
 /** The body field of the participant of `type`: its record's id; one of another form names nothing (422). */
 function participantId(appointment: Appointment, type: Referenced, field: string): number | undefined {
@@ -148,16 +146,6 @@ function previewRow(body: AppointmentBody, current: Appointment | undefined): Ap
     // Set by the cancellation and at booking: no update changes them.
     cancellation_reason: current?.cancelationReason?.text ?? null,
     created_at: new Date(current?.created ?? 0),
-  }
-}
-
-/** The record a reference names; one naming none is a 422 on the body field it stands for. */
-async function referenced<T>(field: string, reference: string, find: () => Promise<T>): Promise<T> {
-  try {
-    return await find()
-  } catch (error) {
-    if (error instanceof AppError && error.status === 404) throw namesNothing(field, reference)
-    throw error
   }
 }
 

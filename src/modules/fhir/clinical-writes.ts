@@ -12,6 +12,7 @@ import { requirePatient } from '../patients/service.js'
 import { withdrawn } from './clinical-record.js'
 import { withoutUndefined } from './resource-elements.js'
 import type { ResourceWrites } from './resource-writes.js'
+import { idIn, referencedId } from './written-references.js'
 
 // Clinical records written as FHIR resources: what Condition, AllergyIntolerance and
 // MedicationStatement writes share. Records are never deleted: DELETE enters one in error.
@@ -58,8 +59,6 @@ export interface ClinicalWritesDefinition<R extends Resource, I extends TObject,
 
 const DELETED_REASON = 'Deleted through the FHIR API'
 
-const MAX_ID = 2_147_483_647
-
 // What a preview's row holds besides the body's values: nothing a comparison looks at.
 const PREVIEW_TIME = new Date(0)
 const PREVIEW_ROW = {
@@ -79,22 +78,6 @@ export const codeIn = (concept: CodeableConcept | undefined, system: string): st
 /** Our value of a FHIR code, from a table `inverse` made; undefined for a code the table lacks. */
 export const oursOf = (table: Record<string, string[]>, code: string | undefined): string | undefined =>
   code === undefined ? undefined : table[code]?.[0]
-
-/** The id of the record of `type` a reference names as `Type/<id>`; undefined when it names none. */
-function referencedId(reference: Reference | undefined, type: 'Patient' | 'Encounter'): number | undefined {
-  const id = reference?.reference?.match(new RegExp(`^${type}/([1-9][0-9]{0,9})$`))?.[1]
-  return id !== undefined && Number(id) <= MAX_ID ? Number(id) : undefined
-}
-
-/** The id a reference names: one to a record of this server, as `Type/<id>` (a 422 naming `field` otherwise). */
-function idIn(reference: Reference | undefined, type: 'Patient' | 'Encounter', field: string) {
-  if (reference === undefined) return undefined
-  const id = referencedId(reference, type)
-  if (id === undefined) {
-    throw invalidField(field, `must reference a record of this server, as ${type}/<id>`)
-  }
-  return id
-}
 
 /** The error with the fields it names renamed (a kind's `onsetDate` is the body's `input.onsetDate`). */
 const renamed = (error: unknown, rename: (path: string) => string) =>

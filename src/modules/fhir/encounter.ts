@@ -2,8 +2,9 @@ import type { Coding, Encounter } from '@medplum/fhirtypes'
 import type { Db } from '../../../db/database.js'
 import type { EncounterRow } from '../../../db/tables/encounters.js'
 import type { EncounterStatus } from '../../../schemas/encounters.js'
-import { missingRecord, ownerOrganization } from '../../access/organization-scope.js'
+import { requireEncounter } from '../encounters/service.js'
 import { VISIT_TYPE_SYSTEM, visitType } from './appointment.js'
+import { encounterWrites } from './encounter-writes.js'
 import { keptVersions } from './kept-versions.js'
 import { defineResourceType } from './resource-definition.js'
 import { recordResource, reference, referencesTo } from './resource-elements.js'
@@ -71,7 +72,7 @@ function toFhirEncounter(row: EncounterRow): Encounter & { id: string } {
 const encountersOf = (db: Db, scope: ReadScope) =>
   db.selectFrom('encounters').selectAll().where('organization_id', '=', scope.actor.organizationId)
 
-/** Encounter: the organization's visit notes, every status (none is ever removed). */
+/** Encounter: the organization's visit notes, every status (none is ever removed); written as drafts and signed. */
 export function encounterResource(): FhirResourceType<Encounter> {
   return defineResourceType({
     type: 'Encounter',
@@ -121,10 +122,9 @@ export function encounterResource(): FhirResourceType<Encounter> {
     },
     toFhir: toFhirEncounter,
     versions: keptVersions('encounters', toFhirEncounter, { patientColumn: 'patient_id' }),
+    writes: encounterWrites({ toFhir: toFhirEncounter, statusesOf: STATUSES_OF_CODE, virtual: VIRTUAL }),
     async read(db, scope, id) {
-      const row =
-        (await encountersOf(db, scope).where('id', '=', id).executeTakeFirst()) ??
-        missingRecord('Encounter', id, await ownerOrganization(db, 'encounters', id), scope.actor)
+      const row = await requireEncounter(db, scope.actor, id)
       checkLaunchPatient(scope, row.patient_id)
       return toFhirEncounter(row)
     },

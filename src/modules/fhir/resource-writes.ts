@@ -1,8 +1,8 @@
 import type { Resource } from '@medplum/fhirtypes'
 import type { TSchema } from '@sinclair/typebox'
 import type { Db } from '../../../db/database.js'
-import type { Actor } from '../../access/organization-scope.js'
 import type { RouteKey } from '../../access/route-access.js'
+import type { Principal } from '../../identity/principal.js'
 import type { ExpectedVersion } from '../../lib/versions.js'
 
 /**
@@ -33,9 +33,15 @@ export interface ResourceWrites<R extends Resource, B = unknown> {
   preview(body: B, current?: R): R
   /** The patient whose compartment a resource is in, if any: a `patient/` scope writes only its own. */
   patientOf(resource: R): number | undefined
-  create(db: Db, actor: Actor, body: B): Promise<R & { id: string }>
+  create(db: Db, actor: Principal, body: B): Promise<R & { id: string }>
   /** Changes nothing, and keeps the version, when the body is what the record holds. */
-  update(db: Db, actor: Actor, id: number, body: B, expected: ExpectedVersion): Promise<R & { id: string }>
+  update(
+    db: Db,
+    actor: Principal,
+    id: number,
+    body: B,
+    expected: ExpectedVersion,
+  ): Promise<R & { id: string }>
   /** Present exactly when `rest.delete` is. */
-  delete?(db: Db, actor: Actor, id: number, expected: ExpectedVersion): Promise<void>
+  delete?(db: Db, actor: Principal, id: number, expected: ExpectedVersion): Promise<void>
 }

@@ -35,6 +35,11 @@ export interface WriteResult {
   resource?: Written
 }
 
+/** Whom a write is for: the caller, whose roles the service's rules may ask for too (who edits a note). */
+interface WriteScope extends ReadScope {
+  actor: Principal
+}
+
 export const badRequest = (details: string) => new AppError('VAL_001', details, { status: 400 })
 
 /** The REST fields a domain rule names (a 422, a duplicate's 409), as the FHIRPath of their elements. */
@@ -68,7 +73,7 @@ export function typeWriter(
   )
 
   /** The caller, allowed by role and scope to do `interaction`, and the patient its scopes keep it to. */
-  function writeScope(principal: Principal, interaction: ScopeInteraction): ReadScope {
+  function writeScope(principal: Principal, interaction: ScopeInteraction): WriteScope {
     const grant = typeGrant(principal, type, interaction)
     if (!grant.allowed) throw forbidden(grant.reason)
     if (grant.categories !== undefined) throw forbidden(`Category scopes do not allow writing ${type.type}`)
@@ -77,7 +82,7 @@ export function typeWriter(
   }
 
   /** A resource a `patient/` scope may write: one in its launch patient's compartment. */
-  function checkCompartment(scope: ReadScope, resource: Resource) {
+  function checkCompartment(scope: WriteScope, resource: Resource) {
     if (scope.patient === undefined) return
     if (writes.patientOf(resource) !== scope.patient) {
       throw forbidden('The token is limited to its launch patient’s records')
@@ -159,7 +164,7 @@ export function typeWriter(
   /** The record of this type a conditional write's criteria match, if one does (412 for several). */
   async function matching(
     call: WriteCall,
-    scope: ReadScope,
+    scope: WriteScope,
     criteria: SearchQuery,
     what: string,
   ): Promise<Written | undefined> {
@@ -178,7 +183,7 @@ export function typeWriter(
     return page.resources[0]
   }
 
-  async function create(call: WriteCall, scope: ReadScope, resource: Resource): Promise<WriteResult> {
+  async function create(call: WriteCall, scope: WriteScope, resource: Resource): Promise<WriteResult> {
     checkCompartment(scope, resource)
     const body = await bodyOf(call, resource)
     const created = await serviceWrite(() => writes.create(call.db, scope.actor, body))
@@ -187,7 +192,7 @@ export function typeWriter(
 
   async function update(
     call: WriteCall,
-    scope: ReadScope,
+    scope: WriteScope,
     current: Written,
     resource: Resource,
     expected: ExpectedVersion,
@@ -203,12 +208,12 @@ export function typeWriter(
     return { status: 200, resource: updated }
   }
 
-  const recordOf = (call: WriteCall, scope: ReadScope, text: string) =>
+  const recordOf = (call: WriteCall, scope: WriteScope, text: string) =>
     type.read(call.db, scope, recordId(text, type.type))
 
   async function remove(
     call: WriteCall,
-    scope: ReadScope,
+    scope: WriteScope,
     id: number,
     deleteRecord: NonNullable<ResourceWrites<Resource>['delete']>,
   ): Promise<WriteResult> {

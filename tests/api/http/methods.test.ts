@@ -158,9 +158,10 @@ describe('a known path with another method', () => {
   })
 
   it('returns 405 as an OperationOutcome under /fhir', async () => {
+    // Encounters are written but never deleted: visit notes are never removed.
     const response = await app.inject({ method: 'DELETE', url: '/fhir/R4/Encounter/5' })
     expect(response.statusCode).toBe(405)
-    expect(response.headers.allow).toBe('GET, HEAD')
+    expect(response.headers.allow).toBe('GET, HEAD, PATCH, PUT')
     expect(response.headers['content-type']).toMatch(/^application\/fhir\+json/)
     expect(response.json()).toEqual({
       resourceType: 'OperationOutcome',
@@ -168,7 +169,7 @@ describe('a known path with another method', () => {
         {
           severity: 'error',
           code: 'not-supported',
-          diagnostics: 'DELETE is not allowed on /fhir/R4/Encounter/5; allowed: GET, HEAD',
+          diagnostics: 'DELETE is not allowed on /fhir/R4/Encounter/5; allowed: GET, HEAD, PATCH, PUT',
         },
       ],
     })
