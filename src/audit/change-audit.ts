@@ -10,7 +10,7 @@ export type ChangeAuditFields = Omit<NewAuditRow, 'resource_ids'>
 /** The audit record of the call being served by an audited route that changes records. */
 export interface ChangeAudit {
   /** The record its success leaves (outcome SUCCESS, the status the route answers a change with). */
-  readonly fields: ChangeAuditFields
+  fields: ChangeAuditFields
   /**
    * The status of the record written with a change, once one was: an answer with that status needs
    * no record of its own.
@@ -26,6 +26,15 @@ export const serveWithChangeAudit = (audit: ChangeAudit, serve: () => void): voi
 /** Runs `work` (one entry of a FHIR Bundle) so that the changes it makes carry `audit`'s record. */
 export const withChangeAuditOf = <T>(audit: ChangeAudit, work: () => Promise<T>): Promise<T> =>
   current.run(audit, work)
+
+/**
+ * Files the change being made under another rule than its route's: a FHIR write of a record whose
+ * REST routes are its kind's own (an Observation that is a lab result).
+ */
+export function auditChangeAs(rule: Pick<ChangeAuditFields, 'action' | 'resource_type'>): void {
+  const audit = current.getStore()
+  if (audit) audit.fields = { ...audit.fields, ...rule }
+}
 
 /** The audit record the change being made belongs with, if it is made by an audited call. */
 export const currentChangeAudit = (): ChangeAudit | undefined => current.getStore()

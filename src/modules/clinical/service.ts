@@ -27,11 +27,13 @@ import {
   updateRecord,
 } from './queries.js'
 
-// The kinds the FHIR API writes as Condition, AllergyIntolerance and MedicationStatement.
+// The kinds the FHIR API writes as Condition, AllergyIntolerance, MedicationStatement and Observation.
 export type { ClinicalKind } from './kind.js'
 export { allergies } from './kinds/allergies.js'
 export { conditions } from './kinds/conditions.js'
+export { labResults } from './kinds/lab-results.js'
 export { medications } from './kinds/medications.js'
+export { vitalSigns } from './kinds/vital-signs.js'
 
 type KindIdentity = Pick<ClinicalKind, 'kind' | 'label' | 'uniqueness'>
 

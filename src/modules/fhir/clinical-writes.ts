@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util'
 import type { CodeableConcept, Reference, Resource } from '@medplum/fhirtypes'
 import { type Static, type TObject, Type } from '@sinclair/typebox'
 import type { Db } from '../../../db/database.js'
@@ -13,8 +14,9 @@ import { withdrawn } from './clinical-record.js'
 import { withoutUndefined } from './resource-elements.js'
 import type { ResourceWrites } from './resource-writes.js'
 
-// Clinical records written as FHIR resources: what Condition, AllergyIntolerance and
-// MedicationStatement writes share. Records are never deleted: DELETE enters one in error.
+// Clinical records written as FHIR resources: what the writes of Condition, AllergyIntolerance,
+// MedicationStatement and Observation (of each of its kinds) share. Records are never deleted:
+// DELETE enters one in error.
 
 /** The REST body a clinical resource stands for: the record's patient and its kind's input. */
 export interface ClinicalBody<I extends TObject> {
@@ -36,8 +38,8 @@ export interface ClinicalStatement {
   input: Record<string, unknown>
 }
 
-/** The body fields named by the generic part, whatever the kind. */
-type CommonField = 'patientId' | 'recordedAt' | 'enteredInError' | 'input.encounterId'
+/** The body fields named by the generic part, whatever the kind (a resource may not show `recordedAt`). */
+type CommonField = 'patientId' | 'enteredInError' | 'input.encounterId'
 
 export interface ClinicalWritesDefinition<R extends Resource, I extends TObject, D extends TObject> {
   type: R['resourceType']
@@ -48,7 +50,8 @@ export interface ClinicalWritesDefinition<R extends Resource, I extends TObject,
    * The element of each body field, from the resource (`subject`, `code.coding`): a 422 about the
    * field names it.
    */
-  elements: Record<CommonField, string> & Partial<Record<`input.${keyof Static<I> & string}`, string>>
+  elements: Record<CommonField, string> &
+    Partial<Record<'recordedAt' | `input.${keyof Static<I> & string}`, string>>
   /**
    * Values of the record that the resource cannot show, which an update keeps where the resource
    * gives none: its client never saw them, and a resource written back as read changes nothing.
@@ -105,12 +108,17 @@ const renamed = (error: unknown, rename: (path: string) => string) =>
       )
     : error
 
+/** The error of a kind's rule, the fields it names being those of the body's input. */
+const inputError = (error: unknown) => renamed(error, (path) => `input.${path}`)
+
+const encounterOf = (body: ClinicalBody<TObject>) => (body.input as { encounterId?: number }).encounterId
+
 /** A service write, the fields its rules name being those of the body's input. */
 async function inInput<T>(write: () => Promise<T>): Promise<T> {
   try {
     return await write()
   } catch (error) {
-    throw renamed(error, (path) => `input.${path}`)
+    throw inputError(error)
   }
 }
 
@@ -156,13 +164,46 @@ export function clinicalWrites<R extends Resource, I extends TObject, D extends 
 
   const written = async (db: Db, actor: Actor, id: number) => toFhir(await recordOf(db, actor, id))
 
-  /** The kind's rules, as the write applies them: their 422s name the resource's elements. */
-  function prepared(input: Static<I>) {
+  /** The kind's rules, as the write applies them (`previous`: to a correction), naming the body's fields. */
+  function prepared(input: Static<I>, previous?: Static<D>) {
     try {
-      return kind.prepare(input)
+      return kind.prepare(input, previous)
     } catch (error) {
-      throw renamed(error, (path) => fieldExpressions[`input.${path}`] ?? type)
+      throw inputError(error)
     }
+  }
+
+  /** The REST body a resource stands for: what it says of its record, its references as ids. */
+  function bodyOf(resource: R): ClinicalBody<I> {
+    const said = statementOf(resource)
+    const encounterId = idIn(said.encounter, 'Encounter', 'input.encounterId')
+    return withoutUndefined({
+      patientId: idIn(said.patient, 'Patient', 'patientId'),
+      input: withoutUndefined({ ...said.input, encounterId }),
+      recordedAt: said.recordedAt,
+      enteredInError: said.enteredInError ? true : undefined,
+    }) as ClinicalBody<I>
+  }
+
+  /** The resource as a read would show the record holding `body`, prepared as `record`. */
+  function previewOf(body: ClinicalBody<I>, record: ReturnType<typeof prepared>): R {
+    const { data, status, code, effectiveAt } = record
+    const removed = body.enteredInError === true
+    const encounterId = encounterOf(body)
+    return toFhir({
+      ...PREVIEW_ROW,
+      kind: kind.kind,
+      patient_id: body.patientId,
+      encounter_id: encounterId ?? null,
+      status: removed ? ENTERED_IN_ERROR : status,
+      code,
+      effective_at: effectiveAt ?? PREVIEW_TIME,
+      data: { ...data, ...(removed ? { [kind.statusField]: ENTERED_IN_ERROR } : {}) },
+      recorded_at: body.recordedAt === undefined ? PREVIEW_TIME : new Date(body.recordedAt),
+      entered_in_error_at: removed ? PREVIEW_TIME : null,
+      entered_in_error_by: removed ? 0 : null,
+      entered_in_error_reason: removed ? DELETED_REASON : null,
+    })
   }
 
   return {
@@ -181,34 +222,25 @@ export function clinicalWrites<R extends Resource, I extends TObject, D extends 
       { additionalProperties: false },
     ),
     fieldExpressions,
-    bodyOf(resource) {
-      const said = statementOf(resource)
-      const encounterId = idIn(said.encounter, 'Encounter', 'input.encounterId')
-      return withoutUndefined({
-        patientId: idIn(said.patient, 'Patient', 'patientId'),
-        input: withoutUndefined({ ...said.input, encounterId }),
-        recordedAt: said.recordedAt,
-        enteredInError: said.enteredInError ? true : undefined,
-      }) as ClinicalBody<I>
-    },
-    preview(body) {
-      const { data, status, code, effectiveAt } = prepared(body.input)
-      const removed = body.enteredInError === true
-      const { encounterId } = body.input as { encounterId?: number | null }
-      return toFhir({
-        ...PREVIEW_ROW,
-        kind: kind.kind,
-        patient_id: body.patientId,
-        encounter_id: encounterId ?? null,
-        status: removed ? ENTERED_IN_ERROR : status,
-        code,
-        effective_at: effectiveAt ?? PREVIEW_TIME,
-        data: { ...data, ...(removed ? { [kind.statusField]: ENTERED_IN_ERROR } : {}) },
-        recorded_at: body.recordedAt === undefined ? PREVIEW_TIME : new Date(body.recordedAt),
-        entered_in_error_at: removed ? PREVIEW_TIME : null,
-        entered_in_error_by: removed ? 0 : null,
-        entered_in_error_reason: removed ? DELETED_REASON : null,
-      })
+    bodyOf,
+    preview(body, current) {
+      if (current === undefined) return previewOf(body, prepared(body.input))
+      const was = bodyOf(current)
+      // An update the service refuses whatever the record holds (moving it to another patient,
+      // withdrawing it, correcting a withdrawn one): as sent, so that the refusal is the service's.
+      if (was.patientId !== body.patientId || body.enteredInError || was.enteredInError) {
+        return previewOf(body, prepared(body.input))
+      }
+      // As the service corrects the record: a body saying what the resource read says changes
+      // nothing, which leaves the record as it is; any other is prepared as a correction of it, which
+      // may mark it (a vital-signs record AMENDED, a final lab result CORRECTED).
+      const previous = prepared(was.input).data
+      const corrected = prepared(body.input, previous)
+      const unchanged =
+        body.recordedAt === was.recordedAt &&
+        encounterOf(body) === encounterOf(was) &&
+        isDeepStrictEqual(corrected, prepared(was.input, previous))
+      return unchanged ? current : previewOf(body, corrected)
     },
     patientOf: (resource) => referencedId(statementOf(resource).patient, 'Patient'),
     async create(db, actor, body) {

@@ -170,7 +170,7 @@ describe('transaction Bundles', () => {
       client.transaction({
         body: bundle('transaction', [
           post(newPatient()),
-          { resource: { resourceType: 'Observation' }, request: { method: 'POST', url: 'Observation' } },
+          { resource: { resourceType: 'Encounter' }, request: { method: 'POST', url: 'Encounter' } },
         ] as BundleEntry[]),
       }),
     )
