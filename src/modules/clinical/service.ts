@@ -73,18 +73,27 @@ const uncorrectable = (kind: KindIdentity) =>
     message: 'Record withdrawn',
   })
 
-export async function createRecord<I extends TObject, D extends TObject>(
+export const createRecord = async <I extends TObject, D extends TObject>(
   db: Db,
   kind: ClinicalKind<I, D>,
   actor: Actor,
   patientId: number,
   input: Static<I>,
-): Promise<ClinicalRecord<D>> {
+): Promise<ClinicalRecord<D>> => toRecord<D>(await createRecordRow(db, kind, actor, patientId, input))
+
+/** createRecord, answering the row as stored. */
+export async function createRecordRow<I extends TObject, D extends TObject>(
+  db: Db,
+  kind: ClinicalKind<I, D>,
+  actor: Actor,
+  patientId: number,
+  input: Static<I>,
+): Promise<ClinicalRecordRow> {
   await requirePatient(db, actor, patientId)
   const encounterId = await checkReferences(db, kind, actor, patientId, input)
   const prepared = kind.prepare(input)
   try {
-    const row = await withChangeAudit(db, (db) =>
+    return await withChangeAudit(db, (db) =>
       insertRecord(db, {
         organization_id: actor.organizationId,
         patient_id: patientId,
@@ -101,7 +110,6 @@ export async function createRecord<I extends TObject, D extends TObject>(
         entered_in_error_reason: null,
       }),
     )
-    return toRecord<D>(row)
   } catch (error) {
     throw conflictOf(kind, error)
   }
@@ -192,7 +200,7 @@ function correctsNothing<I extends TObject, D extends TObject>(
  * the correction changes nothing. With `expectedVersion`, only while the record is still at that
  * version (412 otherwise).
  */
-export async function correctRecord<I extends TObject, D extends TObject>(
+export const correctRecord = async <I extends TObject, D extends TObject>(
   db: Db,
   kind: ClinicalKind<I, D>,
   actor: Actor,
@@ -200,11 +208,23 @@ export async function correctRecord<I extends TObject, D extends TObject>(
   id: number,
   input: Static<I>,
   expectedVersion: ExpectedVersion,
-): Promise<ClinicalRecord<D>> {
+): Promise<ClinicalRecord<D>> =>
+  toRecord<D>(await correctRecordRow(db, kind, actor, patientId, id, input, expectedVersion))
+
+/** correctRecord, answering the row as stored. */
+export async function correctRecordRow<I extends TObject, D extends TObject>(
+  db: Db,
+  kind: ClinicalKind<I, D>,
+  actor: Actor,
+  patientId: number,
+  id: number,
+  input: Static<I>,
+  expectedVersion: ExpectedVersion,
+): Promise<ClinicalRecordRow> {
   await requirePatient(db, actor, patientId)
   const encounterId = await checkReferences(db, kind, actor, patientId, input)
   try {
-    const row = await inTransaction(db, async (trx) => {
+    return await inTransaction(db, async (trx) => {
       const current = await lockRecord(trx, scopeOf(kind, actor, patientId), id)
       if (!current) throw missing(kind, id)
       assertVersion(current.version, expectedVersion)
@@ -222,7 +242,6 @@ export async function correctRecord<I extends TObject, D extends TObject>(
       if (corrected) await auditChange(trx, [id])
       return corrected ?? current
     })
-    return toRecord<D>(row)
   } catch (error) {
     throw conflictOf(kind, error)
   }

@@ -8,7 +8,7 @@ import { Id } from '../../../schemas/common.js'
 import type { Actor } from '../../access/organization-scope.js'
 import { AppError, invalidField, notFound, withFields } from '../../errors.js'
 import { inOrganization } from '../../lib/organization-records.js'
-import { type ClinicalKind, correctRecord, createRecord, enterInError } from '../clinical/service.js'
+import { type ClinicalKind, correctRecordRow, createRecordRow, enterInError } from '../clinical/service.js'
 import { requirePatient } from '../patients/service.js'
 import { withdrawn } from './clinical-record.js'
 import { withoutUndefined } from './resource-elements.js'
@@ -123,12 +123,12 @@ async function inInput<T>(write: () => Promise<T>): Promise<T> {
 }
 
 /**
- * The record's patient: a live patient of the organization. Another organization's is 403 (the
- * service's rule); a reference to no patient is a 422 naming it.
+ * A write of a record of the patient, who must be a live patient of the organization: the
+ * service's check refuses another organization's (403); a reference to no patient is a 422 naming it.
  */
-async function checkPatient(db: Db, actor: Actor, patientId: number) {
+async function ofPatient<T>(patientId: number, write: () => Promise<T>): Promise<T> {
   try {
-    await requirePatient(db, actor, patientId)
+    return await write()
   } catch (error) {
     if (error instanceof AppError && error.code === 'RES_001') {
       throw invalidField('patientId', `names no patient of this practice (Patient/${patientId})`)
@@ -161,8 +161,6 @@ export function clinicalWrites<R extends Resource, I extends TObject, D extends 
     if (!row) throw notFound(`${type}/${id}`)
     return row
   }
-
-  const written = async (db: Db, actor: Actor, id: number) => toFhir(await recordOf(db, actor, id))
 
   /** The kind's rules, as the write applies them (`previous`: to a correction), naming the body's fields. */
   function prepared(input: Static<I>, previous?: Static<D>) {
@@ -250,12 +248,13 @@ export function clinicalWrites<R extends Resource, I extends TObject, D extends 
       if (body.recordedAt !== undefined) {
         throw invalidField('recordedAt', 'is set by this server when it stores the record')
       }
-      await checkPatient(db, actor, body.patientId)
-      const record = await inInput(() => createRecord(db, kind, actor, body.patientId, body.input))
-      return written(db, actor, record.id)
+      const { patientId, input } = body
+      return toFhir(
+        await ofPatient(patientId, () => inInput(() => createRecordRow(db, kind, actor, patientId, input))),
+      )
     },
     async update(db, actor, id, body, expected) {
-      await checkPatient(db, actor, body.patientId)
+      await ofPatient(body.patientId, () => requirePatient(db, actor, body.patientId))
       const current = await recordOf(db, actor, id)
       if (current.patient_id !== body.patientId) {
         throw invalidField('patientId', `cannot change: the record is Patient/${current.patient_id}’s`)
@@ -268,10 +267,10 @@ export function clinicalWrites<R extends Resource, I extends TObject, D extends 
       }
       const input = { ...body.input, ...definition.unseen(current.data as Static<D>, body.input) }
       // The values kept are those of the version read: a change in between is 412.
-      await inInput(() =>
-        correctRecord(db, kind, actor, current.patient_id, id, input, expected ?? current.version),
+      const version = expected ?? current.version
+      return toFhir(
+        await inInput(() => correctRecordRow(db, kind, actor, current.patient_id, id, input, version)),
       )
-      return written(db, actor, id)
     },
     async delete(db, actor, id, expected) {
       const current = await recordOf(db, actor, id)
