@@ -1,6 +1,8 @@
+import { randomUUID } from 'node:crypto'
 import { parseArgs } from 'node:util'
 import type { InjectOptions } from 'fastify'
 import { sql } from 'kysely'
+import pg from 'pg'
 import { benchApp, benchCaller } from '../lib/bench-app.js'
 import { writeBenchmarkSection } from '../lib/benchmarks-file.js'
 
@@ -9,7 +11,9 @@ import { writeBenchmarkSection } from '../lib/benchmarks-file.js'
 // Then writes, each measured against its REST counterpart in the same run, interleaved: a FHIR
 // create of a patient against POST /api/patients of the same patient (target ≥ 0.75 × its rate),
 // and PUT /api/patients/{id} with the version-keeping trigger on against the same with it off
-// (target: keeping versions costs ≤ 10 %).
+// (target: keeping versions costs ≤ 10 %). On PostgreSQL, a transaction Bundle of 100 lab-result
+// Observations against a bare ceiling: the rows the service writes for them, inserted with pg alone
+// in one transaction (target ≥ 0.5 × its rate).
 // `npm run bench:fhir -- --observations 1000`; DATABASE_URL names a PostgreSQL server (the run makes
 // a database of its own there and drops it), else in-memory PGlite.
 
@@ -50,6 +54,188 @@ function patientBodies(n: number) {
 }
 
 type Bench = Awaited<ReturnType<typeof benchApp>>['app']
+
+const BUNDLE_ENTRIES = 100
+const BUNDLE_SAMPLES = 20
+const COLLECTED_AT = '2024-03-01T08:00:00.000Z'
+const RESULTED_AT = '2024-03-01T10:30:00.000Z'
+
+/** The n-th lab result of a Bundle: its data as the service stores it, and the Observation sent. */
+function labResult(n: number, patientId: number) {
+  const value = 70 + (n % 60)
+  const mgPerDl = (amount: number) => ({
+    value: amount,
+    unit: 'mg/dL',
+    system: 'http://unitsofmeasure.org',
+    code: 'mg/dL',
+  })
+  return {
+    data: {
+      status: 'FINAL',
+      testCode: '2345-7',
+      testName: 'Glucose',
+      value,
+      unit: 'mg/dL',
+      referenceRange: { low: 70, high: 99, text: null },
+      interpretation: value > 99 ? 'HIGH' : 'NORMAL',
+      specimenCollectedAt: COLLECTED_AT,
+      resultedAt: RESULTED_AT,
+    },
+    observation: {
+      resourceType: 'Observation',
+      status: 'final',
+      category: [
+        {
+          coding: [
+            { system: 'http://terminology.hl7.org/CodeSystem/observation-category', code: 'laboratory' },
+          ],
+        },
+      ],
+      code: { coding: [{ system: 'http://loinc.org', code: '2345-7' }], text: 'Glucose' },
+      subject: { reference: `Patient/${patientId}` },
+      effectiveDateTime: COLLECTED_AT,
+      issued: RESULTED_AT,
+      valueQuantity: mgPerDl(value),
+      referenceRange: [{ low: mgPerDl(70), high: mgPerDl(99) }],
+    },
+  }
+}
+
+// What the service writes for each lab result a Bundle creates: its clinical record (version 1;
+// versions are kept when a record changes, and clinical records emit no event) and the audit
+// record committed with it.
+const INSERT_LAB = `insert into clinical_records (organization_id, patient_id, encounter_id, kind, status, code,
+  effective_at, data, recorded_by, updated_by, entered_in_error_at, entered_in_error_by, entered_in_error_reason)
+  values ($1, $2, null, 'LAB_RESULT', 'FINAL', $3, $4, $5, $6, $6, null, null, null) returning *`
+const INSERT_AUDIT = `insert into audit_log (occurred_at, organization_id, user_id, action, resource_type, resource_ids,
+  patient_id, outcome, status_code, request_id)
+  values (now(), $1, $2, 'CREATE', 'lab-result', array[$3::integer], null, 'SUCCESS', 201, $4)`
+
+/** An organization of its own with a provider (who writes lab results) and a patient. */
+async function labPractice(app: Bench) {
+  const { organization, headers } = await benchCaller(app, ['PROVIDER'])
+  const created = await app.inject({
+    method: 'POST',
+    url: '/api/patients',
+    headers,
+    payload: {
+      identification: { firstName: 'Lab', lastName: 'Patient', dateOfBirth: '1970-01-01', gender: 'Other' },
+    },
+  })
+  if (created.statusCode !== 201) throw new Error(`${created.statusCode} ${created.body}`)
+  const user = await app.db
+    .selectFrom('users')
+    .select('id')
+    .where('organization_id', '=', organization.id)
+    .executeTakeFirstOrThrow()
+  return {
+    organizationId: organization.id,
+    userId: user.id,
+    patientId: created.json().data.id as number,
+    headers,
+  }
+}
+
+/**
+ * The rows of an organization's writes, how many by table, and the clinical records of its first
+ * Bundle: what the ceiling must write as the service does.
+ */
+async function writtenRows(app: Bench, organizationId: number) {
+  const records = await app.db
+    .selectFrom('clinical_records')
+    .select(['kind', 'status', 'code', 'effective_at', 'data', 'version', 'entered_in_error_at'])
+    .where('organization_id', '=', organizationId)
+    .orderBy('id')
+    .limit(BUNDLE_ENTRIES)
+    .execute()
+  const { rows } = await sql<{ table: string; n: number }>`
+    select 'clinical_records' as "table", count(*)::int as n from clinical_records where organization_id = ${organizationId}
+    union all select 'record_history', count(*)::int from record_history where organization_id = ${organizationId}
+    union all select 'outbox_events', count(*)::int from outbox_events where organization_id = ${organizationId}
+    union all select 'audit_log ' || action || ' ' || resource_type || ' ' || status_code, count(*)::int
+      from audit_log where organization_id = ${organizationId} group by action, resource_type, status_code
+    order by 1`.execute(app.db)
+  return { records, rows }
+}
+
+/**
+ * Mean times of a transaction Bundle of lab results posted to /fhir/R4 and of the bare ceiling
+ * writing the same rows with pg alone in one transaction, interleaved; each in an organization of its
+ * own, whose rows are compared afterwards.
+ */
+async function bundleRatio(app: Bench, url: string) {
+  const fhir = await labPractice(app)
+  const bare = await labPractice(app)
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  const bundle = {
+    resourceType: 'Bundle',
+    type: 'transaction',
+    entry: Array.from({ length: BUNDLE_ENTRIES }, (_, n) => ({
+      resource: labResult(n, fhir.patientId).observation,
+      request: { method: 'POST', url: 'Observation' },
+    })),
+  }
+  const headers = { ...fhir.headers, 'content-type': 'application/fhir+json', prefer: 'return=minimal' }
+  const posted = async () => {
+    const started = process.hrtime.bigint()
+    const response = await app.inject({ method: 'POST', url: '/fhir/R4', headers, payload: bundle })
+    if (response.statusCode !== 200) throw new Error(`${response.statusCode} ${response.body}`)
+    return Number(process.hrtime.bigint() - started) / 1e6
+  }
+  const inserted = async () => {
+    const started = process.hrtime.bigint()
+    const requestId = randomUUID()
+    await client.query('begin')
+    try {
+      for (let n = 0; n < BUNDLE_ENTRIES; n++) {
+        const { data } = labResult(n, bare.patientId)
+        const values = [
+          bare.organizationId,
+          bare.patientId,
+          data.testCode,
+          data.resultedAt,
+          data,
+          bare.userId,
+        ]
+        const { rows } = await client.query({ name: 'bench_insert_lab', text: INSERT_LAB, values })
+        await client.query({
+          name: 'bench_audit_lab',
+          text: INSERT_AUDIT,
+          values: [bare.organizationId, bare.userId, rows[0].id, requestId],
+        })
+      }
+      await client.query('commit')
+    } catch (error) {
+      await client.query('rollback')
+      throw error
+    }
+    return Number(process.hrtime.bigint() - started) / 1e6
+  }
+  const times = { fhir: [] as number[], bare: [] as number[] }
+  try {
+    for (let i = -3; i < BUNDLE_SAMPLES; i++) {
+      const [fhirTime, bareTime] = [await posted(), await inserted()]
+      if (i >= 0) {
+        times.fhir.push(fhirTime)
+        times.bare.push(bareTime)
+      }
+    }
+  } finally {
+    await client.end()
+  }
+  const [served, ceiling] = [
+    await writtenRows(app, fhir.organizationId),
+    await writtenRows(app, bare.organizationId),
+  ]
+  if (JSON.stringify(served) !== JSON.stringify(ceiling)) {
+    throw new Error(
+      `The ceiling does not write what the service writes: ${JSON.stringify({ served, ceiling })}`,
+    )
+  }
+  const mean = (list: number[]) => list.reduce((sum, value) => sum + value, 0) / list.length
+  return { fhir: mean(times.fhir), bare: mean(times.bare) }
+}
 
 /** Mean times of the write pairs, each pair interleaved request by request. */
 async function writeRatios(app: Bench, headers: Record<string, string>) {
@@ -120,7 +306,7 @@ async function writeRatios(app: Bench, headers: Record<string, string>) {
 }
 
 async function main(): Promise<void> {
-  const { app, kind, close } = await benchApp(serverUrl, 'ehr_bench_fhir')
+  const { app, kind, url, close } = await benchApp(serverUrl, 'ehr_bench_fhir')
   try {
     const { headers } = await benchCaller(app, ['NURSE'])
     const created = await app.inject({
@@ -178,6 +364,7 @@ async function main(): Promise<void> {
       `| GET /fhir/R4/Observation?patient={id}&_count=20 | ${fhirP50.toFixed(2)} ms | ${(fhirP50 / restP50).toFixed(2)} |`,
     ].join('\n')
     const writes = await writeRatios(app, headers)
+    const bundles = url ? await bundleRatio(app, url) : undefined
     const full = [
       section,
       '',
@@ -189,6 +376,12 @@ async function main(): Promise<void> {
       `| POST /fhir/R4/Patient (the same patient) | ${writes.fhirCreate.toFixed(2)} ms | ${(writes.restCreate / writes.fhirCreate).toFixed(2)} | ≥ 0.75 |`,
       `| PUT /api/patients/{id}, versions not kept (trigger off) | ${writes.putBare.toFixed(2)} ms | 1 | |`,
       `| PUT /api/patients/{id}, versions kept | ${writes.putKept.toFixed(2)} ms | ${(writes.putBare / writes.putKept).toFixed(2)} | ≥ 0.90 |`,
+      ...(bundles
+        ? [
+            `| ${BUNDLE_ENTRIES} lab results, bare: their clinical records and audit records inserted with pg in one transaction | ${bundles.bare.toFixed(2)} ms | 1 | |`,
+            `| POST /fhir/R4, a transaction Bundle of the same ${BUNDLE_ENTRIES} lab-result Observations (mean of ${BUNDLE_SAMPLES}) | ${bundles.fhir.toFixed(2)} ms | ${(bundles.bare / bundles.fhir).toFixed(2)} | ≥ 0.5 |`,
+          ]
+        : []),
     ].join('\n')
     process.stdout.write(`${full}\n`)
     await writeBenchmarkSection(heading, full)

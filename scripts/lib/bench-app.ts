@@ -14,7 +14,8 @@ import { startTcpProxy, type TcpProxy } from './tcp-proxy.js'
  * PostgreSQL server `serverUrl` names (created now, dropped by `close`), or on in-memory PGlite;
  * `environment` adds or overrides settings. With `proxied`, on PostgreSQL, the service reaches its
  * database through a loopback TCP proxy (returned as `proxy`, to cut it) and opens it as it does in
- * service (its pool and timeouts from the settings).
+ * service (its pool and timeouts from the settings). `url`: the database's, on PostgreSQL, for a
+ * ceiling that reaches it with pg alone.
  */
 export async function benchApp(
   serverUrl: string | undefined,
@@ -56,6 +57,7 @@ export async function benchApp(
   return {
     app,
     kind: url ? 'PostgreSQL' : 'PGlite (embedded, in memory)',
+    url,
     proxy,
     close: async () => {
       await proxy?.restore()

@@ -11,7 +11,7 @@ export type ChangeAuditFields = Omit<NewAuditRow, 'resource_ids'>
 /** The audit record of the call being served by an audited route that changes records. */
 export interface ChangeAudit {
   /** The record its success leaves (outcome SUCCESS, the status the route answers a change with). */
-  readonly fields: ChangeAuditFields
+  fields: ChangeAuditFields
   /**
    * The status of the record written with a change, once one was: an answer with that status needs
    * no record of its own.
@@ -40,6 +40,15 @@ export async function auditedAs<T>(action: AuditAction, work: () => Promise<T>):
   const result = await current.run(as, work)
   audit.writtenStatus = as.writtenStatus ?? audit.writtenStatus
   return result
+}
+
+/**
+ * Files the change being made under another rule than its route's: a FHIR write of a record whose
+ * REST routes are its kind's own (an Observation that is a lab result).
+ */
+export function auditChangeAs(rule: Pick<ChangeAuditFields, 'action' | 'resource_type'>): void {
+  const audit = current.getStore()
+  if (audit) audit.fields = { ...audit.fields, ...rule }
 }
 
 /** The audit record the change being made belongs with, if it is made by an audited call. */

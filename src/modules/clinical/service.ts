@@ -27,11 +27,13 @@ import {
   updateRecord,
 } from './queries.js'
 
-// The kinds the FHIR API writes as Condition, AllergyIntolerance and MedicationStatement.
+// The kinds the FHIR API writes as Condition, AllergyIntolerance, MedicationStatement and Observation.
 export type { ClinicalKind } from './kind.js'
 export { allergies } from './kinds/allergies.js'
 export { conditions } from './kinds/conditions.js'
+export { labResults } from './kinds/lab-results.js'
 export { medications } from './kinds/medications.js'
+export { vitalSigns } from './kinds/vital-signs.js'
 
 type KindIdentity = Pick<ClinicalKind, 'kind' | 'label' | 'uniqueness'>
 
@@ -71,18 +73,27 @@ const uncorrectable = (kind: KindIdentity) =>
     message: 'Record withdrawn',
   })
 
-export async function createRecord<I extends TObject, D extends TObject>(
+export const createRecord = async <I extends TObject, D extends TObject>(
   db: Db,
   kind: ClinicalKind<I, D>,
   actor: Actor,
   patientId: number,
   input: Static<I>,
-): Promise<ClinicalRecord<D>> {
+): Promise<ClinicalRecord<D>> => toRecord<D>(await createRecordRow(db, kind, actor, patientId, input))
+
+/** createRecord, answering the row as stored. */
+export async function createRecordRow<I extends TObject, D extends TObject>(
+  db: Db,
+  kind: ClinicalKind<I, D>,
+  actor: Actor,
+  patientId: number,
+  input: Static<I>,
+): Promise<ClinicalRecordRow> {
   await requirePatient(db, actor, patientId)
   const encounterId = await checkReferences(db, kind, actor, patientId, input)
   const prepared = kind.prepare(input)
   try {
-    const row = await withChangeAudit(db, (db) =>
+    return await withChangeAudit(db, (db) =>
       insertRecord(db, {
         organization_id: actor.organizationId,
         patient_id: patientId,
@@ -99,7 +110,6 @@ export async function createRecord<I extends TObject, D extends TObject>(
         entered_in_error_reason: null,
       }),
     )
-    return toRecord<D>(row)
   } catch (error) {
     throw conflictOf(kind, error)
   }
@@ -190,7 +200,7 @@ function correctsNothing<I extends TObject, D extends TObject>(
  * the correction changes nothing. With `expectedVersion`, only while the record is still at that
  * version (412 otherwise).
  */
-export async function correctRecord<I extends TObject, D extends TObject>(
+export const correctRecord = async <I extends TObject, D extends TObject>(
   db: Db,
   kind: ClinicalKind<I, D>,
   actor: Actor,
@@ -198,11 +208,23 @@ export async function correctRecord<I extends TObject, D extends TObject>(
   id: number,
   input: Static<I>,
   expectedVersion: ExpectedVersion,
-): Promise<ClinicalRecord<D>> {
+): Promise<ClinicalRecord<D>> =>
+  toRecord<D>(await correctRecordRow(db, kind, actor, patientId, id, input, expectedVersion))
+
+/** correctRecord, answering the row as stored. */
+export async function correctRecordRow<I extends TObject, D extends TObject>(
+  db: Db,
+  kind: ClinicalKind<I, D>,
+  actor: Actor,
+  patientId: number,
+  id: number,
+  input: Static<I>,
+  expectedVersion: ExpectedVersion,
+): Promise<ClinicalRecordRow> {
   await requirePatient(db, actor, patientId)
   const encounterId = await checkReferences(db, kind, actor, patientId, input)
   try {
-    const row = await inTransaction(db, async (trx) => {
+    return await inTransaction(db, async (trx) => {
       const current = await lockRecord(trx, scopeOf(kind, actor, patientId), id)
       if (!current) throw missing(kind, id)
       assertVersion(current.version, expectedVersion)
@@ -220,7 +242,6 @@ export async function correctRecord<I extends TObject, D extends TObject>(
       if (corrected) await auditChange(trx, [id])
       return corrected ?? current
     })
-    return toRecord<D>(row)
   } catch (error) {
     throw conflictOf(kind, error)
   }

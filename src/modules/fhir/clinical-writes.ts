@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util'
 import type { CodeableConcept, Reference, Resource } from '@medplum/fhirtypes'
 import { type Static, type TObject, Type } from '@sinclair/typebox'
 import type { Db } from '../../../db/database.js'
@@ -7,15 +8,16 @@ import { Id } from '../../../schemas/common.js'
 import type { Actor } from '../../access/organization-scope.js'
 import { AppError, invalidField, notFound, withFields } from '../../errors.js'
 import { inOrganization } from '../../lib/organization-records.js'
-import { type ClinicalKind, correctRecord, createRecord, enterInError } from '../clinical/service.js'
+import { type ClinicalKind, correctRecordRow, createRecordRow, enterInError } from '../clinical/service.js'
 import { requirePatient } from '../patients/service.js'
 import { withdrawn } from './clinical-record.js'
 import { withoutUndefined } from './resource-elements.js'
 import type { ResourceWrites } from './resource-writes.js'
 import { idIn, referencedId } from './written-references.js'
 
-// Clinical records written as FHIR resources: what Condition, AllergyIntolerance and
-// MedicationStatement writes share. Records are never deleted: DELETE enters one in error.
+// Clinical records written as FHIR resources: what the writes of Condition, AllergyIntolerance,
+// MedicationStatement and Observation (of each of its kinds) share. Records are never deleted:
+// DELETE enters one in error.
 
 /** The REST body a clinical resource stands for: the record's patient and its kind's input. */
 export interface ClinicalBody<I extends TObject> {
@@ -37,8 +39,8 @@ export interface ClinicalStatement {
   input: Record<string, unknown>
 }
 
-/** The body fields named by the generic part, whatever the kind. */
-type CommonField = 'patientId' | 'recordedAt' | 'enteredInError' | 'input.encounterId'
+/** The body fields named by the generic part, whatever the kind (a resource may not show `recordedAt`). */
+type CommonField = 'patientId' | 'enteredInError' | 'input.encounterId'
 
 export interface ClinicalWritesDefinition<R extends Resource, I extends TObject, D extends TObject> {
   type: R['resourceType']
@@ -49,7 +51,8 @@ export interface ClinicalWritesDefinition<R extends Resource, I extends TObject,
    * The element of each body field, from the resource (`subject`, `code.coding`): a 422 about the
    * field names it.
    */
-  elements: Record<CommonField, string> & Partial<Record<`input.${keyof Static<I> & string}`, string>>
+  elements: Record<CommonField, string> &
+    Partial<Record<'recordedAt' | `input.${keyof Static<I> & string}`, string>>
   /**
    * Values of the record that the resource cannot show, which an update keeps where the resource
    * gives none: its client never saw them, and a resource written back as read changes nothing.
@@ -88,22 +91,27 @@ const renamed = (error: unknown, rename: (path: string) => string) =>
       )
     : error
 
+/** The error of a kind's rule, the fields it names being those of the body's input. */
+const inputError = (error: unknown) => renamed(error, (path) => `input.${path}`)
+
+const encounterOf = (body: ClinicalBody<TObject>) => (body.input as { encounterId?: number }).encounterId
+
 /** A service write, the fields its rules name being those of the body's input. */
 async function inInput<T>(write: () => Promise<T>): Promise<T> {
   try {
     return await write()
   } catch (error) {
-    throw renamed(error, (path) => `input.${path}`)
+    throw inputError(error)
   }
 }
 
 /**
- * The record's patient: a live patient of the organization. Another organization's is 403 (the
- * service's rule); a reference to no patient is a 422 naming it.
+ * A write of a record of the patient, who must be a live patient of the organization: the
+ * service's check refuses another organization's (403); a reference to no patient is a 422 naming it.
  */
-async function checkPatient(db: Db, actor: Actor, patientId: number) {
+async function ofPatient<T>(patientId: number, write: () => Promise<T>): Promise<T> {
   try {
-    await requirePatient(db, actor, patientId)
+    return await write()
   } catch (error) {
     if (error instanceof AppError && error.code === 'RES_001') {
       throw invalidField('patientId', `names no patient of this practice (Patient/${patientId})`)
@@ -137,15 +145,46 @@ export function clinicalWrites<R extends Resource, I extends TObject, D extends 
     return row
   }
 
-  const written = async (db: Db, actor: Actor, id: number) => toFhir(await recordOf(db, actor, id))
-
-  /** The kind's rules, as the write applies them: their 422s name the resource's elements. */
-  function prepared(input: Static<I>) {
+  /** The kind's rules, as the write applies them (`previous`: to a correction), naming the body's fields. */
+  function prepared(input: Static<I>, previous?: Static<D>) {
     try {
-      return kind.prepare(input)
+      return kind.prepare(input, previous)
     } catch (error) {
-      throw renamed(error, (path) => fieldExpressions[`input.${path}`] ?? type)
+      throw inputError(error)
     }
+  }
+
+  /** The REST body a resource stands for: what it says of its record, its references as ids. */
+  function bodyOf(resource: R): ClinicalBody<I> {
+    const said = statementOf(resource)
+    const encounterId = idIn(said.encounter, 'Encounter', 'input.encounterId')
+    return withoutUndefined({
+      patientId: idIn(said.patient, 'Patient', 'patientId'),
+      input: withoutUndefined({ ...said.input, encounterId }),
+      recordedAt: said.recordedAt,
+      enteredInError: said.enteredInError ? true : undefined,
+    }) as ClinicalBody<I>
+  }
+
+  /** The resource as a read would show the record holding `body`, prepared as `record`. */
+  function previewOf(body: ClinicalBody<I>, record: ReturnType<typeof prepared>): R {
+    const { data, status, code, effectiveAt } = record
+    const removed = body.enteredInError === true
+    const encounterId = encounterOf(body)
+    return toFhir({
+      ...PREVIEW_ROW,
+      kind: kind.kind,
+      patient_id: body.patientId,
+      encounter_id: encounterId ?? null,
+      status: removed ? ENTERED_IN_ERROR : status,
+      code,
+      effective_at: effectiveAt ?? PREVIEW_TIME,
+      data: { ...data, ...(removed ? { [kind.statusField]: ENTERED_IN_ERROR } : {}) },
+      recorded_at: body.recordedAt === undefined ? PREVIEW_TIME : new Date(body.recordedAt),
+      entered_in_error_at: removed ? PREVIEW_TIME : null,
+      entered_in_error_by: removed ? 0 : null,
+      entered_in_error_reason: removed ? DELETED_REASON : null,
+    })
   }
 
   return {
@@ -164,34 +203,25 @@ export function clinicalWrites<R extends Resource, I extends TObject, D extends 
       { additionalProperties: false },
     ),
     fieldExpressions,
-    bodyOf(resource) {
-      const said = statementOf(resource)
-      const encounterId = idIn(said.encounter, 'Encounter', 'input.encounterId')
-      return withoutUndefined({
-        patientId: idIn(said.patient, 'Patient', 'patientId'),
-        input: withoutUndefined({ ...said.input, encounterId }),
-        recordedAt: said.recordedAt,
-        enteredInError: said.enteredInError ? true : undefined,
-      }) as ClinicalBody<I>
-    },
-    preview(body) {
-      const { data, status, code, effectiveAt } = prepared(body.input)
-      const removed = body.enteredInError === true
-      const { encounterId } = body.input as { encounterId?: number | null }
-      return toFhir({
-        ...PREVIEW_ROW,
-        kind: kind.kind,
-        patient_id: body.patientId,
-        encounter_id: encounterId ?? null,
-        status: removed ? ENTERED_IN_ERROR : status,
-        code,
-        effective_at: effectiveAt ?? PREVIEW_TIME,
-        data: { ...data, ...(removed ? { [kind.statusField]: ENTERED_IN_ERROR } : {}) },
-        recorded_at: body.recordedAt === undefined ? PREVIEW_TIME : new Date(body.recordedAt),
-        entered_in_error_at: removed ? PREVIEW_TIME : null,
-        entered_in_error_by: removed ? 0 : null,
-        entered_in_error_reason: removed ? DELETED_REASON : null,
-      })
+    bodyOf,
+    preview(body, current) {
+      if (current === undefined) return previewOf(body, prepared(body.input))
+      const was = bodyOf(current)
+      // An update the service refuses whatever the record holds (moving it to another patient,
+      // withdrawing it, correcting a withdrawn one): as sent, so that the refusal is the service's.
+      if (was.patientId !== body.patientId || body.enteredInError || was.enteredInError) {
+        return previewOf(body, prepared(body.input))
+      }
+      // As the service corrects the record: a body saying what the resource read says changes
+      // nothing, which leaves the record as it is; any other is prepared as a correction of it, which
+      // may mark it (a vital-signs record AMENDED, a final lab result CORRECTED).
+      const previous = prepared(was.input).data
+      const corrected = prepared(body.input, previous)
+      const unchanged =
+        body.recordedAt === was.recordedAt &&
+        encounterOf(body) === encounterOf(was) &&
+        isDeepStrictEqual(corrected, prepared(was.input, previous))
+      return unchanged ? current : previewOf(body, corrected)
     },
     patientOf: (resource) => referencedId(statementOf(resource).patient, 'Patient'),
     async create(db, actor, body) {
@@ -201,12 +231,13 @@ export function clinicalWrites<R extends Resource, I extends TObject, D extends 
       if (body.recordedAt !== undefined) {
         throw invalidField('recordedAt', 'is set by this server when it stores the record')
       }
-      await checkPatient(db, actor, body.patientId)
-      const record = await inInput(() => createRecord(db, kind, actor, body.patientId, body.input))
-      return written(db, actor, record.id)
+      const { patientId, input } = body
+      return toFhir(
+        await ofPatient(patientId, () => inInput(() => createRecordRow(db, kind, actor, patientId, input))),
+      )
     },
     async update(db, actor, id, body, expected) {
-      await checkPatient(db, actor, body.patientId)
+      await ofPatient(body.patientId, () => requirePatient(db, actor, body.patientId))
       const current = await recordOf(db, actor, id)
       if (current.patient_id !== body.patientId) {
         throw invalidField('patientId', `cannot change: the record is Patient/${current.patient_id}’s`)
@@ -219,10 +250,10 @@ export function clinicalWrites<R extends Resource, I extends TObject, D extends 
       }
       const input = { ...body.input, ...definition.unseen(current.data as Static<D>, body.input) }
       // The values kept are those of the version read: a change in between is 412.
-      await inInput(() =>
-        correctRecord(db, kind, actor, current.patient_id, id, input, expected ?? current.version),
+      const version = expected ?? current.version
+      return toFhir(
+        await inInput(() => correctRecordRow(db, kind, actor, current.patient_id, id, input, version)),
       )
-      return written(db, actor, id)
     },
     async delete(db, actor, id, expected) {
       const current = await recordOf(db, actor, id)

@@ -1,14 +1,15 @@
-import type { CodeableConcept, Observation, ObservationReferenceRange, Quantity } from '@medplum/fhirtypes'
+import type { Observation } from '@medplum/fhirtypes'
 import { type Expression, type ExpressionBuilder, type SqlBool, sql } from 'kysely'
 import type { Database, Db } from '../../../db/database.js'
 import type { ClinicalKindName, ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
-import type { LabResultData } from '../../../schemas/clinical.js'
 import { missingRecord } from '../../access/organization-scope.js'
 import type { RouteKey } from '../../access/route-access.js'
-import { AppError } from '../../errors.js'
+import { AppError, invalidField } from '../../errors.js'
+import { labResultWrites, toFhirLabResult } from './lab-result-mapping.js'
 import { defineResourceType } from './resource-definition.js'
-import { present, recordResource, reference, referencesTo } from './resource-elements.js'
+import { referencesTo } from './resource-elements.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
+import type { ResourceWrites } from './resource-writes.js'
 import { checkLaunchPatient } from './scopes.js'
 import {
   dateParameter,
@@ -20,23 +21,15 @@ import {
 } from './search-conditions.js'
 import type { SearchQuery } from './search-params.js'
 import {
-  categoryOf,
   LOINC,
   MEASUREMENT_FIELDS,
   OBSERVATION_CATEGORY,
   toFhirVitalSigns,
-  UCUM,
   VITALS_PANEL_CODE,
+  vitalSignsWrites,
+  vitalSignsWritesOf,
 } from './vital-signs-mapping.js'
 
-const INTERPRETATION = 'http://terminology.hl7.org/CodeSystem/v3-ObservationInterpretation'
-
-const LAB_STATUS: Record<string, Observation['status']> = {
-  PRELIMINARY: 'preliminary',
-  FINAL: 'final',
-  CORRECTED: 'corrected',
-  ENTERED_IN_ERROR: 'entered-in-error',
-}
 /** Observation.status search values as the stored statuses of both kinds. */
 const STORED_STATUS: Record<string, string> = {
   preliminary: 'PRELIMINARY',
@@ -52,76 +45,43 @@ const KIND_OF_CATEGORY: Record<string, ClinicalKindName> = {
   laboratory: 'LAB_RESULT',
 }
 
-/**
- * Units are free text in the REST API. Only one written in UCUM's syntax (no spaces, UCUM's
- * characters, balanced brackets) is sent with the UCUM system and code; any other is sent as
- * display text alone, since a wrong UCUM code is worse than none to a system that computes with it.
- */
-function ucumLike(unit: string): boolean {
-  if (!/^[A-Za-z0-9%./*^'[\]{}()_+-]{1,30}$/.test(unit)) return false
-  let depth = 0
-  for (const char of unit) {
-    depth += '[{('.includes(char) ? 1 : ')}]'.includes(char) ? -1 : 0
-    if (depth < 0) return false
-  }
-  return depth === 0
-}
-
-const quantityOf = (value: number, unit: string | null): Quantity =>
-  unit === null ? { value } : ucumLike(unit) ? { value, unit, system: UCUM, code: unit } : { value, unit }
-
-function interpretationOf(data: LabResultData): CodeableConcept[] | undefined {
-  const coded = (code: string, display: string) => [{ coding: [{ system: INTERPRETATION, code, display }] }]
-  switch (data.interpretation) {
-    case 'NORMAL':
-      return coded('N', 'Normal')
-    case 'LOW':
-      return coded('L', 'Low')
-    case 'HIGH':
-      return coded('H', 'High')
-    case 'CRITICAL': {
-      // The direction of a critical result is known only from a numeric value against its range.
-      const { low, high } = data.referenceRange ?? {}
-      if (typeof data.value === 'number' && high != null && data.value > high)
-        return coded('HH', 'Critical high')
-      if (typeof data.value === 'number' && low != null && data.value < low)
-        return coded('LL', 'Critical low')
-      return coded('AA', 'Critical abnormal')
-    }
-    default:
-      return undefined
-  }
-}
-
-/** A lab result as a laboratory Observation: LOINC code, value, range, interpretation. */
-function toFhirLabResult(row: ClinicalRecordRow): Observation & { id: string } {
-  const data = row.data as LabResultData
-  const range = data.referenceRange
-  const referenceRange = range
-    ? present<ObservationReferenceRange>({
-        low: range.low === null ? undefined : quantityOf(range.low, data.unit),
-        high: range.high === null ? undefined : quantityOf(range.high, data.unit),
-        text: range.text ?? undefined,
-      })
-    : undefined
-  return recordResource('Observation', row, {
-    status: row.entered_in_error_at ? 'entered-in-error' : (LAB_STATUS[data.status] ?? 'unknown'),
-    category: categoryOf('laboratory'),
-    code: { coding: [{ system: LOINC, code: data.testCode }], text: data.testName },
-    subject: reference('Patient', row.patient_id),
-    encounter: reference('Encounter', row.encounter_id),
-    // The clinically relevant time of a lab result is when the specimen was taken.
-    effectiveDateTime: data.specimenCollectedAt ?? data.resultedAt,
-    issued: data.resultedAt,
-    valueQuantity: typeof data.value === 'number' ? quantityOf(data.value, data.unit) : undefined,
-    valueString: typeof data.value === 'string' ? data.value : undefined,
-    interpretation: interpretationOf(data),
-    referenceRange: referenceRange ? [referenceRange] : undefined,
-  })
-}
-
 const toFhirObservation = (row: ClinicalRecordRow) =>
   row.kind === 'VITAL_SIGNS' ? toFhirVitalSigns(row) : toFhirLabResult(row)
+
+/** The kind of record an Observation is, as its category says: vital-signs or laboratory (422 otherwise). */
+function kindOf(observation: Observation): ClinicalKindName {
+  const kinds = new Set(
+    (observation.category ?? [])
+      .flatMap((category) => category.coding ?? [])
+      .filter((coding) => coding.system === OBSERVATION_CATEGORY)
+      .flatMap((coding) => ownEntry(KIND_OF_CATEGORY, coding.code ?? '') ?? []),
+  )
+  const [kind, ...others] = kinds
+  if (kind === undefined || others.length > 0) {
+    throw invalidField(
+      'Observation.category',
+      `must be one of vital-signs (a vital signs panel) or laboratory (a lab result), of ${OBSERVATION_CATEGORY}`,
+    )
+  }
+  return kind
+}
+
+/**
+ * A vital signs panel or a lab result, as its category says, each written through its kind's REST
+ * routes. The type's own are the vital signs' (PROVIDER and NURSE write them); a lab result's
+ * narrow them to PROVIDER.
+ */
+const observationWrites: ResourceWrites<Observation> = {
+  ...vitalSignsWrites,
+  kindOf(observation, current) {
+    const kind = kindOf(observation)
+    if (current && kindOf(current) !== kind) {
+      const was = kind === 'LAB_RESULT' ? 'a vital signs panel' : 'a lab result'
+      throw invalidField('Observation.category', `cannot change: Observation/${current.id} is ${was}`)
+    }
+    return kind === 'LAB_RESULT' ? labResultWrites : vitalSignsWritesOf(observation)
+  },
+}
 
 /** Vital signs and lab results of the organization's live patients. */
 const observationsOf = (db: Db, scope: ReadScope) =>
@@ -223,6 +183,7 @@ export function observationResource(): FhirResourceType<Observation> {
     checkSearch: containedOf,
     includes: { patient: (observation) => referencesTo('Patient', [observation.subject]) },
     toFhir: toFhirObservation,
+    writes: observationWrites,
     async read(db, scope, id) {
       const row = await observationsOf(db, scope).where('r.id', '=', id).executeTakeFirst()
       if (!row) missingRecord('Observation', id, await ownerOf(db, id), scope.actor)

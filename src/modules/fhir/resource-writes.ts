@@ -44,4 +44,13 @@ export interface ResourceWrites<R extends Resource, B = unknown> {
   ): Promise<R & { id: string }>
   /** Present exactly when `rest.delete` is. */
   delete?(db: Db, actor: Principal, id: number, expected: ExpectedVersion): Promise<void>
+  /**
+   * For a type whose records are of several kinds, each written through REST routes of its own (an
+   * Observation is vital signs or a lab result): the writes of the kind `resource` is of, for it.
+   * Their routes' roles and audit rule then apply; the type's own members are those of the kind
+   * whose roles are the widest, so that its roles admit a caller to the type's writes at all.
+   * `current`: the resource an update replaces, whose kind it cannot change. A resource of no
+   * kind, or of another kind than `current`, is a 422 naming the element that tells the kind.
+   */
+  kindOf?(resource: R, current?: R): ResourceWrites<R>
 }

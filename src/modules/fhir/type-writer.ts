@@ -1,14 +1,17 @@
 import type { Resource } from '@medplum/fhirtypes'
 import type { FastifyRequest } from 'fastify'
 import type { Db } from '../../../db/database.js'
+import { hasAnyRole } from '../../access/roles.js'
+import type { RouteKey } from '../../access/route-access.js'
 import type { ScopeInteraction } from '../../access/smart-scopes.js'
+import { auditChangeAs } from '../../audit/change-audit.js'
 import { AppError, forbidden, invalidFields, preconditionFailed, withFields } from '../../errors.js'
 import { validMergedBody } from '../../http/merge-patch-body.js'
 import type { Principal } from '../../identity/principal.js'
 import { applyJsonPatch, patchOperations } from '../../lib/json-patch.js'
 import type { ExpectedVersion } from '../../lib/versions.js'
 import { toAppError } from '../../plugins/error-handler.js'
-import { typeGrant } from './access.js'
+import { accessOf, typeGrant } from './access.js'
 import { recordId } from './record-id.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
 import type { ResourceWrites } from './resource-writes.js'
@@ -119,11 +122,43 @@ export function typeWriter(
   }
 
   /**
-   * The REST body the resource stands for, once it is valid against the R4 base definitions, the
-   * REST body's own schema and rules, and the service keeps every element of it (422 otherwise,
-   * naming each element at fault). `current`: the resource an update replaces.
+   * The writes of the kind of record a resource is (ResourceWrites.kindOf), under the roles and the
+   * audit rule of that kind's REST route for `interaction`; the type's own for a type of one kind.
    */
-  async function bodyOf(call: WriteCall, resource: Resource, current?: Written): Promise<unknown> {
+  function kindWrites(
+    call: WriteCall,
+    interaction: 'create' | 'update' | 'delete',
+    resource: Resource,
+    current?: Written,
+  ): ResourceWrites<Resource> {
+    const kind = writes.kindOf?.(resource, current)
+    const route = kind?.rest[interaction]
+    if (route) admitToRoute(call, route)
+    return kind ?? writes
+  }
+
+  /** The call, audited as calls of `route` are (refused or not), if the caller's roles allow that route. */
+  function admitToRoute(call: WriteCall, route: RouteKey) {
+    const { allow, audit } = accessOf(route)
+    if (audit) {
+      call.request.auditedAs = audit
+      auditChangeAs({ action: audit.action, resource_type: audit.resourceType })
+    }
+    if (!hasAnyRole(call.principal.authorities, allow)) {
+      throw forbidden(`Writing this ${type.type} requires one of the roles: ${allow.join(', ')}`)
+    }
+  }
+
+  /**
+   * The writes of the resource's kind and the REST body it stands for, once it is valid against the
+   * R4 base definitions, the REST body's own schema and rules, and the service keeps every element
+   * of it (422 otherwise, naming each element at fault). `current`: the resource an update replaces.
+   */
+  async function bodyOf(
+    call: WriteCall,
+    resource: Resource,
+    current?: Written,
+  ): Promise<{ kind: ResourceWrites<Resource>; body: unknown }> {
     const errors = await baseValidationErrors(resource)
     if (errors.length > 0) {
       throw invalidFields(
@@ -133,31 +168,34 @@ export function typeWriter(
         })),
       )
     }
+    const kind = kindWrites(call, current ? 'update' : 'create', resource, current)
     let body: unknown
+    let stored: Resource
     try {
-      body = validMergedBody(call.request, writes.bodySchema, writes.bodyOf(resource))
+      body = validMergedBody(call.request, kind.bodySchema, kind.bodyOf(resource))
+      stored = kind.preview(body, current)
     } catch (error) {
-      throw asElements(toAppError(error, 0) ?? error, writes, type.type)
+      throw asElements(toAppError(error, 0) ?? error, kind, type.type)
     }
-    const dropped = droppedElements(resource, writes.preview(body, current))
+    const dropped = droppedElements(resource, stored)
     if (dropped.length > 0) {
       throw invalidFields(
         dropped.map((path) => ({ path, message: 'cannot be stored by this server' })),
         `Elements this server cannot store: ${dropped.join(', ')}`,
       )
     }
-    return body
+    return { kind, body }
   }
 
   /**
-   * Runs a service write, its domain rules' field problems (and those of a constraint the database
-   * enforced, a duplicate NPI) naming FHIR elements.
+   * Runs a service write of the kind's, its domain rules' field problems (and those of a constraint
+   * the database enforced, a duplicate NPI) naming FHIR elements.
    */
-  async function serviceWrite<T>(write: () => Promise<T>): Promise<T> {
+  async function serviceWrite<T>(kind: ResourceWrites<Resource>, write: () => Promise<T>): Promise<T> {
     try {
       return await write()
     } catch (error) {
-      throw asElements(toAppError(error, 0) ?? error, writes, type.type)
+      throw asElements(toAppError(error, 0) ?? error, kind, type.type)
     }
   }
 
@@ -185,8 +223,8 @@ export function typeWriter(
 
   async function create(call: WriteCall, scope: WriteScope, resource: Resource): Promise<WriteResult> {
     checkCompartment(scope, resource)
-    const body = await bodyOf(call, resource)
-    const created = await serviceWrite(() => writes.create(call.db, scope.actor, body))
+    const { kind, body } = await bodyOf(call, resource)
+    const created = await serviceWrite(kind, () => kind.create(call.db, scope.actor, body))
     return { status: 201, resource: created }
   }
 
@@ -202,21 +240,16 @@ export function typeWriter(
     }
     checkCompartment(scope, current)
     checkCompartment(scope, resource)
-    const body = await bodyOf(call, resource, current)
+    const { kind, body } = await bodyOf(call, resource, current)
     const id = Number(current.id)
-    const updated = await serviceWrite(() => writes.update(call.db, scope.actor, id, body, expected))
+    const updated = await serviceWrite(kind, () => kind.update(call.db, scope.actor, id, body, expected))
     return { status: 200, resource: updated }
   }
 
   const recordOf = (call: WriteCall, scope: WriteScope, text: string) =>
     type.read(call.db, scope, recordId(text, type.type))
 
-  async function remove(
-    call: WriteCall,
-    scope: WriteScope,
-    id: number,
-    deleteRecord: NonNullable<ResourceWrites<Resource>['delete']>,
-  ): Promise<WriteResult> {
+  async function remove(call: WriteCall, scope: WriteScope, id: number): Promise<WriteResult> {
     let current: Written
     try {
       current = await type.read(call.db, scope, id)
@@ -226,11 +259,12 @@ export function typeWriter(
       throw error
     }
     checkCompartment(scope, current)
+    const { delete: deleteRecord } = kindWrites(call, 'delete', current)
+    if (!deleteRecord) throw new AppError('RES_001', `This ${type.type} is not deleted here`, { status: 405 })
     await deleteRecord(call.db, scope.actor, id, expectedVersion(call))
     return { status: 204 }
   }
 
-  const { delete: deleteRecord } = writes
   return {
     type,
     routes: writes.rest,
@@ -288,18 +322,18 @@ export function typeWriter(
       return update(call, scope, current, patched, expected)
     },
 
-    ...(deleteRecord
+    ...(writes.delete
       ? {
           async delete(call: WriteCall, idText: string): Promise<WriteResult> {
             const scope = writeScope(call.principal, 'delete')
-            return remove(call, scope, recordId(idText, type.type), deleteRecord)
+            return remove(call, scope, recordId(idText, type.type))
           },
 
           /** DELETE on a search: the one match is deleted; none, nothing is. */
           async conditionalDelete(call: WriteCall, criteria: SearchQuery): Promise<WriteResult> {
             const scope = writeScope(call.principal, 'delete')
             const found = await matching(call, scope, criteria, 'A conditional delete')
-            return found ? remove(call, scope, Number(found.id), deleteRecord) : { status: 204 }
+            return found ? remove(call, scope, Number(found.id)) : { status: 204 }
           },
         }
       : {}),

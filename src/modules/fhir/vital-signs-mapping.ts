@@ -1,7 +1,17 @@
-import type { CodeableConcept, Coding, Observation, ObservationComponent, Quantity } from '@medplum/fhirtypes'
+import type {
+  CodeableConcept,
+  Coding,
+  Observation,
+  ObservationComponent,
+  Quantity,
+  Resource,
+} from '@medplum/fhirtypes'
 import type { ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import type { VitalSignsData } from '../../../schemas/clinical.js'
-import { metaOf, reference } from './resource-elements.js'
+import { vitalSigns } from '../clinical/service.js'
+import { type ClinicalStatement, clinicalWrites } from './clinical-writes.js'
+import { metaOf, reference, withoutUndefined } from './resource-elements.js'
+import type { ResourceWrites } from './resource-writes.js'
 
 export const LOINC = 'http://loinc.org'
 export const UCUM = 'http://unitsofmeasure.org'
@@ -171,5 +181,105 @@ export function toFhirVitalSigns(row: ClinicalRecordRow): Observation & { id: st
       text: 'Vital signs',
     },
     hasMember: members.map((observation) => ({ reference: `#${observation.id}` })),
+  }
+}
+
+/** Whether a concept holds one of the LOINC codes. */
+const hasCode = (concept: CodeableConcept | undefined, codes: Coding[]) =>
+  concept?.coding?.some(
+    (coding) => coding.system === LOINC && codes.some(({ code }) => code === coding.code),
+  ) === true
+
+/** A measurement a panel shows: the REST input field it stands for, its value, and where it stands. */
+interface Shown {
+  field: string
+  value: unknown
+  /** Its element in the panel (`contained[2].valueQuantity`). */
+  element: string
+}
+
+/**
+ * The measurements a panel's contained Observations show, each found by its LOINC codes, as the
+ * REST input fields they stand for. BMI stands for none: it is computed from height and weight.
+ */
+function measurementsIn(panel: Observation): Shown[] {
+  const contained = panel.contained ?? []
+  const at = (codes: Coding[]) =>
+    contained.findIndex(
+      (resource: Resource) => resource.resourceType === 'Observation' && hasCode(resource.code, codes),
+    )
+  const shown: Shown[] = []
+  const pressure = at([BLOOD_PRESSURE])
+  const components = (contained[pressure] as Observation | undefined)?.component ?? []
+  for (const [field, coding] of [
+    ['systolic', SYSTOLIC],
+    ['diastolic', DIASTOLIC],
+  ] as const) {
+    const part = components.findIndex((component) => hasCode(component.code, [coding]))
+    const value = components[part]?.valueQuantity?.value
+    if (value !== undefined) {
+      shown.push({ field, value, element: `contained[${pressure}].component[${part}].valueQuantity` })
+    }
+  }
+  for (const { field, codes } of MEASUREMENTS) {
+    const index = at(codes)
+    const quantity = (contained[index] as Observation | undefined)?.valueQuantity
+    if (field === 'bmi' || quantity?.value === undefined) continue
+    const element = `contained[${index}].valueQuantity`
+    shown.push(
+      field === 'temperatureCelsius'
+        ? {
+            field: 'temperature',
+            value: { value: quantity.value, unit: quantity.code === '[degF]' ? 'F' : 'C' },
+            element,
+          }
+        : { field, value: quantity.value, element },
+    )
+  }
+  return shown
+}
+
+/** What a vital signs panel says of its record (toFhirVitalSigns' elements): when measured, and what. */
+function vitalSignsStatement(panel: Observation): ClinicalStatement {
+  return {
+    patient: panel.subject,
+    encounter: panel.encounter,
+    recordedAt: undefined,
+    enteredInError: panel.status === 'entered-in-error',
+    input: withoutUndefined({
+      recordedAt: panel.effectiveDateTime,
+      ...Object.fromEntries(measurementsIn(panel).map(({ field, value }) => [field, value])),
+    }),
+  }
+}
+
+/**
+ * Vital signs written as vital signs panels, through the vital signs' REST routes. A measurement's
+ * element is where the panel written holds it: vitalSignsWritesOf.
+ */
+export const vitalSignsWrites = clinicalWrites({
+  type: 'Observation',
+  kind: vitalSigns,
+  toFhir: toFhirVitalSigns,
+  statementOf: vitalSignsStatement,
+  elements: {
+    patientId: 'subject',
+    enteredInError: 'status',
+    'input.encounterId': 'encounter',
+    'input.recordedAt': 'effectiveDateTime',
+  },
+  // A panel shows everything its record holds.
+  unseen: () => ({}),
+})
+
+/** The writes of one vital signs panel: a 422 about a measurement names its element in the panel. */
+export function vitalSignsWritesOf(panel: Observation): ResourceWrites<Observation> {
+  const elements = measurementsIn(panel).map(({ field, element }) => [
+    `input.${field}`,
+    `Observation.${element}`,
+  ])
+  return {
+    ...vitalSignsWrites,
+    fieldExpressions: { ...vitalSignsWrites.fieldExpressions, ...Object.fromEntries(elements) },
   }
 }

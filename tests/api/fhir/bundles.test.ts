@@ -164,18 +164,19 @@ describe('transaction Bundles', () => {
     expect(await countsOf(user)).toEqual({ patients: 0, events: 0, audited: 0 })
   })
 
-  it('fails whole on a conditional reference that matches nothing, and on a read-only type', async () => {
+  it('fails whole on a conditional reference that matches nothing, and on an interaction a type does not take', async () => {
     const { client } = await admin()
-    const readOnly = await refusal(
+    // Practitioners are never deleted.
+    const notTaken = await refusal(
       client.transaction({
         body: bundle('transaction', [
           post(newPatient()),
-          { resource: { resourceType: 'Observation' }, request: { method: 'POST', url: 'Observation' } },
+          { request: { method: 'DELETE', url: 'Practitioner/1' } },
         ] as BundleEntry[]),
       }),
     )
-    expect(readOnly.status).toBe(405)
-    expect(readOnly.outcome.issue?.[0]?.expression).toEqual(['Bundle.entry[1]'])
+    expect(notTaken.status).toBe(405)
+    expect(notTaken.outcome.issue?.[0]?.expression).toEqual(['Bundle.entry[1]'])
   })
 })
 

@@ -350,13 +350,13 @@ describe('client_credentials with a client assertion (stored JWKS)', () => {
     const writes = await withAssertion(assertion(client.clientId, rsa), 'system/*.cud')
     expect(writes.statusCode, writes.body).toBe(200)
     expect(writes.json().scope).toBe(
-      'openid profile email system/Patient.cu system/Appointment.cu system/Encounter.cu system/Condition.cud system/AllergyIntolerance.cud system/MedicationStatement.cud',
+      'openid profile email system/Patient.cu system/Appointment.cu system/Encounter.cu system/Condition.cud system/AllergyIntolerance.cud system/MedicationStatement.cud system/Observation.cud',
     )
     const everything = await withAssertion(assertion(client.clientId, rsa), 'system/*.*')
     expect(everything.statusCode, everything.body).toBe(200)
     const v1 = String(everything.json().scope).split(' ').slice(3)
     expect(v1).toContain('system/Patient.read')
-    expect(v1).toContain('system/Observation.read')
+    expect(v1).toContain('system/Observation.*')
     // Every interaction where the roles allow them all: the clinical records a provider writes.
     expect(v1).toContain('system/Condition.*')
     expect(v1.every((scope) => /^system\/[A-Za-z]+\.(read|\*)$/.test(scope))).toBe(true)
