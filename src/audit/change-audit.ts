@@ -44,9 +44,12 @@ export async function auditedAs<T>(action: AuditAction, work: () => Promise<T>):
 
 /**
  * Files the change being made under another rule than its route's: a FHIR write of a record whose
- * REST routes are its kind's own (an Observation that is a lab result).
+ * REST routes are its kind's own (an Observation that is a lab result); or names its patient, which
+ * a FHIR call's path and body do not (a REST one's `patientId`).
  */
-export function auditChangeAs(rule: Pick<ChangeAuditFields, 'action' | 'resource_type'>): void {
+export function auditChangeAs(
+  rule: Partial<Pick<ChangeAuditFields, 'action' | 'resource_type' | 'patient_id'>>,
+): void {
   const audit = current.getStore()
   if (audit) audit.fields = { ...audit.fields, ...rule }
 }

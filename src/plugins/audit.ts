@@ -18,6 +18,8 @@ declare module 'fastify' {
     auditedIds: number[] | null
     /** The rule the handler's records fall under when not the route's (a FHIR Observation that is a lab result). */
     auditedAs: AuditRule | null
+    /** The patient whose record the handler returned, when the call names none (a FHIR read of a Condition). */
+    auditedPatientId: number | null
     /** Records of other kinds the handler also returned (a FHIR `_include`), each under its route's rule. */
     auditedAlso: { rule: AuditRule; ids: number[] }[] | null
     /** The record a change made by this call writes with it, on an audited route that changes records. */
@@ -104,6 +106,7 @@ const audit: FastifyPluginAsync<{ flushIntervalMs: number }> = async (app, { flu
   app.decorate('auditLog', auditLog)
   app.decorateRequest('auditedIds', null)
   app.decorateRequest('auditedAs', null)
+  app.decorateRequest('auditedPatientId', null)
   app.decorateRequest('auditedAlso', null)
   app.decorateRequest('changeAudit', null)
   app.decorateRequest('auditExpected', null)
@@ -151,7 +154,8 @@ const audit: FastifyPluginAsync<{ flushIntervalMs: number }> = async (app, { flu
       status_code: reply.statusCode,
       request_id: request.id,
     })
-    const rows = [entry(request.auditedAs ?? rule, resourceIdsOf(request), patientIdOf(request))]
+    const patientId = patientIdOf(request) ?? request.auditedPatientId
+    const rows = [entry(request.auditedAs ?? rule, resourceIdsOf(request), patientId)]
     for (const also of request.auditedAlso ?? []) rows.push(entry(also.rule, also.ids, null))
     if (reply.statusCode < 400) return auditLog.write(rows)
     // Failed anyway (the 503 below included): the answer stands whatever becomes of the record,

@@ -88,6 +88,8 @@ function auditAs(
     const [route, ids] = [...byRoute][0] ?? [own, []]
     request.auditedAs = accessOf(route).audit ?? null
     request.auditedIds = ids
+    const [resource] = resources
+    request.auditedPatientId = (resource && type.writes?.patientOf(resource)) ?? null
     return
   }
   if (!included) request.auditedIds = byRoute.get(own) ?? []

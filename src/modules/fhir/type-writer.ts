@@ -199,6 +199,12 @@ export function typeWriter(
     }
   }
 
+  /** The change's audit record names the patient the record is of, as a REST call's `patientId` does. */
+  function auditPatientOf(kind: ResourceWrites<Resource>, resource: Resource) {
+    const patientId = kind.patientOf(resource)
+    if (patientId !== undefined) auditChangeAs({ patient_id: patientId })
+  }
+
   /** The record of this type a conditional write's criteria match, if one does (412 for several). */
   async function matching(
     call: WriteCall,
@@ -224,6 +230,7 @@ export function typeWriter(
   async function create(call: WriteCall, scope: WriteScope, resource: Resource): Promise<WriteResult> {
     checkCompartment(scope, resource)
     const { kind, body } = await bodyOf(call, resource)
+    auditPatientOf(kind, resource)
     const created = await serviceWrite(kind, () => kind.create(call.db, scope.actor, body))
     return { status: 201, resource: created }
   }
@@ -241,6 +248,7 @@ export function typeWriter(
     checkCompartment(scope, current)
     checkCompartment(scope, resource)
     const { kind, body } = await bodyOf(call, resource, current)
+    auditPatientOf(kind, current)
     const id = Number(current.id)
     const updated = await serviceWrite(kind, () => kind.update(call.db, scope.actor, id, body, expected))
     return { status: 200, resource: updated }
@@ -259,8 +267,10 @@ export function typeWriter(
       throw error
     }
     checkCompartment(scope, current)
-    const { delete: deleteRecord } = kindWrites(call, 'delete', current)
+    const kind = kindWrites(call, 'delete', current)
+    const { delete: deleteRecord } = kind
     if (!deleteRecord) throw new AppError('RES_001', `This ${type.type} is not deleted here`, { status: 405 })
+    auditPatientOf(kind, current)
     await deleteRecord(call.db, scope.actor, id, expectedVersion(call))
     return { status: 204 }
   }

@@ -262,7 +262,7 @@ async function restRecord(user: TestUser, patientId: number, path: string, id: s
 const auditRows = (organizationId: number, resourceType: string) =>
   app.db
     .selectFrom('audit_log')
-    .select(['action', 'resource_type', 'resource_ids', 'status_code', 'outcome'])
+    .select(['action', 'resource_type', 'resource_ids', 'patient_id', 'status_code', 'outcome'])
     .where('organization_id', '=', organizationId)
     .where('resource_type', '=', resourceType)
     .where('action', '!=', 'READ')
@@ -327,8 +327,17 @@ describe.each(CASES)('FHIR writes of $name', (type) => {
     })
     expect(viaRest.statusCode, viaRest.body).toBe(201)
     const [fhir, rest] = await auditRows(org.id, type.audited)
-    expect(rest).toMatchObject({ action: 'CREATE', status_code: 201 })
+    expect(rest).toMatchObject({ action: 'CREATE', status_code: 201, patient_id: patientId })
     expect(fhir).toEqual({ ...rest, resource_ids: [Number(id)] })
+    // The read names the patient too, as a REST read's path does: the trail's patient filter finds it.
+    const reads = await app.db
+      .selectFrom('audit_log')
+      .select(['resource_ids', 'patient_id'])
+      .where('organization_id', '=', org.id)
+      .where('action', '=', 'READ')
+      .where('resource_type', '=', type.audited)
+      .execute()
+    expect(reads).toContainEqual({ resource_ids: [Number(id)], patient_id: patientId })
     // The patient's registration only: the clinical routes emit no event.
     expect(await eventsOf(org.id)).toEqual(['patient.created'])
   })
