@@ -85,6 +85,8 @@ export interface VersionsFilter {
   since: Date | undefined
   /** The column naming a record's patient, and the patient (a `patient/` scope's compartment). */
   patient?: { column: string; id: number }
+  /** Records whose column holds one of the values only (clinical records of the type's kinds). */
+  only?: { column: string; values: readonly string[] }
 }
 
 /**
@@ -95,7 +97,7 @@ export async function tableVersions<T extends VersionedTable>(
   db: Db,
   organizationId: number,
   table: T,
-  { since, patient }: VersionsFilter,
+  { since, patient, only }: VersionsFilter,
   { page, size }: PageQuery,
 ): Promise<{ rows: RecordVersion<T>[]; total: number }> {
   const { rows } = await sql<RecordVersion<T> & { total_count: number }>`
@@ -111,6 +113,7 @@ export async function tableVersions<T extends VersionedTable>(
     ) as versions
     where ${since ? sql`versions.updated_at >= ${since}` : sql`true`}
       and ${patient ? sql`${sql.ref(`versions.${patient.column}`)} = ${patient.id}` : sql`true`}
+      and ${only ? sql`${sql.ref(`versions.${only.column}`)} in (${sql.join(only.values)})` : sql`true`}
     order by versions.updated_at desc, versions.id desc, versions.version desc
     limit ${size} offset ${page * size}`.execute(db)
   return { rows, total: Number(rows[0]?.total_count ?? 0) }

@@ -133,6 +133,8 @@ export function capabilityStatement(
             operation: [{ name: 'export', definition: `${BULK_DATA}/OperationDefinition/group-export` }],
           } satisfies CapabilityStatementRestResource,
         ],
+        // POST of a batch or transaction Bundle to the base; the history of every type served.
+        interaction: [{ code: 'transaction' }, { code: 'batch' }, { code: 'history-system' }],
         operation: [{ name: 'export', definition: `${BULK_DATA}/OperationDefinition/export` }],
       },
     ],

@@ -3,6 +3,7 @@ import type { Db } from '../../../db/database.js'
 import type { ClinicalKindName, ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import { missingRecord } from '../../access/organization-scope.js'
 import type { ClinicalPath } from '../../access/route-access.js'
+import { keptVersions } from './kept-versions.js'
 import { defineResourceType } from './resource-definition.js'
 import { referencesTo } from './resource-elements.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
@@ -86,6 +87,10 @@ export function clinicalResourceType<R extends Resource>(
     ],
     includes: { patient: (resource) => referencesTo('Patient', [definition.patientOf(resource)]) },
     toFhir,
+    versions: keptVersions('clinical_records', toFhir, {
+      patientColumn: 'patient_id',
+      only: { column: 'kind', values: [kind] },
+    }),
     async read(db, scope, id) {
       const row = await clinicalRowsOf(db, scope, kind).where('id', '=', id).executeTakeFirst()
       if (!row) missingRecord(type, id, await ownerOf(db, kind, id), scope.actor)

@@ -44,6 +44,8 @@ interface KeptVersionsOptions<T extends VersionedTable> {
   patientColumn?: string
   /** Whether a version is the record's deletion (a patient's soft delete). */
   deleted?(row: RecordVersion<T>): boolean
+  /** The records of the type, when the table holds others too (clinical records of its kinds). */
+  only?: { column: string; values: readonly string[] }
 }
 
 /** The kept versions of the records of `table`, each mapped as the type maps its current row. */
@@ -68,6 +70,7 @@ export function keptVersions<T extends VersionedTable, R extends Resource>(
       if (patient !== undefined && !patientColumn) return { versions: [], total: 0 }
       const filter = {
         since,
+        only: options.only,
         ...(patient === undefined || !patientColumn
           ? {}
           : { patient: { column: patientColumn, id: patient } }),

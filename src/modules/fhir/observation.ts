@@ -5,6 +5,7 @@ import type { ClinicalKindName, ClinicalRecordRow } from '../../../db/tables/cli
 import { missingRecord } from '../../access/organization-scope.js'
 import type { RouteKey } from '../../access/route-access.js'
 import { AppError, invalidField } from '../../errors.js'
+import { keptVersions } from './kept-versions.js'
 import { labResultWrites, toFhirLabResult } from './lab-result-mapping.js'
 import { defineResourceType } from './resource-definition.js'
 import { referencesTo } from './resource-elements.js'
@@ -183,6 +184,10 @@ export function observationResource(): FhirResourceType<Observation> {
     checkSearch: containedOf,
     includes: { patient: (observation) => referencesTo('Patient', [observation.subject]) },
     toFhir: toFhirObservation,
+    versions: keptVersions('clinical_records', toFhirObservation, {
+      patientColumn: 'patient_id',
+      only: { column: 'kind', values: KINDS },
+    }),
     writes: observationWrites,
     async read(db, scope, id) {
       const row = await observationsOf(db, scope).where('r.id', '=', id).executeTakeFirst()

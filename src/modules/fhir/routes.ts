@@ -302,13 +302,19 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
         `/${type.type}/:id/_history`,
         { schema: { hide: true }, config: { access: accessOf(type.restRead) } },
         async (request, reply) => {
-          const resource = await readOne(request, reply)
+          const id = recordId(request.params.id, type.type)
+          try {
+            await readOne(request, reply)
+          } catch (error) {
+            // A deleted record's history is still its history: its versions, the deletion last.
+            if (!(error instanceof AppError && error.status === 410)) throw error
+          }
           const query = searchQueryOf(request.query as Record<string, unknown>)
           const page = historyPage(query)
           const scope = await readScope(request, type, 'read')
-          const kept = await versions.page(app.db, scope.actor.organizationId, Number(resource.id), page)
+          const kept = await versions.page(app.db, scope.actor.organizationId, id, page)
           for (const version of kept.versions) checkCategories(version.resource, scope.categories)
-          const self = `${base}/${type.type}/${resource.id}/_history`
+          const self = `${base}/${type.type}/${id}/_history`
           return send(reply, 200, historyBundle(base, self, page, kept))
         },
       )
@@ -450,6 +456,86 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
           searchQueryOf({ ...(request.query as object), ...((request.body as object | undefined) ?? {}) }),
         ),
     )
+  }
+
+  // The system's history: the versions of every type's records the caller may search, newest change
+  // first. A type the caller's roles or scopes do not reach is left out, not refused; each type's
+  // versions are audited as its type history's are, the patients' as the call's own record.
+  const historyTypes = types.filter((type) => type.versions)
+  const patientType = types.find((type) => type.type === 'Patient')
+  app.get(
+    '/_history',
+    {
+      schema: { hide: true },
+      config: {
+        access: { allow: 'authenticated', audit: patientType && accessOf(patientType.restSearch).audit },
+      },
+    },
+    async (request, reply) => {
+      const principal = request.principal ?? (await app.authenticate(request))
+      const query = searchQueryOf(request.query as Record<string, unknown>)
+      const page = historyPage(query)
+      const since = sinceOf(query)
+      const reach = (page.page + 1) * page.size
+      if (reach > SYSTEM_HISTORY_DEPTH) {
+        throw new AppError(
+          'VAL_001',
+          `The system history pages only through its ${SYSTEM_HISTORY_DEPTH} newest versions: narrow it with _since`,
+          { status: 400 },
+        )
+      }
+      const listed: KeptResource<Resource>[] = []
+      let total = 0
+      for (const type of historyTypes) {
+        if (!typeGrant(principal, type, 'search').allowed) continue
+        const scope = await readScope(request, type, 'search')
+        const kept = await type.versions?.all(
+          app.db,
+          principal.organizationId,
+          { since, patient: scope.patient },
+          { page: 0, size: reach },
+        )
+        if (!kept) continue
+        const visible = kept.versions.filter((version) => inCategories(version.resource, scope.categories))
+        total += kept.total - (kept.versions.length - visible.length)
+        listed.push(...visible)
+      }
+      listed.sort(newestChangeFirst)
+      const versions = listed.slice(page.page * page.size, reach)
+      for (const type of historyTypes) {
+        const resources = versions
+          .filter((version) => version.resource.resourceType === type.type)
+          .map((version) => version.resource)
+        if (type === patientType) request.auditedIds = resources.map((resource) => Number(resource.id))
+        else if (resources.length > 0) auditAs(request, type, resources, 'search', true)
+      }
+      const self = `${base}/_history${since ? `?_since=${encodeURIComponent(since.toISOString())}` : ''}`
+      return send(reply, 200, historyBundle(base, self, page, { versions, total }))
+    },
+  )
+}
+
+/** How deep the system history pages: each type's versions are read up to the page asked for. */
+const SYSTEM_HISTORY_DEPTH = 10_000
+
+/** Newest change first; versions of one instant by type, id and version, so that pages never overlap. */
+function newestChangeFirst(a: KeptResource<Resource>, b: KeptResource<Resource>): number {
+  const [x, y] = [a.resource, b.resource]
+  return (
+    String(y.meta?.lastUpdated).localeCompare(String(x.meta?.lastUpdated)) ||
+    x.resourceType.localeCompare(y.resourceType) ||
+    Number(y.id) - Number(x.id) ||
+    Number(y.meta?.versionId) - Number(x.meta?.versionId)
+  )
+}
+
+/** Whether a resource is in one of the granted categories (all are, when the scopes name none). */
+function inCategories(resource: Resource, categories: readonly string[] | undefined): boolean {
+  try {
+    checkCategories(resource, categories)
+    return true
+  } catch {
+    return false
   }
 }
 

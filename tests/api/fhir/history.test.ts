@@ -1,5 +1,5 @@
-import type { Appointment, Bundle, CapabilityStatement, Patient } from '@medplum/fhirtypes'
-import { Client } from 'fhir-kit-client'
+import type { Appointment, Bundle, CapabilityStatement, Condition, Patient } from '@medplum/fhirtypes'
+import { Client, type FhirResource } from 'fhir-kit-client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../../src/app.js'
 import { buildTestApp } from '../../helpers/app.js'
@@ -135,7 +135,19 @@ describe('the history of a record', () => {
         resource.interaction?.some((interaction) => interaction.code === 'history-instance'),
       )
       .map((resource) => resource.type)
-    expect(withHistory.sort()).toEqual(['Appointment', 'Encounter', 'Patient', 'Practitioner'])
+    expect(withHistory.sort()).toEqual([
+      'AllergyIntolerance',
+      'Appointment',
+      'Condition',
+      'Encounter',
+      'MedicationStatement',
+      'Observation',
+      'Patient',
+      'Practitioner',
+    ])
+    expect(statement.rest?.[0]?.interaction?.map((interaction) => interaction.code)).toContain(
+      'history-system',
+    )
   })
 })
 
@@ -179,5 +191,146 @@ describe('the history of a type', () => {
       headers: bearer(nurse.token),
     })
     expect(bad.statusCode).toBe(400)
+  })
+})
+
+const CONDITION_CATEGORY = 'http://terminology.hl7.org/CodeSystem/condition-category'
+const CONDITION_CLINICAL = 'http://terminology.hl7.org/CodeSystem/condition-clinical'
+
+/** A problem-list Condition of the patient, as a client sends one. */
+const problem = (patientId: number): Condition => ({
+  resourceType: 'Condition',
+  clinicalStatus: { coding: [{ system: CONDITION_CLINICAL, code: 'active' }] },
+  category: [{ coding: [{ system: CONDITION_CATEGORY, code: 'problem-list-item' }] }],
+  code: { coding: [{ system: 'http://hl7.org/fhir/sid/icd-10-cm', code: 'E11.9' }], text: 'Type 2 diabetes' },
+  subject: { reference: `Patient/${patientId}` },
+})
+
+/** A provider's practice with a patient who has a Condition changed once and a lab result. */
+async function chart() {
+  const org = await newOrganization(app)
+  const provider = await org.user('PROVIDER')
+  const patientId = await createPatient(app, provider)
+  const client = new Client({ baseUrl, bearerToken: provider.token })
+  const condition = (await client.create({
+    resourceType: 'Condition',
+    body: problem(patientId) as FhirResource,
+  })) as unknown as Condition & { id: string }
+  await client.update({
+    resourceType: 'Condition',
+    id: condition.id,
+    body: { ...condition, clinicalStatus: { coding: [{ system: CONDITION_CLINICAL, code: 'resolved' }] } },
+    options: { headers: { 'if-match': 'W/"1"' } },
+  })
+  const lab = await app.inject({
+    method: 'POST',
+    url: `/api/patients/${patientId}/lab-results`,
+    headers: bearer(provider.token),
+    payload: { testCode: '718-7', testName: 'Hemoglobin', value: 13.5 },
+  })
+  expect(lab.statusCode, lab.body).toBe(201)
+  return { org, provider, patientId, client, conditionId: condition.id, labId: String(lab.json().data.id) }
+}
+
+const versionsIn = (bundle: Bundle) =>
+  (bundle.entry ?? []).map((entry) => `${entry.request?.url?.split('/')[0]}/${entry.resource?.id ?? ''}`)
+
+describe('the history of clinical records', () => {
+  it('keeps each version of a Condition; a type lists its own kind only, valid', async () => {
+    const { client, conditionId, labId } = await chart()
+    const own = (await client.history({
+      resourceType: 'Condition',
+      id: conditionId,
+    })) as unknown as Bundle<Condition>
+    expect(own.total).toBe(2)
+    expect(own.entry?.map((entry) => entry.resource?.clinicalStatus?.coding?.[0]?.code)).toEqual([
+      'resolved',
+      'active',
+    ])
+    expect(fhirErrors(own)).toEqual([])
+    const conditions = (await client.history({ resourceType: 'Condition' })) as unknown as Bundle
+    expect(conditions.entry?.map((entry) => entry.resource?.resourceType)).toEqual(['Condition', 'Condition'])
+    const observations = (await client.history({ resourceType: 'Observation' })) as unknown as Bundle
+    expect(observations.entry?.map((entry) => entry.resource?.id)).toEqual([labId])
+    expect(fhirErrors(observations)).toEqual([])
+  })
+})
+
+describe('the history of a deleted patient', () => {
+  it('lists its versions, the deletion first, though a read of it is 410', async () => {
+    const { org, nurse, id } = await renamedPatient()
+    const admin = await org.user('ADMIN')
+    const removed = await app.inject({
+      method: 'DELETE',
+      url: `/api/patients/${id}`,
+      headers: bearer(admin.token),
+    })
+    expect(removed.statusCode).toBe(200)
+    const read = await app.inject({ url: `/fhir/R4/Patient/${id}`, headers: bearer(nurse.token) })
+    expect(read.statusCode).toBe(410)
+    const history = (await new Client({ baseUrl, bearerToken: nurse.token }).history({
+      resourceType: 'Patient',
+      id: String(id),
+    })) as unknown as Bundle
+    expect(history.entry?.map((entry) => entry.request?.method)).toEqual(['DELETE', 'PUT', 'PUT', 'POST'])
+    const stranger = await (await newOrganization(app)).user('NURSE')
+    const theirs = await app.inject({
+      url: `/fhir/R4/Patient/${id}/_history`,
+      headers: bearer(stranger.token),
+    })
+    expect(theirs.statusCode).toBeGreaterThanOrEqual(403)
+  })
+})
+
+describe('the history of the whole system', () => {
+  it('lists every type’s versions the caller may search, newest change first, paged', async () => {
+    const { org, provider, client, patientId, conditionId, labId } = await chart()
+    const all = (await client.request('_history')) as unknown as Bundle
+    expect(all.type).toBe('history')
+    expect(fhirErrors(all)).toEqual([])
+    expect(versionsIn(all)).toEqual([
+      `Observation/${labId}`,
+      `Condition/${conditionId}`,
+      `Condition/${conditionId}`,
+      `Patient/${patientId}`,
+    ])
+    expect(all.total).toBe(4)
+    const times = (all.entry ?? []).map((entry) => entry.resource?.meta?.lastUpdated ?? '')
+    expect([...times].sort().reverse()).toEqual(times)
+
+    const second = (await client.request('_history?_count=3&_page=1')) as unknown as Bundle
+    expect(versionsIn(second)).toEqual([`Patient/${patientId}`])
+    const first = (await client.request('_history?_count=3')) as unknown as Bundle
+    expect(versionsIn(first)).toEqual(versionsIn(all).slice(0, 3))
+    expect(first.link?.find((link) => link.relation === 'next')?.url).toMatch(/_count=3&_page=1$/)
+
+    // The front desk searches no type through FHIR (it finds patients by the REST search): nothing,
+    // rather than a refusal.
+    const frontDesk = await org.user('FRONT_DESK')
+    const theirs = (await new Client({ baseUrl, bearerToken: frontDesk.token }).request(
+      '_history',
+    )) as unknown as Bundle
+    expect([theirs.type, theirs.total, theirs.entry]).toEqual(['history', 0, undefined])
+    // Another organization sees none of it.
+    const stranger = await (await newOrganization(app)).user('PROVIDER')
+    const none = (await new Client({ baseUrl, bearerToken: stranger.token }).request(
+      '_history',
+    )) as unknown as Bundle
+    expect(none.total).toBe(0)
+
+    const records = await app.db
+      .selectFrom('audit_log')
+      .select(['resource_type', 'resource_ids'])
+      .where('organization_id', '=', org.id)
+      .where('user_id', '=', provider.id)
+      .where('action', 'in', ['SEARCH', 'LIST', 'READ'])
+      .orderBy('id')
+      .execute()
+    expect(records).toEqual(expect.arrayContaining([{ resource_type: 'patient', resource_ids: [patientId] }]))
+    const deep = await app.inject({
+      url: '/fhir/R4/_history?_count=100&_page=100',
+      headers: bearer(provider.token),
+    })
+    expect(deep.statusCode).toBe(400)
   })
 })
