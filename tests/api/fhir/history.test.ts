@@ -1,9 +1,10 @@
 import type { Appointment, Bundle, CapabilityStatement, Condition, Patient } from '@medplum/fhirtypes'
-import { Client, type FhirResource } from 'fhir-kit-client'
+import { Client } from 'fhir-kit-client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../../src/app.js'
 import { buildTestApp } from '../../helpers/app.js'
 import { bearer, createPatient, daysFromToday, newOrganization } from '../../helpers/factories.js'
+import { asSent } from '../../helpers/fhir-client.js'
 import { fhirErrors } from '../../helpers/fhir-validator.js'
 import { booked, newPractice } from '../../helpers/scheduling.js'
 import { freePort } from '../../helpers/servers/processes.js'
@@ -214,7 +215,7 @@ async function chart() {
   const client = new Client({ baseUrl, bearerToken: provider.token })
   const condition = (await client.create({
     resourceType: 'Condition',
-    body: problem(patientId) as FhirResource,
+    body: asSent(problem(patientId)),
   })) as unknown as Condition & { id: string }
   await client.update({
     resourceType: 'Condition',
