@@ -45,10 +45,11 @@ export async function auditedAs<T>(action: AuditAction, work: () => Promise<T>):
 /**
  * Files the change being made under another rule than its route's: a FHIR write of a record whose
  * REST routes are its kind's own (an Observation that is a lab result); or names its patient, which
- * a FHIR call's path and body do not (a REST one's `patientId`).
+ * a FHIR call's path and body do not (a REST one's `patientId`); or the status it is answered with
+ * when not its route's (a FHIR conditional update that creates: 201).
  */
 export function auditChangeAs(
-  rule: Partial<Pick<ChangeAuditFields, 'action' | 'resource_type' | 'patient_id'>>,
+  rule: Partial<Pick<ChangeAuditFields, 'action' | 'resource_type' | 'patient_id' | 'status_code'>>,
 ): void {
   const audit = current.getStore()
   if (audit) audit.fields = { ...audit.fields, ...rule }

@@ -307,6 +307,9 @@ export function typeWriter(
       if (resource.id !== undefined) {
         throw badRequest(`No ${type.type} matches, and a new one cannot take the id ${resource.id}`)
       }
+      // A creation: under the create route's roles, and audited once, as a creation answered 201.
+      admitToRoute(call, writes.rest.create)
+      auditChangeAs({ status_code: 201 })
       return create(call, writeScope(call.principal, 'create'), resource)
     },
 

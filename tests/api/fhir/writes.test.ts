@@ -437,6 +437,19 @@ describe('FHIR update, patch and delete', () => {
       body: asSent({ ...sent, gender: 'other' }),
     })) as Patient
     expect([updated.id, updated.meta?.versionId, updated.gender]).toEqual([created.id, '2', 'other'])
+    // One record each: the creation as a creation, the update as an update.
+    const audit = await app.db
+      .selectFrom('audit_log')
+      .select(['action', 'status_code', 'resource_ids'])
+      .where('organization_id', '=', user.organizationId)
+      .where('action', '!=', 'READ')
+      .orderBy('id')
+      .execute()
+    const ofCreated = audit.filter((row) => row.resource_ids.includes(Number(created.id)))
+    expect(ofCreated.map(({ action, status_code }) => ({ action, status_code }))).toEqual([
+      { action: 'CREATE', status_code: 201 },
+      { action: 'UPDATE', status_code: 200 },
+    ])
     await client.create({ resourceType: 'Patient', body: asSent(newPatient()) })
     const several = await refusal(
       client.update({
