@@ -234,6 +234,12 @@ export function typeWriter(
     async create(call: WriteCall, sent: unknown, ifNoneExist?: SearchQuery): Promise<WriteResult> {
       const scope = writeScope(call.principal, 'create')
       const resource = sentResource(sent)
+      if (ifNoneExist) {
+        // Its answer may be a record already there: one the caller must be allowed to read (reception
+        // uploads documents it may not read).
+        const read = typeGrant(call.principal, type, 'read')
+        if (!read.allowed) throw forbidden(`If-None-Exist answers the ${type.type} it finds: ${read.reason}`)
+      }
       const found = ifNoneExist && (await matching(call, scope, ifNoneExist, 'If-None-Exist'))
       if (found) return { status: 200, resource: found }
       return create(call, scope, resource)
