@@ -21,7 +21,7 @@ export const metaOf = (row: { version: number; updated_at: Date }): Meta => ({
 })
 
 /** The types a mapped resource references. */
-type Referenced = 'Patient' | 'Practitioner' | 'Encounter' | 'Appointment'
+export type Referenced = 'Patient' | 'Practitioner' | 'Encounter' | 'Appointment'
 type ResourceOfType<T extends Referenced> = Extract<Resource, { resourceType: T }>
 
 /** A reference to the record `id` of a type (`Patient/12`); none where the record names none. */

@@ -37,6 +37,18 @@ export interface WriteResult {
 
 export const badRequest = (details: string) => new AppError('VAL_001', details, { status: 400 })
 
+/** A resource valid against the R4 base definitions of its type; a 422 naming each element at fault otherwise. */
+export async function checkBaseDefinitions(resource: Resource): Promise<void> {
+  const errors = await baseValidationErrors(resource)
+  if (errors.length === 0) return
+  throw invalidFields(
+    errors.map((issue) => ({
+      path: issue.expression?.[0] ?? resource.resourceType,
+      message: issue.details?.text ?? issue.diagnostics ?? 'is not valid',
+    })),
+  )
+}
+
 /** The REST fields a domain rule names (a 422, a duplicate's 409), as the FHIRPath of their elements. */
 function asElements(error: unknown, writes: ResourceWrites<Resource>, type: string): unknown {
   if (!(error instanceof AppError) || !error.fields) return error
@@ -119,15 +131,7 @@ export function typeWriter(
    * naming each element at fault). `current`: the resource an update replaces.
    */
   async function bodyOf(call: WriteCall, resource: Resource, current?: Written): Promise<unknown> {
-    const errors = await baseValidationErrors(resource)
-    if (errors.length > 0) {
-      throw invalidFields(
-        errors.map((issue) => ({
-          path: issue.expression?.[0] ?? type.type,
-          message: issue.details?.text ?? issue.diagnostics ?? 'is not valid',
-        })),
-      )
-    }
+    await checkBaseDefinitions(resource)
     let body: unknown
     try {
       body = validMergedBody(call.request, writes.bodySchema, writes.bodyOf(resource))
