@@ -43,7 +43,12 @@ interface AreaOptions {
 const areas: FastifyPluginAsync<AreaOptions> = async (app, { config, databases, mailer, targets }) => {
   const { identity } = config
   const store = await configuredDocumentStore(config.storage)
-  const fhirTypes = resourceTypes({ mrnSystem: config.fhir.mrnSystem, base: config.fhir.base })
+  const documents = {
+    store,
+    maxBytes: config.storage.maxUploadBytes,
+    retentionDays: config.storage.documentRetentionDays,
+  }
+  const fhirTypes = resourceTypes({ mrnSystem: config.fhir.mrnSystem, base: config.fhir.base, documents })
   const exports = config.bulkExport
   // Before the routes: exports give way to the requests they serve.
   await app.register(bulkExportWorker, {
@@ -121,7 +126,7 @@ const areas: FastifyPluginAsync<AreaOptions> = async (app, { config, databases, 
     bodyLimit: config.server.bodyLimitBytes,
     requireIfMatch: config.sync.requireIfMatch,
     bundleLimits: config.fhir.bundleLimits,
-    documentStore: store,
+    documents,
     bulkExport: { worker: app.bulkExports, store, retentionHours: exports.jobs.retentionHours },
   })
   await app.register(oidcRoutes, {

@@ -31,8 +31,12 @@ import {
 } from './queries.js'
 import type { DocumentStore } from './store.js'
 
+// What other areas use of the documents' own modules (FHIR's Binary and DocumentReference writes).
+export { checkDeclaredType } from './content-types.js'
+export type { DocumentStore } from './store.js'
+
 /** A client's file name made safe to show: base name only, no control or quote characters. */
-function safeFileName(name: string | undefined): string {
+export function safeFileName(name: string | undefined): string {
   const base = (name ?? '').split(/[\\/]/).pop() ?? ''
   const printable = [...base].filter((char) => {
     const code = char.codePointAt(0) ?? 0
@@ -225,6 +229,105 @@ async function* readParts(parts: AsyncIterable<Multipart>, maxBytes: number): As
   }
 }
 
+/** A new document: its patient and metadata, and the type and name its bytes came with. */
+export interface NewDocument {
+  patientId: number
+  fields: DocumentFields
+  contentType: string
+  fileName: string | undefined
+}
+
+/** Where documents' bytes are kept, and the rules every way of storing or deleting one follows. */
+export interface DocumentStorage {
+  store: DocumentStore
+  /** MAX_UPLOAD_BYTES: a larger document is 413. */
+  maxBytes: number
+  /** DOCUMENT_RETENTION_DAYS: how long a deleted document's bytes are kept. */
+  retentionDays: number
+}
+
+/** Bytes as they come (a stream), or all at once (a FHIR attachment's, decoded). */
+type Bytes = AsyncIterable<Buffer> | Iterable<Buffer>
+
+/** The bytes, refused (413) once more than `maxBytes` of them have come. */
+async function* limited(source: Bytes, maxBytes: number): AsyncGenerator<Buffer> {
+  let size = 0
+  for await (const chunk of source) {
+    size += chunk.length
+    if (size > maxBytes) throw fileTooLarge(maxBytes)
+    yield chunk
+  }
+}
+
+/**
+ * Writes the document's row (PENDING), streams its bytes to the store while their hash and size
+ * are computed, then makes the row AVAILABLE with the audit record of its upload. Any failure
+ * removes both; a crash in between leaves a PENDING row that housekeeping clears.
+ */
+async function writeDocument(
+  db: Db,
+  storage: Pick<DocumentStorage, 'store' | 'maxBytes'>,
+  actor: Actor,
+  document: NewDocument,
+  source: Bytes,
+): Promise<DocumentRow> {
+  const { store, maxBytes } = storage
+  checkDeclaredType(document.contentType)
+  const storageKey = randomUUID()
+  const { id } = await insertPendingDocument(db, {
+    organization_id: actor.organizationId,
+    patient_id: document.patientId,
+    encounter_id: document.fields.encounterId ?? null,
+    title: document.fields.title,
+    category: document.fields.category,
+    content_type: document.contentType,
+    file_name: safeFileName(document.fileName),
+    storage_key: storageKey,
+    uploaded_by: actor.userId,
+  })
+  try {
+    const { size, sha256 } = await store.write(
+      storageKey,
+      verified(limited(source, maxBytes), document.contentType),
+    )
+    // Available only with the audit record of its upload.
+    return await withChangeAudit(db, (db) => markAvailable(db, actor.organizationId, id, size, sha256))
+  } catch (error) {
+    // If the store cannot remove the bytes now, the row stays PENDING and housekeeping removes both
+    // later; the answer is the first error, not the clean-up's.
+    await store.remove(storageKey).then(
+      () => deletePendingDocument(db, actor.organizationId, id),
+      () => undefined,
+    )
+    throw error
+  }
+}
+
+/**
+ * Stores a document whose bytes come whole from `source` (a FHIR attachment's data, a Binary's
+ * body) as an upload stores its file: the same patient and encounter checks, content types, size
+ * limit and audit record. Not to be called in a transaction: the bytes are stored outside the
+ * database, and its rollback would leave them behind.
+ */
+export async function createDocument(
+  db: Db,
+  storage: DocumentStorage,
+  actor: Actor,
+  document: NewDocument,
+  source: Bytes,
+): Promise<DocumentRow> {
+  await requirePatient(db, actor, document.patientId)
+  const { encounterId } = document.fields
+  if (encounterId) await checkEncounterOfPatient(db, actor.organizationId, document.patientId, encounterId)
+  return writeDocument(db, storage, actor, document, source)
+}
+
+/** The file's bytes; the parser cuts a file at the size limit and marks it truncated. */
+async function* wholeFile(part: MultipartFile, maxBytes: number): AsyncGenerator<Buffer> {
+  yield* part.file
+  if (part.file.truncated) throw fileTooLarge(maxBytes)
+}
+
 async function storeFile(
   db: Db,
   store: DocumentStore,
@@ -234,33 +337,13 @@ async function storeFile(
   part: MultipartFile,
   limits: UploadLimits,
 ): Promise<DocumentRow> {
-  checkDeclaredType(part.mimetype)
-  const storageKey = randomUUID()
-  const { id } = await insertPendingDocument(db, {
-    organization_id: actor.organizationId,
-    patient_id: patientId,
-    encounter_id: fields.encounterId ?? null,
-    title: fields.title,
-    category: fields.category,
-    content_type: part.mimetype,
-    file_name: safeFileName(part.filename),
-    storage_key: storageKey,
-    uploaded_by: actor.userId,
-  })
+  const document = { patientId, fields, contentType: part.mimetype, fileName: part.filename }
   try {
-    const { size, sha256 } = await store.write(storageKey, verified(part.file, part.mimetype))
-    if (part.file.truncated) throw fileTooLarge(limits.maxBytes)
-    // Available only with the audit record of its upload.
-    return await withChangeAudit(db, (db) => markAvailable(db, actor.organizationId, id, size, sha256))
+    const storage = { store, maxBytes: limits.maxBytes }
+    return await writeDocument(db, storage, actor, document, wholeFile(part, limits.maxBytes))
   } catch (error) {
     // The rest of the file must be read off the connection, or the request would hang.
     part.file.resume()
-    // If the store cannot remove the bytes now, the row stays PENDING and housekeeping removes both
-    // later; the answer is the first error, not the clean-up's.
-    await store.remove(storageKey).then(
-      () => deletePendingDocument(db, actor.organizationId, id),
-      () => undefined,
-    )
     // The parser reports a body cut short inside the file as an error of the file's stream.
     throw isParserError(error) ? malformedUpload(error, limits.maxBytes) : error
   }
@@ -312,7 +395,9 @@ export async function deleteDocument(
     const current = await findDocument(db, actor, id)
     throw preconditionFailed(current.version)
   }
-  if (retentionDays === 0) {
+  // In a transaction (a FHIR transaction Bundle's), the deletion may yet be rolled back: its bytes
+  // are left to housekeeping, which purges only what a commit deleted.
+  if (retentionDays === 0 && !db.isTransaction) {
     // The record is deleted either way: bytes the store cannot remove now are purged by housekeeping.
     await store.remove(deleted.storage_key).then(
       () => markPurged(db, actor.organizationId, id),

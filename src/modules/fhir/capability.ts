@@ -119,8 +119,8 @@ export function capabilityStatement(
           {
             type: 'Binary',
             documentation:
-              'The bytes of a DocumentReference (its attachment URL), in their stored content type; as a Binary resource with Accept: application/fhir+json (up to 5 MiB)',
-            interaction: [{ code: 'read' }, { code: 'vread' }],
+              'The bytes of a DocumentReference (its attachment URL), in their stored content type; as a Binary resource with Accept: application/fhir+json (up to 5 MiB). Create: POST the raw bytes (Content-Type: the document’s) with X-Security-Context: Patient/[id], or a Binary resource whose securityContext is the patient; it stores a new document of that patient (category OTHER), DocumentReference/[id] of the same id',
+            interaction: [{ code: 'read' }, { code: 'vread' }, { code: 'create' }],
             versioning: 'versioned',
             readHistory: false,
           } satisfies CapabilityStatementRestResource,

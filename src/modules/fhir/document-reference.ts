@@ -1,12 +1,11 @@
 import type { CodeableConcept, DocumentReference } from '@medplum/fhirtypes'
 import type { Db } from '../../../db/database.js'
-import type { DocumentRow } from '../../../db/tables/documents.js'
-import { missingRecord, ownerOrganization } from '../../access/organization-scope.js'
-import { AppError } from '../../errors.js'
+import type { DocumentStorage } from '../documents/service.js'
+import { type DocumentWithAuthor, documentsWithAuthor, readableDocument } from './document-rows.js'
+import { documentWrites } from './document-writes.js'
 import { defineResourceType } from './resource-definition.js'
 import { recordResource, reference, referencesTo, withoutUndefined } from './resource-elements.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
-import { checkLaunchPatient } from './scopes.js'
 import { dateParameter, referenceParameter, tokenParameter } from './search-conditions.js'
 
 /** Our document categories as a code system of our own: no standard one says the same. */
@@ -24,12 +23,11 @@ const CATEGORY_NAMES: Record<string, string> = {
 // Attachment.size is an unsignedInt; a larger upload (MAX_UPLOAD_BYTES allows up to 5 GiB) leaves it out.
 const UNSIGNED_INT_MAX = 2_147_483_647
 
-/** A document row with the Practitioner (provider) account that uploaded it, if the uploader is one. */
-export type DocumentWithAuthor = DocumentRow & { author_provider_id: number | null }
-
 export interface DocumentReferenceMapping {
   /** The FHIR base URL (`<PUBLIC_URL>/fhir/R4`): attachments link to `<base>/Binary/<id>`. */
   base: string
+  /** Where the documents a DocumentReference create stores go, and their size limit. */
+  documents: DocumentStorage
 }
 
 function categoryConcept(category: string): CodeableConcept {
@@ -70,20 +68,6 @@ function toFhirDocumentReference(row: DocumentWithAuthor, base: string): Documen
   })
 }
 
-/** Documents of the organization (any status), each with its uploader's provider id if any. */
-const documentsWithAuthor = (db: Db, organizationId: number) =>
-  db
-    .selectFrom('documents')
-    .innerJoin('patients', 'patients.id', 'documents.patient_id')
-    .leftJoin('providers', (join) =>
-      join
-        .onRef('providers.user_id', '=', 'documents.uploaded_by')
-        .onRef('providers.organization_id', '=', 'documents.organization_id'),
-    )
-    .selectAll('documents')
-    .select(['providers.id as author_provider_id', 'patients.deleted_at as patient_deleted_at'])
-    .where('documents.organization_id', '=', organizationId)
-
 /**
  * The stored documents of the organization's live patients (a deleted patient's records are not
  * shown, as with every other clinical type).
@@ -94,25 +78,6 @@ const documentsOf = (db: Db, scope: ReadScope) =>
     // Implied by AVAILABLE; stated so the planner can use the partial index, as the REST list does.
     .where('documents.deleted_at', 'is', null)
     .where('patients.deleted_at', 'is', null)
-
-/**
- * The stored document the scope may read: 403 for another organization's or (SMART launch) another
- * patient's, 410 when it was deleted, 404 when there is none (or its upload never finished).
- */
-export async function readableDocument(db: Db, scope: ReadScope, id: number): Promise<DocumentWithAuthor> {
-  const row = await documentsWithAuthor(db, scope.actor.organizationId)
-    .where('documents.id', '=', id)
-    .executeTakeFirst()
-  // A deleted patient's documents are missing, as their other records are.
-  if (!row || row.status === 'PENDING' || row.patient_deleted_at !== null) {
-    return missingRecord('Document', id, await ownerOrganization(db, 'documents', id), scope.actor)
-  }
-  checkLaunchPatient(scope, row.patient_id)
-  if (row.status !== 'AVAILABLE') {
-    throw new AppError('RES_001', `Document ${id} was deleted`, { status: 410, message: 'Gone' })
-  }
-  return row
-}
 
 const codes = Object.keys(CATEGORY_NAMES).join(' | ')
 /** `type` and `category` carry the same code (our category), so they search the same column. */
@@ -154,5 +119,6 @@ export function documentReferenceResource(
     includes: { patient: (resource) => referencesTo('Patient', [resource.subject]) },
     toFhir,
     read: async (db, scope, id) => toFhir(await readableDocument(db, scope, id)),
+    writes: documentWrites({ categorySystem: DOCUMENT_CATEGORY_SYSTEM, storage: mapping.documents, toFhir }),
   })
 }

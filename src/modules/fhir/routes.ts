@@ -8,8 +8,9 @@ import { jsonBodyParser } from '../../http/json-body.js'
 import type { ProviderMetadata } from '../../identity/external-provider.js'
 import { PAGE_COMPRESSION } from '../../plugins/compression.js'
 import { toAppError, wrongMethod } from '../../plugins/error-handler.js'
+import type { DocumentStorage } from '../documents/service.js'
 import { accessOf, typeGrant } from './access.js'
-import binaryRoutes, { type DocumentBytes } from './binary-routes.js'
+import binaryRoutes from './binary-routes.js'
 import { bundleRoutes } from './bundle-routes.js'
 import { capabilityStatement, smartConfiguration } from './capability.js'
 import exportRoutes, { EXPORT_FILE_PATH, type ExportRoutesOptions } from './export/routes.js'
@@ -44,8 +45,8 @@ interface FhirOptions {
   requireIfMatch: boolean
   /** The most entries and bytes a batch or transaction Bundle may hold (413 beyond). */
   bundleLimits: { entries: number; bytes: number }
-  /** Where document bytes are read from, for Binary. */
-  documentStore: DocumentBytes
+  /** Where document bytes are kept, for Binary. */
+  documents: DocumentStorage
   bulkExport: Omit<ExportRoutesOptions, 'base' | 'types'>
 }
 
@@ -176,7 +177,7 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
       )
     }
   })
-  await app.register(binaryRoutes, { store: options.documentStore })
+  await app.register(binaryRoutes, { base, documents: options.documents })
   await app.register(exportRoutes, { ...options.bulkExport, base, types })
 
   /**

@@ -45,10 +45,24 @@ interface WriteScope extends ReadScope {
 
 export const badRequest = (details: string) => new AppError('VAL_001', details, { status: 400 })
 
+/** A resource valid against the R4 base definitions of its type; a 422 naming each element at fault otherwise. */
+export async function checkBaseDefinitions(resource: Resource): Promise<void> {
+  const errors = await baseValidationErrors(resource)
+  if (errors.length === 0) return
+  throw invalidFields(
+    errors.map((issue) => ({
+      path: issue.expression?.[0] ?? resource.resourceType,
+      message: issue.details?.text ?? issue.diagnostics ?? 'is not valid',
+    })),
+  )
+}
+
 /** The REST fields a domain rule names (a 422, a duplicate's 409), as the FHIRPath of their elements. */
 function asElements(error: unknown, writes: ResourceWrites<Resource>, type: string): unknown {
   if (!(error instanceof AppError) || !error.fields) return error
   const expressionOf = (path: string) => {
+    // Named as an element already (a preview's refusal).
+    if (path === type || path.startsWith(`${type}.`)) return path
     const prefixes = Object.keys(writes.fieldExpressions)
       .filter((field) => path === field || path.startsWith(`${field}.`))
       .sort((a, b) => b.length - a.length)
@@ -159,15 +173,7 @@ export function typeWriter(
     resource: Resource,
     current?: Written,
   ): Promise<{ kind: ResourceWrites<Resource>; body: unknown }> {
-    const errors = await baseValidationErrors(resource)
-    if (errors.length > 0) {
-      throw invalidFields(
-        errors.map((issue) => ({
-          path: issue.expression?.[0] ?? type.type,
-          message: issue.details?.text ?? issue.diagnostics ?? 'is not valid',
-        })),
-      )
-    }
+    await checkBaseDefinitions(resource)
     const kind = kindWrites(call, current ? 'update' : 'create', resource, current)
     let body: unknown
     let stored: Resource
@@ -283,6 +289,12 @@ export function typeWriter(
     async create(call: WriteCall, sent: unknown, ifNoneExist?: SearchQuery): Promise<WriteResult> {
       const scope = writeScope(call.principal, 'create')
       const resource = sentResource(sent)
+      if (ifNoneExist) {
+        // Its answer may be a record already there: one the caller must be allowed to read (reception
+        // uploads documents it may not read).
+        const read = typeGrant(call.principal, type, 'read')
+        if (!read.allowed) throw forbidden(`If-None-Exist answers the ${type.type} it finds: ${read.reason}`)
+      }
       const found = ifNoneExist && (await matching(call, scope, ifNoneExist, 'If-None-Exist'))
       if (found) return { status: 200, resource: found }
       return create(call, scope, resource)

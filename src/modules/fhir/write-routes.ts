@@ -22,7 +22,8 @@ export function preferredReturn(
   return asked?.toLowerCase() === 'operationoutcome' ? 'OperationOutcome' : 'representation'
 }
 
-const informational = (diagnostics: string): OperationOutcome => ({
+/** What a write that answers no resource says it did. */
+export const informational = (diagnostics: string): OperationOutcome => ({
   resourceType: 'OperationOutcome',
   issue: [{ severity: 'information', code: 'informational', diagnostics }],
 })

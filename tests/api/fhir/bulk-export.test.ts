@@ -428,7 +428,11 @@ describe('FHIR bulk export worker with a lease shorter than a file takes', () =>
     const worker = new ExportWorker({
       db: small.db,
       store,
-      types: resourceTypes({ mrnSystem: 'urn:oid:2.999', base: 'http://127.0.0.1/fhir/R4' }),
+      types: resourceTypes({
+        mrnSystem: 'urn:oid:2.999',
+        base: 'http://127.0.0.1/fhir/R4',
+        documents: { store: local, maxBytes: 1024, retentionDays: 0 },
+      }),
       log: { error: (entry: unknown) => void errors.push(entry) } as unknown as ExportWorkerOptions['log'],
       leaseOwner: 'lease-test',
       // One resource per file.

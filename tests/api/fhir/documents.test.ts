@@ -387,10 +387,11 @@ describe('GET /fhir/R4/Binary/{id}', () => {
     })
   })
 
-  it('has no search: GET /Binary is not a FHIR interaction here', async () => {
+  it('has no search: GET /Binary is not a FHIR interaction here (only POST, a create, is)', async () => {
     const { nurse } = await practice()
     const response = await get(nurse, '/Binary')
-    expect(response.statusCode).toBe(404)
+    expect(response.statusCode).toBe(405)
+    expect(response.headers.allow).toBe('POST')
     expectFhir(response)
   })
 })

@@ -1,5 +1,7 @@
+import { tmpdir } from 'node:os'
 import { describe, expect, expectTypeOf, it } from 'vitest'
 import { accessRuleOf, ROUTE_ACCESS, type RouteKey } from '../../../src/access/route-access.js'
+import { localStore } from '../../../src/modules/documents/store.js'
 import type { FhirResourceType } from '../../../src/modules/fhir/resource-type.js'
 import { resourceTypes } from '../../../src/modules/fhir/resource-types.js'
 
@@ -26,7 +28,12 @@ describe('route keys of the access table', () => {
   })
 
   it('of every FHIR type served are in the table', () => {
-    const types = resourceTypes({ mrnSystem: 'urn:example:mrn', base: 'http://127.0.0.1/fhir/R4' })
+    const types = resourceTypes({
+      mrnSystem: 'urn:example:mrn',
+      base: 'http://127.0.0.1/fhir/R4',
+      // Never used: the routes of the types are all that is looked at.
+      documents: { store: localStore(tmpdir()), maxBytes: 1024, retentionDays: 0 },
+    })
     const keys = types.flatMap((type) => [type.restRead, type.restSearch])
     expect(keys.filter((key) => accessRuleOf(key) === undefined)).toEqual([])
     expect(keys.length).toBe(types.length * 2)
