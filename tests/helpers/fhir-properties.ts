@@ -41,6 +41,9 @@ export async function expectStoredAsSent<R extends Resource>(client: Client, sen
   return read
 }
 
+/** The arbitrary's values, or undefined (an element left out). */
+export const optional = <T>(arbitrary: fc.Arbitrary<T>) => fc.option(arbitrary, { nil: undefined })
+
 /** Calendar dates (YYYY-MM-DD) from `min` to `max`. */
 export const days = (min: string, max: string) =>
   fc
@@ -49,3 +52,24 @@ export const days = (min: string, max: string) =>
 
 /** A capitalised word, as a name is written in the simplest case. */
 export const word = fc.stringMatching(/^[A-Z][a-z]{1,14}$/)
+
+// FHIR's `string` allows no control characters but tab, CR and LF.
+const CONTROL = /(?![\t\n\r])\p{Cc}/u
+
+const graphemes = (maxLength: number) => fc.string({ unit: 'grapheme', minLength: 1, maxLength })
+
+/**
+ * Free text as people type it into a string element, at most `maxLength` characters with one not
+ * a space: words, printable characters of any script (emoji, combining marks), and text with
+ * whitespace at either end, which FHIR's `string` allows.
+ */
+export const freeText = (maxLength: number) =>
+  fc
+    .oneof(
+      fc.stringMatching(/^[A-Z][a-z]{0,11}( [a-z]{1,12}){0,4}$/),
+      graphemes(Math.min(maxLength, 40)),
+      fc
+        .tuple(fc.constantFrom(' ', '\t', '\n', '\u00a0'), graphemes(20), fc.constantFrom('', ' ', '\r\n'))
+        .map((parts) => parts.join('')),
+    )
+    .filter((text) => /\S/u.test(text) && !CONTROL.test(text) && [...text].length <= maxLength)
