@@ -121,14 +121,16 @@ export function patientBody(overrides: Record<string, unknown> = {}) {
   }
 }
 
+/** The valid NPI of nine digits: they and their check digit (the Luhn digit over 80840 and them). */
+export const npiOf = (nineDigits: string) =>
+  nineDigits + [...'0123456789'].find((digit) => isValidNpi(nineDigits + digit))
+
 let npiCounter = 0
 
-/** A valid NPI (its tenth digit the Luhn check digit over 80840 + the other nine), new on each call. */
+/** A valid NPI, new on each call. */
 export function uniqueNpi(): string {
   npiCounter += 1
-  const base = `1${String(process.pid % 10_000).padStart(4, '0')}${String(npiCounter).padStart(4, '0')}`
-  const check = [...'0123456789'].find((digit) => isValidNpi(base + digit))
-  return base + check
+  return npiOf(`1${String(process.pid % 10_000).padStart(4, '0')}${String(npiCounter).padStart(4, '0')}`)
 }
 
 const EVERY_DAY = ['MONDAY', 'TUESDAY', 'WEDNESDAY', 'THURSDAY', 'FRIDAY', 'SATURDAY', 'SUNDAY'] as const

@@ -1,8 +1,17 @@
-import type { Appointment, Bundle, CapabilityStatement, OperationOutcome } from '@medplum/fhirtypes'
+import type {
+  Appointment,
+  AppointmentParticipant,
+  Bundle,
+  CapabilityStatement,
+  OperationOutcome,
+} from '@medplum/fhirtypes'
+import fc from 'fast-check'
 import { Client, type FhirResource } from 'fhir-kit-client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { VisitType } from '../../../schemas/appointments.js'
 import type { App } from '../../../src/app.js'
-import { VISIT_TYPE_SYSTEM } from '../../../src/modules/fhir/appointment.js'
+import { VISIT_TYPE_SYSTEM, visitType } from '../../../src/modules/fhir/appointment.js'
+import { zonedInstant } from '../../../src/scheduling/zoned-time.js'
 import { buildTestApp } from '../../helpers/app.js'
 import {
   bearer,
@@ -13,8 +22,16 @@ import {
   tokenFor,
 } from '../../helpers/factories.js'
 import { asSent, headersOf, refusal } from '../../helpers/fhir-client.js'
+import { expectStoredAsSent, freeText, optional } from '../../helpers/fhir-properties.js'
 import { fhirErrors } from '../../helpers/fhir-validator.js'
-import { book, booked, newPractice, outboxEvents, type Practice } from '../../helpers/scheduling.js'
+import {
+  book,
+  booked,
+  createProvider,
+  newPractice,
+  outboxEvents,
+  type Practice,
+} from '../../helpers/scheduling.js'
 import { freePort } from '../../helpers/servers/processes.js'
 
 // FHIR create, update and patch of appointments, driven by fhir-kit-client.
@@ -705,5 +722,116 @@ describe('who may write appointments', () => {
     expect(codes).toEqual(expect.arrayContaining(['create', 'update', 'patch']))
     expect(codes).not.toContain('delete')
     expect(appointment?.conditionalDelete).toBe('not-supported')
+  })
+})
+
+describe('FHIR writes of generated appointments', () => {
+  const VISIT_TYPES: string[] = VisitType().enum
+  /** The HL7 v2 (table 0276) codes the service reads as visit types of its own. */
+  const V2_CODES: Record<string, string> = {
+    OFFICE_VISIT: 'ROUTINE',
+    FOLLOW_UP: 'FOLLOWUP',
+    ANNUAL_PHYSICAL: 'CHECKUP',
+  }
+  const clock = (minutes: number) =>
+    `${String(Math.floor(minutes / 60)).padStart(2, '0')}:${String(minutes % 60).padStart(2, '0')}`
+
+  /** The instant as written with an offset of `minutes` from UTC (Z for none), with or without milliseconds. */
+  function written(instant: number, minutes: number | undefined, milliseconds: boolean) {
+    const local = new Date(instant + (minutes ?? 0) * 60_000).toISOString().slice(0, milliseconds ? 23 : 19)
+    if (minutes === undefined) return `${local}Z`
+    return `${local}${minutes < 0 ? '-' : '+'}${clock(Math.abs(minutes))}`
+  }
+
+  // A provider of its own for each booking, working the same hours every day, and a booking within
+  // them, on a day ahead, in the provider's time zone.
+  const booking = fc
+    .record({
+      timeZone: fc.constantFrom('UTC', ...Intl.supportedValuesOf('timeZone')),
+      opens: fc.integer({ min: 0, max: 48 }).map((quarters) => quarters * 15),
+      openFor: fc.integer({ min: 8, max: 96 }).map((quarters) => quarters * 15),
+      daysAhead: fc.integer({ min: 2, max: 730 }),
+      duration: fc.integer({ min: 15, max: 120 }),
+      startsAfterOpening: fc.nat(),
+    })
+    .map(({ timeZone, opens, openFor, daysAhead, duration, startsAfterOpening }) => {
+      const closes = Math.min(opens + openFor, 1440)
+      const date = daysFromToday(daysAhead)
+      const minutes = opens + (startsAfterOpening % (closes - opens - duration + 1))
+      const start = zonedInstant(timeZone, date, minutes)
+      const bounds = [opens, closes].map((at) => zonedInstant(timeZone, date, at).instant)
+      return { timeZone, hours: [clock(opens), clock(closes)] as [string, string], duration, start, bounds }
+    })
+    // On a day the clocks change: no time they skip, and the hours' real length.
+    .filter(
+      ({ start, bounds: [opening = 0, closing = 0], duration }) =>
+        !start.inGap && opening <= start.instant && start.instant + duration * 60_000 <= closing,
+    )
+
+  const offset = optional(fc.integer({ min: -48, max: 56 }).map((quarters) => quarters * 15))
+  const appointment = fc.record({
+    booking,
+    startOffset: offset,
+    endOffset: offset,
+    milliseconds: fc.boolean(),
+    minutesDuration: fc.boolean(),
+    visitType: optional(fc.constantFrom(...VISIT_TYPES)),
+    // How the visit type is coded: the service's code (with its display, its text), the HL7 v2 one, or both.
+    coding: fc.record({ ours: fc.boolean(), v2: fc.boolean(), display: fc.boolean(), text: fc.boolean() }),
+    reason: optional(freeText(500)),
+    required: fc.boolean(),
+    practitionerFirst: fc.boolean(),
+  })
+
+  /**
+   * The visit type in the service's code system, in HL7 v2's where that has a code for it, or in
+   * both; the service's display and text, or not.
+   */
+  function appointmentType(type: string, how: Record<'ours' | 'v2' | 'display' | 'text', boolean>) {
+    const { text } = visitType(type)
+    const v2Code = V2_CODES[type]
+    const v2 =
+      v2Code && (how.v2 || !how.ours)
+        ? [{ system: 'http://terminology.hl7.org/CodeSystem/v2-0276', code: v2Code }]
+        : []
+    const ours =
+      v2.length === 0 || how.ours
+        ? [{ system: VISIT_TYPE_SYSTEM, code: type, ...(how.display ? { display: text } : {}) }]
+        : []
+    return { coding: [...v2, ...ours], ...(how.text ? { text } : {}) }
+  }
+
+  it('books each valid appointment it is sent as sent, reads back a valid resource, and takes it back unchanged', async () => {
+    const practice = await newPractice(app)
+    const client = nurseOf(practice)
+    await fc.assert(
+      fc.asyncProperty(appointment, async (generated) => {
+        const { timeZone, hours, duration, start } = generated.booking
+        const provider = await createProvider(app, practice.admin, {
+          timeZone,
+          weeklyHours: everyDay(hours),
+        })
+        const required = generated.required ? { required: 'required' as const } : {}
+        const participant: AppointmentParticipant[] = [
+          { actor: { reference: `Patient/${practice.patient.id}` }, status: 'needs-action', ...required },
+          { actor: { reference: `Practitioner/${provider.id}` }, status: 'accepted', ...required },
+        ]
+        if (generated.practitionerFirst) participant.reverse()
+        const sent: Appointment = {
+          resourceType: 'Appointment',
+          status: 'booked',
+          ...(generated.visitType
+            ? { appointmentType: appointmentType(generated.visitType, generated.coding) }
+            : {}),
+          ...(generated.reason ? { reasonCode: [{ text: generated.reason }] } : {}),
+          start: written(start.instant, generated.startOffset, generated.milliseconds),
+          end: written(start.instant + duration * 60_000, generated.endOffset, generated.milliseconds),
+          ...(generated.minutesDuration ? { minutesDuration: duration } : {}),
+          participant,
+        }
+        await expectStoredAsSent(client, sent)
+      }),
+      { numRuns: 20 },
+    )
   })
 })

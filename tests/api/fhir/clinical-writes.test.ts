@@ -1,4 +1,11 @@
-import type { AllergyIntolerance, Condition, MedicationStatement, OperationOutcome } from '@medplum/fhirtypes'
+import type {
+  AllergyIntolerance,
+  Condition,
+  Dosage,
+  MedicationStatement,
+  OperationOutcome,
+} from '@medplum/fhirtypes'
+import fc from 'fast-check'
 import { Client } from 'fhir-kit-client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../../src/app.js'
@@ -12,6 +19,7 @@ import {
   tokenFor,
 } from '../../helpers/factories.js'
 import { asSent, headersOf, refusal } from '../../helpers/fhir-client.js'
+import { days, expectStoredAsSent, freeText, optional } from '../../helpers/fhir-properties.js'
 import { fhirErrors } from '../../helpers/fhir-validator.js'
 import { freePort } from '../../helpers/servers/processes.js'
 
@@ -731,4 +739,226 @@ describe('what a resource cannot show', () => {
       version: 2,
     })
   })
+})
+
+describe('FHIR writes of generated clinical records', () => {
+  const past = days('1950-01-01', '2024-12-31')
+  /** Two dates, the second not before the first, either left out. */
+  const span = (min: string, max: string) =>
+    fc
+      .tuple(optional(days(min, max)), optional(days(min, max)))
+      .map(([from, to]) => (from && to && to < from ? [to, from] : [from, to]))
+
+  const conditions = fc
+    .record({
+      icd10Code: fc.stringMatching(/^[A-TV-Z][0-9][0-9AB](\.[0-9A-TV-Z]{1,4})?$/),
+      description: freeText(300),
+      clinical: optional(
+        fc.constantFrom('active', 'recurrence', 'relapse', 'inactive', 'remission', 'resolved'),
+      ),
+      verification: optional(
+        fc.constantFrom('unconfirmed', 'provisional', 'differential', 'confirmed', 'refuted'),
+      ),
+      category: fc.constantFrom('none', 'code', 'display'),
+      severity: optional(
+        fc.record({
+          coded: fc.constantFrom(['255604002', 'Mild'], ['6736007', 'Moderate'], ['24484000', 'Severe']),
+          display: fc.boolean(),
+          text: fc.boolean(),
+        }),
+      ),
+      dates: span('1950-01-01', '2024-12-31'),
+      note: optional(freeText(2000)),
+    })
+    .map((generated): Omit<Condition, 'subject'> => {
+      const [onset, abatement] = generated.dates
+      const abated = ['inactive', 'remission', 'resolved'].includes(generated.clinical ?? 'active')
+      const severity = generated.severity
+      return {
+        resourceType: 'Condition',
+        ...(generated.clinical ? { clinicalStatus: conditionClinical(generated.clinical) } : {}),
+        ...(generated.verification
+          ? {
+              verificationStatus: coding(
+                'http://terminology.hl7.org/CodeSystem/condition-ver-status',
+                generated.verification,
+              ),
+            }
+          : {}),
+        ...(generated.category === 'none'
+          ? {}
+          : {
+              category: [
+                {
+                  coding: [
+                    {
+                      system: 'http://terminology.hl7.org/CodeSystem/condition-category',
+                      code: 'problem-list-item',
+                      ...(generated.category === 'display' ? { display: 'Problem List Item' } : {}),
+                    },
+                  ],
+                },
+              ],
+            }),
+        ...(severity
+          ? {
+              severity: {
+                coding: [
+                  {
+                    system: SNOMED,
+                    code: severity.coded[0],
+                    ...(severity.display ? { display: severity.coded[1] } : {}),
+                  },
+                ],
+                ...(severity.text ? { text: severity.coded[1] } : {}),
+              },
+            }
+          : {}),
+        code: { ...coding(ICD10_CM, generated.icd10Code), text: generated.description },
+        ...(onset ? { onsetDateTime: onset } : {}),
+        // Only an abated condition has an abatement (con-4).
+        ...(abatement && abated ? { abatementDateTime: abatement } : {}),
+        ...(generated.note ? { note: [{ text: generated.note }] } : {}),
+      }
+    })
+
+  const substanceCode = fc.oneof(
+    fc.record({ system: fc.constant(RXNORM), code: fc.stringMatching(/^[1-9][0-9]{0,6}$/) }),
+    fc.record({ system: fc.constant(SNOMED), code: fc.stringMatching(/^[1-9][0-9]{5,17}$/) }),
+    fc.record({
+      system: fc.constant('http://fdasis.nlm.nih.gov'),
+      code: fc.stringMatching(/^[0-9A-Z]{10}$/),
+    }),
+  )
+  const allergySeverity = fc.constantFrom('mild' as const, 'moderate' as const, 'severe' as const)
+  const allergies = fc
+    .record({
+      substance: freeText(200),
+      code: optional(substanceCode),
+      category: fc.constantFrom(
+        'food' as const,
+        'medication' as const,
+        'environment' as const,
+        'biologic' as const,
+      ),
+      criticality: optional(fc.constantFrom('low' as const, 'high' as const, 'unable-to-assess' as const)),
+      // Always sent (ait-1).
+      clinical: fc.constantFrom('active', 'inactive', 'resolved'),
+      reactions: fc.array(fc.record({ manifestation: freeText(200), severity: optional(allergySeverity) }), {
+        maxLength: 3,
+      }),
+      onset: optional(past),
+    })
+    .map(
+      (generated): Omit<AllergyIntolerance, 'patient'> => ({
+        resourceType: 'AllergyIntolerance',
+        clinicalStatus: allergyClinical(generated.clinical),
+        category: [generated.category],
+        ...(generated.criticality ? { criticality: generated.criticality } : {}),
+        code: { ...(generated.code ? { coding: [generated.code] } : {}), text: generated.substance },
+        ...(generated.onset ? { onsetDateTime: generated.onset } : {}),
+        ...(generated.reactions.length > 0
+          ? {
+              reaction: generated.reactions.map(({ manifestation, severity }) => ({
+                manifestation: [{ text: manifestation }],
+                ...(severity ? { severity } : {}),
+              })),
+            }
+          : {}),
+      }),
+    )
+
+  const ROUTES = [
+    '26643006',
+    '37839007',
+    '47625008',
+    '78421000',
+    '34206005',
+    '6064005',
+    '447694001',
+    '37161004',
+  ]
+  // A dosage of parts (dose, route, frequency, instructions), or the instructions alone as its text.
+  const dosage = fc.oneof(
+    freeText(2000).map((text): Dosage => ({ text })),
+    fc
+      .record({
+        dose: optional(
+          fc.record({
+            value: fc.double({ min: 0.001, max: 100_000, noNaN: true }),
+            unit: fc.oneof(fc.constantFrom('mg', 'mL', 'tablet', 'puff', 'units', 'mcg'), freeText(20)),
+          }),
+        ),
+        route: optional(fc.constantFrom(...ROUTES)),
+        frequency: optional(freeText(100)),
+        instructions: optional(freeText(2000)),
+      })
+      .filter((parts) => Object.values(parts).some((part) => part !== undefined))
+      .map(
+        ({ dose, route, frequency, instructions }): Dosage => ({
+          ...(instructions ? { additionalInstruction: [{ text: instructions }] } : {}),
+          ...(frequency ? { timing: { code: { text: frequency } } } : {}),
+          ...(route ? { route: coding(SNOMED, route) } : {}),
+          ...(dose ? { doseAndRate: [{ doseQuantity: dose }] } : {}),
+        }),
+      ),
+  )
+  const medications = fc
+    .record({
+      name: freeText(200),
+      rxnormCode: optional(fc.stringMatching(/^[1-9][0-9]{0,9}$/)),
+      status: fc.constantFrom(
+        'active' as const,
+        'completed' as const,
+        'stopped' as const,
+        'on-hold' as const,
+      ),
+      period: span('1990-01-01', '2030-12-31'),
+      dosage: optional(dosage),
+    })
+    .map((generated): Omit<MedicationStatement, 'subject'> => {
+      const [start, end] = generated.period
+      return {
+        resourceType: 'MedicationStatement',
+        status: generated.status,
+        medicationCodeableConcept: {
+          ...(generated.rxnormCode ? coding(RXNORM, generated.rxnormCode) : {}),
+          text: generated.name,
+        },
+        ...(start || end
+          ? { effectivePeriod: { ...(start ? { start } : {}), ...(end ? { end } : {}) } }
+          : {}),
+        ...(generated.dosage ? { dosage: [generated.dosage] } : {}),
+      }
+    })
+
+  const GENERATED: {
+    type: string
+    /** Resources of the type, but for the patient's reference, at `patientElement`. */
+    resources: fc.Arbitrary<
+      Omit<Condition, 'subject'> | Omit<AllergyIntolerance, 'patient'> | Omit<MedicationStatement, 'subject'>
+    >
+    patientElement: 'subject' | 'patient'
+    /** A patient of its own for each resource: a patient has one active allergy to a substance. */
+    patientEach?: true
+  }[] = [
+    { type: 'Condition', resources: conditions, patientElement: 'subject' },
+    { type: 'AllergyIntolerance', resources: allergies, patientElement: 'patient', patientEach: true },
+    { type: 'MedicationStatement', resources: medications, patientElement: 'subject' },
+  ]
+
+  it.each(GENERATED)(
+    'stores every element of each valid $type it is sent, reads back a valid resource, and takes it back unchanged',
+    async ({ resources, patientElement, patientEach }) => {
+      const { provider, patientId, client } = await practice()
+      await fc.assert(
+        fc.asyncProperty(resources, async (resource) => {
+          const patient = patientEach ? await createPatient(app, provider) : patientId
+          const sent = { ...resource, [patientElement]: { reference: `Patient/${patient}` } }
+          await expectStoredAsSent(client, sent as ClinicalResource)
+        }),
+        { numRuns: 20 },
+      )
+    },
+  )
 })

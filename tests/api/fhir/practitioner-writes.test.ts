@@ -1,4 +1,5 @@
-import type { CapabilityStatement, OperationOutcome, Practitioner } from '@medplum/fhirtypes'
+import type { CapabilityStatement, ContactPoint, OperationOutcome, Practitioner } from '@medplum/fhirtypes'
+import fc from 'fast-check'
 import { Client } from 'fhir-kit-client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ROLES, type Role } from '../../../src/access/roles.js'
@@ -9,6 +10,7 @@ import {
   bearer,
   everyDay,
   newOrganization,
+  npiOf,
   providerBody,
   type TestOrganization,
   type TestUser,
@@ -16,6 +18,7 @@ import {
   uniqueNpi,
 } from '../../helpers/factories.js'
 import { asSent, headersOf, refusal } from '../../helpers/fhir-client.js'
+import { expectStoredAsSent, freeText, optional, word } from '../../helpers/fhir-properties.js'
 import { fhirErrors } from '../../helpers/fhir-validator.js'
 import { freePort } from '../../helpers/servers/processes.js'
 
@@ -578,5 +581,72 @@ describe('the audit trail of FHIR practitioner writes', () => {
     await app.auditLog.flush()
     // The same records, or none where the REST routes leave none.
     expect(await auditOf(viaFhir.org.id)).toEqual(await auditOf(viaRest.org.id))
+  })
+})
+
+describe('FHIR writes of generated practitioners', () => {
+  const name = fc.oneof(word, freeText(100))
+  // Numbers as the service takes them: a digit first, after an optional +.
+  const phone = fc.oneof(
+    fc.stringMatching(/^\+1 [2-9][0-9]{2} [0-9]{3} [0-9]{4}$/),
+    fc.stringMatching(/^\+1 \([0-9]{3}\) [0-9]{3}-[0-9]{4}$/),
+    fc.stringMatching(/^[0-9]{3}\.[0-9]{3}\.[0-9]{4}$/),
+    fc.stringMatching(/^\+[1-9][0-9]{7,13}$/),
+  )
+  const practitioner = fc.record({
+    family: name,
+    given: name,
+    official: fc.boolean(),
+    title: optional(fc.oneof(fc.constantFrom('MD', 'DO', 'NP', 'PA-C', 'MBBS, PhD'), freeText(50))),
+    // Whether the title is also sent as a qualification, as a read shows it.
+    titleQualified: fc.boolean(),
+    specialty: optional(fc.oneof(fc.constantFrom('Family Medicine', 'Radiology'), freeText(100))),
+    specialtyFirst: fc.boolean(),
+    npi: fc.stringMatching(/^[12][0-9]{8}$/).map(npiOf),
+    email: optional(fc.emailAddress().filter((address) => address.length <= 254)),
+    phone: optional(phone),
+    phoneFirst: fc.boolean(),
+    work: fc.boolean(),
+    active: optional(fc.boolean()),
+    // The zones the runtime knows, by the names it gives them (the service stores no alias).
+    timeZone: fc.constantFrom('UTC', ...Intl.supportedValuesOf('timeZone')),
+  })
+
+  it('stores every element of each valid practitioner it is sent, reads back a valid resource, and takes it back unchanged', async () => {
+    await fc.assert(
+      fc.asyncProperty(practitioner, async (generated) => {
+        const use = generated.work ? { use: 'work' as const } : {}
+        const telecom: ContactPoint[] = [
+          ...(generated.email ? [{ system: 'email' as const, value: generated.email, ...use }] : []),
+          ...(generated.phone ? [{ system: 'phone' as const, value: generated.phone, ...use }] : []),
+        ]
+        if (generated.phoneFirst) telecom.reverse()
+        const qualification = [
+          ...(generated.title && generated.titleQualified ? [{ code: { text: generated.title } }] : []),
+          ...(generated.specialty ? [{ code: { text: generated.specialty } }] : []),
+        ]
+        if (generated.specialtyFirst) qualification.reverse()
+        const sent: Practitioner = {
+          resourceType: 'Practitioner',
+          extension: [{ url: TIME_ZONE, valueCode: generated.timeZone }],
+          identifier: [{ system: NPI_SYSTEM, value: generated.npi }],
+          ...(generated.active === undefined ? {} : { active: generated.active }),
+          name: [
+            {
+              ...(generated.official ? { use: 'official' as const } : {}),
+              family: generated.family,
+              given: [generated.given],
+              ...(generated.title ? { suffix: [generated.title] } : {}),
+            },
+          ],
+          ...(telecom.length > 0 ? { telecom } : {}),
+          ...(qualification.length > 0 ? { qualification } : {}),
+        }
+        // An organization of its own for each: an NPI is its organization's one provider's.
+        const { client } = await administrator()
+        await expectStoredAsSent(client, sent)
+      }),
+      { numRuns: 20 },
+    )
   })
 })
