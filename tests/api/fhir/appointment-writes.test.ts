@@ -12,7 +12,6 @@ import { VisitType } from '../../../schemas/appointments.js'
 import type { App } from '../../../src/app.js'
 import { VISIT_TYPE_SYSTEM, visitType } from '../../../src/modules/fhir/appointment.js'
 import { zonedInstant } from '../../../src/scheduling/zoned-time.js'
-import { buildTestApp } from '../../helpers/app.js'
 import {
   bearer,
   createPatient,
@@ -21,7 +20,7 @@ import {
   nthSunday,
   tokenFor,
 } from '../../helpers/factories.js'
-import { asSent, headersOf, refusal } from '../../helpers/fhir-client.js'
+import { asSent, headersOf, listeningFhirApp, refusal } from '../../helpers/fhir-client.js'
 import { expectStoredAsSent, freeText, optional } from '../../helpers/fhir-properties.js'
 import { fhirErrors } from '../../helpers/fhir-validator.js'
 import {
@@ -32,7 +31,6 @@ import {
   outboxEvents,
   type Practice,
 } from '../../helpers/scheduling.js'
-import { freePort } from '../../helpers/servers/processes.js'
 
 // FHIR create, update and patch of appointments, driven by fhir-kit-client.
 
@@ -40,10 +38,7 @@ let app: App
 let baseUrl: string
 
 beforeAll(async () => {
-  const port = await freePort()
-  app = await buildTestApp({ PUBLIC_URL: `http://127.0.0.1:${port}` })
-  await app.listen({ host: '127.0.0.1', port })
-  baseUrl = `http://127.0.0.1:${port}/fhir/R4`
+  ;({ app, baseUrl } = await listeningFhirApp())
 })
 afterAll(async () => {
   await app.close()

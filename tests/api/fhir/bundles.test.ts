@@ -2,11 +2,9 @@ import type { Bundle, BundleEntry, Patient } from '@medplum/fhirtypes'
 import { Client, type FhirResource } from 'fhir-kit-client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../../src/app.js'
-import { buildTestApp } from '../../helpers/app.js'
 import { bearer, newOrganization, type TestUser } from '../../helpers/factories.js'
-import { refusal } from '../../helpers/fhir-client.js'
+import { listeningFhirApp, refusal } from '../../helpers/fhir-client.js'
 import { fhirErrors } from '../../helpers/fhir-validator.js'
-import { freePort } from '../../helpers/servers/processes.js'
 
 // Batch and transaction Bundles at the FHIR base, driven by fhir-kit-client.
 
@@ -16,15 +14,11 @@ const MRN_SYSTEM = 'urn:oid:2.16.840.1.113883.3.0000.2'
 const MAX_ENTRIES = 80
 
 beforeAll(async () => {
-  const port = await freePort()
-  app = await buildTestApp({
-    PUBLIC_URL: `http://127.0.0.1:${port}`,
+  ;({ app, baseUrl } = await listeningFhirApp({
     FHIR_MRN_SYSTEM: MRN_SYSTEM,
     FHIR_BUNDLE_MAX_ENTRIES: String(MAX_ENTRIES),
     FHIR_BUNDLE_MAX_BYTES: String(200_000),
-  })
-  await app.listen({ host: '127.0.0.1', port })
-  baseUrl = `http://127.0.0.1:${port}/fhir/R4`
+  }))
 })
 afterAll(async () => {
   await app.close()

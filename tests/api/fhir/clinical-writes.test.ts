@@ -9,7 +9,6 @@ import fc from 'fast-check'
 import { Client } from 'fhir-kit-client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../../src/app.js'
-import { buildTestApp } from '../../helpers/app.js'
 import {
   bearer,
   createPatient,
@@ -18,10 +17,9 @@ import {
   type TestUser,
   tokenFor,
 } from '../../helpers/factories.js'
-import { asSent, headersOf, refusal } from '../../helpers/fhir-client.js'
+import { asSent, headersOf, listeningFhirApp, refusal } from '../../helpers/fhir-client.js'
 import { days, expectStoredAsSent, freeText, optional } from '../../helpers/fhir-properties.js'
 import { fhirErrors } from '../../helpers/fhir-validator.js'
-import { freePort } from '../../helpers/servers/processes.js'
 
 // FHIR create, update, patch and delete of Condition, AllergyIntolerance and MedicationStatement
 // (the clinical records), driven by fhir-kit-client.
@@ -30,10 +28,7 @@ let app: App
 let baseUrl: string
 
 beforeAll(async () => {
-  const port = await freePort()
-  app = await buildTestApp({ PUBLIC_URL: `http://127.0.0.1:${port}` })
-  await app.listen({ host: '127.0.0.1', port })
-  baseUrl = `http://127.0.0.1:${port}/fhir/R4`
+  ;({ app, baseUrl } = await listeningFhirApp())
 })
 afterAll(async () => {
   await app.close()

@@ -14,7 +14,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Role } from '../../../src/access/roles.js'
 import type { App } from '../../../src/app.js'
 import { droppedElements } from '../../../src/modules/fhir/stored-elements.js'
-import { buildTestApp } from '../../helpers/app.js'
 import {
   bearer,
   createPatient,
@@ -23,10 +22,9 @@ import {
   type TestUser,
   tokenFor,
 } from '../../helpers/factories.js'
-import { asSent, headersOf, refusal } from '../../helpers/fhir-client.js'
+import { asSent, headersOf, listeningFhirApp, refusal } from '../../helpers/fhir-client.js'
 import { fhirErrors } from '../../helpers/fhir-validator.js'
 import { createProvider } from '../../helpers/scheduling.js'
-import { freePort } from '../../helpers/servers/processes.js'
 
 // FHIR writes of documents: DocumentReference with its bytes inline, and Binary, driven by
 // fhir-kit-client (and fetch where the body is raw bytes).
@@ -40,16 +38,12 @@ let baseUrl: string
 let dataDir: string
 
 beforeAll(async () => {
-  const port = await freePort()
   dataDir = await mkdtemp(path.join(tmpdir(), 'ehr-fhir-document-writes-'))
-  app = await buildTestApp({
-    PUBLIC_URL: `http://127.0.0.1:${port}`,
+  ;({ app, baseUrl } = await listeningFhirApp({
     DATA_DIR: dataDir,
     MAX_UPLOAD_BYTES: String(MAX_UPLOAD_BYTES),
     DOCUMENT_RETENTION_DAYS: '0',
-  })
-  await app.listen({ host: '127.0.0.1', port })
-  baseUrl = `http://127.0.0.1:${port}/fhir/R4`
+  }))
 })
 afterAll(async () => {
   await app.close()

@@ -11,13 +11,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../../src/app.js'
 import { VISIT_TYPE_SYSTEM } from '../../../src/modules/fhir/appointment.js'
 import { droppedElements } from '../../../src/modules/fhir/stored-elements.js'
-import { buildTestApp } from '../../helpers/app.js'
 import { bearer, createPatient, daysFromToday, encounterNote, tokenFor } from '../../helpers/factories.js'
-import { asSent, headersOf, refusal } from '../../helpers/fhir-client.js'
+import { asSent, headersOf, listeningFhirApp, refusal } from '../../helpers/fhir-client.js'
 import { days, expectStoredAsSent } from '../../helpers/fhir-properties.js'
 import { fhirErrors } from '../../helpers/fhir-validator.js'
 import { booked, type Clinic, newClinic, outboxEvents } from '../../helpers/scheduling.js'
-import { freePort } from '../../helpers/servers/processes.js'
 
 // FHIR create, update and patch of encounters (visit notes), driven by fhir-kit-client.
 
@@ -25,10 +23,7 @@ let app: App
 let baseUrl: string
 
 beforeAll(async () => {
-  const port = await freePort()
-  app = await buildTestApp({ PUBLIC_URL: `http://127.0.0.1:${port}` })
-  await app.listen({ host: '127.0.0.1', port })
-  baseUrl = `http://127.0.0.1:${port}/fhir/R4`
+  ;({ app, baseUrl } = await listeningFhirApp())
 })
 afterAll(async () => {
   await app.close()

@@ -2,12 +2,10 @@ import type { Appointment, Bundle, CapabilityStatement, Condition, Patient } fro
 import { Client } from 'fhir-kit-client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../../src/app.js'
-import { buildTestApp } from '../../helpers/app.js'
 import { bearer, createPatient, daysFromToday, newOrganization } from '../../helpers/factories.js'
-import { asSent } from '../../helpers/fhir-client.js'
+import { asSent, listeningFhirApp } from '../../helpers/fhir-client.js'
 import { fhirErrors } from '../../helpers/fhir-validator.js'
 import { booked, newPractice } from '../../helpers/scheduling.js'
-import { freePort } from '../../helpers/servers/processes.js'
 
 // Instance history and vread of earlier versions, read with fhir-kit-client.
 
@@ -15,10 +13,7 @@ let app: App
 let baseUrl: string
 
 beforeAll(async () => {
-  const port = await freePort()
-  app = await buildTestApp({ PUBLIC_URL: `http://127.0.0.1:${port}` })
-  await app.listen({ host: '127.0.0.1', port })
-  baseUrl = `http://127.0.0.1:${port}/fhir/R4`
+  ;({ app, baseUrl } = await listeningFhirApp())
 })
 afterAll(async () => {
   await app.close()

@@ -11,12 +11,10 @@ import { Client } from 'fhir-kit-client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../../src/app.js'
 import { droppedElements } from '../../../src/modules/fhir/stored-elements.js'
-import { buildTestApp } from '../../helpers/app.js'
 import { bearer, createPatient, newOrganization, type TestUser } from '../../helpers/factories.js'
-import { asSent, headersOf, refusal } from '../../helpers/fhir-client.js'
+import { asSent, headersOf, listeningFhirApp, refusal } from '../../helpers/fhir-client.js'
 import { expectStoredAsSent } from '../../helpers/fhir-properties.js'
 import { fhirErrors } from '../../helpers/fhir-validator.js'
-import { freePort } from '../../helpers/servers/processes.js'
 
 // FHIR create, update, patch and delete of Observation: vital signs panels and lab results, each
 // through the clinical routes of its kind, driven by fhir-kit-client.
@@ -25,10 +23,7 @@ let app: App
 let baseUrl: string
 
 beforeAll(async () => {
-  const port = await freePort()
-  app = await buildTestApp({ PUBLIC_URL: `http://127.0.0.1:${port}` })
-  await app.listen({ host: '127.0.0.1', port })
-  baseUrl = `http://127.0.0.1:${port}/fhir/R4`
+  ;({ app, baseUrl } = await listeningFhirApp())
 })
 afterAll(async () => {
   await app.close()

@@ -236,7 +236,10 @@ describe('GET /fhir/R4/Observation/{id} (vital signs)', () => {
     // The version it replaced is kept, as it was.
     const first = await get(nurse, `/Observation/${id}/_history/1`)
     expect(first.statusCode).toBe(200)
-    expect(memberOf(first.json(), 'heart-rate')).toMatchObject({ status: 'final', valueQuantity: { value: 70 } })
+    expect(memberOf(first.json(), 'heart-rate')).toMatchObject({
+      status: 'final',
+      valueQuantity: { value: 70 },
+    })
     expect((await get(nurse, `/Observation/${id}/_history/4`)).statusCode).toBe(404)
     await post(nurse, `${url}/entered-in-error`, { reason: 'Wrong patient' }, 200)
     const withdrawn = await read(nurse, id)

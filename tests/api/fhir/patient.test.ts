@@ -2,7 +2,6 @@ import type { Bundle, OperationOutcome, Patient } from '@medplum/fhirtypes'
 import { Client } from 'fhir-kit-client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../../src/app.js'
-import { buildTestApp } from '../../helpers/app.js'
 import {
   bearer,
   createPatient,
@@ -12,22 +11,15 @@ import {
   type TestUser,
 } from '../../helpers/factories.js'
 import { expectFhir, fhirGet, matchIds, smartToken } from '../../helpers/fhir.js'
+import { listeningFhirApp } from '../../helpers/fhir-client.js'
 import { fhirErrors } from '../../helpers/fhir-validator.js'
 import { booked, newPractice } from '../../helpers/scheduling.js'
-import { freePort } from '../../helpers/servers/processes.js'
 
 let app: App
 let baseUrl: string
 
 beforeAll(async () => {
-  const port = await freePort()
-  // FHIR links are absolute, built from PUBLIC_URL: a client follows them to this instance.
-  app = await buildTestApp({
-    FHIR_MRN_SYSTEM: 'https://clinic.example/mrn',
-    PUBLIC_URL: `http://127.0.0.1:${port}`,
-  })
-  await app.listen({ host: '127.0.0.1', port })
-  baseUrl = `http://127.0.0.1:${port}/fhir/R4`
+  ;({ app, baseUrl } = await listeningFhirApp({ FHIR_MRN_SYSTEM: 'https://clinic.example/mrn' }))
 })
 afterAll(async () => {
   await app.close()

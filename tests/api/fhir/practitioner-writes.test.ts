@@ -5,7 +5,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ROLES, type Role } from '../../../src/access/roles.js'
 import { ROUTE_ACCESS } from '../../../src/access/route-access.js'
 import type { App } from '../../../src/app.js'
-import { buildTestApp } from '../../helpers/app.js'
 import {
   bearer,
   everyDay,
@@ -17,10 +16,9 @@ import {
   tokenFor,
   uniqueNpi,
 } from '../../helpers/factories.js'
-import { asSent, headersOf, refusal } from '../../helpers/fhir-client.js'
+import { asSent, headersOf, listeningFhirApp, refusal } from '../../helpers/fhir-client.js'
 import { expectStoredAsSent, freeText, optional, word } from '../../helpers/fhir-properties.js'
 import { fhirErrors } from '../../helpers/fhir-validator.js'
-import { freePort } from '../../helpers/servers/processes.js'
 
 // FHIR create, update and patch of practitioners (the providers), driven by fhir-kit-client.
 
@@ -30,10 +28,7 @@ const NPI_SYSTEM = 'http://hl7.org/fhir/sid/us-npi'
 const TIME_ZONE = 'http://hl7.org/fhir/StructureDefinition/timezone'
 
 beforeAll(async () => {
-  const port = await freePort()
-  app = await buildTestApp({ PUBLIC_URL: `http://127.0.0.1:${port}` })
-  await app.listen({ host: '127.0.0.1', port })
-  baseUrl = `http://127.0.0.1:${port}/fhir/R4`
+  ;({ app, baseUrl } = await listeningFhirApp())
 })
 afterAll(async () => {
   await app.close()

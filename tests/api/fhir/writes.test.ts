@@ -4,12 +4,10 @@ import { Client } from 'fhir-kit-client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Role } from '../../../src/access/roles.js'
 import type { App } from '../../../src/app.js'
-import { buildTestApp } from '../../helpers/app.js'
 import { bearer, createPatient, newOrganization, type TestUser, tokenFor } from '../../helpers/factories.js'
-import { asSent, headersOf, refusal } from '../../helpers/fhir-client.js'
+import { asSent, headersOf, listeningFhirApp, refusal } from '../../helpers/fhir-client.js'
 import { days, expectStoredAsSent, word } from '../../helpers/fhir-properties.js'
 import { fhirErrors } from '../../helpers/fhir-validator.js'
-import { freePort } from '../../helpers/servers/processes.js'
 
 // FHIR create, update, patch and delete of patients, driven by fhir-kit-client.
 
@@ -18,10 +16,7 @@ let baseUrl: string
 const MRN_SYSTEM = 'urn:oid:2.16.840.1.113883.3.0000.1'
 
 beforeAll(async () => {
-  const port = await freePort()
-  app = await buildTestApp({ PUBLIC_URL: `http://127.0.0.1:${port}`, FHIR_MRN_SYSTEM: MRN_SYSTEM })
-  await app.listen({ host: '127.0.0.1', port })
-  baseUrl = `http://127.0.0.1:${port}/fhir/R4`
+  ;({ app, baseUrl } = await listeningFhirApp({ FHIR_MRN_SYSTEM: MRN_SYSTEM }))
 })
 afterAll(async () => {
   await app.close()
