@@ -15,6 +15,7 @@ import type { FhirResourceType } from './resource-type.js'
 import { checkCategories } from './scopes.js'
 import { type SearchQuery, searchQueryOf } from './search-params.js'
 import { badRequest, type TypeWriter, type WriteCall, type WriteResult } from './type-writer.js'
+import { validateAhead } from './validation/base-validation.js'
 import { JSON_PATCH, preferredReturn } from './write-routes.js'
 
 interface BundleOptions {
@@ -359,12 +360,30 @@ export function bundleRoutes(app: FastifyInstance, options: BundleOptions): void
     ]
   }
 
+  /**
+   * The resource of a create entry that is written as sent: one whose references resolveReferences
+   * leaves as they are (none to another entry's full URL, none conditional).
+   */
+  function createdAsSent(entry: Entry | undefined, fullUrls: ReadonlySet<string>): Resource | undefined {
+    if (entry?.method !== 'POST' || !entry.resource) return undefined
+    let resolved = false
+    eachReference(entry.resource, ({ reference }) => {
+      resolved ||= fullUrls.has(reference) || reference.includes('?')
+    })
+    return resolved ? undefined : entry.resource
+  }
+
   async function transaction(request: FastifyRequest, principal: Principal, raw: BundleEntry[]) {
     const entries = raw.map(parseEntry)
+    const fullUrls = new Set(entries.flatMap((entry) => (entry.fullUrl ? [entry.fullUrl] : [])))
     const results = new Map<number, WriteResult>()
     await transactionWithEvents(app.db, async (trx) => {
       const created = new Map<string, string>()
-      for (const entry of transactionOrder(entries)) {
+      const ordered = transactionOrder(entries)
+      for (const [position, entry] of ordered.entries()) {
+        // The next entry's resource is checked while this entry's writes wait for the database.
+        const next = createdAsSent(ordered[position + 1], fullUrls)
+        if (next) validateAhead(next)
         try {
           await resolveReferences(entry, created, principal, trx)
           const result = await audited(request, principal, entry, trx)
