@@ -15,7 +15,6 @@ import type { FhirResourceType } from './resource-type.js'
 import { checkCategories } from './scopes.js'
 import { type SearchQuery, searchQueryOf } from './search-params.js'
 import { badRequest, type TypeWriter, type WriteCall, type WriteResult } from './type-writer.js'
-import { validateAhead } from './validation/base-validation.js'
 import { JSON_PATCH, preferredReturn } from './write-routes.js'
 
 interface BundleOptions {
@@ -362,15 +361,22 @@ export function bundleRoutes(app: FastifyInstance, options: BundleOptions): void
 
   /**
    * The resource of a create entry that is written as sent: one whose references resolveReferences
-   * leaves as they are (none to another entry's full URL, none conditional).
+   * leaves as they are (none to another entry's full URL, none conditional), with no If-None-Exist
+   * that may find it written already.
    */
-  function createdAsSent(entry: Entry | undefined, fullUrls: ReadonlySet<string>): Resource | undefined {
-    if (entry?.method !== 'POST' || !entry.resource) return undefined
+  function createdAsSent(entry: Entry, fullUrls: ReadonlySet<string>): Resource | undefined {
+    if (entry.method !== 'POST' || !entry.resource || entry.ifNoneExist) return undefined
     let resolved = false
     eachReference(entry.resource, ({ reference }) => {
       resolved ||= fullUrls.has(reference) || reference.includes('?')
     })
     return resolved ? undefined : entry.resource
+  }
+
+  /** Starts the checks of the entry a transaction writes next, if it creates a resource as sent. */
+  function checkAhead(request: FastifyRequest, entry: Entry | undefined, fullUrls: ReadonlySet<string>) {
+    const resource = entry && createdAsSent(entry, fullUrls)
+    if (resource) writers.get(entry.type.type)?.checkAhead(request, resource)
   }
 
   async function transaction(request: FastifyRequest, principal: Principal, raw: BundleEntry[]) {
@@ -382,8 +388,7 @@ export function bundleRoutes(app: FastifyInstance, options: BundleOptions): void
       const ordered = transactionOrder(entries)
       for (const [position, entry] of ordered.entries()) {
         // The next entry's resource is checked while this entry's writes wait for the database.
-        const next = createdAsSent(ordered[position + 1], fullUrls)
-        if (next) validateAhead(next)
+        checkAhead(request, ordered[position + 1], fullUrls)
         try {
           await resolveReferences(entry, created, principal, trx)
           const result = await audited(request, principal, entry, trx)
