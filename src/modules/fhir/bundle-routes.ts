@@ -365,7 +365,9 @@ export function bundleRoutes(app: FastifyInstance, options: BundleOptions): void
    * that may find it written already.
    */
   function createdAsSent(entry: Entry, fullUrls: ReadonlySet<string>): Resource | undefined {
-    if (entry.method !== 'POST' || !entry.resource || entry.ifNoneExist) return undefined
+    // Anything but an object is refused by the create itself (400).
+    if (entry.method !== 'POST' || !entry.resource || typeof entry.resource !== 'object') return undefined
+    if (entry.ifNoneExist) return undefined
     let resolved = false
     eachReference(entry.resource, ({ reference }) => {
       resolved ||= fullUrls.has(reference) || reference.includes('?')
