@@ -1,6 +1,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { type RawBuilder, sql } from 'kysely'
 import { type Db, inTransaction, type Trx } from '../../db/database.js'
+import { precompiledQuery } from '../../db/precompiled-query.js'
+import { prepared } from '../../db/prepared-statements.js'
 import type { NewAuditRow } from '../../db/tables/audit-log.js'
 import type { AuditAction } from '../../schemas/audit.js'
 import { insertAuditRows } from './audit-log.js'
@@ -87,6 +89,34 @@ export async function withChangeAudit<R extends { id: number } | undefined>(
     if (changed) await auditChange(trx, [changed.id])
     return changed
   })
+}
+
+/**
+ * A change of one statement that writes the audit record of the audited call making it in that same
+ * statement: atomic by itself, one round trip, no transaction (the change alone outside such a
+ * call). `change` builds an INSERT or UPDATE … RETURNING of one row that names the columns it
+ * returns; it is compiled once with placeholders (precompiledQuery: its arguments are values only)
+ * and prepared. The change answers that row, or undefined (and no record here) when it touched none.
+ */
+export function auditedChange<A extends readonly unknown[], R>(
+  change: (db: Db, ...args: A) => RawBuilder<R>,
+): (db: Db, ...args: A) => Promise<R | undefined> {
+  // A raw statement compiles with the database given; it is run on whichever the call names.
+  const compiled = (db: Db, statement: RawBuilder<R>) => ({ compile: () => prepared(statement).compile(db) })
+  const alone = precompiledQuery((db, ...args: A) => compiled(db, change(db, ...args)))
+  const withRecord = precompiledQuery((db, audit: ChangeAuditFields, ...args: A) =>
+    compiled(
+      db,
+      sql<R>`with changed as (${change(db, ...args)}), ${changeAuditCte(audit)} select * from changed`,
+    ),
+  )
+  return async (db, ...args) => {
+    const audit = current.getStore()
+    if (!audit) return (await alone(db, ...args))[0]
+    const [row] = await withRecord(db, audit.fields, ...args)
+    if (row) audit.writtenStatus = audit.fields.status_code
+    return row
+  }
 }
 
 /**

@@ -1,8 +1,8 @@
 import type { Insertable } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { DatabaseHandle } from '../../db/connect.js'
+import { precompiledQuery } from '../../db/precompiled-query.js'
 import type { OrganizationsTable } from '../../db/tables/organizations.js'
-import { precompiledQuery } from '../../src/modules/patients/fast-path.js'
 import { openTestDatabase } from '../helpers/app.js'
 
 let handle: DatabaseHandle

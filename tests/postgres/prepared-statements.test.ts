@@ -2,8 +2,8 @@ import { type Kysely, sql } from 'kysely'
 import { afterEach, beforeAll, describe, expect, it } from 'vitest'
 import type { DatabaseHandle } from '../../db/connect.js'
 import { openPostgres } from '../../db/postgres.js'
+import { precompiledQuery } from '../../db/precompiled-query.js'
 import { prepared } from '../../db/prepared-statements.js'
-import { precompiledQuery } from '../../src/modules/patients/fast-path.js'
 import { newPostgresDatabase } from '../helpers/app.js'
 
 let url: string

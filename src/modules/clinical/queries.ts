@@ -1,4 +1,4 @@
-import { sql } from 'kysely'
+import { type RawBuilder, sql } from 'kysely'
 import type { Db, Trx } from '../../../db/database.js'
 import type { ClinicalKindName, ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import { inOrganization, organizationRecords } from '../../lib/organization-records.js'
@@ -20,11 +20,55 @@ const scoped = (db: Db, scope: RecordScope) =>
     .where('patient_id', '=', scope.patientId)
     .where('kind', '=', scope.kind)
 
-export function insertRecord(
-  db: Db,
-  row: Omit<ClinicalRecordRow, 'id' | 'version' | 'recorded_at' | 'created_at' | 'updated_at'>,
-) {
-  return clinicalRecords.insert(db, { ...row, data: JSON.stringify(row.data) })
+// Every column by name, since a prepared statement's result must not change with the table.
+const COLUMNS: Record<keyof ClinicalRecordRow, true> = {
+  id: true,
+  organization_id: true,
+  patient_id: true,
+  encounter_id: true,
+  kind: true,
+  status: true,
+  code: true,
+  effective_at: true,
+  data: true,
+  version: true,
+  recorded_by: true,
+  recorded_at: true,
+  updated_by: true,
+  created_at: true,
+  updated_at: true,
+  entered_in_error_at: true,
+  entered_in_error_by: true,
+  entered_in_error_reason: true,
+}
+const RETURNED = sql.join(Object.keys(COLUMNS).map((column) => sql.ref(column)))
+
+/** A new record's row, its data as JSON text. */
+export type NewRecordRow = Omit<
+  ClinicalRecordRow,
+  | 'id'
+  | 'version'
+  | 'recorded_at'
+  | 'created_at'
+  | 'updated_at'
+  | 'entered_in_error_at'
+  | 'entered_in_error_by'
+  | 'entered_in_error_reason'
+  | 'data'
+> & { data: string }
+
+/**
+ * The INSERT of a new record, made only where `condition` holds (the patient is live): no row
+ * otherwise. Each value is cast, since a SELECT list gives its parameters no type of their own.
+ */
+export function insertRecordWhere(row: NewRecordRow, condition: RawBuilder<boolean>) {
+  return sql<ClinicalRecordRow>`insert into clinical_records (organization_id, patient_id, encounter_id, kind,
+      status, code, effective_at, data, recorded_by, updated_by)
+    select ${row.organization_id}::integer, ${row.patient_id}::integer, ${row.encounter_id}::integer,
+      ${row.kind}::text, ${row.status}::text, ${row.code}::text, ${row.effective_at}::timestamptz,
+      ${row.data}::jsonb, ${row.recorded_by}::integer, ${row.updated_by}::integer
+    where ${condition}
+    returning ${RETURNED}`
 }
 
 export function findRecord(db: Db, scope: RecordScope, id: number) {

@@ -5,14 +5,14 @@ import type { ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import { type Chart, ENTERED_IN_ERROR } from '../../../schemas/clinical.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import type { Actor } from '../../access/organization-scope.js'
-import { auditChange, withChangeAudit } from '../../audit/change-audit.js'
+import { auditChange, auditedChange } from '../../audit/change-audit.js'
 import { AppError, notFound } from '../../errors.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, splitListQuery } from '../../lib/paging.js'
 import { type RecordList, type RowList, recordList } from '../../lib/row-list.js'
 import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
 import { checkEncounterOfPatient } from '../encounters/service.js'
-import { requirePatient } from '../patients/service.js'
+import { isLivePatient, missingPatient, requirePatient } from '../patients/service.js'
 import type { ClinicalKind } from './kind.js'
 import { type ClinicalRecord, toRecord } from './mapper.js'
 import {
@@ -20,8 +20,9 @@ import {
   chartRecords,
   clinicalRows,
   findRecord,
-  insertRecord,
+  insertRecordWhere,
   lockRecord,
+  type NewRecordRow,
   type RecordFilters,
   type RecordScope,
   updateRecord,
@@ -81,6 +82,26 @@ export const createRecord = async <I extends TObject, D extends TObject>(
   input: Static<I>,
 ): Promise<ClinicalRecord<D>> => toRecord<D>(await createRecordRow(db, kind, actor, patientId, input))
 
+// The patient's check, the insert and the audit record of the call in one statement, compiled once:
+// a transaction Bundle makes one for each of its entries.
+const insertRecordOfLivePatient = auditedChange((db, row: NewRecordRow) =>
+  insertRecordWhere(row, isLivePatient(db, row.organization_id, row.patient_id)),
+)
+
+/**
+ * Runs checks of a new record that come before its insert, which checks the patient itself
+ * (insertRecordWhere): a failing one answers as if the patient had been checked first, 403 or 404
+ * for another organization's or none.
+ */
+async function checkedBeforePatient<T>(db: Db, actor: Actor, patientId: number, checks: () => Promise<T>) {
+  try {
+    return await checks()
+  } catch (error) {
+    await requirePatient(db, actor, patientId)
+    throw error
+  }
+}
+
 /** createRecord, answering the row as stored. */
 export async function createRecordRow<I extends TObject, D extends TObject>(
   db: Db,
@@ -89,30 +110,28 @@ export async function createRecordRow<I extends TObject, D extends TObject>(
   patientId: number,
   input: Static<I>,
 ): Promise<ClinicalRecordRow> {
-  await requirePatient(db, actor, patientId)
-  const encounterId = await checkReferences(db, kind, actor, patientId, input)
-  const prepared = kind.prepare(input)
+  const { encounterId, prepared } = await checkedBeforePatient(db, actor, patientId, async () => ({
+    encounterId: await checkReferences(db, kind, actor, patientId, input),
+    prepared: kind.prepare(input),
+  }))
+  let inserted: ClinicalRecordRow | undefined
   try {
-    return await withChangeAudit(db, (db) =>
-      insertRecord(db, {
-        organization_id: actor.organizationId,
-        patient_id: patientId,
-        encounter_id: encounterId,
-        kind: kind.kind,
-        status: prepared.status,
-        code: prepared.code,
-        effective_at: prepared.effectiveAt ?? new Date(),
-        data: prepared.data as Record<string, unknown>,
-        recorded_by: actor.userId,
-        updated_by: actor.userId,
-        entered_in_error_at: null,
-        entered_in_error_by: null,
-        entered_in_error_reason: null,
-      }),
-    )
+    inserted = await insertRecordOfLivePatient(db, {
+      organization_id: actor.organizationId,
+      patient_id: patientId,
+      encounter_id: encounterId,
+      kind: kind.kind,
+      status: prepared.status,
+      code: prepared.code,
+      effective_at: prepared.effectiveAt ?? new Date(),
+      data: JSON.stringify(prepared.data),
+      recorded_by: actor.userId,
+      updated_by: actor.userId,
+    })
   } catch (error) {
     throw conflictOf(kind, error)
   }
+  return inserted ?? missingPatient(db, actor, patientId)
 }
 
 export async function getRecord<D extends TObject>(

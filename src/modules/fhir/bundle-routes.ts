@@ -359,12 +359,38 @@ export function bundleRoutes(app: FastifyInstance, options: BundleOptions): void
     ]
   }
 
+  /**
+   * The resource of a create entry that is written as sent: one whose references resolveReferences
+   * leaves as they are (none to another entry's full URL, none conditional), with no If-None-Exist
+   * that may find it written already.
+   */
+  function createdAsSent(entry: Entry, fullUrls: ReadonlySet<string>): Resource | undefined {
+    // Anything but an object is refused by the create itself (400).
+    if (entry.method !== 'POST' || !entry.resource || typeof entry.resource !== 'object') return undefined
+    if (entry.ifNoneExist) return undefined
+    let resolved = false
+    eachReference(entry.resource, ({ reference }) => {
+      resolved ||= fullUrls.has(reference) || reference.includes('?')
+    })
+    return resolved ? undefined : entry.resource
+  }
+
+  /** Starts the checks of the entry a transaction writes next, if it creates a resource as sent. */
+  function checkAhead(request: FastifyRequest, entry: Entry | undefined, fullUrls: ReadonlySet<string>) {
+    const resource = entry && createdAsSent(entry, fullUrls)
+    if (resource) writers.get(entry.type.type)?.checkAhead(request, resource)
+  }
+
   async function transaction(request: FastifyRequest, principal: Principal, raw: BundleEntry[]) {
     const entries = raw.map(parseEntry)
+    const fullUrls = new Set(entries.flatMap((entry) => (entry.fullUrl ? [entry.fullUrl] : [])))
     const results = new Map<number, WriteResult>()
     await transactionWithEvents(app.db, async (trx) => {
       const created = new Map<string, string>()
-      for (const entry of transactionOrder(entries)) {
+      const ordered = transactionOrder(entries)
+      for (const [position, entry] of ordered.entries()) {
+        // The next entry's resource is checked while this entry's writes wait for the database.
+        checkAhead(request, ordered[position + 1], fullUrls)
         try {
           await resolveReferences(entry, created, principal, trx)
           const result = await audited(request, principal, entry, trx)

@@ -2,7 +2,14 @@ import type { Meta, Reference, Resource } from '@medplum/fhirtypes'
 
 /** The object without its undefined members: absent parts are left out. */
 export function withoutUndefined<T extends object>(value: T): T {
-  return Object.fromEntries(Object.entries(value).filter(([, member]) => member !== undefined)) as T
+  // A loop over the keys, several times faster than entries, filter and fromEntries: every
+  // resource read or written comes through here.
+  const defined: Record<string, unknown> = {}
+  for (const name of Object.keys(value)) {
+    const member = (value as Record<string, unknown>)[name]
+    if (member !== undefined) defined[name] = member
+  }
+  return defined as T
 }
 
 /**

@@ -43,18 +43,34 @@ interface WriteScope extends ReadScope {
   actor: Principal
 }
 
+/**
+ * What the checks of a resource found (checksOf): the writes of its kind, if it is of one, and the
+ * REST body it stands for, or why it is refused; a refusal for its R4 errors or its kind comes
+ * before the kind's roles are asked for.
+ */
+type Checked = { kind?: ResourceWrites<Resource> } & (
+  | { body: unknown }
+  | { refusal: unknown; beforeAdmission?: true }
+)
+
 export const badRequest = (details: string) => new AppError('VAL_001', details, { status: 400 })
 
-/** A resource valid against the R4 base definitions of its type; a 422 naming each element at fault otherwise. */
-export async function checkBaseDefinitions(resource: Resource): Promise<void> {
+/** The 422 naming each element the R4 base definitions of its type refuse; none for a valid resource. */
+async function baseDefinitionsRefusal(resource: Resource) {
   const errors = await baseValidationErrors(resource)
-  if (errors.length === 0) return
-  throw invalidFields(
+  if (errors.length === 0) return undefined
+  return invalidFields(
     errors.map((issue) => ({
       path: issue.expression?.[0] ?? resource.resourceType,
       message: issue.details?.text ?? issue.diagnostics ?? 'is not valid',
     })),
   )
+}
+
+/** A resource valid against the R4 base definitions of its type; a 422 naming each element at fault otherwise. */
+export async function checkBaseDefinitions(resource: Resource): Promise<void> {
+  const refusal = await baseDefinitionsRefusal(resource)
+  if (refusal) throw refusal
 }
 
 /** The REST fields a domain rule names (a 422, a duplicate's 409), as the FHIRPath of their elements. */
@@ -164,33 +180,73 @@ export function typeWriter(
   }
 
   /**
+   * The checks of a resource that depend on it alone (and on the call's validators): its errors
+   * against the R4 base definitions, its kind (ResourceWrites.kindOf), the REST body it stands for
+   * by that body's own schema and rules, and every element of it kept by the service. Their
+   * refusal is kept rather than thrown, to be answered where the checks stand among the write's
+   * (bodyOf). `current`: the resource an update replaces.
+   */
+  async function checksOf(request: FastifyRequest, resource: Resource, current?: Written): Promise<Checked> {
+    const refusal = await baseDefinitionsRefusal(resource)
+    if (refusal) return { refusal, beforeAdmission: true }
+    let kind: ResourceWrites<Resource> | undefined
+    try {
+      kind = writes.kindOf?.(resource, current)
+    } catch (error) {
+      return { refusal: error, beforeAdmission: true }
+    }
+    const writesOfKind = kind ?? writes
+    let body: unknown
+    let stored: Resource
+    try {
+      body = validMergedBody(request, writesOfKind.bodySchema, writesOfKind.bodyOf(resource))
+      stored = writesOfKind.preview(body, current)
+    } catch (error) {
+      return { kind, refusal: asElements(toAppError(error, 0) ?? error, writesOfKind, type.type) }
+    }
+    const dropped = droppedElements(resource, stored)
+    if (dropped.length > 0) {
+      const refusal = invalidFields(
+        dropped.map((path) => ({ path, message: 'cannot be stored by this server' })),
+        `Elements this server cannot store: ${dropped.join(', ')}`,
+      )
+      return { kind, refusal }
+    }
+    return { kind, body }
+  }
+
+  // The checks of resources created next, started ahead of their writes (checkAhead); each is
+  // taken once, by its create.
+  const checkedAhead = new WeakMap<Resource, Promise<Checked>>()
+
+  /** The checks of a resource to be created, taken from those started ahead if they were. */
+  function createChecks(request: FastifyRequest, resource: Resource): Promise<Checked> {
+    const ahead = checkedAhead.get(resource)
+    if (!ahead) return checksOf(request, resource)
+    checkedAhead.delete(resource)
+    return ahead
+  }
+
+  /**
    * The writes of the resource's kind and the REST body it stands for, once it is valid against the
    * R4 base definitions, the REST body's own schema and rules, and the service keeps every element
-   * of it (422 otherwise, naming each element at fault). `current`: the resource an update replaces.
+   * of it (422 otherwise, naming each element at fault). The roles of the kind's REST route are
+   * asked for after the R4 definitions and the kind, before the body. `current`: the resource an
+   * update replaces.
    */
   async function bodyOf(
     call: WriteCall,
     resource: Resource,
     current?: Written,
   ): Promise<{ kind: ResourceWrites<Resource>; body: unknown }> {
-    await checkBaseDefinitions(resource)
-    const kind = kindWrites(call, current ? 'update' : 'create', resource, current)
-    let body: unknown
-    let stored: Resource
-    try {
-      body = validMergedBody(call.request, kind.bodySchema, kind.bodyOf(resource))
-      stored = kind.preview(body, current)
-    } catch (error) {
-      throw asElements(toAppError(error, 0) ?? error, kind, type.type)
-    }
-    const dropped = droppedElements(resource, stored)
-    if (dropped.length > 0) {
-      throw invalidFields(
-        dropped.map((path) => ({ path, message: 'cannot be stored by this server' })),
-        `Elements this server cannot store: ${dropped.join(', ')}`,
-      )
-    }
-    return { kind, body }
+    const checks = await (current
+      ? checksOf(call.request, resource, current)
+      : createChecks(call.request, resource))
+    if ('refusal' in checks && checks.beforeAdmission) throw checks.refusal
+    const route = checks.kind?.rest[current ? 'update' : 'create']
+    if (route) admitToRoute(call, route)
+    if ('refusal' in checks) throw checks.refusal
+    return { kind: checks.kind ?? writes, body: checks.body }
   }
 
   /**
@@ -284,6 +340,22 @@ export function typeWriter(
   return {
     type,
     routes: writes.rest,
+
+    /**
+     * Starts the checks of a resource that a create writes next, once the event loop has nothing
+     * else to do (while the write before it waits for the database): that create then takes them.
+     * The resource must not change before its create.
+     */
+    checkAhead(request: FastifyRequest, resource: Resource): void {
+      if (checkedAhead.has(resource)) return
+      const checks = new Promise<void>((resolve) => setImmediate(resolve)).then(() =>
+        checksOf(request, resource),
+      )
+      // A failure reaches the create that takes it; one that never comes (its Bundle failed
+      // before) leaves it unawaited.
+      checks.catch(() => {})
+      checkedAhead.set(resource, checks)
+    },
 
     /** POST: with `If-None-Exist` criteria, the one match instead of a new record. */
     async create(call: WriteCall, sent: unknown, ifNoneExist?: SearchQuery): Promise<WriteResult> {

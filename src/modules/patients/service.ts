@@ -1,3 +1,4 @@
+import { sql } from 'kysely'
 import type { Db } from '../../../db/database.js'
 import type { NewPatientRow, PatientRow, PatientRowUpdate } from '../../../db/tables/patients.js'
 import type { PageOf, PageQuery } from '../../../schemas/common.js'
@@ -21,6 +22,7 @@ import { changedRow, changeWithEvent } from '../../outbox/enqueue.js'
 import { findPatient, insertPatientWithEvent, listPatients as listPatientRows } from './fast-path.js'
 import { demographicColumns, patientEvent, toPatient } from './mapper.js'
 import {
+  live,
   PATIENT_SORT_COLUMNS,
   searchPatients as searchPatientRows,
   syncPatients as syncPatientRows,
@@ -41,8 +43,11 @@ function checkBirthDate(dateOfBirth: string): void {
   }
 }
 
-/** The spec's organization rule: a patient of another organization is 403, a missing one 404. */
-async function missingPatient(db: Db, actor: Actor, id: number): Promise<never> {
+/**
+ * The spec's organization rule: a patient of another organization is 403, a missing one 404. What
+ * a write made only for a live patient (isLivePatient) answers when it wrote nothing.
+ */
+export async function missingPatient(db: Db, actor: Actor, id: number): Promise<never> {
   return missingRecord('Patient', id, await ownerOrganization(db, 'patients', id), actor)
 }
 
@@ -92,6 +97,13 @@ export async function insertPatient(db: Db, actor: Actor, body: CreatePatientBod
 /** The organization's live patient with this id, if there is one (no 403/404 rule: the caller decides). */
 export const findPatientOfOrganization = (db: Db, organizationId: number, id: number) =>
   findPatient(db, organizationId, id)
+
+/**
+ * Whether `id` is a live patient of the organization, as a condition of a statement that writes a
+ * record of the patient only then: requirePatient's check and the write in one round trip.
+ */
+export const isLivePatient = (db: Db, organizationId: number, id: number) =>
+  sql<boolean>`exists ${live(db, organizationId).select(sql.lit(1).as('live')).where('id', '=', id)}`
 
 /** The live patient, if of the caller's organization; otherwise 403 or 404. */
 export async function requirePatient(db: Db, actor: Actor, id: number): Promise<PatientRow> {

@@ -347,6 +347,35 @@ describe('access', () => {
     const otherPatient = await newPatient()
     expect((await get(provider, `/api/patients/${otherPatient}/vitals/${id}`)).statusCode).toBe(404)
   })
+
+  it('checks the patient before the record: 403 for another organization’s, 404 for a deleted one, nothing stored', async () => {
+    const valid = { testCode: '2345-7', testName: 'Glucose', value: 90 }
+    // A wrong LOINC check digit breaks the kind's rule, which answers only for a patient one may write for.
+    const wrongDigit = { ...valid, testCode: '2345-8' }
+    const foreign = await newPatient()
+    const outsider = await (await newOrganization(app)).user('PROVIDER')
+    for (const body of [valid, wrongDigit]) {
+      expect((await post(outsider, `/api/patients/${foreign}/lab-results`, body)).statusCode).toBe(403)
+    }
+    const org = await newOrganization(app)
+    const [writer, admin] = [await org.user('PROVIDER'), await org.user('ADMIN')]
+    const deleted = await createPatient(app, writer)
+    const removed = await app.inject({
+      method: 'DELETE',
+      url: `/api/patients/${deleted}`,
+      headers: bearer(admin.token),
+    })
+    expect(removed.statusCode).toBe(200)
+    for (const body of [valid, wrongDigit]) {
+      expect((await post(writer, `/api/patients/${deleted}/lab-results`, body)).statusCode).toBe(404)
+    }
+    const stored = await app.db
+      .selectFrom('clinical_records')
+      .select('id')
+      .where('patient_id', 'in', [foreign, deleted])
+      .execute()
+    expect(stored).toEqual([])
+  })
 })
 
 describe.each([

@@ -139,6 +139,38 @@ describe('transaction Bundles', () => {
     expect(await countsOf(user)).toEqual({ patients: 0, events: 0, audited: 0 })
   })
 
+  it('names the entry whose resource breaks the R4 base definitions, each checked as sent', async () => {
+    const { user, client } = await admin()
+    for (const invalid of [0, 1, 6, 9]) {
+      const entries = Array.from({ length: 10 }, (_, index) =>
+        post(index === invalid ? ({ ...newPatient(), nickname: 'Ada' } as Patient) : newPatient()),
+      )
+      const { status, outcome } = await refusal(client.transaction({ body: bundle('transaction', entries) }))
+      expect(status, `entry ${invalid}`).toBe(422)
+      expect(outcome.issue).toEqual([
+        expect.objectContaining({
+          expression: [`Bundle.entry[${invalid}].resource.nickname`],
+          // The R4 definitions' word, not the service's (an element it cannot store).
+          diagnostics: `Bundle.entry[${invalid}].resource.nickname Invalid additional property "nickname"`,
+        }),
+      ])
+    }
+    expect(await countsOf(user)).toEqual({ patients: 0, events: 0, audited: 0 })
+  })
+
+  it('answers 400 naming the entry whose resource is no resource at all, wherever it is', async () => {
+    const { user, client } = await admin()
+    for (const resource of ['a Patient', 42, [newPatient()]]) {
+      const entries = [post(newPatient()), { resource, request: { method: 'POST', url: 'Patient' } }]
+      const { status, outcome } = await refusal(
+        client.transaction({ body: bundle('transaction', entries as BundleEntry[]) }),
+      )
+      expect(status, JSON.stringify(resource)).toBe(400)
+      expect(outcome.issue?.[0]?.expression).toEqual(['Bundle.entry[1]'])
+    }
+    expect(await countsOf(user)).toEqual({ patients: 0, events: 0, audited: 0 })
+  })
+
   it('refuses an oversized Bundle (413) and a nested one (400), storing nothing', async () => {
     const { user, client } = await admin()
     const tooMany = Array.from({ length: MAX_ENTRIES + 1 }, () => post(newPatient()))

@@ -689,6 +689,27 @@ describe('the kind of an Observation', () => {
     expect((await auditRows(org.id, 'lab-result')).map((row) => row.resource_ids)).toEqual([[ids?.[0]]])
     expect((await auditRows(org.id, 'vital-signs')).map((row) => row.resource_ids)).toEqual([[ids?.[1]]])
   })
+
+  it('in a transaction Bundle, refuses a lab result by its kind’s roles before its rules, wherever it stands', async () => {
+    const { org, patientId } = await practice()
+    const asNurse = clientFor((await org.user('NURSE')).token)
+    const entry = (resource: Observation) => ({ resource, request: { method: 'POST', url: 'Observation' } })
+    const [result, ruleBroken] = [lab.sample(patientId), lab.ruleBroken(patientId)[0]]
+    for (const entries of [
+      [entry(vitalSigns.sample(patientId)), entry(result)],
+      [entry(vitalSigns.sample(patientId)), entry(ruleBroken)],
+      [entry(ruleBroken), entry(vitalSigns.sample(patientId))],
+    ]) {
+      const refused = await refusal(
+        asNurse.transaction({
+          body: { resourceType: 'Bundle', type: 'transaction', entry: entries } as never,
+        }),
+      )
+      expect(refused.status).toBe(403)
+      expect(refused.outcome.issue?.[0]?.diagnostics).toMatch(/PROVIDER/)
+    }
+    expect(await storedRecords(org.id)).toEqual([])
+  })
 })
 
 describe('what a vital signs panel holds', () => {
