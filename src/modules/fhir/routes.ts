@@ -18,7 +18,7 @@ import type { KeptResource } from './kept-versions.js'
 import { ignoredParameters, operationOutcome } from './operation-outcome.js'
 import { recordId } from './record-id.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
-import { checkCategories, withinCategories } from './scopes.js'
+import { checkCategories, inCategories, withinCategories } from './scopes.js'
 import { COMMON_SEARCH_PARAMETERS } from './search-conditions.js'
 import {
   cursorAfter,
@@ -528,16 +528,6 @@ function newestChangeFirst(a: KeptResource<Resource>, b: KeptResource<Resource>)
     Number(y.id) - Number(x.id) ||
     Number(y.meta?.versionId) - Number(x.meta?.versionId)
   )
-}
-
-/** Whether a resource is in one of the granted categories (all are, when the scopes name none). */
-function inCategories(resource: Resource, categories: readonly string[] | undefined): boolean {
-  try {
-    checkCategories(resource, categories)
-    return true
-  } catch {
-    return false
-  }
 }
 
 /** The reference follower of `_include=<Type>:<name>` on `type`, if it has one. */

@@ -72,12 +72,17 @@ function holds(concepts: CodeableConcept[], token: string): boolean {
   )
 }
 
-/** A resource read by id or included is refused when it is in none of the granted categories. */
-export function checkCategories(resource: Resource, categories: readonly string[] | undefined): void {
-  if (categories === undefined) return
+/** Whether a resource is in one of the granted categories (all are, when the scopes name none). */
+export function inCategories(resource: Resource, categories: readonly string[] | undefined): boolean {
+  if (categories === undefined) return true
   const category = (resource as { category?: CodeableConcept | CodeableConcept[] }).category
   const concepts = category === undefined ? [] : Array.isArray(category) ? category : [category]
-  if (!categories.some((token) => holds(concepts, token))) {
+  return categories.some((token) => holds(concepts, token))
+}
+
+/** A resource read by id or included is refused when it is in none of the granted categories. */
+export function checkCategories(resource: Resource, categories: readonly string[] | undefined): void {
+  if (!inCategories(resource, categories)) {
     throw forbidden(`The token's scopes do not allow reading this ${resource.resourceType}'s category`)
   }
 }
