@@ -155,6 +155,8 @@ export const invalidFields = (
 export const invalidField = (path: string, message: string) => invalidFields([{ path, message }])
 
 export const notFound = (resource: string) => new AppError('RES_001', `${resource} not found`)
+/** The record existed and was deleted (FHIR's 410). */
+export const gone = (details: string) => new AppError('RES_001', details, { status: 410, message: 'Gone' })
 export const forbidden = (details: string) => new AppError('AUTH_003', details)
 /** The request conflicts with the record's current state (e.g. an illegal status transition). */
 export const conflict = (details: string) =>

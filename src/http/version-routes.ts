@@ -80,7 +80,7 @@ export function versionRoutes<T extends VersionedTable>(app: App, record: Versio
         table,
         request.params.id,
         query,
-        direction,
+        { direction },
       )
       return ok(
         `${retrieved}s retrieved`,

@@ -45,6 +45,25 @@ function versionsOf<T extends VersionedTable>(table: T, organizationId: number, 
     where kept.organization_id = ${organizationId} and kept.table_name = ${table} and kept.record_id = ${id}`
 }
 
+/**
+ * The versions a listing shows, by their columns' values: each named column holds one of its
+ * values (null: the column is null). Absent: every version.
+ */
+export type VersionSelection = Readonly<Record<string, readonly (string | null)[]>>
+
+function selected(selection: VersionSelection | undefined) {
+  const conditions = Object.entries(selection ?? {}).map(([column, values]) => {
+    const ref = sql.ref(`versions.${column}`)
+    const present = values.filter((value) => value !== null)
+    const alternatives = [
+      ...(present.length > 0 ? [sql`${ref} in (${sql.join(present)})`] : []),
+      ...(values.includes(null) ? [sql`${ref} is null`] : []),
+    ]
+    return sql`(${alternatives.length > 0 ? sql.join(alternatives, sql` or `) : sql`false`})`
+  })
+  return conditions.length > 0 ? sql.join(conditions, sql` and `) : sql`true`
+}
+
 /** One page of a record's versions, newest first unless asked oldest first, and how many there are. */
 export async function recordVersions<T extends VersionedTable>(
   db: Db,
@@ -52,30 +71,33 @@ export async function recordVersions<T extends VersionedTable>(
   table: T,
   id: number,
   { page, size }: PageQuery,
-  direction: 'asc' | 'desc' = 'desc',
+  { direction = 'desc', shown }: { direction?: 'asc' | 'desc'; shown?: VersionSelection } = {},
 ): Promise<{ rows: RecordVersion<T>[]; total: number }> {
   const { rows } = await sql<RecordVersion<T> & { total_count: number }>`
     select versions.*, count(*) over () as total_count
     from (${versionsOf(table, organizationId, id)}) as versions
+    where ${selected(shown)}
     order by versions.version ${sql.raw(direction === 'asc' ? 'asc' : 'desc')}
     limit ${size} offset ${page * size}`.execute(db)
   if (rows.length > 0 || page === 0) return { rows, total: Number(rows[0]?.total_count ?? 0) }
   const counted = await sql<{ count: number }>`
-    select count(*)::int as count from (${versionsOf(table, organizationId, id)}) as versions`.execute(db)
+    select count(*)::int as count from (${versionsOf(table, organizationId, id)}) as versions
+    where ${selected(shown)}`.execute(db)
   return { rows, total: Number(counted.rows[0]?.count ?? 0) }
 }
 
-/** One version of a record, current or kept. */
+/** One version of a record, current or kept, if the selection shows it. */
 export async function recordVersion<T extends VersionedTable>(
   db: Db,
   organizationId: number,
   table: T,
   id: number,
   version: number,
+  shown?: VersionSelection,
 ): Promise<RecordVersion<T> | undefined> {
   const { rows } = await sql<RecordVersion<T>>`
     select versions.* from (${versionsOf(table, organizationId, id)}) as versions
-    where versions.version = ${version}`.execute(db)
+    where versions.version = ${version} and ${selected(shown)}`.execute(db)
   return rows[0]
 }
 
@@ -85,8 +107,8 @@ export interface VersionsFilter {
   since: Date | undefined
   /** The column naming a record's patient, and the patient (a `patient/` scope's compartment). */
   patient?: { column: string; id: number }
-  /** Records whose column holds one of the values only (clinical records of the type's kinds). */
-  only?: { column: string; values: readonly string[] }
+  /** The versions shown (of clinical records, those of the type's kinds). */
+  shown?: VersionSelection
 }
 
 /**
@@ -97,7 +119,7 @@ export async function tableVersions<T extends VersionedTable>(
   db: Db,
   organizationId: number,
   table: T,
-  { since, patient, only }: VersionsFilter,
+  { since, patient, shown }: VersionsFilter,
   { page, size }: PageQuery,
 ): Promise<{ rows: RecordVersion<T>[]; total: number }> {
   const { rows } = await sql<RecordVersion<T> & { total_count: number }>`
@@ -113,7 +135,7 @@ export async function tableVersions<T extends VersionedTable>(
     ) as versions
     where ${since ? sql`versions.updated_at >= ${since}` : sql`true`}
       and ${patient ? sql`${sql.ref(`versions.${patient.column}`)} = ${patient.id}` : sql`true`}
-      and ${only ? sql`${sql.ref(`versions.${only.column}`)} in (${sql.join(only.values)})` : sql`true`}
+      and ${selected(shown)}
     order by versions.updated_at desc, versions.id desc, versions.version desc
     limit ${size} offset ${page * size}`.execute(db)
   return { rows, total: Number(rows[0]?.total_count ?? 0) }

@@ -89,7 +89,7 @@ export function clinicalResourceType<R extends Resource>(
     toFhir,
     versions: keptVersions('clinical_records', toFhir, {
       patientColumn: 'patient_id',
-      only: { column: 'kind', values: [kind] },
+      shown: { kind: [kind] },
     }),
     async read(db, scope, id) {
       const row = await clinicalRowsOf(db, scope, kind).where('id', '=', id).executeTakeFirst()

@@ -1,8 +1,14 @@
 import type { CodeableConcept, DocumentReference } from '@medplum/fhirtypes'
 import type { Db } from '../../../db/database.js'
 import type { DocumentStorage } from '../documents/service.js'
-import { type DocumentWithAuthor, documentsWithAuthor, readableDocument } from './document-rows.js'
+import {
+  type DocumentWithAuthor,
+  documentsWithAuthor,
+  providersOfUsers,
+  readableDocument,
+} from './document-rows.js'
 import { documentWrites } from './document-writes.js'
+import { keptVersions } from './kept-versions.js'
 import { defineResourceType } from './resource-definition.js'
 import { recordResource, reference, referencesTo, withoutUndefined } from './resource-elements.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
@@ -118,6 +124,25 @@ export function documentReferenceResource(
     ],
     includes: { patient: (resource) => referencesTo('Patient', [resource.subject]) },
     toFhir,
+    // A document's versions: stored (its create), then deleted. Its upload's PENDING version and
+    // the purge of its bytes are not changes of the record.
+    versions: keptVersions(
+      'documents',
+      (row, authors: Map<number, number>) =>
+        toFhir({ ...row, author_provider_id: authors.get(row.uploaded_by) ?? null }),
+      {
+        patientColumn: 'patient_id',
+        shown: { status: ['AVAILABLE', 'DELETED'], purged_at: [null] },
+        created: (row) => row.status === 'AVAILABLE',
+        deleted: (row) => row.status === 'DELETED',
+        context: (db, organizationId, rows) =>
+          providersOfUsers(
+            db,
+            organizationId,
+            rows.map((row) => row.uploaded_by),
+          ),
+      },
+    ),
     read: async (db, scope, id) => toFhir(await readableDocument(db, scope, id)),
     writes: documentWrites({ categorySystem: DOCUMENT_CATEGORY_SYSTEM, storage: mapping.documents, toFhir }),
   })

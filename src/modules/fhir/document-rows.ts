@@ -1,7 +1,7 @@
 import type { Db } from '../../../db/database.js'
 import type { DocumentRow } from '../../../db/tables/documents.js'
 import { missingRecord, ownerOrganization } from '../../access/organization-scope.js'
-import { AppError } from '../../errors.js'
+import { gone } from '../../errors.js'
 import type { ReadScope } from './resource-type.js'
 import { checkLaunchPatient } from './scopes.js'
 
@@ -24,6 +24,22 @@ export const documentsWithAuthor = (db: Db, organizationId: number) =>
     .select(['providers.id as author_provider_id', 'patients.deleted_at as patient_deleted_at'])
     .where('documents.organization_id', '=', organizationId)
 
+/** The Practitioner (provider) ids of the organization's users among `userIds`, by user id. */
+export async function providersOfUsers(
+  db: Db,
+  organizationId: number,
+  userIds: readonly number[],
+): Promise<Map<number, number>> {
+  if (userIds.length === 0) return new Map()
+  const rows = await db
+    .selectFrom('providers')
+    .select(['id', 'user_id'])
+    .where('organization_id', '=', organizationId)
+    .where('user_id', 'in', [...new Set(userIds)])
+    .execute()
+  return new Map(rows.flatMap((row) => (row.user_id === null ? [] : [[row.user_id, row.id] as const])))
+}
+
 /**
  * The stored document the scope may read: 403 for another organization's or (SMART launch) another
  * patient's, 410 when it was deleted, 404 when there is none (or its upload never finished).
@@ -38,7 +54,7 @@ export async function readableDocument(db: Db, scope: ReadScope, id: number): Pr
   }
   checkLaunchPatient(scope, row.patient_id)
   if (row.status !== 'AVAILABLE') {
-    throw new AppError('RES_001', `Document ${id} was deleted`, { status: 410, message: 'Gone' })
+    throw gone(`Document ${id} was deleted`)
   }
   return row
 }

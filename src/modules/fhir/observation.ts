@@ -186,7 +186,7 @@ export function observationResource(): FhirResourceType<Observation> {
     toFhir: toFhirObservation,
     versions: keptVersions('clinical_records', toFhirObservation, {
       patientColumn: 'patient_id',
-      only: { column: 'kind', values: KINDS },
+      shown: { kind: KINDS },
     }),
     writes: observationWrites,
     async read(db, scope, id) {

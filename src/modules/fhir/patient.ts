@@ -1,7 +1,7 @@
 import type { ContactPoint, Patient } from '@medplum/fhirtypes'
 import type { Db } from '../../../db/database.js'
 import type { PatientRow } from '../../../db/tables/patients.js'
-import { AppError } from '../../errors.js'
+import { AppError, gone } from '../../errors.js'
 import { requirePatient } from '../patients/service.js'
 import { keptVersions } from './kept-versions.js'
 import { patientWrites } from './patient-writes.js'
@@ -117,7 +117,7 @@ export function patientResource(mapping: PatientMapping): FhirResourceType<Patie
         return toFhirPatient(await requirePatient(db, scope.actor, id), mapping)
       } catch (error) {
         if (error instanceof AppError && error.code === 'RES_001' && (await wasRemoved(db, scope, id))) {
-          throw new AppError('RES_001', `Patient ${id} was deleted`, { status: 410, message: 'Gone' })
+          throw gone(`Patient ${id} was deleted`)
         }
         throw error
       }

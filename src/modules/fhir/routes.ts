@@ -2,7 +2,7 @@ import formbody from '@fastify/formbody'
 import type { Bundle, BundleEntry, Resource } from '@medplum/fhirtypes'
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import type { RouteKey } from '../../access/route-access.js'
-import { AppError, forbidden } from '../../errors.js'
+import { AppError, forbidden, gone } from '../../errors.js'
 import { sentMethod } from '../../http/head-requests.js'
 import { jsonBodyParser } from '../../http/json-body.js'
 import type { ProviderMetadata } from '../../identity/external-provider.js'
@@ -275,22 +275,39 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
       async (request, reply) => sendRecord(request, reply, await readOne(request, reply)),
     )
 
+    /**
+     * The record's current version when the caller may read it now; undefined when it was deleted
+     * (its earlier versions stay readable, as its history lists them).
+     */
+    const readUnlessDeleted = async (
+      request: FastifyRequest<{ Params: { id: string } }>,
+      reply: FastifyReply,
+    ) => {
+      try {
+        return await readOne(request, reply)
+      } catch (error) {
+        if (error instanceof AppError && error.status === 410) return undefined
+        throw error
+      }
+    }
+
     // A version other than the current one is read only by a caller who may read the record now.
     app.get<{ Params: { id: string; vid: string } }>(
       `/${type.type}/:id/_history/:vid`,
       { schema: { hide: true }, config: { access: accessOf(type.restRead) } },
       async (request, reply) => {
-        const resource = await readOne(request, reply)
+        const id = recordId(request.params.id, type.type)
+        const current = await readUnlessDeleted(request, reply)
         const { vid } = request.params
-        if (resource.meta?.versionId === vid) return sendRecord(request, reply, resource)
+        if (current?.meta?.versionId === vid) return sendRecord(request, reply, current)
         const scope = await readScope(request, type, 'read')
-        const organizationId = scope.actor.organizationId
         const kept = /^[1-9][0-9]{0,8}$/.test(vid)
-          ? await type.versions?.one(app.db, organizationId, Number(resource.id), Number(vid))
+          ? await type.versions?.one(app.db, scope.actor.organizationId, id, Number(vid))
           : undefined
-        if (!kept) throw notFound(`${type.type}/${resource.id} has no version ${vid}`)
-        checkCategories(kept, scope.categories)
-        return sendRecord(request, reply, kept)
+        if (!kept) throw notFound(`${type.type}/${id} has no version ${vid}`)
+        if (kept.deleted) throw gone(`${type.type}/${id} was deleted in version ${vid}`)
+        checkCategories(kept.resource, scope.categories)
+        return sendRecord(request, reply, kept.resource)
       },
     )
 
@@ -304,12 +321,8 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
         { schema: { hide: true }, config: { access: accessOf(type.restRead) } },
         async (request, reply) => {
           const id = recordId(request.params.id, type.type)
-          try {
-            await readOne(request, reply)
-          } catch (error) {
-            // A deleted record's history is still its history: its versions, the deletion last.
-            if (!(error instanceof AppError && error.status === 410)) throw error
-          }
+          // A deleted record's history is still its history: its versions, the deletion last.
+          await readUnlessDeleted(request, reply)
           const query = searchQueryOf(request.query as Record<string, unknown>)
           const page = historyPage(query)
           const scope = await readScope(request, type, 'read')
@@ -544,10 +557,10 @@ function queryString(query: SearchQuery): string {
 }
 
 /**
- * A version as a history Bundle lists it: the first version a create, later ones updates, and a
+ * A version as a history Bundle lists it: the first version shown a create, later ones updates, and a
  * deletion a DELETE without the resource.
  */
-function historyEntry(base: string, { resource, deleted }: KeptResource<Resource>): BundleEntry {
+function historyEntry(base: string, { resource, deleted, created }: KeptResource<Resource>): BundleEntry {
   const version = resource.meta?.versionId
   const url = `${resource.resourceType}/${resource.id}`
   const response = { etag: `W/"${version}"`, lastModified: resource.meta?.lastUpdated }
@@ -558,7 +571,6 @@ function historyEntry(base: string, { resource, deleted }: KeptResource<Resource
       response: { status: '204 No Content', ...response },
     }
   }
-  const created = version === '1'
   return {
     fullUrl: `${base}/${url}`,
     resource,

@@ -679,6 +679,59 @@ describe('Binary create', () => {
   })
 })
 
+describe('DocumentReference history', () => {
+  it('lists a document’s versions: stored (its create), then deleted; its upload and purge are not versions', async () => {
+    const { org, practitioner, patient, client } = await practice()
+    const document = await created(client, newDocument(patient))
+    const id = document.id as string
+    const stored = Number(document.meta?.versionId)
+    await client.delete({ resourceType: 'DocumentReference', id })
+    const history = (await client.history({ resourceType: 'DocumentReference', id })) as unknown as Bundle
+    expect(history.total).toBe(2)
+    const entries = history.entry ?? []
+    expect(entries.map((entry) => [entry.request?.method, entry.response?.status])).toEqual([
+      ['DELETE', '204 No Content'],
+      ['POST', '201 Created'],
+    ])
+    expect(entries[0]?.resource).toBeUndefined()
+    expect(entries[0]?.response?.etag).toBe(`W/"${stored + 1}"`)
+    const first = received(entries[1]?.resource)
+    expect(fhirErrors(first)).toEqual([])
+    expect(first).toEqual(document)
+    expect(first.author).toEqual([{ reference: `Practitioner/${practitioner}` }])
+
+    // The stored version reads back; the upload's unfinished one and the purge's are not versions.
+    const vread = received(
+      await client.vread({ resourceType: 'DocumentReference', id, version: String(stored) }),
+    )
+    expect(vread).toEqual(document)
+    for (const version of [stored - 1, stored + 2]) {
+      const missing = await refusal(
+        client.vread({ resourceType: 'DocumentReference', id, version: String(version) }),
+      )
+      expect(missing.status).toBe(404)
+    }
+
+    const typeHistory = (await client.typeHistory({ resourceType: 'DocumentReference' })) as unknown as Bundle
+    expect(typeHistory.entry?.map((entry) => [entry.request?.method, entry.response?.etag])).toEqual([
+      ['DELETE', `W/"${stored + 1}"`],
+      ['POST', `W/"${stored}"`],
+    ])
+
+    const other = await newOrganization(app)
+    const stranger = clientFor((await other.user('PROVIDER')).token)
+    // A deleted document is missing for everyone but its organization (no owner is told).
+    const refused = await refusal(stranger.history({ resourceType: 'DocumentReference', id }))
+    expect(refused.status).toBe(404)
+    const strangers = (await stranger.typeHistory({ resourceType: 'DocumentReference' })) as unknown as Bundle
+    expect(strangers.total).toBe(0)
+    const reception = await userOf(org, 'FRONT_DESK')
+    expect((await refusal(reception.client.history({ resourceType: 'DocumentReference', id }))).status).toBe(
+      403,
+    )
+  })
+})
+
 describe('the CapabilityStatement', () => {
   it('lists DocumentReference writes and Binary create', async () => {
     const statement = (await new Client({ baseUrl }).capabilityStatement()) as unknown as CapabilityStatement

@@ -135,6 +135,7 @@ describe('the history of a record', () => {
       'AllergyIntolerance',
       'Appointment',
       'Condition',
+      'DocumentReference',
       'Encounter',
       'MedicationStatement',
       'Observation',
@@ -269,6 +270,14 @@ describe('the history of a deleted patient', () => {
       id: String(id),
     })) as unknown as Bundle
     expect(history.entry?.map((entry) => entry.request?.method)).toEqual(['DELETE', 'PUT', 'PUT', 'POST'])
+    // Its earlier versions stay readable; the deletion itself is 410.
+    const vread = (version: number) =>
+      app.inject({ url: `/fhir/R4/Patient/${id}/_history/${version}`, headers: bearer(nurse.token) })
+    const first = await vread(1)
+    expect(first.statusCode).toBe(200)
+    expect(fhirErrors(first.json())).toEqual([])
+    expect((await vread(4)).statusCode).toBe(410)
+    expect((await vread(5)).statusCode).toBe(404)
     const stranger = await (await newOrganization(app)).user('NURSE')
     const theirs = await app.inject({
       url: `/fhir/R4/Patient/${id}/_history`,
