@@ -24,6 +24,13 @@ import type { RecordHistoryTable } from './tables/record-history.js'
 import type { RefreshTokensTable } from './tables/refresh-tokens.js'
 import type { SessionsTable } from './tables/sessions.js'
 import type { SigningKeysTable } from './tables/signing-keys.js'
+import type {
+  AppGrantsTable,
+  AuthorizationCodesTable,
+  BrowserSessionsTable,
+  LaunchContextsTable,
+  SmartAppsTable,
+} from './tables/smart-launch.js'
 import type { TelehealthRoomsTable } from './tables/telehealth-rooms.js'
 import type { UsersTable } from './tables/users.js'
 import type { WebhookDeliveriesTable } from './tables/webhook-deliveries.js'
@@ -38,6 +45,11 @@ export interface Database {
   refresh_tokens: RefreshTokensTable
   password_reset_tokens: PasswordResetTokensTable
   clients: ClientsTable
+  smart_apps: SmartAppsTable
+  browser_sessions: BrowserSessionsTable
+  app_grants: AppGrantsTable
+  launch_contexts: LaunchContextsTable
+  authorization_codes: AuthorizationCodesTable
   client_assertion_jtis: ClientAssertionJtisTable
   signing_keys: SigningKeysTable
   patients: PatientsTable

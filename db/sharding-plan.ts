@@ -49,6 +49,11 @@ export const LOCAL_TABLES = [
   'password_reset_tokens',
   'clients',
   'client_assertion_jtis',
+  'smart_apps',
+  'browser_sessions',
+  'app_grants',
+  'launch_contexts',
+  'authorization_codes',
 ] as const satisfies readonly Table[]
 
 /**

@@ -16,6 +16,8 @@ export interface UsersTable {
   password_change_required: Generated<boolean>
   /** PERSON, or SERVICE for the account behind a confidential client. */
   kind: Generated<string>
+  /** A PATIENT account's patient record (its only one); null for every other account. */
+  patient_id: ColumnType<number | null, number | null | undefined, number | null>
   created_at: Generated<Date>
   updated_at: Generated<Date>
 }
