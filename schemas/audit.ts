@@ -15,6 +15,10 @@ const AUDIT_ACTIONS = [
   'CANCEL',
   'SIGN',
   'AMEND',
+  'SIGN_IN',
+  'CONSENT',
+  'DENY',
+  'EXCHANGE',
 ] as const
 export type AuditAction = (typeof AUDIT_ACTIONS)[number]
 
@@ -39,6 +43,8 @@ const AUDIT_RESOURCES = [
   'user',
   'client',
   'bulk-export',
+  'session',
+  'smart-app',
 ] as const
 export type AuditResource = (typeof AUDIT_RESOURCES)[number]
 

@@ -11,7 +11,18 @@ export const TokenRequest = Named(
   'TokenRequest',
   Type.Object(
     {
-      grant_type: Type.String({ description: 'password, client_credentials or refresh_token' }),
+      grant_type: Type.String({
+        description: 'authorization_code, password, client_credentials or refresh_token',
+      }),
+      code: FormField(
+        'authorization_code grant: the code the authorization endpoint gave the app (single use, 60 s)',
+      ),
+      redirect_uri: FormField(
+        'authorization_code grant: the redirect URI of the authorization request, exactly',
+      ),
+      code_verifier: FormField(
+        'authorization_code grant: the PKCE verifier whose S256 hash was the code_challenge',
+      ),
       client_id: FormField('The client; may instead come in HTTP Basic authentication'),
       client_secret: FormField('Secret of a confidential client'),
       client_assertion_type: FormField(
@@ -81,6 +92,14 @@ export const TokenSet = Named(
     'not-before-policy': Type.Integer(),
     session_state: Type.String(),
     scope: Type.String(),
+    id_token: Type.Optional(
+      Type.String({ description: 'With `openid` granted to a SMART app: who signed in (RS256, `fhirUser`)' }),
+    ),
+    patient: Type.Optional(Type.String({ description: 'SMART launch context: the patient’s id' })),
+    encounter: Type.Optional(Type.String({ description: 'SMART launch context: the encounter’s id' })),
+    need_patient_banner: Type.Optional(
+      Type.Boolean({ description: 'SMART: whether the app must show which patient it is about' }),
+    ),
   }),
 )
 export type TokenSet = Static<typeof TokenSet>
@@ -120,11 +139,13 @@ export const DiscoveryDocument = Named(
   'OpenIdConfiguration',
   Type.Object({
     issuer: Type.String(),
+    authorization_endpoint: Type.String(),
     token_endpoint: Type.String(),
     end_session_endpoint: Type.String(),
     jwks_uri: Type.String(),
     grant_types_supported: Type.Array(Type.String()),
     response_types_supported: Type.Array(Type.String()),
+    code_challenge_methods_supported: Type.Array(Type.String()),
     subject_types_supported: Type.Array(Type.String()),
     id_token_signing_alg_values_supported: Type.Array(Type.String()),
     token_endpoint_auth_methods_supported: Type.Array(Type.String()),

@@ -125,7 +125,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}) {
   const { allowHttp, allowPrivateTargets } = config.webhooks
   const targets = { allowHttp, allowPrivateTargets, resolve: overrides.resolveHost ?? systemResolver }
   await app.register(outbox, { settings: config.webhooks, targets })
-  await app.register(areas, { config, databases, mailer, targets })
+  await app.register(areas, { config, databases, mailer, targets, encryptionKey })
 
   await migrated
   return app

@@ -25,6 +25,7 @@ import oidcRoutes, { embeddedIssuerMetadata } from './modules/oidc/routes.js'
 import patientRoutes from './modules/patients/routes.js'
 import providerRoutes from './modules/providers/routes.js'
 import providerScheduleRoutes from './modules/providers/schedule-routes.js'
+import launchRoutes from './modules/smart-launch/routes.js'
 import telehealthRoutes from './modules/telehealth/routes.js'
 import userRoutes from './modules/users/routes.js'
 import webhookDeliveryRoutes from './modules/webhooks/delivery-routes.js'
@@ -37,10 +38,15 @@ interface AreaOptions {
   mailer: Mailer
   /** Where webhook and client JWKS URLs may point, and how their hosts are resolved. */
   targets: TargetPolicy
+  /** The service's encryption key (the sign-in pages derive their forms' CSRF key from it). */
+  encryptionKey: Buffer
 }
 
 /** Every functional area under its prefix, registered after the infrastructure it relies on. */
-const areas: FastifyPluginAsync<AreaOptions> = async (app, { config, databases, mailer, targets }) => {
+const areas: FastifyPluginAsync<AreaOptions> = async (
+  app,
+  { config, databases, mailer, targets, encryptionKey },
+) => {
   const { identity } = config
   const store = await configuredDocumentStore(config.storage)
   const documents = {
@@ -137,6 +143,16 @@ const areas: FastifyPluginAsync<AreaOptions> = async (app, { config, databases, 
     fhirScopes: scopeRules(fhirTypes),
     scopesSupported,
   })
+  // SMART App Launch's authorization endpoint and pages, on the embedded issuer only.
+  if (!app.identityProvider) {
+    await app.register(launchRoutes, {
+      prefix: `/realms/${identity.realm}`,
+      issuerUrl: identity.tokenIssuer,
+      fhirBase: config.fhir.base,
+      fhirScopes: scopeRules(fhirTypes),
+      encryptionKey,
+    })
+  }
 }
 
 // Not encapsulated: the export worker it registers decorates the app itself (`app.bulkExports`).

@@ -15,8 +15,26 @@ export interface SessionTokens {
   expiresIn: number
   refreshExpiresIn: number
   sessionId: string
+  /** The client the session is for. */
+  clientId: string
   /** Scopes granted with the session besides openid, profile and email. */
   scopes: string[]
+  /** A SMART app's launch context, in every token of its session. */
+  launch?: LaunchContext
+}
+
+/** The SMART launch context of an app's session: the patient and, with it, the encounter. */
+export interface LaunchContext {
+  patientId: number
+  encounterId?: number
+}
+
+/** What opens a SMART app's session besides its user and client (the authorization code's grant). */
+export interface AppSession {
+  appGrantId: number
+  /** With online_access: the sign-in on the pages it was authorized in; the session ends with it. */
+  browserSessionId?: string
+  launch?: LaunchContext
 }
 
 export const hashToken = (token: string) => createHash('sha256').update(token).digest('base64url')
@@ -50,16 +68,23 @@ async function issueFor(
   clientId: string,
   refreshToken: string,
   scopes: string[],
+  launch?: LaunchContext,
 ): Promise<SessionTokens> {
   const subject = await findTokenSubject(db, userId)
   if (!subject) throw invalidRefreshToken()
+  const patient = launch === undefined ? undefined : String(launch.patientId)
   return {
-    accessToken: issuer.issueAccessToken(subject, sessionId, { requestedBy: clientId, smart: { scopes } }),
+    accessToken: issuer.issueAccessToken(subject, sessionId, {
+      requestedBy: clientId,
+      smart: { scopes, patient },
+    }),
     refreshToken,
     expiresIn: ACCESS_TOKEN_TTL_SECONDS,
     refreshExpiresIn: REFRESH_TOKEN_TTL_SECONDS,
     sessionId,
+    clientId,
     scopes,
+    ...(launch ? { launch } : {}),
   }
 }
 
@@ -73,6 +98,7 @@ export async function startSession(
   userId: number,
   clientId: string,
   scopes: string[] = [],
+  app?: AppSession,
 ): Promise<SessionTokens> {
   const sessionId = randomUUID()
   const refreshToken = await db.transaction().execute(async (trx) => {
@@ -86,11 +112,15 @@ export async function startSession(
         expires_at: new Date(Date.now() + SESSION_MAX_SECONDS * 1000),
         revoked_at: null,
         revoked_reason: null,
+        app_grant_id: app?.appGrantId ?? null,
+        browser_session_id: app?.browserSessionId ?? null,
+        launch_patient_id: app?.launch?.patientId ?? null,
+        launch_encounter_id: app?.launch?.encounterId ?? null,
       })
       .execute()
     return addRefreshToken(trx, sessionId)
   })
-  return issueFor(db, issuer, userId, sessionId, clientId, refreshToken, scopes)
+  return issueFor(db, issuer, userId, sessionId, clientId, refreshToken, scopes, app?.launch)
 }
 
 /** Revokes, for `reason`, the sessions not revoked yet that the caller's WHERE picks. */
@@ -114,6 +144,7 @@ type Rotation = {
   sessionId: string
   clientId: string
   scopes: string[]
+  launch: LaunchContext | undefined
   refreshToken: string
 }
 
@@ -127,15 +158,16 @@ export function onRefreshTokenReuse(listener: () => void): () => void {
 }
 
 /**
- * Exchanges a refresh token for a new pair. Each refresh token works once: presenting one that was
- * already exchanged means it was copied, so the whole session is revoked (reuse detection). The
- * revocation commits even though the caller gets an error.
+ * Exchanges a refresh token for a new pair, if `mayRefresh` lets the caller refresh a session of
+ * its client. Each refresh token works once: presenting one that was already exchanged means it was
+ * copied, so the whole session is revoked (reuse detection). The revocation commits even though the
+ * caller gets an error.
  */
 export async function refreshSession(
   db: Db,
   issuer: TokenIssuer,
   presented: string,
-  clientId?: string,
+  mayRefresh: (sessionClientId: string) => boolean | Promise<boolean> = () => true,
 ): Promise<SessionTokens> {
   const hash = hashToken(presented)
   const result = await db.transaction().execute(async (trx): Promise<Rotation | { outcome: Refused }> => {
@@ -161,26 +193,58 @@ export async function refreshSession(
     const session = await trx
       .selectFrom('sessions')
       .innerJoin('users', 'users.id', 'sessions.user_id')
-      .select(['sessions.user_id', 'sessions.client_id', 'sessions.scopes'])
+      .leftJoin('browser_sessions', 'browser_sessions.id', 'sessions.browser_session_id')
+      .select([
+        'sessions.user_id',
+        'sessions.client_id',
+        'sessions.scopes',
+        'sessions.launch_patient_id',
+        'sessions.launch_encounter_id',
+      ])
       .where('sessions.id', '=', token.session_id)
       .where('sessions.revoked_at', 'is', null)
       .where('sessions.expires_at', '>', sql<Date>`now()`)
       .where('users.active', '=', true)
+      // An online_access session lasts as long as the sign-in it was authorized in.
+      .where((eb) =>
+        eb.or([
+          eb('sessions.browser_session_id', 'is', null),
+          eb.and([
+            eb('browser_sessions.revoked_at', 'is', null),
+            eb('browser_sessions.expires_at', '>', sql<Date>`now()`),
+          ]),
+        ]),
+      )
       .executeTakeFirst()
-    if (!session || (clientId !== undefined && clientId !== session.client_id)) return { outcome: 'invalid' }
+    if (!session || !(await mayRefresh(session.client_id))) return { outcome: 'invalid' }
+    const { launch_patient_id: patientId, launch_encounter_id: encounterId } = session
     return {
       outcome: 'rotated',
       userId: session.user_id,
       sessionId: token.session_id,
       clientId: session.client_id,
       scopes: session.scopes,
+      launch:
+        patientId === null ? undefined : { patientId, ...(encounterId === null ? {} : { encounterId }) },
       refreshToken: await addRefreshToken(trx, token.session_id),
     }
   })
   if (result.outcome === 'reused') for (const listener of reuseListeners) listener()
   if (result.outcome !== 'rotated') throw invalidRefreshToken()
-  const { userId, sessionId, clientId: client, refreshToken, scopes } = result
-  return issueFor(db, issuer, userId, sessionId, client, refreshToken, scopes)
+  const { userId, sessionId, clientId: client, refreshToken, scopes, launch } = result
+  return issueFor(db, issuer, userId, sessionId, client, refreshToken, scopes, launch)
+}
+
+/** The scopes of the live session a refresh token belongs to, if any. */
+export async function sessionScopesOf(db: Db, presented: string): Promise<string[] | undefined> {
+  const row = await db
+    .selectFrom('refresh_tokens')
+    .innerJoin('sessions', 'sessions.id', 'refresh_tokens.session_id')
+    .select('sessions.scopes')
+    .where('refresh_tokens.token_hash', '=', hashToken(presented))
+    .where('sessions.revoked_at', 'is', null)
+    .executeTakeFirst()
+  return row?.scopes
 }
 
 /**

@@ -61,7 +61,50 @@ export function createTokenIssuer(
       }
       return jwt.sign(claims, { key: key.privateKey, kid: key.kid, algorithm: 'RS256' })
     },
+
+    /**
+     * An OpenID Connect ID token for the app `audience` (OIDC Core §2): who signed in, with SMART's
+     * `fhirUser`, the authorization request's `nonce`, and the name claims when `profile` was granted.
+     */
+    issueIdToken(user: TokenSubject, sessionId: string, idToken: IdTokenOptions): string {
+      const key = options.signingKey()
+      const now = Math.floor(Date.now() / 1000)
+      const claims = {
+        iss: options.issuer,
+        sub: user.subject,
+        aud: idToken.audience,
+        azp: idToken.audience,
+        iat: now,
+        exp: now + ACCESS_TOKEN_TTL_SECONDS,
+        auth_time: idToken.authTime,
+        sid: sessionId,
+        ...(idToken.nonce === undefined ? {} : { nonce: idToken.nonce }),
+        ...(idToken.fhirUser === undefined ? {} : { fhirUser: idToken.fhirUser }),
+        ...(idToken.profile
+          ? {
+              name: `${user.firstName} ${user.lastName}`,
+              given_name: user.firstName,
+              family_name: user.lastName,
+              preferred_username: user.email,
+              email: user.email,
+              email_verified: true,
+            }
+          : {}),
+      }
+      return jwt.sign(claims, { key: key.privateKey, kid: key.kid, algorithm: 'RS256' })
+    },
   }
+}
+
+export interface IdTokenOptions {
+  /** The app's client id. */
+  audience: string
+  /** When the user signed in (epoch seconds). */
+  authTime: number
+  nonce?: string
+  /** `Practitioner/{id}` or `Patient/{id}`: the user's own record. */
+  fhirUser?: string
+  profile: boolean
 }
 
 export type TokenIssuer = ReturnType<typeof createTokenIssuer>

@@ -34,7 +34,7 @@ declare module 'fastify' {
   }
 }
 
-function outcomeOf(statusCode: number): string {
+export function outcomeOf(statusCode: number): string {
   if (statusCode < 400) return 'SUCCESS'
   if (statusCode === 401 || statusCode === 403) return 'DENIED'
   if (statusCode === 404) return 'NOT_FOUND'

@@ -16,14 +16,8 @@ import { loadVerificationKeys, toJwk } from '../../identity/signing-keys.js'
 import type { TargetPolicy } from '../../outbox/targets.js'
 import { signInsWhen } from '../../plugins/rate-limit.js'
 import { createJwksFetcher, PUBLIC_HTTPS_ONLY } from '../clients/service.js'
-import {
-  type AssertionSettings,
-  clientCredentials,
-  type FhirScopeRules,
-  grantTokens,
-  logout,
-  OAuthError,
-} from './service.js'
+import type { FhirScopeRules } from './grantable-scopes.js'
+import { type AssertionSettings, clientCredentials, grantTokens, logout, OAuthError } from './service.js'
 
 const tags = ['OpenID Connect']
 
@@ -35,11 +29,19 @@ export function embeddedIssuerMetadata(issuerUrl: string, scopesSupported: reado
   const endpoint = (name: string) => `${issuerUrl}/protocol/openid-connect/${name}`
   return {
     issuer: issuerUrl,
+    authorizationEndpoint: endpoint('auth'),
     tokenEndpoint: endpoint('token'),
     endSessionEndpoint: endpoint('logout'),
     jwksUri: endpoint('certs'),
-    grantTypesSupported: ['password', 'client_credentials', 'refresh_token'],
-    tokenEndpointAuthMethodsSupported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt'],
+    grantTypesSupported: ['authorization_code', 'password', 'client_credentials', 'refresh_token'],
+    codeChallengeMethodsSupported: ['S256'],
+    // `none`: public clients (this API's own, public SMART apps) authenticate by client id alone.
+    tokenEndpointAuthMethodsSupported: [
+      'client_secret_basic',
+      'client_secret_post',
+      'private_key_jwt',
+      'none',
+    ],
     tokenEndpointAuthSigningAlgValuesSupported: [...ASSERTION_ALGORITHMS],
     scopesSupported: [...scopesSupported],
   }
@@ -131,11 +133,13 @@ const oidcRoutes: FastifyPluginAsyncTypebox<OidcRouteOptions> = async (
     },
     async () => ({
       issuer: metadata.issuer,
+      authorization_endpoint: metadata.authorizationEndpoint,
       token_endpoint: metadata.tokenEndpoint,
       end_session_endpoint: metadata.endSessionEndpoint,
       jwks_uri: metadata.jwksUri,
       grant_types_supported: metadata.grantTypesSupported,
-      response_types_supported: [],
+      response_types_supported: ['code'],
+      code_challenge_methods_supported: metadata.codeChallengeMethodsSupported,
       subject_types_supported: ['public'],
       id_token_signing_alg_values_supported: ['RS256'],
       token_endpoint_auth_methods_supported: metadata.tokenEndpointAuthMethodsSupported,
@@ -214,7 +218,16 @@ const oidcRoutes: FastifyPluginAsyncTypebox<OidcRouteOptions> = async (
           assertionType: request.body.client_assertion_type,
           assertion: request.body.client_assertion,
         })
-        return grantTokens(app.db, issuer, publicClientId, request.body, credentials, assertions, fhirScopes)
+        return grantTokens(
+          app.db,
+          issuer,
+          publicClientId,
+          request.body,
+          credentials,
+          assertions,
+          fhirScopes,
+          request.id,
+        )
       }
       if (!isPasswordGrant(request.body)) return grant()
       return app.signInAttempt(request, reply, request.body.username, grant, credentialsRejected)

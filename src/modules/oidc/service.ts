@@ -2,11 +2,16 @@ import { randomUUID } from 'node:crypto'
 import type { Db } from '../../../db/database.js'
 import type { TokenRequest, TokenSet } from '../../../schemas/oidc.js'
 import { authorityOf } from '../../access/roles.js'
-import { parseSmartScope, SCOPE_INTERACTIONS, type ScopeInteraction } from '../../access/smart-scopes.js'
 import { AppError } from '../../errors.js'
 import { findTokenSubject } from '../../identity/account-queries.js'
 import { checkPassword } from '../../identity/login.js'
-import { endSession, refreshSession, type SessionTokens, startSession } from '../../identity/sessions.js'
+import {
+  endSession,
+  refreshSession,
+  type SessionTokens,
+  sessionScopesOf,
+  startSession,
+} from '../../identity/sessions.js'
 import type { TokenIssuer } from '../../identity/token-issuer.js'
 import { ACCESS_TOKEN_TTL_SECONDS } from '../../identity/token-lifetimes.js'
 import {
@@ -17,6 +22,9 @@ import {
   JWT_BEARER,
   type JwksFetcher,
 } from '../clients/service.js'
+import { authenticateApp, findActiveApp, type SmartApp } from '../smart-launch/authorization-request.js'
+import { appTokenSet, authorizationCodeGrant } from '../smart-launch/code-grant.js'
+import { type FhirScopeRules, grantableScopes } from './grantable-scopes.js'
 
 /** An error in the OAuth 2.0 format (`error`, `error_description`), as a Keycloak realm answers. */
 export class OAuthError extends Error {
@@ -69,6 +77,10 @@ interface Client {
   clientId: string
   /** Set for confidential clients: the service account they act as. */
   serviceUserId?: number
+  /** Set for a registered SMART app. */
+  app?: SmartApp
+  /** A refresh that named no client: only a public client's refresh token is taken then. */
+  anonymous?: true
 }
 
 /** How the token endpoint checks client assertions: whose keys, and the URL they must be meant for. */
@@ -131,9 +143,17 @@ async function identifyClient(
     return assertedClient(db, credentials, assertions)
   }
   const { clientId, secret } = credentials
-  if (!clientId && publicByDefault && secret === undefined) return { clientId: publicClientId }
+  if (!clientId && publicByDefault && secret === undefined)
+    return { clientId: publicClientId, anonymous: true }
   if (!clientId) throw new OAuthError(401, 'invalid_client', 'client_id is required')
   if (clientId === publicClientId) return { clientId } satisfies Client
+  const app = await findActiveApp(db, clientId)
+  if (app) {
+    if (!(await authenticateApp(app, secret))) {
+      throw new OAuthError(401, 'invalid_client', 'Invalid client or client credentials')
+    }
+    return { clientId, app }
+  }
   const client = await authenticateClient(db, clientId, secret ?? '')
   if (!client) throw new OAuthError(401, 'invalid_client', 'Invalid client or client credentials')
   return { clientId, serviceUserId: client.userId } satisfies Client
@@ -175,61 +195,44 @@ async function passwordGrant(db: Db, issuer: TokenIssuer, client: Client, reques
   return toTokenSet(await startSession(db, issuer, user.id, client.clientId, [...new Set(scopes)]))
 }
 
-async function refreshTokenGrant(db: Db, issuer: TokenIssuer, client: Client, request: TokenRequest) {
+/**
+ * Whether the client of a refresh may refresh a session of `sessionClient`: its own; or, when the
+ * refresh names no client, a public client's (this API's own, or a public SMART app's).
+ */
+async function mayRefresh(db: Db, client: Client, publicClientId: string, sessionClient: string) {
+  if (!client.anonymous) return sessionClient === client.clientId
+  if (sessionClient === publicClientId) return true
+  const app = await findActiveApp(db, sessionClient)
+  return app !== undefined && !app.confidential
+}
+
+async function refreshTokenGrant(
+  db: Db,
+  issuer: TokenIssuer,
+  client: Client,
+  request: TokenRequest,
+  publicClientId: string,
+) {
   if (!request.refresh_token) throw invalidRequest('refresh_token is required')
+  const granted = await sessionScopesOf(db, request.refresh_token)
+  if (granted && request.scope !== undefined) {
+    // A refresh may narrow nothing and widen nothing (RFC 6749 §6): only scopes already granted.
+    const beyond = requestedScopes(request.scope).filter((scope) => !granted.includes(scope))
+    if (beyond.length > 0)
+      throw new OAuthError(400, 'invalid_scope', `Not granted before: ${beyond.join(' ')}`)
+  }
   try {
-    return toTokenSet(await refreshSession(db, issuer, request.refresh_token, client.clientId))
+    const tokens = await refreshSession(db, issuer, request.refresh_token, (sessionClient) =>
+      mayRefresh(db, client, publicClientId, sessionClient),
+    )
+    const app = client.app ?? (client.anonymous ? await findActiveApp(db, tokens.clientId) : undefined)
+    return app ? appTokenSet(tokens) : toTokenSet(tokens)
   } catch (error) {
     if (error instanceof AppError && error.status === 400) {
       throw new OAuthError(400, 'invalid_grant', 'Invalid refresh token')
     }
     throw error
   }
-}
-
-/** What the FHIR interface serves, for granting SMART scopes: its types, and what roles may do with each. */
-export interface FhirScopeRules {
-  types: readonly string[]
-  allows(authorities: ReadonlySet<string>, type: string, interaction: ScopeInteraction): boolean
-}
-
-// v1 scopes grant their interactions in these groups only: `read` and `write`.
-const V1_GROUPS = { read: ['read', 'search'], write: ['create', 'update', 'delete'] } as const
-
-/**
- * A scope's permissions (what follows its type) for `allowed`, the part of what it asks that a
- * type's roles allow: v2 letters in their order; v1 `*`, `read` or `write`, each a whole group
- * (undefined when no group is whole).
- */
-function permissionsFor(v1: boolean, allowed: readonly ScopeInteraction[]): string | undefined {
-  if (!v1) return allowed.map((interaction) => interaction[0]).join('') || undefined
-  const whole = (Object.keys(V1_GROUPS) as (keyof typeof V1_GROUPS)[]).filter((group) =>
-    V1_GROUPS[group].every((interaction) => allowed.includes(interaction)),
-  )
-  return whole.length === 2 ? '*' : whole[0]
-}
-
-/**
- * What one requested scope grants a service account: a supported `system/` scope whose every
- * interaction its roles allow on the type; for `system/*`, where they allow less on some types,
- * each type by name with what they allow there. Nothing for anything else.
- */
-function grantableScopes(scope: string, authorities: ReadonlySet<string>, fhir: FhirScopeRules): string[] {
-  const parsed = parseSmartScope(scope)
-  if (parsed?.level !== 'system') return []
-  const asked = SCOPE_INTERACTIONS.filter((interaction) => parsed[interaction])
-  const allowedOn = (type: string) =>
-    asked.filter((interaction) => fhir.allows(authorities, type, interaction))
-  const all = (type: string) => allowedOn(type).length === asked.length
-  if (parsed.type !== '*') return fhir.types.includes(parsed.type) && all(parsed.type) ? [scope] : []
-  if (fhir.types.every(all)) return [scope]
-  const access = scope.slice(scope.indexOf('.') + 1)
-  const query = access.includes('?') ? access.slice(access.indexOf('?')) : ''
-  const v1 = /^(read|write|\*)(\?|$)/.test(access)
-  return fhir.types.flatMap((type) => {
-    const permissions = permissionsFor(v1, allowedOn(type))
-    return permissions ? [`system/${type}.${permissions}${query}`] : []
-  })
 }
 
 /**
@@ -288,14 +291,23 @@ export async function grantTokens(
   credentials: ClientCredentials,
   assertions: AssertionSettings,
   fhir: FhirScopeRules,
+  requestId: string,
 ): Promise<TokenSet> {
   const refresh = request.grant_type === 'refresh_token'
   const client = await identifyClient(db, publicClientId, credentials, assertions, refresh)
   switch (request.grant_type) {
+    case 'authorization_code': {
+      if (!client.app)
+        throw new OAuthError(400, 'unauthorized_client', 'Only registered SMART apps use codes')
+      const answer = await authorizationCodeGrant(db, issuer, client.app, request, requestId)
+      if ('error' in answer) throw new OAuthError(answer.status, answer.error, answer.description)
+      return answer
+    }
     case 'password':
+      if (client.app) throw new OAuthError(400, 'unauthorized_client', 'SMART apps sign users in with a code')
       return passwordGrant(db, issuer, client, request)
     case 'refresh_token':
-      return refreshTokenGrant(db, issuer, client, request)
+      return refreshTokenGrant(db, issuer, client, request, publicClientId)
     case 'client_credentials':
       return clientCredentialsGrant(db, issuer, client, request, fhir)
     default:

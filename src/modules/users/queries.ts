@@ -21,7 +21,9 @@ export function insertUser(db: Db, user: Insertable<UsersTable>) {
 }
 
 /** What the users API reads of an account: never the password hash, only whether there is one. */
-export type AccountRow = Omit<UserRow, 'password_hash' | 'subject' | 'kind' | 'patient_id'> & { has_password: boolean }
+export type AccountRow = Omit<UserRow, 'password_hash' | 'subject' | 'kind' | 'patient_id'> & {
+  has_password: boolean
+}
 
 export const USER_SORT_COLUMNS: SortColumns<typeof USER_SORT_FIELDS> = {
   lastName: 'lower(last_name)',
