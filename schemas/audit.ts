@@ -39,6 +39,9 @@ const AUDIT_RESOURCES = [
   'user',
   'client',
   'bulk-export',
+  'smart-app',
+  'app-grant',
+  'smart-launch',
 ] as const
 export type AuditResource = (typeof AUDIT_RESOURCES)[number]
 
