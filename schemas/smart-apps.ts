@@ -15,7 +15,7 @@ import {
 
 const strict = { additionalProperties: false } as const
 
-export const SMART_APP_TYPES = ['public', 'confidential'] as const
+const SMART_APP_TYPES = ['public', 'confidential'] as const
 const SmartAppType = StringEnum(SMART_APP_TYPES, {
   description:
     '`public`: a browser or native app that keeps no secret (PKCE alone); `confidential`: an app with a server side, which authenticates at the token endpoint with a secret (or, later, its keys)',

@@ -18,7 +18,7 @@ const APP_SCOPES: ReadonlySet<string> = new Set([
 const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(['127.0.0.1', '[::1]', 'localhost'])
 
 /** Why an app's URL (a redirect URI, its launch URL) cannot be registered, or undefined when it can. */
-export function urlProblem(value: string): string | undefined {
+function urlProblem(value: string): string | undefined {
   let url: URL
   try {
     url = new URL(value)

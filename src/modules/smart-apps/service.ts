@@ -69,7 +69,7 @@ async function missingApp(db: Db, actor: Actor, id: number): Promise<never> {
 }
 
 /** The app, if of the caller's organization; otherwise 403 or 404. */
-export async function requireApp(db: Db, actor: Actor, id: number): Promise<SmartAppRow> {
+async function requireApp(db: Db, actor: Actor, id: number): Promise<SmartAppRow> {
   return (await findApp(db, actor.organizationId, id)) ?? missingApp(db, actor, id)
 }
 
