@@ -38,8 +38,8 @@ export const ROLE_NEEDS: Record<Role, string> = {
   BILLING:
     'Bills: invoices and payments, and the demographics of the person billed (read and search). No clinical records, encounters, documents or appointments.',
   PATIENT:
-    'Reserved for patient-facing applications; no `/api` route of its own, since every one of them serves the practice’s staff.',
-  USER: 'The base role of an account; opens only the routes any valid token may call (`GET /api/auth/me`).',
+    'Reserved for patient-facing applications; no `/api` route of its own, since every one of them serves the practice’s staff (like any account it sees and revokes its own grants to SMART apps).',
+  USER: 'The base role of an account; opens only the routes any valid token may call (`GET /api/auth/me`, and the account’s own grants to SMART apps under `/api/me/app-grants`).',
 }
 
 const STAFF: Audience = {
