@@ -143,6 +143,11 @@ describe('POST /api/smart-launches', () => {
     // Those refusals did not use it up.
     expect(await redeem(launch, org.id, smartApp.id)).toEqual({ patientId, encounterId: null })
 
+    // Redeemed at the same time (concurrent transactions on PostgreSQL): once.
+    const raced = await make()
+    const outcomes = await Promise.all([1, 2, 3].map(() => redeem(raced, org.id, smartApp.id)))
+    expect(outcomes.filter((outcome) => outcome !== undefined)).toEqual([{ patientId, encounterId: null }])
+
     const expired = await make()
     await app.db
       .updateTable('launch_contexts')
