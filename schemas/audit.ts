@@ -45,6 +45,8 @@ const AUDIT_RESOURCES = [
   'bulk-export',
   'session',
   'smart-app',
+  'app-grant',
+  'smart-launch',
 ] as const
 export type AuditResource = (typeof AUDIT_RESOURCES)[number]
 

@@ -25,6 +25,7 @@ import oidcRoutes, { embeddedIssuerMetadata } from './modules/oidc/routes.js'
 import patientRoutes from './modules/patients/routes.js'
 import providerRoutes from './modules/providers/routes.js'
 import providerScheduleRoutes from './modules/providers/schedule-routes.js'
+import smartAppRoutes from './modules/smart-apps/routes.js'
 import launchRoutes from './modules/smart-launch/routes.js'
 import telehealthRoutes from './modules/telehealth/routes.js'
 import userRoutes from './modules/users/routes.js'
@@ -90,6 +91,16 @@ const areas: FastifyPluginAsync<AreaOptions> = async (
       secretOverlapSeconds: identity.clientSecretOverlapSeconds,
       // JWKS URLs of clients follow the webhook address policy (and its development allowances).
       jwksUrls: targets,
+    },
+  })
+  await app.register(smartAppRoutes, {
+    prefix: '/api',
+    settings: {
+      external: !identity.embeddedIssuer,
+      // Apps' JWKS URLs follow the clients' (the webhook address policy).
+      jwksUrls: targets,
+      resourceTypes: new Set(fhirTypes.map((type) => type.type)),
+      fhirBase: config.fhir.base,
     },
   })
   await app.register(patientRoutes, { prefix: '/api/patients' })

@@ -28,18 +28,18 @@ interface Audience {
  */
 export const ROLE_NEEDS: Record<Role, string> = {
   ADMIN:
-    'Runs the practice: accounts, integration clients, webhooks, the change feed, providers and their hours, the audit trail; registers, books and (alone, as the specification requires) deletes patients; handles billing with BILLING. No clinical records, encounters or document contents (it may remove a misfiled document): an administrator who treats patients also holds PROVIDER, as the bootstrap administrator does.',
+    'Runs the practice: accounts, integration clients, SMART apps and the grants users gave them, webhooks, the change feed, providers and their hours, the audit trail; registers, books and (alone, as the specification requires) deletes patients; handles billing with BILLING. No clinical records, encounters or document contents (it may remove a misfiled document): an administrator who treats patients also holds PROVIDER, as the bootstrap administrator does.',
   PROVIDER:
-    'Treats patients: lists and reads them, reads and writes every clinical record, writes and signs visit notes, reads and uploads documents, books and runs appointments and telehealth visits, and reads invoices to answer questions about the charges of their care.',
+    'Treats patients: lists and reads them, reads and writes every clinical record, writes and signs visit notes, reads and uploads documents, opens SMART apps in a patient’s context, books and runs appointments and telehealth visits, and reads invoices to answer questions about the charges of their care.',
   NURSE:
-    'Assists care: lists and reads patients, reads the chart, visit notes and documents, records vital signs (the other clinical records and notes are the provider’s to write), registers patients, books and checks in appointments, runs telehealth rooms.',
+    'Assists care: lists and reads patients, reads the chart, visit notes and documents, opens SMART apps in a patient’s context, records vital signs (the other clinical records and notes are the provider’s to write), registers patients, books and checks in appointments, runs telehealth rooms.',
   FRONT_DESK:
     'Reception: registers patients and keeps their demographics current, finds them by search (the full list stays PROVIDER and NURSE, as the specification fixes), books, reschedules, checks in and cancels appointments, sees the day’s schedule, opens telehealth rooms and prepares patients’ links, and uploads the papers patients bring. Never clinical records, encounters, clinical documents (an upload is write-only) or other people’s messages.',
   BILLING:
     'Bills: invoices and payments, and the demographics of the person billed (read and search). No clinical records, encounters, documents or appointments.',
   PATIENT:
-    'Reserved for patient-facing applications; no `/api` route of its own, since every one of them serves the practice’s staff.',
-  USER: 'The base role of an account; opens only the routes any valid token may call (`GET /api/auth/me`).',
+    'Reserved for patient-facing applications; no `/api` route of its own, since every one of them serves the practice’s staff (like any account it sees and revokes its own grants to SMART apps).',
+  USER: 'The base role of an account; opens only the routes any valid token may call (`GET /api/auth/me`, and the account’s own grants to SMART apps under `/api/me/app-grants`).',
 }
 
 const STAFF: Audience = {
@@ -102,6 +102,14 @@ const PRACTICE_SETUP: Audience = {
 const ACCOUNT_ADMINISTRATORS: Audience = {
   allow: ['ADMIN'],
   why: 'Accounts and integrations decide who reaches patient data: only the administrator manages them.',
+}
+const APP_ADMINISTRATORS: Audience = {
+  allow: ['ADMIN'],
+  why: 'A SMART app reaches patient data with the grants users give it: only the administrator registers apps and oversees their grants.',
+}
+const LAUNCHERS: Audience = {
+  allow: CLINICAL_READERS.allow,
+  why: 'An EHR launch opens an app in a patient’s chart: those who read clinical records open it.',
 }
 const WEBHOOK_ADMINISTRATORS: Audience = {
   allow: ['ADMIN'],
@@ -340,6 +348,45 @@ export const ROUTE_ACCESS = accessTable({
     ...ACCOUNT_ADMINISTRATORS,
     audit: { resourceType: 'client', action: 'UPDATE' },
   },
+
+  'GET /api/smart-apps': { ...APP_ADMINISTRATORS, audit: { resourceType: 'smart-app', action: 'LIST' } },
+  'GET /api/smart-apps/:id': { ...APP_ADMINISTRATORS, audit: { resourceType: 'smart-app', action: 'READ' } },
+  'POST /api/smart-apps': { ...APP_ADMINISTRATORS, audit: { resourceType: 'smart-app', action: 'CREATE' } },
+  'PATCH /api/smart-apps/:id': {
+    ...APP_ADMINISTRATORS,
+    audit: { resourceType: 'smart-app', action: 'UPDATE' },
+  },
+  'POST /api/smart-apps/:id/rotate-secret': {
+    ...APP_ADMINISTRATORS,
+    audit: { resourceType: 'smart-app', action: 'UPDATE' },
+  },
+  'POST /api/smart-apps/:id/deactivate': {
+    ...APP_ADMINISTRATORS,
+    audit: { resourceType: 'smart-app', action: 'UPDATE' },
+  },
+  'POST /api/smart-apps/:id/reactivate': {
+    ...APP_ADMINISTRATORS,
+    audit: { resourceType: 'smart-app', action: 'UPDATE' },
+  },
+  'GET /api/app-grants': { ...APP_ADMINISTRATORS, audit: { resourceType: 'app-grant', action: 'LIST' } },
+  'GET /api/app-grants/:id': { ...APP_ADMINISTRATORS, audit: { resourceType: 'app-grant', action: 'READ' } },
+  'DELETE /api/app-grants/:id': {
+    ...APP_ADMINISTRATORS,
+    audit: { resourceType: 'app-grant', action: 'DELETE' },
+  },
+  // Any account (a patient's too) sees and revokes what it allowed apps; the routes refuse a token
+  // issued to an app.
+  'GET /api/me/app-grants': {
+    allow: 'authenticated',
+    why: 'Everyone manages what they allowed apps: their own grants only.',
+    audit: { resourceType: 'app-grant', action: 'LIST' },
+  },
+  'DELETE /api/me/app-grants/:id': {
+    allow: 'authenticated',
+    why: 'Everyone manages what they allowed apps: their own grants only.',
+    audit: { resourceType: 'app-grant', action: 'DELETE' },
+  },
+  'POST /api/smart-launches': { ...LAUNCHERS, audit: { resourceType: 'smart-launch', action: 'CREATE' } },
 
   // Reading the audit trail is itself audited: who looked at which accesses.
   'GET /api/audit-events': {

@@ -3,6 +3,7 @@ import { expect } from 'vitest'
 import type { Role } from '../../src/access/roles.js'
 import type { RouteAccess } from '../../src/access/route-access.js'
 import type { App } from '../../src/app.js'
+import { recordGrant } from '../../src/modules/smart-apps/service.js'
 import { stubDns } from './dns.js'
 import {
   bearer,
@@ -52,6 +53,8 @@ const RECORD_KINDS = [
   'encounter',
   'user',
   'client',
+  'smart-app',
+  'app-grant',
 ] as const
 export type RecordKind = (typeof RECORD_KINDS)[number]
 
@@ -72,6 +75,8 @@ const KIND_OF_SEGMENT: Record<string, RecordKind> = {
   encounters: 'encounter',
   users: 'user',
   clients: 'client',
+  'smart-apps': 'smart-app',
+  'app-grants': 'app-grant',
 }
 const KIND_OF_PARAMETER: Record<string, RecordKind> = {
   patientId: 'patient',
@@ -237,6 +242,19 @@ export async function newRecords(app: App): Promise<Records> {
   })
   expect(named.statusCode, `PATCH /api/users/${account.id}: ${named.body}`).toBe(200)
   const client = await call(admin, 'POST', '/api/clients', { name: `Sync ${marker}`, roles: ['BILLING'] })
+  // A SMART app named with the marker, and the doctor's grant to it (as the consent page records it).
+  const smartApp = await call(admin, 'POST', '/api/smart-apps', {
+    name: `Charts ${marker}`,
+    type: 'public',
+    redirectUris: ['https://charts.example.com/callback'],
+    scopes: ['launch', 'openid', 'patient/Patient.rs'],
+    launchUrl: 'https://charts.example.com/launch',
+  })
+  const appGrant = await app.db
+    .transaction()
+    .execute((trx) =>
+      recordGrant(trx, { organizationId: org.id, userId: doctor.id, appId: smartApp.id, scopes: ['launch'] }),
+    )
   // Creating the patient above produced a delivery for the webhook (it subscribes to every event).
   const delivery = await app.db
     .selectFrom('webhook_deliveries')
@@ -267,6 +285,8 @@ export async function newRecords(app: App): Promise<Records> {
       encounter: encounter.id,
       user: account.id,
       client: client.id,
+      'smart-app': smartApp.id,
+      'app-grant': appGrant,
     },
     userFor(allow) {
       if (allow === 'public' || allow === 'authenticated') return userWith('ADMIN')

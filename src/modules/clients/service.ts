@@ -41,6 +41,8 @@ import {
 
 export { AssertionRefused, claimedClient, JWT_BEARER } from './assertions.js'
 export { createJwksFetcher, type JwksFetcher } from './jwks-fetcher.js'
+// SMART apps register their keys under the same rules (src/modules/smart-apps).
+export { keySummary } from './keys.js'
 
 const CLIENT_ID = /^[a-z0-9][a-z0-9._-]{2,63}$/
 
@@ -78,7 +80,7 @@ export const PUBLIC_HTTPS_ONLY: TargetPolicy = {
 }
 
 /** The key columns of a registration, checked: public keys only, or a URL the policy allows. */
-async function keyColumns(
+export async function keyColumns(
   registration: KeyRegistration,
   policy: TargetPolicy,
 ): Promise<{ jwks: string | null; jwks_url: string | null }> {

@@ -89,6 +89,7 @@ const VALID_BODIES: Record<string, () => unknown> = {
   'PATCH /api/users/{id}': () => ({ roles: ['ADMIN'] }),
   'PUT /api/clients/{id}': () => ({ name: 'Taken over', roles: ['ADMIN'] }),
   'PATCH /api/clients/{id}': () => ({ roles: ['ADMIN'] }),
+  'PATCH /api/smart-apps/{id}': () => ({ redirectUris: ['https://taken-over.example.com/cb'] }),
 }
 
 /** Query strings an operation cannot do without (its required parameters that have no default). */
@@ -105,6 +106,8 @@ const NOT_YOURS_IS_404 = new Set([
   'GET /api/messages/{id}/versions',
   'GET /api/messages/{id}/versions/{version}',
   'PUT /api/messages/{id}/read',
+  // Likewise a user's own grants to apps: anyone else's is "No such app grant among yours".
+  'DELETE /api/me/app-grants/{id}',
 ])
 
 /** Where the owning organization reads each kind of record, and which of its users does. */
@@ -130,6 +133,8 @@ const READS: Record<RecordKind, { path: string; reader: keyof Records['makers'] 
   encounter: { path: '/api/encounters/{id}', reader: 'nurse' },
   user: { path: '/api/users/{id}', reader: 'admin' },
   client: { path: '/api/clients/{id}', reader: 'admin' },
+  'smart-app': { path: '/api/smart-apps/{id}', reader: 'admin' },
+  'app-grant': { path: '/api/app-grants/{id}', reader: 'admin' },
 }
 
 /** Which of an organization's records (or users) an id field of a request body names. */
@@ -139,6 +144,7 @@ const BODY_IDS: Record<string, (records: Records, operation: string) => number> 
   appointmentId: (r) => r.ids.appointment,
   encounterId: (r) => r.ids.encounter,
   invoiceId: (r) => r.ids.invoice,
+  appId: (r) => r.ids['smart-app'],
   replyToId: (r) => r.ids.message,
   prescriberId: (r) => r.ids.provider,
   recipientId: (r) => r.makers.doctor.id,
@@ -178,6 +184,7 @@ const OWN_BODIES: Record<string, (own: Records, field: string) => Record<string,
     lineItems: [{ code: '99213', description: 'Office visit', quantity: 1, unitPrice: 100 }],
   }),
   'POST /api/billing/payments': (own) => ({ invoiceId: own.ids.invoice, amount: 1, method: 'CASH' }),
+  'POST /api/smart-launches': (own) => ({ patientId: own.ids.patient }),
   'POST /api/providers': () => ({ firstName: 'Alan', lastName: 'Turing', npi: uniqueNpi(), timeZone: 'UTC' }),
   'PUT /api/providers/{id}': () => ({
     firstName: 'Alan',
