@@ -45,8 +45,9 @@ export const htmlPage = (description: string) => ({
   content: { 'text/html': { schema: { type: 'string' } } },
 })
 
-/** Back to the app: its redirect URI with `code` (or `error`), `state` and `iss`. */
+/** Back to the app: no body, `Location` its redirect URI with the answer. */
 export const RedirectToApp = {
+  type: 'null',
   description:
     'Back to the app: its redirect URI with `code`, `state` and `iss`, or with `error` (`invalid_request`, `unsupported_response_type`, `invalid_scope`, `access_denied`) and `error_description`',
   headers: { Location: { type: 'string', description: 'The app’s redirect URI with the answer' } },

@@ -167,7 +167,7 @@ export async function refreshSession(
   db: Db,
   issuer: TokenIssuer,
   presented: string,
-  mayRefresh: (sessionClientId: string) => boolean | Promise<boolean> = () => true,
+  mayRefresh: (sessionClientId: string) => boolean = () => true,
 ): Promise<SessionTokens> {
   const hash = hashToken(presented)
   const result = await db.transaction().execute(async (trx): Promise<Rotation | { outcome: Refused }> => {
@@ -216,7 +216,7 @@ export async function refreshSession(
         ]),
       )
       .executeTakeFirst()
-    if (!session || !(await mayRefresh(session.client_id))) return { outcome: 'invalid' }
+    if (!session || !mayRefresh(session.client_id)) return { outcome: 'invalid' }
     const { launch_patient_id: patientId, launch_encounter_id: encounterId } = session
     return {
       outcome: 'rotated',
@@ -235,16 +235,18 @@ export async function refreshSession(
   return issueFor(db, issuer, userId, sessionId, client, refreshToken, scopes, launch)
 }
 
-/** The scopes of the live session a refresh token belongs to, if any. */
-export async function sessionScopesOf(db: Db, presented: string): Promise<string[] | undefined> {
-  const row = await db
+/** The client and scopes of the live session a refresh token belongs to, if any. */
+export async function sessionOfRefreshToken(
+  db: Db,
+  presented: string,
+): Promise<{ clientId: string; scopes: string[] } | undefined> {
+  return db
     .selectFrom('refresh_tokens')
     .innerJoin('sessions', 'sessions.id', 'refresh_tokens.session_id')
-    .select('sessions.scopes')
+    .select(['sessions.client_id as clientId', 'sessions.scopes'])
     .where('refresh_tokens.token_hash', '=', hashToken(presented))
     .where('sessions.revoked_at', 'is', null)
     .executeTakeFirst()
-  return row?.scopes
 }
 
 /**

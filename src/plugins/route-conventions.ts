@@ -6,6 +6,7 @@ import { accessRuleOf, describeAccess, type RouteAccess, routeKey } from '../acc
 import { isSmartShaped } from '../access/smart-scopes.js'
 import { forbidden } from '../errors.js'
 import { errorResponse, nameResponse } from '../http/responses.js'
+import { isAppClient } from '../identity/app-client-ids.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -47,9 +48,12 @@ function guard(access: RouteAccess): onRequestHookHandler {
       throw forbidden(`This operation requires one of the roles: ${allow.join(', ')}`)
     }
     // SMART scopes name FHIR types, not these routes: a token narrowed by them would reach every
-    // record its roles allow here, so it is kept to the FHIR API (fail closed).
-    if (principal.scopes.some(isSmartShaped)) {
-      throw forbidden('A token with SMART on FHIR resource scopes reaches only the FHIR API (/fhir/R4)')
+    // record its roles allow here, so it is kept to the FHIR API (fail closed). So is any token a
+    // SMART app was given, whatever its scopes: the user granted the app FHIR access only.
+    if (principal.scopes.some(isSmartShaped) || isAppClient(principal.clientId)) {
+      throw forbidden(
+        'A SMART app’s token, or one with SMART on FHIR resource scopes, reaches only the FHIR API (/fhir/R4)',
+      )
     }
   }
 }

@@ -9,7 +9,7 @@ import {
   endSession,
   refreshSession,
   type SessionTokens,
-  sessionScopesOf,
+  sessionOfRefreshToken,
   startSession,
 } from '../../identity/sessions.js'
 import type { TokenIssuer } from '../../identity/token-issuer.js'
@@ -22,7 +22,7 @@ import {
   JWT_BEARER,
   type JwksFetcher,
 } from '../clients/service.js'
-import { authenticateApp, findActiveApp, type SmartApp } from '../smart-launch/authorization-request.js'
+import { authenticateApp, findActiveApp, type SmartAppRow as SmartApp } from '../smart-apps/service.js'
 import { appTokenSet, authorizationCodeGrant } from '../smart-launch/code-grant.js'
 import { type FhirScopeRules, grantableScopes } from './grantable-scopes.js'
 
@@ -149,7 +149,7 @@ async function identifyClient(
   if (clientId === publicClientId) return { clientId } satisfies Client
   const app = await findActiveApp(db, clientId)
   if (app) {
-    if (!(await authenticateApp(app, secret))) {
+    if (!(await authenticateApp(db, app, { secret }))) {
       throw new OAuthError(401, 'invalid_client', 'Invalid client or client credentials')
     }
     return { clientId, app }
@@ -214,16 +214,21 @@ async function refreshTokenGrant(
   publicClientId: string,
 ) {
   if (!request.refresh_token) throw invalidRequest('refresh_token is required')
-  const granted = await sessionScopesOf(db, request.refresh_token)
-  if (granted && request.scope !== undefined) {
+  // Read before the refresh's transaction, which must not wait for another connection.
+  const session = await sessionOfRefreshToken(db, request.refresh_token)
+  if (session && request.scope !== undefined) {
     // A refresh may narrow nothing and widen nothing (RFC 6749 §6): only scopes already granted.
-    const beyond = requestedScopes(request.scope).filter((scope) => !granted.includes(scope))
+    const beyond = requestedScopes(request.scope).filter((scope) => !session.scopes.includes(scope))
     if (beyond.length > 0)
       throw new OAuthError(400, 'invalid_scope', `Not granted before: ${beyond.join(' ')}`)
   }
+  const allowed = session !== undefined && (await mayRefresh(db, client, publicClientId, session.clientId))
   try {
-    const tokens = await refreshSession(db, issuer, request.refresh_token, (sessionClient) =>
-      mayRefresh(db, client, publicClientId, sessionClient),
+    const tokens = await refreshSession(
+      db,
+      issuer,
+      request.refresh_token,
+      (sessionClient) => allowed && sessionClient === session?.clientId,
     )
     const app = client.app ?? (client.anonymous ? await findActiveApp(db, tokens.clientId) : undefined)
     return app ? appTokenSet(tokens) : toTokenSet(tokens)

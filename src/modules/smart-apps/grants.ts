@@ -2,12 +2,10 @@ import type { Db, Trx } from '../../../db/database.js'
 import type { PageOf } from '../../../schemas/common.js'
 import type { AppGrant, AppGrantListQuery, MyAppGrantListQuery } from '../../../schemas/smart-apps.js'
 import { type Actor, missingRecord } from '../../access/organization-scope.js'
-import { isSmartShaped } from '../../access/smart-scopes.js'
 import { auditChange } from '../../audit/change-audit.js'
-import { conflict, forbidden, notFound } from '../../errors.js'
+import { conflict, notFound } from '../../errors.js'
 import type { Principal } from '../../identity/principal.js'
 import { sortOrder, splitListQuery, toPage } from '../../lib/paging.js'
-import { APP_CLIENT_ID_PREFIX } from './client-ids.js'
 import { toAppGrant } from './mapper.js'
 import {
   APP_GRANT_SORT_COLUMNS,
@@ -33,23 +31,12 @@ const APP_DEACTIVATED = 'APP_DEACTIVATED'
 
 const DEFAULT_SORT = { field: 'createdAt', direction: 'desc' } as const
 
-/**
- * A user manages their grants themselves, not through an app: a token issued to an app (or carrying
- * SMART resource scopes) could otherwise read which other apps the user trusts and revoke them.
- */
-function checkUserItself(principal: Principal): void {
-  if (principal.clientId.startsWith(APP_CLIENT_ID_PREFIX) || principal.scopes.some(isSmartShaped)) {
-    throw forbidden('A token issued to an app cannot manage the user’s grants to apps')
-  }
-}
-
 /** The caller's own standing grants, newest first by default. */
 export async function listMyGrants(
   db: Db,
   principal: Principal,
   query: MyAppGrantListQuery,
 ): Promise<PageOf<AppGrant>> {
-  checkUserItself(principal)
   return listGrants(db, principal, { ...query, userId: principal.userId })
 }
 
@@ -90,7 +77,6 @@ export async function revokeGrant(db: Db, actor: Actor, id: number): Promise<App
 
 /** A user revokes a grant of their own: anyone else's, in any organization, is 404 as if missing. */
 export async function revokeMyGrant(db: Db, actor: Principal, id: number): Promise<AppGrant> {
-  checkUserItself(actor)
   return db.transaction().execute(async (trx) => {
     const grant = await findGrant(trx, actor.organizationId, id, actor.userId)
     if (!grant) throw notFound(`App grant ${id} among yours`)

@@ -1,13 +1,13 @@
-import type { Selectable } from 'kysely'
 import type { Db } from '../../../db/database.js'
-import type { SmartAppsTable } from '../../../db/tables/smart-launch.js'
-import { decoyHash, verifyPassword, withHashing } from '../../identity/password-hashing.js'
+import { findActiveApp } from '../smart-apps/service.js'
 
 // The authorization request of RFC 6749 §4.1.1 as SMART App Launch profiles it: checked in full
 // when the app sends the user here, and again at every step of the pages (its parameters travel
 // in their forms).
 
-export type SmartApp = Selectable<SmartAppsTable>
+export type { SmartAppRow as SmartApp } from '../smart-apps/service.js'
+
+import type { SmartAppRow as SmartApp } from '../smart-apps/service.js'
 
 /** The parameters of an authorization request, as a query or a form carries them. */
 export const AUTHORIZATION_PARAMETERS = [
@@ -96,27 +96,6 @@ export function matchesRegistered(sent: string, registered: readonly string[]): 
     } catch {
       return false
     }
-  })
-}
-
-export const findActiveApp = (db: Db, clientId: string) =>
-  db
-    .selectFrom('smart_apps')
-    .selectAll()
-    .where('client_id', '=', clientId)
-    .where('disabled_at', 'is', null)
-    .executeTakeFirst()
-
-/**
- * Whether an app authenticates: a public app by its client id alone (sending a secret is an error),
- * a confidential one with its secret (an unknown secret costs the same hash comparison).
- */
-export async function authenticateApp(app: SmartApp, secret: string | undefined): Promise<boolean> {
-  if (!app.confidential) return secret === undefined
-  if (secret === undefined) return false
-  return withHashing(async () => {
-    const matches = await verifyPassword(secret, app.secret_hash ?? (await decoyHash()))
-    return matches && app.secret_hash !== null
   })
 }
 

@@ -16,35 +16,6 @@ export async function standingGrant(db: Db, userId: number, appId: number) {
     .executeTakeFirst()
 }
 
-/** Records what the user allowed the app, replacing their standing grant to it; its id. */
-export async function recordGrant(
-  db: Db,
-  grant: { organizationId: number; userId: number; appId: number; scopes: string[] },
-): Promise<number> {
-  return db.transaction().execute(async (trx) => {
-    await trx
-      .updateTable('app_grants')
-      .set({ revoked_at: sql`now()`, revoked_by: grant.userId })
-      .where('user_id', '=', grant.userId)
-      .where('app_id', '=', grant.appId)
-      .where('revoked_at', 'is', null)
-      .execute()
-    const row = await trx
-      .insertInto('app_grants')
-      .values({
-        organization_id: grant.organizationId,
-        user_id: grant.userId,
-        app_id: grant.appId,
-        scopes: grant.scopes,
-        revoked_at: null,
-        revoked_by: null,
-      })
-      .returning('id')
-      .executeTakeFirstOrThrow()
-    return row.id
-  })
-}
-
 /** An EHR launch's context: its patient and encounter. */
 export interface LaunchedContext {
   patientId: number
@@ -71,23 +42,4 @@ export async function launchContextOf(
     .select(['patient_id', 'encounter_id'])
     .executeTakeFirst()
   return row && { patientId: row.patient_id, encounterId: row.encounter_id ?? undefined }
-}
-
-/** Uses the launch (once); false when it was used, or expired, meanwhile. */
-export async function useLaunch(
-  db: Db,
-  launch: string,
-  organizationId: number,
-  appId: number,
-): Promise<boolean> {
-  const used = await db
-    .updateTable('launch_contexts')
-    .set({ used_at: sql`now()` })
-    .where('launch_hash', '=', hashToken(launch))
-    .where('organization_id', '=', organizationId)
-    .where((eb) => eb.or([eb('app_id', 'is', null), eb('app_id', '=', appId)]))
-    .where('used_at', 'is', null)
-    .where('expires_at', '>', sql<Date>`now()`)
-    .executeTakeFirst()
-  return Number(used.numUpdatedRows) === 1
 }

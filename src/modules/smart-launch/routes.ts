@@ -13,6 +13,7 @@ import { checkPassword } from '../../identity/login.js'
 import { SIGN_IN_ROUTE } from '../../plugins/rate-limit.js'
 import { changePassword } from '../auth/password-changes.js'
 import type { FhirScopeRules } from '../oidc/grantable-scopes.js'
+import { recordGrant, redeemLaunch } from '../smart-apps/service.js'
 import { issueCode } from './authorization-codes.js'
 import {
   type AuthorizationParameters,
@@ -27,7 +28,7 @@ import { type BrowserSession, browserCookies, formKeyOf } from './browser-sessio
 import { grantableByUser, scopeInWords } from './granted-scopes.js'
 import { PAGE_SECURITY_POLICY } from './html.js'
 import { auditLaunchStep } from './launch-audit.js'
-import { launchContextOf, recordGrant, standingGrant, useLaunch } from './launch-grants.js'
+import { launchContextOf, standingGrant } from './launch-grants.js'
 import { consentPage, errorPage, type FormContext, passwordChangePage, signInPage } from './pages.js'
 
 export interface LaunchRouteOptions {
@@ -151,27 +152,36 @@ const launchRoutes: FastifyPluginAsync<LaunchRouteOptions> = async (
     return { request, session, scopes, patientId: undefined, encounterId: undefined, needPatientBanner: true }
   }
 
-  /** Issues the code of an allowed decision and sends the user back to the app with it. */
+  /**
+   * Issues the code of an allowed decision, using up an EHR launch with it (one transaction), and
+   * sends the user back to the app with it.
+   */
   async function answerWithCode(reply: FastifyReply, decision: Decision, appGrantId: number) {
     const { request, session } = decision
-    if (request.launch !== undefined) {
-      if (!(await useLaunch(app.db, request.launch, session.organizationId, request.app.id))) {
-        throw new RedirectedError(request, 'invalid_request', 'The launch is unknown, used or expired')
+    const code = await app.db.transaction().execute(async (trx) => {
+      if (request.launch !== undefined) {
+        const launched = await redeemLaunch(trx, request.launch, {
+          organizationId: session.organizationId,
+          appId: request.app.id,
+        })
+        if (!launched) {
+          throw new RedirectedError(request, 'invalid_request', 'The launch is unknown, used or expired')
+        }
       }
-    }
-    const code = await issueCode(app.db, {
-      organizationId: session.organizationId,
-      appId: request.app.id,
-      userId: session.userId,
-      appGrantId,
-      browserSessionId: session.id,
-      redirectUri: request.redirectUri,
-      scopes: decision.scopes,
-      codeChallenge: request.codeChallenge,
-      nonce: request.nonce,
-      patientId: decision.patientId,
-      encounterId: decision.encounterId,
-      needPatientBanner: decision.needPatientBanner,
+      return issueCode(trx, {
+        organizationId: session.organizationId,
+        appId: request.app.id,
+        userId: session.userId,
+        appGrantId,
+        browserSessionId: session.id,
+        redirectUri: request.redirectUri,
+        scopes: decision.scopes,
+        codeChallenge: request.codeChallenge,
+        nonce: request.nonce,
+        patientId: decision.patientId,
+        encounterId: decision.encounterId,
+        needPatientBanner: decision.needPatientBanner,
+      })
     })
     return redirect(reply, redirectTo(request, { code }, issuerUrl))
   }
@@ -412,12 +422,14 @@ const launchRoutes: FastifyPluginAsync<LaunchRouteOptions> = async (
           await auditLaunchStep(app.db, { ...step, action: 'DENY', status: 303 })
           throw new RedirectedError(authorization, 'access_denied', 'The user denied the app access')
         }
-        const grantId = await recordGrant(app.db, {
-          organizationId: session.organizationId,
-          userId: session.userId,
-          appId: authorization.app.id,
-          scopes: decision.scopes,
-        })
+        const grantId = await app.db.transaction().execute((trx) =>
+          recordGrant(trx, {
+            organizationId: session.organizationId,
+            userId: session.userId,
+            appId: authorization.app.id,
+            scopes: decision.scopes,
+          }),
+        )
         await auditLaunchStep(app.db, { ...step, action: 'CONSENT', status: 303 })
         return await answerWithCode(reply, decision, grantId)
       } catch (error) {

@@ -45,7 +45,8 @@ describe('discovery and keys', () => {
       token_endpoint: `${issuer}/protocol/openid-connect/token`,
       end_session_endpoint: `${issuer}/protocol/openid-connect/logout`,
       jwks_uri: `${issuer}/protocol/openid-connect/certs`,
-      grant_types_supported: ['password', 'client_credentials', 'refresh_token'],
+      authorization_endpoint: `${issuer}/protocol/openid-connect/auth`,
+      grant_types_supported: ['authorization_code', 'password', 'client_credentials', 'refresh_token'],
     })
   })
 
