@@ -21,7 +21,9 @@ export function insertUser(db: Db, user: Insertable<UsersTable>) {
 }
 
 /** What the users API reads of an account: never the password hash, only whether there is one. */
-export type AccountRow = Omit<UserRow, 'password_hash' | 'subject' | 'kind' | 'patient_id'> & { has_password: boolean }
+export type AccountRow = Omit<UserRow, 'password_hash' | 'subject' | 'kind' | 'patient_id'> & {
+  has_password: boolean
+}
 
 export const USER_SORT_COLUMNS: SortColumns<typeof USER_SORT_FIELDS> = {
   lastName: 'lower(last_name)',
@@ -152,4 +154,14 @@ export function accountRows(db: Db, organizationId: number, filters: ListFilters
     )
   }
   return rowList(db, query)
+}
+
+/** The account of a patient of the organization, if it has one (a patient has one at most). */
+export function findPatientAccount(db: Db, organizationId: number, patientId: number) {
+  return inOrganization(db, organizationId)
+    .selectFrom('users')
+    .select(['id', 'email', 'active', 'created_at'])
+    .where('kind', '=', 'PERSON')
+    .where('patient_id', '=', patientId)
+    .executeTakeFirst()
 }
