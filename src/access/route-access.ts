@@ -34,7 +34,7 @@ export const ROLE_NEEDS: Record<Role, string> = {
   NURSE:
     'Assists care: lists and reads patients, reads the chart, visit notes and documents, records vital signs (the other clinical records and notes are the provider’s to write), registers patients, books and checks in appointments, runs telehealth rooms.',
   FRONT_DESK:
-    'Reception: registers patients and keeps their demographics current, finds them by search (the full list stays PROVIDER and NURSE, as the specification fixes), books, reschedules, checks in and cancels appointments, sees the day’s schedule, opens telehealth rooms and prepares patients’ links, and uploads the papers patients bring. Never clinical records, encounters, clinical documents (an upload is write-only) or other people’s messages.',
+    'Reception: registers patients and keeps their demographics current, finds them by search (the full list stays PROVIDER and NURSE, as the specification fixes), books, reschedules, checks in and cancels appointments, sees the day’s schedule, opens telehealth rooms and prepares patients’ links, uploads the papers patients bring, and gives patients their own accounts (and ends them). Never clinical records, encounters, clinical documents (an upload is write-only) or other people’s messages.',
   BILLING:
     'Bills: invoices and payments, and the demographics of the person billed (read and search). No clinical records, encounters, documents or appointments.',
   PATIENT:
