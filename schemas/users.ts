@@ -37,7 +37,7 @@ const userNames = {
   lastName: Text(100, { examples: ['Seacole'] }),
 }
 
-const INVITE_MODES = ['email', 'temporaryPassword'] as const
+export const INVITE_MODES = ['email', 'temporaryPassword'] as const
 
 export const CreateUserBody = Named(
   'UserCreate',

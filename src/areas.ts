@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
+import type { Db } from '../db/database.js'
 import type { Databases } from '../db/open-databases.js'
 import type { Config } from './config.js'
 import type { Mailer } from './lib/mailer.js'
@@ -28,6 +29,7 @@ import providerScheduleRoutes from './modules/providers/schedule-routes.js'
 import smartAppRoutes from './modules/smart-apps/routes.js'
 import launchRoutes from './modules/smart-launch/routes.js'
 import telehealthRoutes from './modules/telehealth/routes.js'
+import patientAccountRoutes from './modules/users/patient-account-routes.js'
 import userRoutes from './modules/users/routes.js'
 import webhookDeliveryRoutes from './modules/webhooks/delivery-routes.js'
 import webhookRoutes from './modules/webhooks/routes.js'
@@ -76,14 +78,14 @@ const areas: FastifyPluginAsync<AreaOptions> = async (
     mailer,
     passwordResetUrl: resetUrl,
   })
-  await app.register(userRoutes, {
-    prefix: '/api/users',
+  const accounts = {
     external: !identity.embeddedIssuer,
     resetLinks: {
-      issue: (db, userId) => issuePasswordResetLink(db, userId, resetUrl),
-      mail: (email, link) => mailPasswordResetLink(mailer, email, link),
+      issue: (db: Db, userId: number) => issuePasswordResetLink(db, userId, resetUrl),
+      mail: (email: string, link: string) => mailPasswordResetLink(mailer, email, link),
     },
-  })
+  }
+  await app.register(userRoutes, { prefix: '/api/users', ...accounts })
   await app.register(clientRoutes, {
     prefix: '/api/clients',
     settings: {
@@ -105,6 +107,7 @@ const areas: FastifyPluginAsync<AreaOptions> = async (
   })
   await app.register(patientRoutes, { prefix: '/api/patients' })
   await app.register(clinicalRoutes, { prefix: '/api/patients' })
+  await app.register(patientAccountRoutes, { prefix: '/api/patients', ...accounts })
   await app.register(messageRoutes, { prefix: '/api/messages' })
   await app.register(telehealthRoutes, { prefix: '/api/telehealth', jitsi: config.telehealth.jitsi })
   await app.register(billingRoutes, { prefix: '/api/billing', settings: config.billing })

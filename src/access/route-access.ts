@@ -34,11 +34,11 @@ export const ROLE_NEEDS: Record<Role, string> = {
   NURSE:
     'Assists care: lists and reads patients, reads the chart, visit notes and documents, opens SMART apps in a patient’s context, records vital signs (the other clinical records and notes are the provider’s to write), registers patients, books and checks in appointments, runs telehealth rooms.',
   FRONT_DESK:
-    'Reception: registers patients and keeps their demographics current, finds them by search (the full list stays PROVIDER and NURSE, as the specification fixes), books, reschedules, checks in and cancels appointments, sees the day’s schedule, opens telehealth rooms and prepares patients’ links, and uploads the papers patients bring. Never clinical records, encounters, clinical documents (an upload is write-only) or other people’s messages.',
+    'Reception: registers patients and keeps their demographics current, finds them by search (the full list stays PROVIDER and NURSE, as the specification fixes), books, reschedules, checks in and cancels appointments, sees the day’s schedule, opens telehealth rooms and prepares patients’ links, uploads the papers patients bring, and gives patients their own accounts (and ends them). Never clinical records, encounters, clinical documents (an upload is write-only) or other people’s messages.',
   BILLING:
     'Bills: invoices and payments, and the demographics of the person billed (read and search). No clinical records, encounters, documents or appointments.',
   PATIENT:
-    'Reserved for patient-facing applications; no `/api` route of its own, since every one of them serves the practice’s staff (like any account it sees and revokes its own grants to SMART apps).',
+    'A patient’s own account (invited from their record): reads and searches their own records through FHIR (/fhir/R4: Patient, Observation, Condition, AllergyIntolerance, MedicationStatement, Encounter, Appointment, DocumentReference, and the practice’s Practitioner directory), kept to their own compartment whatever the token’s scopes, and writes nothing. No `/api` route but `GET /api/auth/me` and its own grants to SMART apps (`/api/me/app-grants`), since every other one serves the practice’s staff.',
   USER: 'The base role of an account; opens only the routes any valid token may call (`GET /api/auth/me`, and the account’s own grants to SMART apps under `/api/me/app-grants`).',
 }
 
@@ -97,6 +97,10 @@ const MESSAGING: Audience = {
 const PRACTICE_SETUP: Audience = {
   allow: ['ADMIN'],
   why: 'Providers, their working hours and time off are set up by the administrator.',
+}
+const PATIENT_ACCOUNT_MANAGERS: Audience = {
+  allow: ['ADMIN', 'FRONT_DESK'],
+  why: 'Reception gives a patient their own account from the patient’s record, as it registers them, and ends it; the administrator manages every account. The account reads only that patient’s records.',
 }
 // Every call is audited like a call touching patient data.
 const ACCOUNT_ADMINISTRATORS: Audience = {
@@ -199,6 +203,19 @@ export const ROUTE_ACCESS = accessTable({
   ...clinicalRecordRoutes('conditions', 'condition', CLINICIANS),
   ...clinicalRecordRoutes('allergies', 'allergy', CLINICIANS),
   ...clinicalRecordRoutes('medications', 'medication', CLINICIANS),
+  'POST /api/patients/:patientId/account': {
+    ...PATIENT_ACCOUNT_MANAGERS,
+    audit: { resourceType: 'user', action: 'CREATE' },
+  },
+  'GET /api/patients/:patientId/account': {
+    ...PATIENT_ACCOUNT_MANAGERS,
+    audit: { resourceType: 'user', action: 'READ' },
+  },
+  // Deactivated, not deleted: recorded as POST /api/users/:id/deactivate is.
+  'DELETE /api/patients/:patientId/account': {
+    ...PATIENT_ACCOUNT_MANAGERS,
+    audit: { resourceType: 'user', action: 'UPDATE' },
+  },
   'GET /api/patients/:patientId/chart': {
     ...CLINICAL_READERS,
     audit: { resourceType: 'patient', action: 'READ' },

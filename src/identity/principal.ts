@@ -3,7 +3,7 @@ import type { AccessTokenClaims } from '../../schemas/auth.js'
 import { authorityOf } from '../access/roles.js'
 import { AppError, forbidden } from '../errors.js'
 import { TtlCache } from '../lib/ttl-cache.js'
-import { findAccountBySubject } from './account-queries.js'
+import { findAccountBySubject, hasLivePatient } from './account-queries.js'
 import { provisionAccount } from './provisioning.js'
 
 /** The authenticated caller of a request. */
@@ -20,13 +20,24 @@ export interface Principal {
   authorities: ReadonlySet<string>
   /** The token's OAuth scopes (`scope`), e.g. SMART on FHIR's `patient/Observation.rs`. */
   scopes: readonly string[]
-  /** A SMART launch context: the patient (id) the token was issued for, if any. */
+  /**
+   * A SMART launch context: the patient (id) the token was issued for, if any. For a patient's own
+   * account, always its patient record (users.patient_id), whatever the token says.
+   */
   launchPatient: string | undefined
+  /**
+   * A patient's own account (linked to a patient record, or holding PATIENT): every FHIR read is kept
+   * to `launchPatient`'s compartment as a `patient/` scope keeps a token, whatever its scopes.
+   */
+  patientAccount: boolean
   /** The session the token belongs to (`sid`), which signing out or a password change ends. */
   sessionId: string | undefined
   /** When (epoch ms) the read of the account behind it goes stale: nothing may keep this principal longer. */
   accountReadUntil: number
 }
+
+/** The roles a patient's own account keeps (src/modules/users/patient-accounts.ts gives it these only). */
+const PATIENT_ACCOUNT_ROLES: readonly string[] = ['PATIENT', 'USER']
 
 type Account = NonNullable<Awaited<ReturnType<typeof findAccountBySubject>>> & { readUntil: number }
 
@@ -61,7 +72,11 @@ export function createPrincipalResolver(db: Db, clientId: string, { external }: 
       found = await findAccountBySubject(db, claims.sub)
     }
     if (!found) return undefined
-    const account = { ...found, readUntil }
+    // A deleted patient's own account reads nothing more: as if deactivated.
+    const active =
+      found.active &&
+      (found.patient_id === null || (await hasLivePatient(db, found.organization_id, found.patient_id)))
+    const account = { ...found, active, readUntil }
     accounts.set(claims.sub, account)
     return account
   }
@@ -79,7 +94,12 @@ export function createPrincipalResolver(db: Db, clientId: string, { external }: 
       throw forbidden("The token's groups do not include the account's organization")
     }
     const granted = claims.realm_access?.roles ?? []
-    const roles = external ? granted : granted.filter((role) => account.roles.includes(role))
+    const held = external ? granted : granted.filter((role) => account.roles.includes(role))
+    // A patient's own account is never staff, whatever roles it was given: a staff role would open
+    // the REST routes, which know nothing of the compartment it is kept to.
+    const linked = account.patient_id !== null
+    const roles = linked ? held.filter((role) => PATIENT_ACCOUNT_ROLES.includes(role)) : held
+    const patientAccount = linked || roles.includes('PATIENT')
     return {
       userId: account.id,
       subject: claims.sub,
@@ -91,7 +111,9 @@ export function createPrincipalResolver(db: Db, clientId: string, { external }: 
       roles,
       authorities: new Set(roles.map(authorityOf)),
       scopes: claims.scope?.split(' ').filter(Boolean) ?? [],
-      launchPatient: claims.patient,
+      // Only the account's own link counts for a patient: a PATIENT without one reads nothing.
+      launchPatient: patientAccount ? (linked ? String(account.patient_id) : undefined) : claims.patient,
+      patientAccount,
       sessionId: claims.sid,
       accountReadUntil: account.readUntil,
     }

@@ -11,6 +11,10 @@ export interface TokenSubject {
   lastName: string
   roles: string[]
   groupPath: string
+  /** A patient's own account: its patient record's id, the patient every token of it is kept to. */
+  patient?: string
+  /** SMART's `fhirUser`: the FHIR resource the user is (`Patient/12`, `Practitioner/3`), when one is. */
+  fhirUser?: string
 }
 
 export interface IssueOptions {
@@ -48,7 +52,9 @@ export function createTokenIssuer(
         sid: sessionId,
         acr: '1',
         scope: ['openid', 'profile', 'email', ...(smart?.scopes ?? [])].join(' '),
-        ...(smart?.patient ? { patient: smart.patient } : {}),
+        // A patient's own account is always kept to its record, whatever launch was asked for.
+        ...(user.patient ? { patient: user.patient } : smart?.patient ? { patient: smart.patient } : {}),
+        ...(user.fhirUser ? { fhirUser: user.fhirUser } : {}),
         realm_access: { roles: user.roles },
         resource_access: { [requestedBy]: { roles: user.roles } },
         email_verified: true,

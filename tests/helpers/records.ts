@@ -167,6 +167,11 @@ export async function newRecords(app: App): Promise<Records> {
       identification: { firstName: 'Ada', lastName: marker, dateOfBirth: '1984-07-12', gender: 'Female' },
     }),
   )
+  // The patient's own account, for the routes about it.
+  await call(admin, 'POST', `/api/patients/${patient.id}/account`, {
+    email: `patient.${randomUUID()}@example.test`,
+    invite: 'temporaryPassword',
+  })
   const clinical = `/api/patients/${patient.id}`
   const vitals = await call(nurse, 'POST', `${clinical}/vitals`, { heartRate: 72 })
   const labResults = await call(doctor, 'POST', `${clinical}/lab-results`, {

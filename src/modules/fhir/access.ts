@@ -43,9 +43,16 @@ export function typeGrant(
   return scopeGrant(principal, type.type, interaction)
 }
 
+/**
+ * The roles of the REST route of the same records; for reads and searches of a type a patient may
+ * read (FhirResourceType.patientAccess), PATIENT besides, which opens no REST route: a patient's own
+ * account is kept to its compartment by its grant (scopeGrant), whatever its token's scopes.
+ */
 const rolesFor = (type: FhirResourceType, interaction: ScopeInteraction): readonly Role[] => {
   const route = restRouteOf(type, interaction)
-  return route ? accessOf(route).allow : []
+  const roles = route ? accessOf(route).allow : []
+  const reads = interaction === 'read' || interaction === 'search'
+  return reads && type.patientAccess !== undefined ? [...roles, 'PATIENT'] : roles
 }
 
 /** Whether holders of these authorities (`ROLE_…`) may do the interaction with the type, scopes aside. */

@@ -54,6 +54,9 @@ export function practitionerResource(): FhirResourceType<Practitioner> {
     // Providers are not in a patient's compartment: a patient/ launch still reads the organization's
     // practitioners (the ones its appointments and encounters name), so no patient column.
     columns: { id: 'id', updatedAt: 'updated_at' },
+    // A patient's own account reads the practice's directory too: the providers its appointments and
+    // encounters name, and whom it might book; a provider's record says nothing about patients.
+    patientAccess: 'directory',
     searchParameters: [
       tokenParameter('identifier', `NPI, system ${NPI_SYSTEM}`, 'npi', { system: NPI_SYSTEM }),
       stringParameter('name', 'Starts the given or family name (case-insensitive)', [

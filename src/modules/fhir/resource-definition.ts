@@ -23,7 +23,15 @@ type RowOf<Q> = Q extends SelectQueryBuilder<infer _DB, infer _TB, infer O> ? O 
 export interface ResourceDefinition<R extends Resource, Q extends AnyQuery>
   extends Pick<
     FhirResourceType<R>,
-    'type' | 'restRead' | 'restSearch' | 'restRoutesOf' | 'includes' | 'read' | 'versions' | 'writes'
+    | 'type'
+    | 'restRead'
+    | 'restSearch'
+    | 'restRoutesOf'
+    | 'includes'
+    | 'read'
+    | 'versions'
+    | 'writes'
+    | 'patientAccess'
   > {
   /** The organization's records of the type, whichever patient's. */
   records(db: Db, scope: ReadScope): Q
@@ -58,6 +66,8 @@ export function defineResourceType<R extends Resource, Q extends AnyQuery>(
   }
   return {
     ...declared,
+    // A type with a patient column is in the patient compartment: a patient reads their own records.
+    patientAccess: patientColumn ? 'compartment' : declared.patientAccess,
     sortParameters: sortParameters(columns),
     search: (db, scope, search, page) => keysetPage(matching(db, scope, search), columns, page, toFhir),
     count: (db, scope, search) => countMatches(matching(db, scope, search)),

@@ -31,6 +31,13 @@ export interface FhirResourceType<R extends Resource = Resource> {
   /** `METHOD /api/...` of the REST read and list of the same records (their roles and audit). */
   restRead: RouteKey
   restSearch: RouteKey
+  /**
+   * What a patient's own account (PATIENT) reads and searches of the type, besides what the REST
+   * routes' roles allow: `compartment`, the records of its own compartment (a type with a patient
+   * column); `directory`, the organization's records, which hold nothing about patients
+   * (practitioners). Absent: nothing. It never writes.
+   */
+  patientAccess?: 'compartment' | 'directory'
   /** For a resource whose records have REST routes of their own (lab results among Observations): those, for its audit. */
   restRoutesOf?(resource: R): { read: RouteKey; search: RouteKey } | undefined
   /** Its own search parameters; every type also takes `_id` and `_lastUpdated` (COMMON_SEARCH_PARAMETERS). */

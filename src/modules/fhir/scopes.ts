@@ -28,8 +28,20 @@ const UNNARROWED: ScopeGrant = { allowed: true, patient: undefined, categories: 
  * carries and this service understands grant: a scope that does not parse grants nothing, so a
  * token whose SMART scopes all fail to parse reads nothing. A grant by `patient/` scopes only keeps
  * the token to the compartment of its launch patient; granular scopes keep it to their categories.
+ * A patient's own account is kept to its own compartment whatever its scopes (Principal.patientAccount).
  */
 export function scopeGrant(principal: Principal, type: string, interaction: ScopeInteraction): ScopeGrant {
+  const grant = grantOfScopes(principal, type, interaction)
+  if (!principal.patientAccount || !grant.allowed) return grant
+  // A patient's own account is kept to its own compartment whatever its scopes say (a password-grant
+  // token has none, a user/ scope would be wider): exactly as a patient/ scope with its launch patient.
+  if (!principal.launchPatient) {
+    return { allowed: false, reason: 'The patient account is linked to no patient record' }
+  }
+  return { ...grant, patient: principal.launchPatient }
+}
+
+function grantOfScopes(principal: Principal, type: string, interaction: ScopeInteraction): ScopeGrant {
   const shaped = principal.scopes.filter(isSmartShaped)
   if (shaped.length === 0) return UNNARROWED
   const granting = shaped

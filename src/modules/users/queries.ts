@@ -155,3 +155,13 @@ export function accountRows(db: Db, organizationId: number, filters: ListFilters
   }
   return rowList(db, query)
 }
+
+/** The account of a patient of the organization, if it has one (a patient has one at most). */
+export function findPatientAccount(db: Db, organizationId: number, patientId: number) {
+  return inOrganization(db, organizationId)
+    .selectFrom('users')
+    .select(['id', 'email', 'active', 'created_at'])
+    .where('kind', '=', 'PERSON')
+    .where('patient_id', '=', patientId)
+    .executeTakeFirst()
+}

@@ -34,7 +34,7 @@ const roleConflict = errorResponse(
   'UserRoleConflict',
 )
 
-interface UserRoutesOptions {
+export interface UserRoutesOptions {
   external: boolean
   /** Password-reset links (the reset flow of /api/auth): stores one for an account, and mails one. */
   resetLinks: {
@@ -43,15 +43,23 @@ interface UserRoutesOptions {
   }
 }
 
-/** Accounts of the people of the caller's organization (service accounts are managed as clients). */
-const userRoutes: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (app, { external, resetLinks }) => {
-  const settings: AccountSettings = {
+/** What the account services need, from the routes' options: invitations' mails go out after the response. */
+export function accountSettings(
+  app: Parameters<FastifyPluginAsyncTypebox>[0],
+  { external, resetLinks }: UserRoutesOptions,
+): AccountSettings {
+  return {
     external,
     issueResetLink: resetLinks.issue,
     // After the response, as for a reset the user asks for.
     mailResetLink: (email, link) =>
       app.background.run('password reset mail', async () => resetLinks.mail(email, await link())),
   }
+}
+
+/** Accounts of the people of the caller's organization (service accounts are managed as clients). */
+const userRoutes: FastifyPluginAsyncTypebox<UserRoutesOptions> = async (app, options) => {
+  const settings = accountSettings(app, options)
 
   app.get(
     '',

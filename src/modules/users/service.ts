@@ -63,6 +63,8 @@ export interface NewUser {
   subject?: string
   /** The password was chosen for the user (e.g. generated): they must replace it before signing in. */
   temporaryPassword?: boolean
+  /** A patient's own account: its patient record, of the same organization (checked by the caller). */
+  patientId?: number
 }
 
 export function checkRoles(roles: string[]): Role[] {
@@ -93,6 +95,7 @@ export async function createUser(db: Db, user: NewUser) {
     last_name: user.lastName,
     roles: checkRoles(user.roles),
     password_change_required: user.temporaryPassword ?? false,
+    patient_id: user.patientId ?? null,
   }
   return withChangeAudit(db, (db) => insertUser(db, row))
 }
@@ -115,12 +118,12 @@ const TEMPORARY_PASSWORD_BYTES = 18
 // An invited person's password until they choose one through the mailed link: never shown to anyone.
 const UNUSABLE_PASSWORD_BYTES = 32
 
-const managedByProvider = (what: string) =>
+export const managedByProvider = (what: string) =>
   conflict(
     `${what}: accounts belong to the external identity provider (OIDC_ISSUER_URL); make the change there`,
   )
 
-const duplicateEmail = () => constraintConflict('users_email_key')
+export const duplicateEmail = () => constraintConflict('users_email_key')
 
 const isDuplicateEmail = (error: unknown) => {
   const { code, constraint } = (error ?? {}) as { code?: string; constraint?: string }
@@ -192,16 +195,33 @@ export async function inviteUser(
 ): Promise<CreatedUser> {
   if (settings.external) throw managedByProvider('Accounts cannot be created here')
   if (await emailTaken(db, body.email)) throw duplicateEmail()
+  const { row, temporaryPassword } = await createInvitedAccount(db, body.invite, settings, {
+    organizationId: actor.organizationId,
+    email: body.email,
+    firstName: body.firstName,
+    lastName: body.lastName,
+    roles: body.roles,
+  })
+  return { ...toUser({ ...row, has_password: true }), temporaryPassword }
+}
+
+/**
+ * Creates an invited person's account, which cannot sign in before its person chooses a password:
+ * mailed a link to choose it (`email`, after the response), or given a temporary one returned here
+ * once. A duplicate address (another request took it since the check) is 409.
+ */
+export async function createInvitedAccount(
+  db: Db,
+  invite: 'email' | 'temporaryPassword',
+  settings: AccountSettings,
+  user: Omit<NewUser, 'password' | 'temporaryPassword' | 'subject'>,
+) {
   const temporaryPassword =
-    body.invite === 'temporaryPassword' ? randomBytes(TEMPORARY_PASSWORD_BYTES).toString('base64url') : null
+    invite === 'temporaryPassword' ? randomBytes(TEMPORARY_PASSWORD_BYTES).toString('base64url') : null
   let row: Awaited<ReturnType<typeof createUser>>
   try {
     row = await createUser(db, {
-      organizationId: actor.organizationId,
-      email: body.email,
-      firstName: body.firstName,
-      lastName: body.lastName,
-      roles: body.roles,
+      ...user,
       password: temporaryPassword ?? randomBytes(UNUSABLE_PASSWORD_BYTES).toString('base64url'),
       temporaryPassword: true,
     })
@@ -209,8 +229,8 @@ export async function inviteUser(
     // Another request took the address between the check and the insert.
     throw isDuplicateEmail(error) ? duplicateEmail() : error
   }
-  if (body.invite === 'email') settings.mailResetLink(row.email, () => settings.issueResetLink(db, row.id))
-  return { ...toUser({ ...row, has_password: true }), temporaryPassword }
+  if (invite === 'email') settings.mailResetLink(row.email, () => settings.issueResetLink(db, row.id))
+  return { row, temporaryPassword }
 }
 
 export async function updateUser(

@@ -95,6 +95,9 @@ const FRONT_DESK_ROUTES = [
   'GET /api/messages/:id/versions/:version',
   'PUT /api/messages/:id/read',
   'POST /api/patients/:patientId/documents',
+  'POST /api/patients/:patientId/account',
+  'GET /api/patients/:patientId/account',
+  'DELETE /api/patients/:patientId/account',
   'GET /api/providers',
   'GET /api/providers/:id',
   'GET /api/providers/:id/schedule',
@@ -115,7 +118,7 @@ const isClinical = (key: string) =>
   /^GET \/api\/(patients\/:patientId\/documents|documents\/)/.test(key)
 
 describe('the front desk (FRONT_DESK)', () => {
-  it('is admitted to exactly the registration, search, scheduling, directory, telehealth and messaging routes', () => {
+  it('is admitted to exactly the registration, patients’ accounts, search, scheduling, directory, telehealth and messaging routes', () => {
     expect(routesOpenTo('FRONT_DESK').sort()).toEqual([...FRONT_DESK_ROUTES].sort())
   })
 

@@ -41,6 +41,9 @@ const EXCEPTION_DATE = daysFromToday(30)
 /** A body the operation accepts, so that a refusal is about the organization and not the input. */
 const VALID_BODIES: Record<string, () => unknown> = {
   'PUT /api/patients/{id}': () => patientBody(),
+  'POST /api/patients/{patientId}/account': () => ({
+    email: `patient.${uniqueness++}.${Date.now()}@example.test`,
+  }),
   'PATCH /api/patients/{id}': () => ({ preferredLanguage: 'en' }),
   ...Object.fromEntries(
     (
@@ -135,6 +138,11 @@ const READS: Record<RecordKind, { path: string; reader: keyof Records['makers'] 
   client: { path: '/api/clients/{id}', reader: 'admin' },
   'smart-app': { path: '/api/smart-apps/{id}', reader: 'admin' },
   'app-grant': { path: '/api/app-grants/{id}', reader: 'admin' },
+}
+
+/** Who reads what a route about a record shows when not the record's reader (a patient's account). */
+const SAME_PATH_READERS: Record<string, keyof Records['makers']> = {
+  '/api/patients/{patientId}/account': 'admin',
 }
 
 /** Which of an organization's records (or users) an id field of a request body names. */
@@ -285,7 +293,7 @@ async function ownerView(operation: Operation): Promise<string[]> {
   const reads = parameterKinds(operation.path).map(([, kind]) => READS[kind])
   if (operation.method !== 'GET' && operations.some((o) => o.method === 'GET' && o.path === operation.path)) {
     const kind = parameterKinds(operation.path).at(-1)?.[1] ?? 'patient'
-    reads.push({ path: operation.path, reader: READS[kind].reader })
+    reads.push({ path: operation.path, reader: SAME_PATH_READERS[operation.path] ?? READS[kind].reader })
   }
   const views: string[] = []
   for (const read of reads) {
