@@ -59,21 +59,20 @@ const tokenInspectionRoutes: FastifyPluginAsyncTypebox<TokenInspectionOptions> =
     (token) =>
       app.verifyAccessToken(request, token)
 
-  const userInfoRoute = {
-    schema: {
-      tags,
-      summary: 'Claims about the signed-in user (OpenID Connect UserInfo)',
-      description:
-        'The access token in `Authorization: Bearer`, checked as every API request’s is (signature, expiry, session not ended, account active). The claims of the account, and SMART’s `fhirUser` for a provider’s or a patient’s own account. A refused token is 401 with `WWW-Authenticate: Bearer error="invalid_token"`.',
-      response: {
-        200: UserInfo,
-        401: oauthError(
-          'No token (invalid_request), or one that is invalid, expired or revoked (invalid_token)',
-        ),
-        ...formErrors,
-      },
+  const userInfoSchema = (operationId: string, errors: Record<number, typeof OAuthErrorBody>) => ({
+    operationId,
+    tags,
+    summary: 'Claims about the signed-in user (OpenID Connect UserInfo)',
+    description:
+      'The access token in `Authorization: Bearer` (by GET or POST alike; a form’s `access_token` is not read), checked as every API request’s is (signature, expiry, session not ended, account active). The claims of the account, and SMART’s `fhirUser` for a provider’s or a patient’s own account. A refused token is 401 with `WWW-Authenticate: Bearer error="invalid_token"`.',
+    response: {
+      200: UserInfo,
+      401: oauthError(
+        'No token (invalid_request), or one that is invalid, expired or revoked (invalid_token)',
+      ),
+      ...errors,
     },
-  }
+  })
   const answerUserInfo = async (request: FastifyRequest, reply: FastifyReply) => {
     reply.header('cache-control', 'no-store')
     if (!bearerTokenOf(request)) {
@@ -88,24 +87,23 @@ const tokenInspectionRoutes: FastifyPluginAsyncTypebox<TokenInspectionOptions> =
       return await userInfo(app.db, await app.authenticate(request))
     } catch (error) {
       if (!(error instanceof AppError) || error.status >= 500) throw error
-      const description = error.details ?? 'The access token is invalid'
+      const description = error.details
       bearerChallenge(reply, description)
       throw new OAuthError(401, 'invalid_token', description)
     }
   }
   app.get(
     '/protocol/openid-connect/userinfo',
-    {
-      ...userInfoRoute,
-      schema: { ...userInfoRoute.schema, operationId: 'userInfo' },
-    },
+    { schema: userInfoSchema('userInfo', serverErrors) },
     answerUserInfo,
   )
   app.post(
     '/protocol/openid-connect/userinfo',
     {
-      ...userInfoRoute,
-      schema: { ...userInfoRoute.schema, operationId: 'userInfoByPost' },
+      schema: userInfoSchema('userInfoByPost', {
+        ...formErrors,
+        400: oauthError('A malformed form (invalid_request)'),
+      }),
     },
     answerUserInfo,
   )

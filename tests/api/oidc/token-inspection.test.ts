@@ -171,6 +171,14 @@ describe('GET and POST /realms/{realm}/protocol/openid-connect/userinfo', () => 
     })
     expect(byPost.statusCode).toBe(200)
     expect(byPost.json()).toEqual(claims)
+    const jsonBody = await app.inject({
+      method: 'POST',
+      url: `${realm}/userinfo`,
+      headers: { ...bearer(tokens.access_token), 'content-type': 'application/json' },
+      payload: '{}',
+    })
+    expect(jsonBody.statusCode).toBe(415)
+    expect(jsonBody.json().error).toBe('invalid_request')
   })
 
   it('gives a patient’s own account its Patient, and an account linked to no record no fhirUser', async () => {
