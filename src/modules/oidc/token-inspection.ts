@@ -3,6 +3,7 @@ import type { Db } from '../../../db/database.js'
 import type { AccessTokenClaims } from '../../../schemas/auth.js'
 import type { Introspection, UserInfo } from '../../../schemas/oidc.js'
 import { AppError } from '../../errors.js'
+import { findFhirUser } from '../../identity/account-queries.js'
 import type { Principal } from '../../identity/principal.js'
 import {
   findRefreshTokenSession,
@@ -10,7 +11,6 @@ import {
   revokeSession,
   revokeTokenSession,
 } from '../../identity/sessions.js'
-import { fhirUserOf } from '../smart-launch/code-grant.js'
 import { type Client, type ClientCredentials, identifyClient, OAuthError } from './service.js'
 
 /** Checks an access token as API requests are checked; throws an AppError for one that is refused. */
@@ -89,7 +89,7 @@ async function introspectAccessToken(
     ...(claims.patient ? { patient: claims.patient } : {}),
     ...(typeof fhirUser === 'string'
       ? { fhirUser }
-      : await fhirUserOf(db, principal.userId).then((user) => (user ? { fhirUser: user } : {}))),
+      : await findFhirUser(db, principal.userId).then((user) => (user ? { fhirUser: user } : {}))),
   }
 }
 
@@ -201,7 +201,7 @@ export async function revoke(
 
 /** OpenID Connect UserInfo (Core §5.3): who the token's user is, and SMART's fhirUser. */
 export async function userInfo(db: Db, principal: Principal): Promise<UserInfo> {
-  const fhirUser = await fhirUserOf(db, principal.userId)
+  const fhirUser = await findFhirUser(db, principal.userId)
   return {
     sub: principal.subject,
     name: `${principal.firstName} ${principal.lastName}`,
