@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import * as oidc from 'openid-client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../../src/app.js'
+import { hashPassword } from '../../../src/identity/password-hashing.js'
 import { createClient } from '../../../src/modules/clients/service.js'
 import { buildTestApp } from '../../helpers/app.js'
 import {
@@ -332,6 +333,44 @@ describe('POST /realms/{realm}/protocol/openid-connect/token/introspect', () => 
       expect(await oidc.tokenIntrospection(outsider.config, token)).toEqual({ active: false })
       expect((await oidc.tokenIntrospection(resourceServer.config, token)).active).toBe(true)
     }
+  })
+
+  it('lets a confidential SMART app introspect its organization’s tokens, and refuses a public one (401)', async () => {
+    const admin = await org.user('ADMIN')
+    const registered = async (confidential: boolean, secret?: string) => {
+      const clientId = `app-${randomUUID().slice(0, 8)}`
+      await app.db
+        .insertInto('smart_apps')
+        .values({
+          organization_id: org.id,
+          client_id: clientId,
+          name: 'Population dashboard',
+          confidential,
+          secret_hash: secret ? await hashPassword(secret) : null,
+          jwks: null,
+          jwks_url: null,
+          redirect_uris: ['https://app.example.test/callback'],
+          scopes: ['openid'],
+          launch_url: null,
+          created_by: admin.id,
+          disabled_at: null,
+        })
+        .execute()
+      return clientId
+    }
+    const secret = randomUUID()
+    const confidentialApp = await discover(await registered(true, secret), oidc.ClientSecretPost(secret))
+    const tokens = await signIn(user)
+    expect(await oidc.tokenIntrospection(confidentialApp, tokens.access_token)).toMatchObject({
+      active: true,
+      sub: user.subject,
+    })
+    const publicApp = await form('token/introspect', {
+      token: tokens.access_token,
+      client_id: await registered(false),
+    })
+    expect(publicApp.statusCode).toBe(401)
+    expect(publicApp.json().error).toBe('invalid_client')
   })
 
   it('refuses the public client, a wrong secret and no client (401 invalid_client), and a missing token (400)', async () => {
