@@ -110,7 +110,7 @@ export const OAuthErrorBody = Named(
     {
       error: Type.String({
         description:
-          'invalid_request, invalid_client, invalid_grant, invalid_scope, unauthorized_client, unsupported_grant_type',
+          'invalid_request, invalid_client, invalid_grant, invalid_scope, unauthorized_client, unsupported_grant_type, invalid_token (UserInfo), slow_down, server_error, temporarily_unavailable',
       }),
       error_description: Type.String(),
     },
@@ -141,6 +141,9 @@ export const DiscoveryDocument = Named(
     issuer: Type.String(),
     authorization_endpoint: Type.String(),
     token_endpoint: Type.String(),
+    userinfo_endpoint: Type.String(),
+    introspection_endpoint: Type.String(),
+    revocation_endpoint: Type.String(),
     end_session_endpoint: Type.String(),
     jwks_uri: Type.String(),
     grant_types_supported: Type.Array(Type.String()),
@@ -150,7 +153,116 @@ export const DiscoveryDocument = Named(
     id_token_signing_alg_values_supported: Type.Array(Type.String()),
     token_endpoint_auth_methods_supported: Type.Array(Type.String()),
     token_endpoint_auth_signing_alg_values_supported: Type.Array(Type.String()),
+    introspection_endpoint_auth_methods_supported: Type.Array(Type.String()),
+    revocation_endpoint_auth_methods_supported: Type.Array(Type.String()),
     scopes_supported: Type.Array(Type.String()),
     claims_supported: Type.Array(Type.String()),
   }),
 )
+
+const TokenField = Type.String({ minLength: 1, maxLength: 8192, description: 'The token' })
+const TokenTypeHint = Type.Optional(
+  Type.String({
+    maxLength: 64,
+    description:
+      '`access_token` or `refresh_token`: where to look first; a token of the other kind is still found (RFC 7009 §2.1, RFC 7662 §2.1)',
+  }),
+)
+
+/** RFC 7662 §2.1: the introspection request's form. */
+export const IntrospectionRequest = Named(
+  'IntrospectionRequest',
+  Type.Object(
+    {
+      token: TokenField,
+      token_type_hint: TokenTypeHint,
+      client_id: FormField('The calling confidential client; may instead come in HTTP Basic authentication'),
+      client_secret: FormField('Its secret'),
+    },
+    { examples: [{ token: '<access or refresh token>', token_type_hint: 'access_token' }] },
+  ),
+)
+export type IntrospectionRequest = Static<typeof IntrospectionRequest>
+
+/** RFC 7662 §2.2: whether a token is active and, when it is, what it says. */
+export const Introspection = Named(
+  'TokenIntrospection',
+  Type.Object(
+    {
+      active: Type.Boolean({
+        description:
+          'false for a token that is invalid, expired, revoked (its session ended), unknown or of another organization; nothing else is said then',
+      }),
+      scope: Type.Optional(Type.String()),
+      client_id: Type.Optional(Type.String({ description: 'The client the token was issued to (azp)' })),
+      username: Type.Optional(Type.String({ description: 'The account e-mail' })),
+      token_type: Type.Optional(
+        Type.String({ description: '`Bearer` (an access token) or `refresh_token`' }),
+      ),
+      exp: Type.Optional(Type.Integer()),
+      iat: Type.Optional(Type.Integer()),
+      sub: Type.Optional(Type.String()),
+      aud: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())])),
+      iss: Type.Optional(Type.String()),
+      sid: Type.Optional(Type.String({ description: 'The session the token belongs to' })),
+      patient: Type.Optional(Type.String({ description: 'SMART launch context: the patient (id)' })),
+      fhirUser: Type.Optional(
+        Type.String({ description: 'SMART: the user as a FHIR resource, relative to the FHIR base' }),
+      ),
+    },
+    {
+      examples: [
+        { active: false },
+        {
+          active: true,
+          token_type: 'Bearer',
+          scope: 'openid profile email',
+          client_id: 'ehr-api',
+          username: 'nurse@example.com',
+          sub: '3f1c…',
+          exp: 1764300000,
+          iat: 1764296400,
+        },
+      ],
+    },
+  ),
+)
+export type Introspection = Static<typeof Introspection>
+
+/** RFC 7009 §2.1: the revocation request's form. */
+export const RevocationRequest = Named(
+  'RevocationRequest',
+  Type.Object(
+    {
+      token: TokenField,
+      token_type_hint: TokenTypeHint,
+      client_id: FormField(
+        'The client the token was issued to; may instead come in HTTP Basic authentication',
+      ),
+      client_secret: FormField('Secret of a confidential client'),
+    },
+    { examples: [{ client_id: 'ehr-api', token: '<refresh token>', token_type_hint: 'refresh_token' }] },
+  ),
+)
+export type RevocationRequest = Static<typeof RevocationRequest>
+
+/** OpenID Connect Core §5.3.2: the user's claims, and SMART's fhirUser. */
+export const UserInfo = Named(
+  'UserInfo',
+  Type.Object({
+    sub: Type.String(),
+    name: Type.String(),
+    given_name: Type.String(),
+    family_name: Type.String(),
+    preferred_username: Type.String(),
+    email: Type.String(),
+    email_verified: Type.Boolean(),
+    fhirUser: Type.Optional(
+      Type.String({
+        description:
+          'The user as a FHIR resource, relative to the FHIR base: `Practitioner/{id}` for a provider’s account, `Patient/{id}` for a patient’s own',
+      }),
+    ),
+  }),
+)
+export type UserInfo = Static<typeof UserInfo>

@@ -10,7 +10,7 @@ export interface SessionsTable {
   scopes: Generated<string[]>
   expires_at: Date
   revoked_at: Date | null
-  /** Why the session ended early: LOGOUT, REFRESH_REUSE, PASSWORD_CHANGE, PASSWORD_RESET. */
+  /** Why the session ended early: LOGOUT, REFRESH_REUSE, PASSWORD_CHANGE, PASSWORD_RESET, REVOKED (RFC 7009). */
   revoked_reason: string | null
   created_at: Generated<Date>
   /** A SMART app's session: the user's grant to the app, which revoking ends the session with. */

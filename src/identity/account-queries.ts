@@ -92,3 +92,24 @@ function fhirUserOf(patientId: number | null, providerId: number | undefined) {
   if (providerId !== undefined) return { fhirUser: `Practitioner/${providerId}` }
   return {}
 }
+
+/**
+ * The FHIR resource an account stands for (SMART's `fhirUser`), relative to the FHIR base: a
+ * patient's own account is their Patient, an account linked to a provider record that
+ * Practitioner; undefined for any other (an administrator, a service account).
+ */
+export async function findFhirUser(db: Db, userId: number): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('users')
+    .leftJoin('providers', (join) =>
+      join
+        .onRef('providers.user_id', '=', 'users.id')
+        .onRef('providers.organization_id', '=', 'users.organization_id'),
+    )
+    .select(['users.patient_id', 'providers.id as provider_id'])
+    .where('users.id', '=', userId)
+    .executeTakeFirst()
+  if (row?.patient_id != null) return `Patient/${row.patient_id}`
+  if (row?.provider_id != null) return `Practitioner/${row.provider_id}`
+  return undefined
+}

@@ -73,6 +73,7 @@ export interface ProviderMetadata {
   /** Where the provider publishes its signing keys. */
   jwksUri: string
   revocationEndpoint?: string
+  userinfoEndpoint?: string
   endSessionEndpoint?: string
   authorizationEndpoint?: string
   introspectionEndpoint?: string
@@ -120,6 +121,7 @@ export async function discoverProvider(issuer: string, attempts = 5): Promise<Pr
         ],
         ...defined({
           revocationEndpoint: urlOf(json.revocation_endpoint),
+          userinfoEndpoint: urlOf(json.userinfo_endpoint),
           endSessionEndpoint: urlOf(json.end_session_endpoint),
           authorizationEndpoint: urlOf(json.authorization_endpoint),
           introspectionEndpoint: urlOf(json.introspection_endpoint),

@@ -130,8 +130,44 @@ const revoking = (db: Db, reason: string) =>
     .set({ revoked_at: sql`now()`, revoked_reason: reason })
     .where('revoked_at', 'is', null)
 
-function revokeSession(db: Db, sessionId: string, reason: string) {
+/** Ends a session by its id; nothing for one already ended. */
+export function revokeSession(db: Db, sessionId: string, reason: string) {
   return revoking(db, reason).where('id', '=', sessionId).execute()
+}
+
+/** Where a refresh token leads: its session and whose it is; undefined for a token never issued. */
+export function findRefreshTokenSession(db: Db, presented: string) {
+  return db
+    .selectFrom('refresh_tokens')
+    .innerJoin('sessions', 'sessions.id', 'refresh_tokens.session_id')
+    .select(['sessions.id', 'sessions.client_id'])
+    .where('refresh_tokens.token_hash', '=', hashToken(presented))
+    .executeTakeFirst()
+}
+
+/**
+ * Ends the session an access token names (`sid`), so that its access tokens stop working as a
+ * signed-out session's do. A client_credentials token's session has no row until then: it gets
+ * one, already ended, that lasts as long as the token.
+ */
+export async function revokeTokenSession(
+  db: Db,
+  token: { sessionId: string; userId: number; clientId: string; expiresAt: Date },
+  reason: string,
+): Promise<void> {
+  await db
+    .insertInto('sessions')
+    .values({
+      id: token.sessionId,
+      user_id: token.userId,
+      client_id: token.clientId,
+      expires_at: token.expiresAt,
+      revoked_at: sql`now()`,
+      revoked_reason: reason,
+    })
+    .onConflict((conflict) => conflict.column('id').doNothing())
+    .execute()
+  await revokeSession(db, token.sessionId, reason)
 }
 
 export function revokeUserSessions(db: Db, userId: number, reason: string) {

@@ -72,6 +72,12 @@ export function capabilityStatement(
                 ...(server.authorizationEndpoint
                   ? [{ url: 'authorize', valueUri: server.authorizationEndpoint }]
                   : []),
+                ...(server.introspectionEndpoint
+                  ? [{ url: 'introspect', valueUri: server.introspectionEndpoint }]
+                  : []),
+                ...(server.revocationEndpoint
+                  ? [{ url: 'revoke', valueUri: server.revocationEndpoint }]
+                  : []),
               ],
             },
           ],
@@ -174,6 +180,8 @@ export function smartConfiguration(types: readonly FhirResourceType[], server: P
     token_endpoint: server.tokenEndpoint,
     ...(server.revocationEndpoint ? { revocation_endpoint: server.revocationEndpoint } : {}),
     ...(server.introspectionEndpoint ? { introspection_endpoint: server.introspectionEndpoint } : {}),
+    // Not among SMART's own fields, which allow more: OpenID Connect Discovery's, for the fhirUser claim.
+    ...(server.userinfoEndpoint ? { userinfo_endpoint: server.userinfoEndpoint } : {}),
     grant_types_supported: server.grantTypesSupported,
     token_endpoint_auth_methods_supported: methods,
     ...(server.tokenEndpointAuthSigningAlgValuesSupported

@@ -18,6 +18,7 @@ import { signInsWhen } from '../../plugins/rate-limit.js'
 import { createJwksFetcher, PUBLIC_HTTPS_ONLY } from '../clients/service.js'
 import type { FhirScopeRules } from './grantable-scopes.js'
 import { type AssertionSettings, clientCredentials, grantTokens, logout, OAuthError } from './service.js'
+import tokenInspectionRoutes, { SECRET_AUTH_METHODS } from './token-inspection-routes.js'
 
 const tags = ['OpenID Connect']
 
@@ -31,6 +32,9 @@ export function embeddedIssuerMetadata(issuerUrl: string, scopesSupported: reado
     issuer: issuerUrl,
     authorizationEndpoint: endpoint('auth'),
     tokenEndpoint: endpoint('token'),
+    userinfoEndpoint: endpoint('userinfo'),
+    introspectionEndpoint: endpoint('token/introspect'),
+    revocationEndpoint: endpoint('revoke'),
     endSessionEndpoint: endpoint('logout'),
     jwksUri: endpoint('certs'),
     grantTypesSupported: ['authorization_code', 'password', 'client_credentials', 'refresh_token'],
@@ -135,6 +139,9 @@ const oidcRoutes: FastifyPluginAsyncTypebox<OidcRouteOptions> = async (
       issuer: metadata.issuer,
       authorization_endpoint: metadata.authorizationEndpoint,
       token_endpoint: metadata.tokenEndpoint,
+      userinfo_endpoint: metadata.userinfoEndpoint,
+      introspection_endpoint: metadata.introspectionEndpoint,
+      revocation_endpoint: metadata.revocationEndpoint,
       end_session_endpoint: metadata.endSessionEndpoint,
       jwks_uri: metadata.jwksUri,
       grant_types_supported: metadata.grantTypesSupported,
@@ -144,6 +151,9 @@ const oidcRoutes: FastifyPluginAsyncTypebox<OidcRouteOptions> = async (
       id_token_signing_alg_values_supported: ['RS256'],
       token_endpoint_auth_methods_supported: metadata.tokenEndpointAuthMethodsSupported,
       token_endpoint_auth_signing_alg_values_supported: metadata.tokenEndpointAuthSigningAlgValuesSupported,
+      introspection_endpoint_auth_methods_supported: SECRET_AUTH_METHODS,
+      // The public client revokes its own tokens with its client_id alone (RFC 7009 §2.1).
+      revocation_endpoint_auth_methods_supported: [...SECRET_AUTH_METHODS, 'none'],
       scopes_supported: metadata.scopesSupported,
       claims_supported: [
         'sub',
@@ -157,6 +167,7 @@ const oidcRoutes: FastifyPluginAsyncTypebox<OidcRouteOptions> = async (
         'family_name',
         'preferred_username',
         'groups',
+        'fhirUser',
       ],
     }),
   )
@@ -261,6 +272,8 @@ const oidcRoutes: FastifyPluginAsyncTypebox<OidcRouteOptions> = async (
       return reply.code(204).send(null)
     },
   )
+
+  await app.register(tokenInspectionRoutes, { publicClientId })
 }
 
 export default oidcRoutes

@@ -73,7 +73,7 @@ export function clientCredentials(
   }
 }
 
-interface Client {
+export interface Client {
   clientId: string
   /** Set for confidential clients: the service account they act as. */
   serviceUserId?: number
@@ -131,7 +131,7 @@ async function assertedClient(
  * `publicByDefault` (a refresh), a request naming no client is the public client's (RFC 6749 §6
  * asks public clients for no client_id there), so only a refresh token bound to it works.
  */
-async function identifyClient(
+export async function identifyClient(
   db: Db,
   publicClientId: string,
   credentials: ClientCredentials,

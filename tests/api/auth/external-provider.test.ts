@@ -229,6 +229,8 @@ describe('GET /fhir/R4/.well-known/smart-configuration (external provider)', () 
         token_endpoint: string
         authorization_endpoint: string
         revocation_endpoint: string
+        introspection_endpoint: string
+        userinfo_endpoint: string
         jwks_uri: string
       }
       expect(discovery.token_endpoint).toBe(`${plain.issuer}/token`)
@@ -240,13 +242,27 @@ describe('GET /fhir/R4/.well-known/smart-configuration (external provider)', () 
         token_endpoint: discovery.token_endpoint,
         authorization_endpoint: discovery.authorization_endpoint,
         revocation_endpoint: discovery.revocation_endpoint,
+        introspection_endpoint: discovery.introspection_endpoint,
+        userinfo_endpoint: discovery.userinfo_endpoint,
         jwks_uri: discovery.jwks_uri,
         grant_types_supported: expect.arrayContaining(['authorization_code', 'refresh_token']),
         capabilities: expect.arrayContaining(['launch-standalone', 'permission-v2']),
       })
       expect(JSON.stringify(smart)).not.toContain('protocol/openid-connect')
+      expect(discovery.introspection_endpoint).toBe(`${plain.issuer}/token/introspection`)
+      expect(discovery.userinfo_endpoint).toBe(`${plain.issuer}/me`)
       const metadata = await other.inject({ url: '/fhir/R4/metadata' })
-      expect(metadata.body).toContain(discovery.token_endpoint)
+      const oauthUris = Object.fromEntries(
+        (metadata.json().rest[0].security.extension[0].extension as { url: string; valueUri: string }[]).map(
+          ({ url, valueUri }) => [url, valueUri],
+        ),
+      )
+      expect(oauthUris).toEqual({
+        token: discovery.token_endpoint,
+        authorize: discovery.authorization_endpoint,
+        introspect: discovery.introspection_endpoint,
+        revoke: discovery.revocation_endpoint,
+      })
       expect(metadata.body).not.toContain('protocol/openid-connect')
     } finally {
       await other.close()

@@ -278,6 +278,7 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<O
         token: '/token',
         jwks: '/jwks',
         revocation: '/token/revocation',
+        introspection: '/token/introspection',
         end_session: '/session/end',
         userinfo: '/me',
       }
@@ -286,6 +287,7 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<O
         token: '/protocol/openid-connect/token',
         jwks: '/protocol/openid-connect/certs',
         revocation: '/protocol/openid-connect/revoke',
+        introspection: '/protocol/openid-connect/token/introspect',
         end_session: '/protocol/openid-connect/logout',
         userinfo: '/protocol/openid-connect/userinfo',
       }
@@ -419,6 +421,7 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<O
       },
       features: {
         devInteractions: { enabled: false },
+        introspection: { enabled: true },
         revocation: {
           enabled: true,
           allowedPolicy: async (_ctx: unknown, client: OidcClient, token: { clientId: string }) =>
