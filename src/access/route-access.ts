@@ -391,8 +391,8 @@ export const ROUTE_ACCESS = accessTable({
     ...APP_ADMINISTRATORS,
     audit: { resourceType: 'app-grant', action: 'DELETE' },
   },
-  // Any account (a patient's too) sees and revokes what it allowed apps; the routes refuse a token
-  // issued to an app.
+  // Any account (a patient's too) sees and revokes what it allowed apps; a token issued to an app
+  // reaches no /api route (src/plugins/route-conventions.ts).
   'GET /api/me/app-grants': {
     allow: 'authenticated',
     why: 'Everyone manages what they allowed apps: their own grants only.',

@@ -99,17 +99,5 @@ function fhirUserOf(patientId: number | null, providerId: number | undefined) {
  * Practitioner; undefined for any other (an administrator, a service account).
  */
 export async function findFhirUser(db: Db, userId: number): Promise<string | undefined> {
-  const row = await db
-    .selectFrom('users')
-    .leftJoin('providers', (join) =>
-      join
-        .onRef('providers.user_id', '=', 'users.id')
-        .onRef('providers.organization_id', '=', 'users.organization_id'),
-    )
-    .select(['users.patient_id', 'providers.id as provider_id'])
-    .where('users.id', '=', userId)
-    .executeTakeFirst()
-  if (row?.patient_id != null) return `Patient/${row.patient_id}`
-  if (row?.provider_id != null) return `Practitioner/${row.provider_id}`
-  return undefined
+  return (await findTokenSubject(db, userId))?.fhirUser
 }

@@ -24,7 +24,7 @@ export interface SessionTokens {
 }
 
 /** The SMART launch context of an app's session: the patient and, with it, the encounter. */
-export interface LaunchContext {
+interface LaunchContext {
   patientId: number
   encounterId?: number
 }

@@ -43,7 +43,12 @@ function guard(access: RouteAccess): onRequestHookHandler {
   const { allow } = access
   return async function requireAccess(this, request: FastifyRequest) {
     const principal = request.principal ?? (await this.authenticate(request))
-    if (allow === 'authenticated' || allow === 'public') return
+    if (allow === 'public') return
+    // The user granted a SMART app FHIR access only: its tokens reach no /api route at all.
+    if (isAppClient(principal.clientId)) {
+      throw forbidden('A SMART app’s token reaches only the FHIR API (/fhir/R4)')
+    }
+    if (allow === 'authenticated') return
     if (!hasAnyRole(principal.authorities, allow)) {
       throw forbidden(`This operation requires one of the roles: ${allow.join(', ')}`)
     }

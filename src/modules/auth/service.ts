@@ -1,3 +1,5 @@
+export { changePassword } from './password-changes.js'
+
 import type { CurrentUser } from '../../../schemas/auth.js'
 import { invalidFields } from '../../errors.js'
 import type { Principal } from '../../identity/principal.js'

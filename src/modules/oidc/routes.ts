@@ -11,12 +11,12 @@ import {
   TokenRequest,
   TokenSet,
 } from '../../../schemas/oidc.js'
+import type { FhirScopeRules } from '../../access/grantable-scopes.js'
 import { AppError, fromDatabaseError } from '../../errors.js'
 import { loadVerificationKeys, toJwk } from '../../identity/signing-keys.js'
 import type { TargetPolicy } from '../../outbox/targets.js'
 import { signInsWhen } from '../../plugins/rate-limit.js'
 import { createJwksFetcher, PUBLIC_HTTPS_ONLY } from '../clients/service.js'
-import type { FhirScopeRules } from './grantable-scopes.js'
 import { type AssertionSettings, clientCredentials, grantTokens, logout, OAuthError } from './service.js'
 import tokenInspectionRoutes, { SECRET_AUTH_METHODS } from './token-inspection-routes.js'
 

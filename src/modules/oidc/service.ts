@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Db } from '../../../db/database.js'
 import type { TokenRequest, TokenSet } from '../../../schemas/oidc.js'
+import { type FhirScopeRules, grantableScopes } from '../../access/grantable-scopes.js'
 import { authorityOf } from '../../access/roles.js'
 import { AppError } from '../../errors.js'
 import { findTokenSubject } from '../../identity/account-queries.js'
@@ -23,8 +24,7 @@ import {
   type JwksFetcher,
 } from '../clients/service.js'
 import { authenticateApp, findActiveApp, type SmartAppRow as SmartApp } from '../smart-apps/service.js'
-import { appTokenSet, authorizationCodeGrant } from '../smart-launch/code-grant.js'
-import { type FhirScopeRules, grantableScopes } from './grantable-scopes.js'
+import { appTokenSet, authorizationCodeGrant } from '../smart-launch/service.js'
 
 /** An error in the OAuth 2.0 format (`error`, `error_description`), as a Keycloak realm answers. */
 export class OAuthError extends Error {

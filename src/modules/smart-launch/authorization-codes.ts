@@ -7,7 +7,7 @@ import { hashToken, newOpaqueToken } from '../../identity/sessions.js'
 // URI, the user, what was granted and the PKCE challenge. Stored as SHA-256 hashes only.
 
 /** How long a code may wait for its exchange. */
-export const CODE_LIFETIME_SECONDS = 60
+const CODE_LIFETIME_SECONDS = 60
 
 export interface CodeGrant {
   organizationId: number

@@ -10,7 +10,7 @@ export type { SmartAppRow as SmartApp } from '../smart-apps/service.js'
 import type { SmartAppRow as SmartApp } from '../smart-apps/service.js'
 
 /** The parameters of an authorization request, as a query or a form carries them. */
-export const AUTHORIZATION_PARAMETERS = [
+const AUTHORIZATION_PARAMETERS = [
   'response_type',
   'client_id',
   'redirect_uri',
@@ -75,7 +75,7 @@ const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost'])
  * Whether `sent` is one of the app's registered redirect URIs: the same string, but for a loopback
  * `http` one, whose port may differ (a native app listens on whatever port it gets, RFC 8252 §7.3).
  */
-export function matchesRegistered(sent: string, registered: readonly string[]): boolean {
+function matchesRegistered(sent: string, registered: readonly string[]): boolean {
   if (registered.includes(sent)) return true
   let url: URL
   try {

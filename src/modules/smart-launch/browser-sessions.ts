@@ -7,7 +7,7 @@ import { hashToken, newOpaqueToken } from '../../identity/sessions.js'
 // A user's sign-in on the service's pages, kept in a cookie, and the CSRF tokens of their forms.
 
 /** How long a sign-in on the pages lasts. */
-export const BROWSER_SESSION_SECONDS = 8 * 3600
+const BROWSER_SESSION_SECONDS = 8 * 3600
 const SESSION_COOKIE = 'ehr_sign_in'
 /** Before sign-in: a random value the sign-in form's CSRF token is bound to. */
 const FORM_COOKIE = 'ehr_form'
@@ -108,8 +108,6 @@ export function browserCookies(path: string, secure: boolean, formKey: Buffer) {
     },
   }
 }
-
-export type BrowserCookies = ReturnType<typeof browserCookies>
 
 /** The key of the pages' CSRF tokens, derived from the service's encryption key. */
 export const formKeyOf = (encryptionKey: Buffer) =>

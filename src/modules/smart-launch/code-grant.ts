@@ -16,23 +16,6 @@ export interface TokenRefusal {
 
 const REFRESH_SCOPES = ['online_access', 'offline_access']
 
-/** The user's own record as SMART's `fhirUser`: their patient record, or the provider record they are. */
-export async function fhirUserOf(db: Db, userId: number): Promise<string | undefined> {
-  const row = await db
-    .selectFrom('users')
-    .leftJoin('providers', (join) =>
-      join
-        .onRef('providers.user_id', '=', 'users.id')
-        .onRef('providers.organization_id', '=', 'users.organization_id'),
-    )
-    .select(['users.patient_id', 'providers.id as provider_id'])
-    .where('users.id', '=', userId)
-    .executeTakeFirst()
-  if (row?.patient_id != null) return `Patient/${row.patient_id}`
-  if (row?.provider_id != null) return `Practitioner/${row.provider_id}`
-  return undefined
-}
-
 /**
  * The token set of an app's session: its scope exactly what was granted, a refresh token only with
  * online_access or offline_access, and SMART's launch context.
@@ -138,7 +121,7 @@ export async function authorizationCodeGrant(
         audience: app.client_id,
         authTime: Math.floor(redeemed.authTime.getTime() / 1000),
         nonce: redeemed.nonce,
-        fhirUser: scopes.includes('fhirUser') ? await fhirUserOf(db, redeemed.userId) : undefined,
+        fhirUser: scopes.includes('fhirUser') ? subject.fhirUser : undefined,
         profile: scopes.includes('profile'),
       })
     : undefined

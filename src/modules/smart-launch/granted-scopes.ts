@@ -1,11 +1,11 @@
+import { type FhirScopeRules, grantableScopes } from '../../access/grantable-scopes.js'
 import { parseSmartScope, type SmartScope } from '../../access/smart-scopes.js'
-import { type FhirScopeRules, grantableScopes } from '../oidc/grantable-scopes.js'
 
 // What an app is granted: what it asked for and may be granted (its registration), as far as the
 // user's roles allow, once the user consents; and how the consent page says it in plain words.
 
 /** Scopes that name no resources: who the user is, the launch context, and how long access lasts. */
-export const CONTEXT_SCOPES = [
+const CONTEXT_SCOPES = [
   'openid',
   'fhirUser',
   'profile',

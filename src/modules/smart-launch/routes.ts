@@ -1,18 +1,21 @@
 import formbody from '@fastify/formbody'
+import type { TSchema } from '@sinclair/typebox'
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import type { Db } from '../../../db/database.js'
 import {
   AuthorizationRequest as AuthorizationQuery,
+  ConsentForm,
   htmlPage,
-  PageForm,
+  PasswordChangeForm,
   RedirectToApp,
+  SignInForm,
 } from '../../../schemas/smart-launch.js'
+import type { FhirScopeRules } from '../../access/grantable-scopes.js'
 import { authorityOf } from '../../access/roles.js'
 import { AppError } from '../../errors.js'
 import { checkPassword } from '../../identity/login.js'
 import { SIGN_IN_ROUTE } from '../../plugins/rate-limit.js'
-import { changePassword } from '../auth/password-changes.js'
-import type { FhirScopeRules } from '../oidc/grantable-scopes.js'
+import { changePassword } from '../auth/service.js'
 import { recordGrant, redeemLaunch } from '../smart-apps/service.js'
 import { issueCode } from './authorization-codes.js'
 import {
@@ -31,7 +34,7 @@ import { auditLaunchStep } from './launch-audit.js'
 import { launchContextOf, standingGrant } from './launch-grants.js'
 import { consentPage, errorPage, type FormContext, passwordChangePage, signInPage } from './pages.js'
 
-export interface LaunchRouteOptions {
+interface LaunchRouteOptions {
   issuerUrl: string
   /** The FHIR base URL, which an authorization request's `aud` must name. */
   fhirBase: string
@@ -244,6 +247,8 @@ const launchRoutes: FastifyPluginAsync<LaunchRouteOptions> = async (
       'The request cannot be answered at a redirect URI of the app (unknown app, unregistered redirect URI)',
     ),
     403: htmlPage('The form is not valid any more (its CSRF token)'),
+    413: htmlPage('The form is too large'),
+    415: htmlPage('The form is not application/x-www-form-urlencoded'),
     429: htmlPage('Too many requests'),
     '5XX': htmlPage('The service failed'),
   }
@@ -302,13 +307,13 @@ const launchRoutes: FastifyPluginAsync<LaunchRouteOptions> = async (
     return continueAuthorization(request, reply, parameters, { id, userId, organizationId })
   }
 
-  const pageSchema = (operationId: string, summary: string, fields: Record<string, string>) => ({
+  const pageSchema = (operationId: string, summary: string, body: TSchema) => ({
     tags,
     operationId,
     summary,
     security: [],
     consumes: ['application/x-www-form-urlencoded'],
-    body: PageForm(fields),
+    body,
     response: {
       ...pageResponses,
       401: htmlPage('The sign-in page again: wrong email or password'),
@@ -319,10 +324,7 @@ const launchRoutes: FastifyPluginAsync<LaunchRouteOptions> = async (
   app.post(
     `${AUTHORIZE}/sign-in`,
     {
-      schema: pageSchema('authorizeSignIn', 'Sign-in page form', {
-        username: 'The account’s email',
-        password: 'Its password',
-      }),
+      schema: pageSchema('authorizeSignIn', 'Sign-in page form', SignInForm),
       config: SIGN_IN_ROUTE,
     },
     async (request, reply) => {
@@ -367,11 +369,7 @@ const launchRoutes: FastifyPluginAsync<LaunchRouteOptions> = async (
   app.post(
     `${AUTHORIZE}/password`,
     {
-      schema: pageSchema('authorizePasswordChange', 'Temporary-password page form', {
-        username: 'The account’s email',
-        currentPassword: 'The temporary password',
-        newPassword: 'The password chosen',
-      }),
+      schema: pageSchema('authorizePasswordChange', 'Temporary-password page form', PasswordChangeForm),
       config: SIGN_IN_ROUTE,
     },
     async (request, reply) => {
@@ -401,7 +399,7 @@ const launchRoutes: FastifyPluginAsync<LaunchRouteOptions> = async (
 
   app.post(
     `${AUTHORIZE}/consent`,
-    { schema: pageSchema('authorizeConsent', 'Consent page form', { decision: '`approve` or `deny`' }) },
+    { schema: pageSchema('authorizeConsent', 'Consent page form', ConsentForm) },
     async (request, reply) => {
       const form = formOf(request)
       const session = await cookies.sessionOf(app.db, request)

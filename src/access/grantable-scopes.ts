@@ -1,4 +1,4 @@
-import { parseSmartScope, SCOPE_INTERACTIONS, type ScopeInteraction } from '../../access/smart-scopes.js'
+import { parseSmartScope, SCOPE_INTERACTIONS, type ScopeInteraction } from './smart-scopes.js'
 
 /** What the FHIR interface serves, for granting SMART scopes: its types, and what roles may do with each. */
 export interface FhirScopeRules {
