@@ -55,14 +55,15 @@ async function authorized(
   clientId: string,
   user: Awaited<ReturnType<typeof practice>>['provider'],
   scope: string,
+  extra: Record<string, string> = {},
 ) {
   const browser = new Browser(app)
   const { verifier, challenge } = pkcePair()
   const first = await browser.request(
     'GET',
-    `${AUTHORIZE_PATH}?${authorizationQuery(clientId, challenge, { scope })}`,
+    `${AUTHORIZE_PATH}?${authorizationQuery(clientId, challenge, { scope, ...extra })}`,
   )
-  expect(first.statusCode, first.body).toBe(200)
+  expect(first.statusCode, String(first.headers.location)).toBe(200)
   const signedIn = await signIn(browser, first.body, user)
   // Consent is asked once: a later authorization of the same access goes straight back.
   const back = signedIn.statusCode === 303 ? signedIn : await consent(browser, signedIn.body, 'approve')
@@ -296,5 +297,54 @@ describe('discovery', () => {
     expect(smart.authorization_endpoint).toBe(`${ISSUER}/protocol/openid-connect/auth`)
     expect(smart.code_challenge_methods_supported).toEqual(['S256'])
     expect(FHIR_BASE).toBe(`${PUBLIC_URL}/fhir/R4`)
+  })
+})
+
+describe('an EHR launch', () => {
+  it('opens the app in the launch context: the token carries the patient, and patient/ scopes keep to it', async () => {
+    const { org, admin, provider } = await practice()
+    const registered = await registerApp(app, org, admin, {
+      scopes: ['launch', 'openid', 'fhirUser', 'patient/Patient.rs', 'patient/Observation.rs'],
+    })
+    const patientId = await createPatient(app, provider)
+    const otherPatient = await createPatient(app, provider)
+    const created = await app.inject({
+      method: 'POST',
+      url: '/api/smart-launches',
+      headers: bearer(provider.token),
+      payload: { patientId, appId: registered.id },
+    })
+    expect(created.statusCode, created.body).toBe(201)
+    const { launch } = created.json().data
+    const scope = 'launch openid fhirUser patient/Patient.rs'
+    const { code, verifier } = await authorized(registered.clientId, provider, scope, { launch })
+    const tokens = await exchange({
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: REDIRECT_URI,
+      code_verifier: verifier,
+      client_id: registered.clientId,
+    })
+    expect(tokens.statusCode, tokens.body).toBe(200)
+    expect(tokens.json()).toMatchObject({ patient: String(patientId), need_patient_banner: false })
+    const token = tokens.json().access_token
+    expect(
+      (await app.inject({ url: `/fhir/R4/Patient/${patientId}`, headers: bearer(token) })).statusCode,
+    ).toBe(200)
+    expect(
+      (await app.inject({ url: `/fhir/R4/Patient/${otherPatient}`, headers: bearer(token) })).statusCode,
+    ).toBe(403)
+
+    // The launch is used up: the same value opens nothing again.
+    const browser = new Browser(app)
+    const again = await browser.request(
+      'GET',
+      `${AUTHORIZE_PATH}?${authorizationQuery(registered.clientId, pkcePair().challenge, { scope, launch })}`,
+    )
+    expect(again.statusCode).toBe(200)
+    const reused = await signIn(browser, again.body, provider)
+    expect(reused.statusCode).toBe(303)
+    const back = new URL(reused.headers.location as string)
+    expect([back.searchParams.get('error'), back.searchParams.get('code')]).toEqual(['invalid_request', null])
   })
 })
