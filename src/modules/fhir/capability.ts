@@ -173,6 +173,9 @@ const SESSION_SCOPES = ['online_access', 'offline_access']
 export function smartConfiguration(types: readonly FhirResourceType[], server: ProviderMetadata) {
   const methods = server.tokenEndpointAuthMethodsSupported
   const offers = (scope: string) => server.scopesSupported?.includes(scope) === true
+  // Apps launch where the authorization server has the code flow (the embedded issuer does).
+  const launches =
+    server.authorizationEndpoint !== undefined && server.grantTypesSupported.includes('authorization_code')
   return {
     issuer: server.issuer,
     jwks_uri: server.jwksUri,
@@ -205,14 +208,21 @@ export function smartConfiguration(types: readonly FhirResourceType[], server: P
         : []),
       ...(methods.includes('private_key_jwt') ? ['client-confidential-asymmetric'] : []),
       ...(methods.includes('none') ? ['client-public'] : []),
-      ...(server.authorizationEndpoint && server.grantTypesSupported.includes('authorization_code')
-        ? ['launch-standalone']
+      ...(launches
+        ? [
+            'launch-standalone',
+            'launch-ehr',
+            'context-ehr-patient',
+            'context-standalone-patient',
+            'sso-openid-connect',
+            'permission-patient',
+            'permission-user',
+          ]
         : []),
       'permission-v1',
       'permission-v2',
       ...(offers('offline_access') ? ['permission-offline'] : []),
       ...(offers('online_access') ? ['permission-online'] : []),
-      'context-standalone-patient',
     ],
   }
 }

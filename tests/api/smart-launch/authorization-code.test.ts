@@ -296,6 +296,19 @@ describe('discovery', () => {
     const smart = (await app.inject({ url: '/fhir/R4/.well-known/smart-configuration' })).json()
     expect(smart.authorization_endpoint).toBe(`${ISSUER}/protocol/openid-connect/auth`)
     expect(smart.code_challenge_methods_supported).toEqual(['S256'])
+    expect(smart.capabilities).toEqual(
+      expect.arrayContaining([
+        'launch-standalone',
+        'launch-ehr',
+        'client-public',
+        'context-ehr-patient',
+        'context-standalone-patient',
+        'sso-openid-connect',
+        'permission-patient',
+        'permission-user',
+        'permission-v2',
+      ]),
+    )
     expect(FHIR_BASE).toBe(`${PUBLIC_URL}/fhir/R4`)
   })
 })
