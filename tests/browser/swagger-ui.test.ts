@@ -1,26 +1,10 @@
-import { mkdtemp, rm } from 'node:fs/promises'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { type BrowserContext, chromium, type Locator, type Page } from 'playwright-core'
+import type { BrowserContext, Locator, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/app.js'
 import { buildTestApp } from '../helpers/app.js'
-import { findChromium } from '../helpers/chromium.js'
+import { openChromium, type TestBrowser } from '../helpers/chromium.js'
 import { createPatient, newOrganization, type TestUser } from '../helpers/factories.js'
-
-// Without the background-networking flags Chromium keeps trying to reach Google's services; in a
-// closed network those connections are refused and, worse, they are traffic beyond loopback.
-const CHROMIUM_FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-]
 
 // How long the test waits for every operation of the document to be on the page. A bound, not a
 // target: how fast the explorer renders is a figure for a benchmark, which a loaded CI machine
@@ -154,10 +138,9 @@ async function scrolledTo(page: Page, target: Locator): Promise<void> {
 let app: App
 let baseUrl: string
 let nurse: TestUser
-let profile: string
+let chromium: TestBrowser
 let browser: BrowserContext
-/** Requests the page tried to send anywhere but this server: refused, and the test fails on any. */
-const offHost: string[] = []
+let offHost: string[]
 
 beforeAll(async () => {
   app = await buildTestApp()
@@ -165,24 +148,13 @@ beforeAll(async () => {
   baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
   nurse = await (await newOrganization(app)).user('NURSE')
   await createPatient(app, nurse)
-  profile = await mkdtemp(join(tmpdir(), 'ehr-chromium-'))
-  const executablePath = findChromium()
-  if (!executablePath) throw new Error('No Chromium found (the suite is collected only when there is one)')
-  browser = await chromium.launchPersistentContext(profile, {
-    executablePath,
-    headless: true,
-    args: CHROMIUM_FLAGS,
-  })
-  await browser.route('**/*', (route) => {
-    if (route.request().url().startsWith(`${baseUrl}/`)) return route.continue()
-    offHost.push(route.request().url())
-    return route.abort()
-  })
+  chromium = await openChromium([baseUrl])
+  browser = chromium.context
+  offHost = chromium.offHost
 }, 60_000)
 afterAll(async () => {
-  await browser?.close()
+  await chromium?.close()
   await app?.close()
-  if (profile) await rm(profile, { recursive: true, force: true })
 })
 
 describe('GET /swagger-ui.html in a real browser', () => {
