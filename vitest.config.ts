@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process'
 import { defineConfig } from 'vitest/config'
-import { findChromium } from './tests/helpers/chromium.js'
+import { findChromium } from './scripts/lib/chromium.js'
 
 // Tests under tests/postgres need a real server (concurrency, outages); they run when
 // TEST_DATABASE_URL is set, as CI does, and are not collected otherwise. Tests under tests/process
