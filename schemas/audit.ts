@@ -19,6 +19,7 @@ const AUDIT_ACTIONS = [
   'CONSENT',
   'DENY',
   'EXCHANGE',
+  'SELECT',
 ] as const
 export type AuditAction = (typeof AUDIT_ACTIONS)[number]
 

@@ -77,6 +77,17 @@ export const ConsentForm = pageForm(
   { decision: 'approve' },
 )
 
+export const PatientPickerForm = pageForm(
+  'PatientPickerForm',
+  {
+    name: 'A search: words beginning the patient’s names (as `q` of `GET /api/patients/search`)',
+    birthDate: 'A search: the patient’s birth date, `YYYY-MM-DD`',
+    mrn: 'A search: the patient’s MRN, exactly',
+    patient: 'The choice: the id of a patient the search listed (with it, the search fields are ignored)',
+  },
+  { name: 'kowal ol', birthDate: '1980-04-02' },
+)
+
 export const htmlPage = (description: string) => ({
   description,
   content: { 'text/html': { schema: { type: 'string' } } },

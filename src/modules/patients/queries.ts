@@ -166,8 +166,9 @@ function patientsWithNameWords(db: Db, organizationId: number, first: string, se
 /**
  * Two name words seek the pair index (patient_name_words) and any further terms filter those
  * patients; without name words the terms are found in the search text through its trigram index.
- * The count comes first and decides the plan: left to itself, the planner may walk the whole name
- * index looking for a handful of matches (BENCHMARKS.md, "GET /api/patients/search?q=").
+ * Filters (the patient picker's birth date and MRN) are exact, as the list's. The count comes first
+ * and decides the plan: left to itself, the planner may walk the whole name index looking for a
+ * handful of matches (BENCHMARKS.md, "GET /api/patients/search?q=").
  */
 export async function searchPatients(
   db: Db,
@@ -175,12 +176,14 @@ export async function searchPatients(
   { nameWords, texts }: SearchTerms,
   sort: SortOrder,
   { page, size }: PageQuery,
+  filters: PatientFilters = {},
 ) {
-  if (nameWords.length === 0 && texts.length === 0) return { rows: [], total: 0 }
+  const filtered = Object.values(filters).some((value) => value !== undefined)
+  if (nameWords.length === 0 && texts.length === 0 && !filtered) return { rows: [], total: 0 }
   const [first, second, ...others] = nameWords
   const candidates =
     first === undefined ? undefined : patientsWithNameWords(db, organizationId, first, second)
-  let matching = live(db, organizationId).select(PATIENT_COLUMNS)
+  let matching = filteredPatients(db, organizationId, filters)
   if (candidates) matching = matching.where('id', 'in', candidates)
   for (const word of others) {
     matching = matching.where(
@@ -190,7 +193,7 @@ export async function searchPatients(
   }
   for (const text of texts) matching = matching.where('search_text', 'like', `%${escapeLike(text)}%`)
   const total =
-    candidates && others.length === 0 && texts.length === 0
+    candidates && others.length === 0 && texts.length === 0 && !filtered
       ? await countRows(db, db.selectFrom(candidates.as('candidates')).select('patient_id'))
       : await countRows(db, matching)
   if (page * size >= total) return { rows: [], total }

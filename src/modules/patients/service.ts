@@ -258,4 +258,34 @@ export async function searchPatients(
   )
   return toPage(rows.map(toPatient), total, paging)
 }
+
+/** What the SMART patient picker looks for: every part given must match. */
+export interface PatientLookup {
+  /** Words as a search's `q` takes them. */
+  words?: string
+  dateOfBirth?: string
+  mrn?: string
+}
+
+/**
+ * The first `limit` of the organization's live patients matching the lookup (the words as a search
+ * matches them, the birth date and MRN exactly), by name, and how many match in all.
+ */
+export async function lookUpPatients(
+  db: Db,
+  organizationId: number,
+  { words, dateOfBirth, mrn }: PatientLookup,
+  limit: number,
+): Promise<{ patients: Patient[]; total: number }> {
+  const { rows, total } = await searchPatientRows(
+    db,
+    organizationId,
+    parseSearchTerms(words ?? ''),
+    sortOrder(undefined, PATIENT_SORT_COLUMNS, DEFAULT_SORT),
+    { page: 0, size: limit },
+    { dateOfBirth, mrn },
+  )
+  return { patients: rows.map(toPatient), total }
+}
+
 export { demographicColumns } from './mapper.js'

@@ -30,6 +30,10 @@ function cookiesOf(request: FastifyRequest): Map<string, string> {
   return cookies
 }
 
+// A newline cannot occur in a session id, so no two (session, bound value) pairs bind alike.
+const sessionBinding = (session: BrowserSession, bound: string | undefined) =>
+  bound === undefined ? `session:${session.id}` : `session:${session.id}\n${bound}`
+
 /** The pages' cookies: on their path only, never read by script, sent on the app's return (Lax). */
 export function browserCookies(path: string, secure: boolean, formKey: Buffer) {
   const cookie = (name: string, value: string, maxAgeSeconds: number) =>
@@ -83,11 +87,17 @@ export function browserCookies(path: string, secure: boolean, formKey: Buffer) {
     },
 
     /**
-     * The CSRF token of a form shown to a signed-in user (bound to their sign-in), or before
-     * sign-in (bound to a random cookie, set now if the request has none).
+     * The CSRF token of a form shown to a signed-in user (bound to their sign-in, and to `bound`,
+     * a value the form carries that must come back unchanged), or before sign-in (bound to a
+     * random cookie, set now if the request has none).
      */
-    formToken(request: FastifyRequest, reply: FastifyReply, session: BrowserSession | undefined): string {
-      if (session) return tokenOf(`session:${session.id}`)
+    formToken(
+      request: FastifyRequest,
+      reply: FastifyReply,
+      session: BrowserSession | undefined,
+      bound?: string,
+    ): string {
+      if (session) return tokenOf(sessionBinding(session, bound))
       let nonce = cookiesOf(request).get(FORM_COOKIE)
       if (!nonce || !/^[A-Za-z0-9_-]{43}$/.test(nonce)) {
         nonce = newOpaqueToken()
@@ -96,11 +106,16 @@ export function browserCookies(path: string, secure: boolean, formKey: Buffer) {
       return tokenOf(`form:${nonce}`)
     },
 
-    /** Whether a posted form carries the CSRF token of the form it claims to be. */
-    validFormToken(request: FastifyRequest, session: BrowserSession | undefined, sent: unknown): boolean {
+    /** Whether a posted form carries the CSRF token of the form it claims to be, `bound` as given. */
+    validFormToken(
+      request: FastifyRequest,
+      session: BrowserSession | undefined,
+      sent: unknown,
+      bound?: string,
+    ): boolean {
       if (typeof sent !== 'string') return false
       const nonce = cookiesOf(request).get(FORM_COOKIE)
-      const binding = session ? `session:${session.id}` : nonce ? `form:${nonce}` : undefined
+      const binding = session ? sessionBinding(session, bound) : nonce ? `form:${nonce}` : undefined
       if (!binding) return false
       const expected = Buffer.from(tokenOf(binding))
       const given = Buffer.from(sent)

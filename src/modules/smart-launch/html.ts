@@ -48,6 +48,8 @@ button:focus,input:focus,a:focus{outline:3px solid #f0a500;outline-offset:2px}
 ul.access li{margin:.3rem 0}
 table{border-collapse:collapse;width:100%;margin-top:1rem}
 th,td{text-align:left;padding:.4rem;border-bottom:1px solid #d5dbe1}
+caption{text-align:left;font-weight:600}
+td button{margin:0;padding:.3rem .8rem}
 .actions{display:flex;gap:1rem}
 `.trim()
 
