@@ -6,6 +6,7 @@ import {
   consentPage,
   errorPage,
   passwordChangePage,
+  pickerPage,
   signInPage,
 } from '../../src/modules/smart-launch/pages.js'
 import { CHROMIUM_FLAGS, findChromium } from '../lib/chromium.js'
@@ -31,6 +32,18 @@ const pages: Record<string, string> = {
       scopeInWords,
     ),
     patient: 'Ada Lovelace',
+  }),
+  'smart-patient-picker': pickerPage(context, {
+    appName: 'Chart Viewer',
+    terms: { name: 'love', birthDate: '', mrn: '' },
+    found: {
+      patients: [
+        { id: 1, name: 'Ada Lovelace', birthDate: '1984-12-10', mrn: 'MRN-000123' },
+        { id: 2, name: 'Byron Lovell', birthDate: '1971-01-22', mrn: 'MRN-000456' },
+      ],
+      total: 2,
+      limit: 20,
+    },
   }),
   'smart-error': errorPage('Cannot continue', 'The redirect URI is not one the app registered.'),
 }

@@ -17,8 +17,9 @@ import {
 import { listeningFhirApp } from '../helpers/fhir-client.js'
 
 // SMART's own client library (fhirclient, in the sample app of examples/smart-app) launching against
-// the service in Chromium: the EHR launch, a patient's own standalone launch, each reading the chart
-// and renewing its access with the refresh token.
+// the service in Chromium: the EHR launch, a staff member's standalone launch through the patient
+// picker, a patient's own standalone launch, each reading the chart and renewing its access with the
+// refresh token.
 
 const TEST_MS = 120_000
 const SCOPES = ['launch', 'launch/patient', 'openid', 'fhirUser', 'offline_access']
@@ -167,6 +168,33 @@ describe('the sample SMART app (fhirclient) in Chromium', () => {
       await page.getByRole('button', { name: 'Allow' }).click()
       await page.waitForURL(`${sampleApp.origin}/index.html**`)
       await expectChart(page, patientId, new RegExp(`Practitioner/${practitionerId}$`))
+      expect(chromium.offHost).toEqual([])
+      await page.close()
+    },
+    TEST_MS,
+  )
+
+  it(
+    'standalone launch by a nurse: the patient picker finds the patient by MRN, and the app reads them',
+    async () => {
+      const patientId = await patientWithObservations()
+      const read = await ehr.inject({ url: `/api/patients/${patientId}`, headers: bearer(nurse.token) })
+      const { mrn } = read.json().data as { mrn: string }
+
+      const page = await chromium.context.newPage()
+      await page.goto(
+        `${sampleApp.origin}/launch.html?${new URLSearchParams({ client_id: clientId, iss: fhirBase })}`,
+      )
+      await signIn(page, nurse.email, TEST_PASSWORD)
+      await expect.poll(() => page.title()).toBe('Choose the patient')
+      await page.getByLabel('MRN').fill(mrn)
+      await page.getByRole('button', { name: 'Search' }).click()
+      await page.getByRole('button', { name: /^Choose Ada Lovelace, born / }).click()
+      await expect.poll(() => page.title()).toMatch(/^Allow Chart Viewer/)
+      await page.getByRole('button', { name: 'Allow' }).click()
+      await page.waitForURL(`${sampleApp.origin}/index.html**`)
+      // A nurse's account stands for no Practitioner: no fhirUser.
+      await expectChart(page, patientId, /^$/)
       expect(chromium.offHost).toEqual([])
       await page.close()
     },
