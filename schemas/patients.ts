@@ -16,6 +16,14 @@ import {
   Timestamp,
   Version,
 } from './common.js'
+import {
+  BirthSex,
+  Ethnicity,
+  EthnicityInput,
+  GenderIdentity,
+  Race,
+  RaceInput,
+} from './patient-demographics.js'
 
 export const PATIENT_STATUSES = ['ACTIVE', 'INACTIVE', 'DECEASED'] as const
 const GENDERS = ['Male', 'Female', 'Other', 'Unknown'] as const
@@ -88,6 +96,10 @@ const patientInputProperties = {
   contact: Type.Optional(ContactInput),
   emergencyContact: Optional(EmergencyContactInput),
   preferredLanguage: Optional(LanguageTag),
+  race: Optional(RaceInput),
+  ethnicity: Optional(EthnicityInput),
+  birthSex: Optional(BirthSex),
+  genderIdentity: Optional(GenderIdentity),
   mrn: Type.Optional(Mrn),
   status: Type.Optional(PatientStatus),
 }
@@ -124,6 +136,10 @@ export const UpdatePatientBody = Named(
         },
         contact: { email: 'jane.doe@example.com', phoneNumber: '+1 555 010 4477' },
         preferredLanguage: 'en',
+        race: { categories: ['2106-3'], detailed: ['2108-9'] },
+        ethnicity: { category: '2186-5' },
+        birthSex: 'F',
+        genderIdentity: '446141000124107',
       },
     ],
   }),
@@ -162,6 +178,10 @@ export const Patient = Named(
       }),
     ),
     preferredLanguage: Nullable(Type.String()),
+    race: Nullable(Race),
+    ethnicity: Nullable(Ethnicity),
+    birthSex: Nullable(BirthSex),
+    genderIdentity: Nullable(GenderIdentity),
     createdAt: Timestamp,
     updatedAt: Timestamp,
     version: Version,

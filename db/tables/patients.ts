@@ -23,6 +23,15 @@ export interface PatientsTable {
   emergency_contact_relationship: string | null
   emergency_contact_phone: string | null
   preferred_language: string | null
+  /** OMB race categories; null when race is not recorded, and then so are the two after it. */
+  race_categories: string[] | null
+  race_detailed: string[] | null
+  race_text: string | null
+  ethnicity_category: string | null
+  ethnicity_detailed: string[] | null
+  ethnicity_text: string | null
+  birth_sex: string | null
+  gender_identity: string | null
   created_by: number | null
   updated_by: number | null
   created_at: Generated<Date>

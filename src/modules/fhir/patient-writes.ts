@@ -2,6 +2,7 @@ import type { ContactPoint, Patient } from '@medplum/fhirtypes'
 import type { PatientRow } from '../../../db/tables/patients.js'
 import { CreatePatientBody } from '../../../schemas/patients.js'
 import { deletePatient, demographicColumns, insertPatient, replacePatient } from '../patients/service.js'
+import { BIRTH_SEX, demographicsOf, ETHNICITY, GENDER_IDENTITY, RACE } from './patient-demographics.js'
 import { present, withoutUndefined } from './resource-elements.js'
 import type { ResourceWrites } from './resource-writes.js'
 
@@ -71,6 +72,7 @@ function patientBody(patient: Patient, mrnSystem: string): PatientBody {
         phoneNumber: telecomValue(contact.telecom, 'phone'),
       }) as PatientBody['emergencyContact']),
     preferredLanguage: language,
+    ...demographicsOf(patient),
     mrn: patient.identifier?.find((identifier) => identifier.system === mrnSystem)?.value,
     status,
   } satisfies PatientBody)
@@ -104,6 +106,10 @@ export function patientWrites(
       'contact.address.country': 'Patient.address.country',
       emergencyContact: 'Patient.contact',
       preferredLanguage: 'Patient.communication.language',
+      race: `Patient.extension('${RACE}')`,
+      ethnicity: `Patient.extension('${ETHNICITY}')`,
+      birthSex: `Patient.extension('${BIRTH_SEX}')`,
+      genderIdentity: `Patient.extension('${GENDER_IDENTITY}')`,
       mrn: 'Patient.identifier',
     },
     bodyOf: (patient) => patientBody(patient, mrnSystem),

@@ -4,6 +4,7 @@ import type { PatientRow } from '../../../db/tables/patients.js'
 import { AppError, gone } from '../../errors.js'
 import { requirePatient } from '../patients/service.js'
 import { keptVersions } from './kept-versions.js'
+import { demographicExtensions, US_CORE_PATIENT } from './patient-demographics.js'
 import { patientWrites } from './patient-writes.js'
 import { defineResourceType } from './resource-definition.js'
 import { present, recordResource, withoutUndefined } from './resource-elements.js'
@@ -24,7 +25,7 @@ const GENDERS: Record<string, NonNullable<Patient['gender']>> = {
 }
 const GENDER_OF_CODE = inverse(GENDERS)
 
-/** A patient row as FHIR R4 (US Core) Patient; empty parts are left out, as FHIR requires. */
+/** A patient row as a US Core 6.1.0 Patient; empty parts are left out, as FHIR requires. */
 function toFhirPatient(row: PatientRow, { mrnSystem }: PatientMapping): Patient & { id: string } {
   const telecom: ContactPoint[] = [
     ...(row.email ? [{ system: 'email' as const, value: row.email }] : []),
@@ -50,7 +51,8 @@ function toFhirPatient(row: PatientRow, { mrnSystem }: PatientMapping): Patient 
           }),
         ]
       : undefined
-  return recordResource('Patient', row, {
+  const patient = recordResource<Patient>('Patient', row, {
+    extension: demographicExtensions(row),
     identifier: [
       {
         use: 'usual',
@@ -77,6 +79,7 @@ function toFhirPatient(row: PatientRow, { mrnSystem }: PatientMapping): Patient 
       ? [{ language: { coding: [{ system: 'urn:ietf:bcp:47', code: row.preferred_language }] } }]
       : undefined,
   })
+  return { ...patient, meta: { ...patient.meta, profile: [US_CORE_PATIENT] } }
 }
 
 /** Patient: the practice's live patients. */

@@ -37,6 +37,14 @@ function holds(sent: unknown, stored: unknown): boolean {
 const sharesElement = (item: Record<string, unknown>, stored: Record<string, unknown>) =>
   Object.entries(item).some(([name, value]) => holds(value, stored[name]))
 
+/** A profile a client names without a version is held by the service's claim of it with one. */
+function withClaimedProfiles(sent: Resource, stored: Resource): Resource {
+  const claimed = stored.meta?.profile
+  if (!sent.meta?.profile || !claimed) return sent
+  const profile = sent.meta.profile.map((url) => claimed.find((own) => own.split('|')[0] === url) ?? url)
+  return { ...sent, meta: { ...sent.meta, profile } }
+}
+
 /**
  * The elements of `sent` that `stored` (the same resource as the service keeps it) does not hold,
  * as FHIRPath expressions (`Patient.name[0].given[2]`): what a write would drop. An array's item is
@@ -68,7 +76,7 @@ export function droppedElements(sent: Resource, stored: Resource): string[] {
       dropped.push(path)
     }
   }
-  const { resourceType, ...elements } = sent
+  const { resourceType, ...elements } = withClaimedProfiles(sent, stored)
   walk(elements, stored, resourceType, '')
   return dropped
 }

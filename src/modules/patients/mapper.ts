@@ -1,5 +1,9 @@
 import type { PatientRow } from '../../../db/tables/patients.js'
 import type { CreatePatientBody, Patient } from '../../../schemas/patients.js'
+
+type Race = NonNullable<Patient['race']>
+type Ethnicity = NonNullable<Patient['ethnicity']>
+
 import { column, eventMapping, isSet } from '../../outbox/event-mapping.js'
 
 /** The API's grouped patient from a row; only what the response schema declares is ever sent. */
@@ -35,6 +39,22 @@ export function toPatient(row: PatientRow): Patient {
         }
       : null,
     preferredLanguage: row.preferred_language,
+    race: row.race_categories
+      ? {
+          categories: row.race_categories as Race['categories'],
+          detailed: row.race_detailed ?? [],
+          text: row.race_text,
+        }
+      : null,
+    ethnicity: row.ethnicity_category
+      ? {
+          category: row.ethnicity_category as Ethnicity['category'],
+          detailed: row.ethnicity_detailed ?? [],
+          text: row.ethnicity_text,
+        }
+      : null,
+    birthSex: row.birth_sex as Patient['birthSex'],
+    genderIdentity: row.gender_identity as Patient['genderIdentity'],
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
     version: row.version,
@@ -43,7 +63,7 @@ export function toPatient(row: PatientRow): Patient {
 
 /** Row columns for the demographic part of a create or full-replace body (not mrn or status). */
 export function demographicColumns(body: CreatePatientBody) {
-  const { identification, contact, emergencyContact } = body
+  const { identification, contact, emergencyContact, race, ethnicity } = body
   const address = contact?.address
   return {
     first_name: identification.firstName,
@@ -62,6 +82,14 @@ export function demographicColumns(body: CreatePatientBody) {
     emergency_contact_relationship: emergencyContact?.relationship ?? null,
     emergency_contact_phone: emergencyContact?.phoneNumber ?? null,
     preferred_language: body.preferredLanguage ?? null,
+    race_categories: race ? race.categories : null,
+    race_detailed: race ? (race.detailed ?? []) : null,
+    race_text: race?.text ?? null,
+    ethnicity_category: ethnicity?.category ?? null,
+    ethnicity_detailed: ethnicity ? (ethnicity.detailed ?? []) : null,
+    ethnicity_text: ethnicity?.text ?? null,
+    birth_sex: body.birthSex ?? null,
+    gender_identity: body.genderIdentity ?? null,
   }
 }
 

@@ -19,6 +19,7 @@ import { type RecordList, recordList } from '../../lib/row-list.js'
 import type { SyncRead } from '../../lib/sync-paging.js'
 import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
 import { changedRow, changeWithEvent } from '../../outbox/enqueue.js'
+import { checkDetailedCodes } from './demographics.js'
 import { findPatient, insertPatientWithEvent, listPatients as listPatientRows } from './fast-path.js'
 import { demographicColumns, patientEvent, toPatient } from './mapper.js'
 import {
@@ -33,6 +34,11 @@ import { parseSearchTerms } from './search-terms.js'
 const EARLIEST_BIRTH_DATE = '1900-01-01'
 // The latest calendar date anywhere on Earth (UTC+14), so a newborn registered today is accepted.
 const latestDateToday = () => new Date(Date.now() + 14 * 3600_000).toISOString().slice(0, 10)
+
+function checkBody(body: CreatePatientBody): void {
+  checkBirthDate(body.identification.dateOfBirth)
+  checkDetailedCodes(body)
+}
 
 function checkBirthDate(dateOfBirth: string): void {
   if (dateOfBirth > latestDateToday()) {
@@ -59,7 +65,7 @@ export const createPatient = async (db: Db, actor: Actor, body: CreatePatientBod
 
 /** Registers a patient (patient.created): the row as stored. */
 export async function insertPatient(db: Db, actor: Actor, body: CreatePatientBody): Promise<PatientRow> {
-  checkBirthDate(body.identification.dateOfBirth)
+  checkBody(body)
   const row: NewPatientRow = {
     ...demographicColumns(body),
     organization_id: actor.organizationId,
@@ -172,7 +178,7 @@ export async function replacePatient(
   body: UpdatePatientBody,
   expectedVersion: ExpectedVersion,
 ): Promise<PatientRow> {
-  checkBirthDate(body.identification.dateOfBirth)
+  checkBody(body)
   const updated = await writePatient(
     db,
     actor,

@@ -1,6 +1,8 @@
 import { readFile } from 'node:fs/promises'
 import { describe, expect, it } from 'vitest'
+import { DETAILED_ETHNICITIES, DETAILED_RACES } from '../../../schemas/race-ethnicity-codes.js'
 import { validationDefinitions } from '../../../scripts/fhir-definitions/definitions.js'
+import { raceEthnicityCodes } from '../../../scripts/fhir-definitions/race-ethnicity.js'
 import { DEFINITIONS_FILE, VALIDATED_TYPES } from '../../../src/modules/fhir/validation/validated-types.js'
 
 describe('the FHIR definitions writes are validated against', () => {
@@ -16,5 +18,15 @@ describe('the FHIR definitions writes are validated against', () => {
     const ids = new Set(committed.entry.map((entry) => entry.resource.id))
     for (const type of [...VALIDATED_TYPES, 'HumanName', 'CodeableConcept', 'date'])
       expect(ids, type).toContain(type)
+  })
+})
+
+describe('the detailed race and ethnicity codes patients are checked against', () => {
+  it('are what npm run fhir:definitions writes from the v3 Race and Ethnicity code systems', () => {
+    const { races, ethnicities } = raceEthnicityCodes()
+    expect(DETAILED_RACES).toEqual(races)
+    expect(DETAILED_ETHNICITIES).toEqual(ethnicities)
+    expect(DETAILED_RACES['2108-9']).toBe('European')
+    expect(DETAILED_RACES['2106-3']).toBeUndefined()
   })
 })
