@@ -33,7 +33,7 @@ export const OMB_ETHNICITY_CATEGORIES = {
 } as const
 
 /** Sex assigned at birth (US Core birthsex): F and M of AdministrativeGender, UNK a null flavor. */
-export const BIRTH_SEXES = { F: 'Female', M: 'Male', UNK: 'Unknown' } as const
+const BIRTH_SEXES = { F: 'Female', M: 'Male', UNK: 'Unknown' } as const
 
 /** Gender identity (US Core 6.1.0 binds VSAC 2.16.840.1.113762.1.4.1021.32, extensibly). */
 export const GENDER_IDENTITIES = {
@@ -70,10 +70,10 @@ const DemographicText = Type.String({
   description: 'The answer as the patient gave it',
 })
 
-export const RaceCategory = StringEnum(keys(OMB_RACE_CATEGORIES), {
+const RaceCategory = StringEnum(keys(OMB_RACE_CATEGORIES), {
   description: `OMB race category: ${listed(OMB_RACE_CATEGORIES)}`,
 })
-export const EthnicityCategory = StringEnum(keys(OMB_ETHNICITY_CATEGORIES), {
+const EthnicityCategory = StringEnum(keys(OMB_ETHNICITY_CATEGORIES), {
   description: `OMB ethnicity category: ${listed(OMB_ETHNICITY_CATEGORIES)}`,
 })
 export const BirthSex = StringEnum(keys(BIRTH_SEXES), {

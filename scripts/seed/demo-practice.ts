@@ -52,6 +52,30 @@ const LAST = ['Smith', 'Johnson', 'Williams', 'Brown', 'Jones', 'Garcia', 'Mille
   .concat(['Lee', 'Nguyen', 'Kowalski', 'Novak', 'Petrov', 'Tanaka', 'Okafor', 'Haddad', 'Cohen', 'Silva'])
 const GENDERS = ['Female', 'Male', 'Female', 'Male', 'Other', 'Unknown'] as const
 
+// US Core demographics for two patients in three, taken in turn (not drawn, so the demo's other
+// random choices stay as they were).
+const DEMOGRAPHICS = [
+  {
+    race: { categories: ['2106-3' as const], detailed: ['2108-9'] },
+    ethnicity: { category: '2186-5' as const },
+    birthSex: 'F' as const,
+    preferredLanguage: 'en',
+  },
+  {
+    race: { categories: ['2054-5' as const, '2106-3' as const], text: 'Black and White' },
+    ethnicity: { category: '2135-2' as const, detailed: ['2148-5'] },
+    birthSex: 'M' as const,
+    genderIdentity: '446151000124109' as const,
+    preferredLanguage: 'es',
+  },
+  {
+    race: { categories: ['2028-9' as const], detailed: ['2036-2'] },
+    ethnicity: { category: 'ASKU' as const },
+    birthSex: 'UNK' as const,
+    genderIdentity: '33791000087105' as const,
+  },
+]
+
 const CLINICIANS = [
   { first: 'Grace', last: 'Okafor', title: 'MD', specialty: 'Family Medicine' },
   { first: 'Daniel', last: 'Reyes', title: 'MD', specialty: 'Internal Medicine' },
@@ -302,6 +326,7 @@ export async function seedDemoPractice(db: Db, options: DemoOptions): Promise<De
         email: `${first}.${last}.${index + 1}@${DEMO_DOMAIN}`.toLowerCase(),
         phoneNumber: `+1 555 ${String(random.int(100, 999))} ${String(random.int(1000, 9999))}`,
       },
+      ...(index % 3 === 2 ? {} : DEMOGRAPHICS[Math.floor(index / 3) % DEMOGRAPHICS.length]),
     })
     counts.patients += 1
     const clinician = random.pick(clinicians)

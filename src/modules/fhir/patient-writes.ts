@@ -1,7 +1,13 @@
 import type { ContactPoint, Patient } from '@medplum/fhirtypes'
 import type { PatientRow } from '../../../db/tables/patients.js'
 import { CreatePatientBody } from '../../../schemas/patients.js'
-import { deletePatient, demographicColumns, insertPatient, replacePatient } from '../patients/service.js'
+import {
+  checkDetailedCodes,
+  deletePatient,
+  demographicColumns,
+  insertPatient,
+  replacePatient,
+} from '../patients/service.js'
 import { BIRTH_SEX, demographicsOf, ETHNICITY, GENDER_IDENTITY, RACE } from './patient-demographics.js'
 import { present, withoutUndefined } from './resource-elements.js'
 import type { ResourceWrites } from './resource-writes.js'
@@ -113,13 +119,16 @@ export function patientWrites(
       mrn: 'Patient.identifier',
     },
     bodyOf: (patient) => patientBody(patient, mrnSystem),
-    preview: (body) =>
-      toFhir({
+    // Unknown detailed codes are refused as such, before the preview, whose displays they lack.
+    preview: (body) => {
+      checkDetailedCodes(body)
+      return toFhir({
         ...PREVIEW_ROW,
         ...demographicColumns(body),
         mrn: body.mrn ?? '',
         status: body.status ?? 'ACTIVE',
-      }),
+      })
+    },
     patientOf: (patient) => (patient.id === undefined ? undefined : Number(patient.id)),
     create: async (db, actor, body) => toFhir(await insertPatient(db, actor, body)),
     update: async (db, actor, id, body, expected) =>

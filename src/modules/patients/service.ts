@@ -294,4 +294,5 @@ export async function lookUpPatients(
   return { patients: rows.map(toPatient), total }
 }
 
+export { checkDetailedCodes } from './demographics.js'
 export { demographicColumns } from './mapper.js'

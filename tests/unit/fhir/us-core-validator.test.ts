@@ -1,4 +1,4 @@
-import type { Patient } from '@medplum/fhirtypes'
+import type { Extension, Patient } from '@medplum/fhirtypes'
 import { describe, expect, it } from 'vitest'
 import { usCoreErrors, usCoreFile, usCoreValueSetCodes } from '../../helpers/us-core.js'
 
@@ -13,7 +13,7 @@ const minimal: Patient = {
   gender: 'female',
 }
 
-const race = (parts: object[]) => ({ url: RACE, extension: parts })
+const race = (parts: Extension[]): Extension => ({ url: RACE, extension: parts })
 
 describe('the US Core 6.1.0 validator of the tests (tests/helpers/us-core.ts)', () => {
   it("finds no error in US Core's own Patient example and in a minimal patient", () => {
