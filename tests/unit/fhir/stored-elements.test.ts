@@ -56,6 +56,20 @@ describe('droppedElements', () => {
   })
 })
 
+describe('droppedElements of profiles claimed', () => {
+  const claimed: Patient = { ...stored, meta: { ...stored.meta, profile: ['http://example.test/p|2.0.0'] } }
+
+  it('holds a profile named without its version by the claim with one, and no other profile', () => {
+    const named = (profile: string[]): Patient => ({ resourceType: 'Patient', meta: { profile } })
+    expect(droppedElements(named(['http://example.test/p']), claimed)).toEqual([])
+    expect(droppedElements(named(['http://example.test/p|2.0.0']), claimed)).toEqual([])
+    expect(droppedElements(named(['http://example.test/p|1.0.0']), claimed)).toEqual([
+      'Patient.meta.profile[0]',
+    ])
+    expect(droppedElements(named(['http://example.test/p']), stored)).toEqual(['Patient.meta.profile'])
+  })
+})
+
 describe('droppedElements of date-times', () => {
   const appointment = (start: string): Appointment => ({
     resourceType: 'Appointment',
