@@ -171,7 +171,7 @@ describe('openapi.json for code generators', () => {
     const media = (spoiled.paths['/api/patients']?.post?.requestBody?.content ?? {}) as Record<string, Node>
     ;(media['application/json'] as Node).schema = schemas.PatientCreate
     expect(inlineObjects(spoiled)).toContain(
-      'post /api/patients: identification, contact, emergencyContact, preferredLanguage, mrn, status',
+      'post /api/patients: identification, contact, emergencyContact, preferredLanguage, race, ethnicity, birthSex, genderIdentity, mrn, status',
     )
   })
 
