@@ -32,7 +32,7 @@ export const TokenRequest = Named(
         Type.String({
           maxLength: 8192,
           description:
-            'A confidential client with registered keys authenticates with a JWT signed by its private key instead of a secret (`private_key_jwt`, SMART Backend Services): RS384 or ES384; `iss` and `sub` its client id, `aud` this token endpoint’s URL, `exp` at most 5 minutes ahead, a `jti` never used before',
+            'A confidential client or SMART app with registered keys authenticates with a JWT signed by its private key instead of a secret (`private_key_jwt`: SMART Backend Services, and SMART’s client-confidential-asymmetric apps): RS384 or ES384; `iss` and `sub` its client id, `aud` this token endpoint’s URL (or the issuer’s), `exp` at most 5 minutes ahead, a `jti` never used before',
         }),
       ),
       username: FormField('password grant: the account e-mail'),
@@ -53,6 +53,14 @@ export const TokenRequest = Named(
           password: '<password>',
         },
         { grant_type: 'client_credentials', client_id: 'billing-sync', client_secret: '<secret>' },
+        {
+          grant_type: 'authorization_code',
+          code: '<code from the redirect>',
+          redirect_uri: 'https://careplans.example.com/callback',
+          code_verifier: '<PKCE verifier>',
+          client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+          client_assertion: '<JWT signed with the app’s private key>',
+        },
         {
           grant_type: 'client_credentials',
           scope: 'system/*.read',

@@ -27,6 +27,7 @@ import * as sessionScopes from './0025_session_scopes.js'
 import * as auditPatientIdsIndex from './0026_audit_patient_ids_index.js'
 import * as recordHistory from './0027_record_history.js'
 import * as smartLaunch from './0028_smart_launch.js'
+import * as assertionJtis from './0029_assertion_jtis.js'
 
 /** Every migration, in order. Listed rather than scanned so tsx and compiled JS behave alike. */
 export const migrations: Record<string, Migration> = {
@@ -58,4 +59,5 @@ export const migrations: Record<string, Migration> = {
   '0026_audit_patient_ids_index': auditPatientIdsIndex,
   '0027_record_history': recordHistory,
   '0028_smart_launch': smartLaunch,
+  '0029_assertion_jtis': assertionJtis,
 }

@@ -198,7 +198,7 @@ const oidcRoutes: FastifyPluginAsyncTypebox<OidcRouteOptions> = async (
         operationId: 'token',
         summary: 'Token endpoint (application/x-www-form-urlencoded)',
         description:
-          'Grants: password (client_id, username, password), client_credentials (a confidential client: client_id and client_secret, in the form or HTTP Basic; or, with registered keys, client_assertion_type and client_assertion, RFC 7523 as SMART Backend Services profiles it), refresh_token (refresh_token; client_id, which the public client may leave out). A refresh token works once; the answer carries its replacement. The answer’s scope says what was granted: online_access and offline_access when asked for, and for client_credentials the SMART system scopes the client’s roles allow.',
+          'Grants: authorization_code (a SMART app: code, redirect_uri, code_verifier; client_id for a public app; a confidential app authenticates with its secret, or, registered with keys, with client_assertion_type and client_assertion), password (client_id, username, password), client_credentials (a confidential client: client_id and client_secret, in the form or HTTP Basic; or, with registered keys, client_assertion_type and client_assertion, RFC 7523 as SMART Backend Services profiles it), refresh_token (refresh_token; client_id, which the public client may leave out). A refresh token works once; the answer carries its replacement. The answer’s scope says what was granted: online_access and offline_access when asked for, and for client_credentials the SMART system scopes the client’s roles allow.',
         security: [],
         consumes: ['application/x-www-form-urlencoded'],
         body: TokenRequest,

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { exportJWK, generateKeyPair } from 'jose'
 import * as oidc from 'openid-client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../../src/app.js'
@@ -18,7 +19,8 @@ let issuer: URL
 let fhirBase: string
 
 beforeAll(async () => {
-  const listening = await listeningFhirApp()
+  // Every request here is anonymous, from one address: well past the default anonymous limit.
+  const listening = await listeningFhirApp({ RATE_LIMIT_ANONYMOUS: '100000' })
   app = listening.app
   fhirBase = listening.baseUrl
   issuer = new URL(`${new URL(fhirBase).origin}/realms/ehr`)
@@ -266,5 +268,164 @@ describe('a confidential app (client secret)', () => {
     const right = await discover(created.clientId, oidc.ClientSecretPost(created.clientSecret as string))
     const tokens = await oidc.authorizationCodeGrant(right, authorization.callback, checksOf(authorization))
     expect(tokens.access_token).toEqual(expect.any(String))
+  })
+})
+
+/** A signing key pair: the private key as openid-client takes it, and the public JWK to register. */
+async function signingKey(alg: 'ES384' | 'RS384') {
+  const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true })
+  const kid = randomUUID()
+  return { kid, privateKey, jwk: { ...(await exportJWK(publicKey)), kid, alg } }
+}
+
+/** A confidential app registered with public keys only, and the keys it signs with. */
+async function appWithKeys(admin: TestUser, ...keys: Awaited<ReturnType<typeof signingKey>>[]) {
+  const created = await registeredApp(app, admin, {
+    name: 'Chart Viewer',
+    type: 'confidential',
+    redirectUris: [REDIRECT_URI],
+    scopes: SCOPE.split(' '),
+    jwks: { keys: keys.map((key) => key.jwk) },
+  })
+  expect(created).toMatchObject({ hasSecret: false })
+  expect(created.clientSecret).toBeUndefined()
+  return created
+}
+
+/** openid-client authenticating as the app by assertions signed with `key`, altered by `modify`. */
+function asserting(
+  clientId: string,
+  key: Awaited<ReturnType<typeof signingKey>>,
+  modify?: (payload: Record<string, unknown>) => void,
+) {
+  return discover(
+    clientId,
+    oidc.PrivateKeyJwt(
+      { key: key.privateKey, kid: key.kid },
+      modify ? { [oidc.modifyAssertion]: (_header, payload) => modify(payload) } : {},
+    ),
+  )
+}
+
+describe('a confidential app with keys (private_key_jwt)', () => {
+  it('is advertised: SMART’s client-confidential-asymmetric and private_key_jwt at the token endpoint', async () => {
+    const smart = (await fetch(`${fhirBase}/.well-known/smart-configuration`).then((answer) =>
+      answer.json(),
+    )) as Record<string, string[]>
+    expect(smart.capabilities).toContain('client-confidential-asymmetric')
+    expect(smart.token_endpoint_auth_methods_supported).toContain('private_key_jwt')
+    expect(smart.token_endpoint_auth_signing_alg_values_supported).toEqual(['RS384', 'ES384'])
+    const config = await discover('any', oidc.None())
+    expect(config.serverMetadata().token_endpoint_auth_methods_supported).toContain('private_key_jwt')
+  })
+
+  it.each(['ES384', 'RS384'] as const)(
+    'exchanges its code and refreshes with assertions signed in %s',
+    async (alg) => {
+      const { admin, provider, practitioner } = await practice()
+      const key = await signingKey(alg)
+      const created = await appWithKeys(admin, key)
+      const config = await asserting(created.clientId, key)
+      const authorization = await authorize(config, provider)
+      const tokens = await oidc.authorizationCodeGrant(
+        config,
+        authorization.callback,
+        checksOf(authorization),
+      )
+      expect(tokens.claims()).toMatchObject({ aud: created.clientId, fhirUser: practitioner })
+      const refreshed = await oidc.refreshTokenGrant(config, tokens.refresh_token as string)
+      expect(refreshed.access_token).toEqual(expect.any(String))
+      const info = await oidc.fetchUserInfo(config, refreshed.access_token, provider.subject)
+      expect(info.fhirUser).toBe(practitioner)
+    },
+  )
+
+  it('refuses another key, a secret, an expired or long-lived assertion, another audience; the code stays good', async () => {
+    const { admin, provider } = await practice()
+    const key = await signingKey('ES384')
+    const created = await appWithKeys(admin, key)
+    const good = await asserting(created.clientId, key)
+    const authorization = await authorize(good, provider)
+    const exchange = (config: oidc.Configuration) =>
+      refusal(oidc.authorizationCodeGrant(config, authorization.callback, checksOf(authorization)))
+    const now = Math.floor(Date.now() / 1000)
+    const stranger = await signingKey('ES384')
+    const refused = [
+      // Signed by a key the app did not register, under its registered key's id and under its own.
+      await asserting(created.clientId, { ...stranger, kid: key.kid }),
+      await asserting(created.clientId, stranger),
+      await discover(created.clientId, oidc.ClientSecretBasic('no-secret-was-issued')),
+      await discover(created.clientId, oidc.None()),
+      await asserting(created.clientId, key, (payload) => {
+        payload.iat = now - 600
+        payload.nbf = now - 600
+        payload.exp = now - 300
+      }),
+      await asserting(created.clientId, key, (payload) => {
+        payload.exp = now + 3600
+      }),
+      await asserting(created.clientId, key, (payload) => {
+        payload.aud = 'https://other.example.test/token'
+      }),
+      await asserting(created.clientId, key, (payload) => {
+        payload.sub = 'someone-else'
+      }),
+    ]
+    for (const [index, config] of refused.entries()) {
+      expect(await exchange(config), `case ${index}`).toEqual({ status: 401, error: 'invalid_client' })
+    }
+    const tokens = await oidc.authorizationCodeGrant(good, authorization.callback, checksOf(authorization))
+    expect(tokens.access_token).toEqual(expect.any(String))
+  })
+
+  it('takes an assertion once: its jti used again is refused', async () => {
+    const { admin, provider } = await practice()
+    const key = await signingKey('RS384')
+    const created = await appWithKeys(admin, key)
+    const jti = randomUUID()
+    const sameJti = await asserting(created.clientId, key, (payload) => {
+      payload.jti = jti
+    })
+    const authorization = await authorize(sameJti, provider)
+    const tokens = await oidc.authorizationCodeGrant(sameJti, authorization.callback, checksOf(authorization))
+    expect(await refusal(oidc.refreshTokenGrant(sameJti, tokens.refresh_token as string))).toEqual({
+      status: 401,
+      error: 'invalid_client',
+    })
+    // The refresh token was not spent by the refused request.
+    const fresh = await asserting(created.clientId, key)
+    expect((await oidc.refreshTokenGrant(fresh, tokens.refresh_token as string)).access_token).toEqual(
+      expect.any(String),
+    )
+  })
+
+  it('stops working when the app is deactivated, and a public app cannot assert', async () => {
+    const { org, admin, provider } = await practice()
+    const key = await signingKey('ES384')
+    const created = await appWithKeys(admin, key)
+    const config = await asserting(created.clientId, key)
+    const authorization = await authorize(config, provider)
+    const deactivated = await app.inject({
+      method: 'POST',
+      url: `/api/smart-apps/${created.id}/deactivate`,
+      headers: bearer(admin.token),
+    })
+    expect(deactivated.statusCode, deactivated.body).toBe(200)
+    expect(
+      await refusal(oidc.authorizationCodeGrant(config, authorization.callback, checksOf(authorization))),
+    ).toEqual({ status: 401, error: 'invalid_client' })
+
+    const open = await registerApp(app, org, admin, { scopes: SCOPE.split(' ') })
+    const publicConfig = await discover(open.clientId, oidc.None())
+    const publicAuthorization = await authorize(publicConfig, provider)
+    expect(
+      await refusal(
+        oidc.authorizationCodeGrant(
+          await asserting(open.clientId, key),
+          publicAuthorization.callback,
+          checksOf(publicAuthorization),
+        ),
+      ),
+    ).toEqual({ status: 401, error: 'invalid_client' })
   })
 })
