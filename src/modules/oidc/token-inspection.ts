@@ -11,7 +11,19 @@ import {
   revokeSession,
   revokeTokenSession,
 } from '../../identity/sessions.js'
-import { type Client, type ClientCredentials, identifyClient, OAuthError } from './service.js'
+import {
+  type AssertionSettings,
+  type Client,
+  type ClientCredentials,
+  identifyClient,
+  OAuthError,
+} from './service.js'
+
+/** How a caller of introspection or revocation authenticates: as at the token endpoint. */
+export interface CallingClient {
+  credentials: ClientCredentials
+  assertions: AssertionSettings
+}
 
 /** Checks an access token as API requests are checked; throws an AppError for one that is refused. */
 export type VerifyAccessToken = (
@@ -151,11 +163,11 @@ async function introspectRefreshToken(db: Db, token: string, organizationId: num
 export async function introspect(
   db: Db,
   publicClientId: string,
-  credentials: ClientCredentials,
+  { credentials, assertions }: CallingClient,
   token: string,
   verify: VerifyAccessToken,
 ): Promise<Introspection> {
-  const caller = await identifyClient(db, publicClientId, credentials)
+  const caller = await identifyClient(db, publicClientId, credentials, assertions)
   const organizationId = await organizationOf(db, caller)
   if (organizationId === undefined) {
     throw new OAuthError(401, 'invalid_client', 'Only a confidential client may introspect tokens')
@@ -178,11 +190,11 @@ const notTheClients = () =>
 export async function revoke(
   db: Db,
   publicClientId: string,
-  credentials: ClientCredentials,
+  { credentials, assertions }: CallingClient,
   token: string,
   verify: VerifyAccessToken,
 ): Promise<void> {
-  const client = await identifyClient(db, publicClientId, credentials)
+  const client = await identifyClient(db, publicClientId, credentials, assertions)
   if (!isJwt(token)) {
     const session = await findRefreshTokenSession(db, token)
     if (!session) return

@@ -308,15 +308,18 @@ function asserting(
 }
 
 describe('a confidential app with keys (private_key_jwt)', () => {
-  it('is advertised: SMART’s client-confidential-asymmetric and private_key_jwt at the token endpoint', async () => {
+  it('is advertised: SMART’s client-confidential-asymmetric, and private_key_jwt wherever a client authenticates', async () => {
     const smart = (await fetch(`${fhirBase}/.well-known/smart-configuration`).then((answer) =>
       answer.json(),
     )) as Record<string, string[]>
     expect(smart.capabilities).toContain('client-confidential-asymmetric')
     expect(smart.token_endpoint_auth_methods_supported).toContain('private_key_jwt')
     expect(smart.token_endpoint_auth_signing_alg_values_supported).toEqual(['RS384', 'ES384'])
-    const config = await discover('any', oidc.None())
-    expect(config.serverMetadata().token_endpoint_auth_methods_supported).toContain('private_key_jwt')
+    const metadata = (await discover('any', oidc.None())).serverMetadata()
+    for (const endpoint of ['token', 'introspection', 'revocation'] as const) {
+      expect(metadata[`${endpoint}_endpoint_auth_methods_supported`]).toContain('private_key_jwt')
+      expect(metadata[`${endpoint}_endpoint_auth_signing_alg_values_supported`]).toEqual(['RS384', 'ES384'])
+    }
   })
 
   it.each(['ES384', 'RS384'] as const)(
@@ -337,6 +340,17 @@ describe('a confidential app with keys (private_key_jwt)', () => {
       expect(refreshed.access_token).toEqual(expect.any(String))
       const info = await oidc.fetchUserInfo(config, refreshed.access_token, provider.subject)
       expect(info.fhirUser).toBe(practitioner)
+
+      // Introspection and revocation take the same assertions.
+      expect(await oidc.tokenIntrospection(config, refreshed.access_token)).toMatchObject({
+        active: true,
+        client_id: created.clientId,
+      })
+      await oidc.tokenRevocation(config, refreshed.refresh_token as string)
+      expect(await oidc.tokenIntrospection(config, refreshed.access_token)).toEqual({ active: false })
+      expect(await oidc.tokenIntrospection(config, refreshed.refresh_token as string)).toEqual({
+        active: false,
+      })
     },
   )
 
@@ -376,6 +390,17 @@ describe('a confidential app with keys (private_key_jwt)', () => {
     }
     const tokens = await oidc.authorizationCodeGrant(good, authorization.callback, checksOf(authorization))
     expect(tokens.access_token).toEqual(expect.any(String))
+    for (const config of refused.slice(0, 2)) {
+      expect(await refusal(oidc.tokenIntrospection(config, tokens.access_token))).toEqual({
+        status: 401,
+        error: 'invalid_client',
+      })
+      expect(await refusal(oidc.tokenRevocation(config, tokens.access_token))).toEqual({
+        status: 401,
+        error: 'invalid_client',
+      })
+    }
+    expect(await oidc.tokenIntrospection(good, tokens.access_token)).toMatchObject({ active: true })
   })
 
   it('takes an assertion once: its jti used again is refused', async () => {
