@@ -1,6 +1,6 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
-import type { Db, Trx } from '../../db/database.js'
+import { type Db, inTransaction, type Trx } from '../../db/database.js'
 import { AppError } from '../errors.js'
 import { findTokenSubject } from './account-queries.js'
 import type { TokenIssuer } from './token-issuer.js'
@@ -91,6 +91,7 @@ async function issueFor(
 /**
  * Opens a session for an authenticated account: an access token and the first refresh token.
  * `scopes` (SMART's online_access, offline_access) are granted with it, for as long as it lasts.
+ * Given a transaction, the session is part of it.
  */
 export async function startSession(
   db: Db,
@@ -101,7 +102,7 @@ export async function startSession(
   app?: AppSession,
 ): Promise<SessionTokens> {
   const sessionId = randomUUID()
-  const refreshToken = await db.transaction().execute(async (trx) => {
+  const refreshToken = await inTransaction(db, async (trx) => {
     await trx
       .insertInto('sessions')
       .values({
