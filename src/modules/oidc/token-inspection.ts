@@ -10,6 +10,7 @@ import {
   hashToken,
   revokeSession,
   revokeTokenSession,
+  sessionIsLive,
 } from '../../identity/sessions.js'
 import {
   type AssertionSettings,
@@ -110,7 +111,6 @@ async function introspectRefreshToken(db: Db, token: string, organizationId: num
     .selectFrom('refresh_tokens')
     .innerJoin('sessions', 'sessions.id', 'refresh_tokens.session_id')
     .innerJoin('users', 'users.id', 'sessions.user_id')
-    .leftJoin('browser_sessions', 'browser_sessions.id', 'sessions.browser_session_id')
     .select([
       'refresh_tokens.expires_at',
       'refresh_tokens.created_at',
@@ -125,19 +125,8 @@ async function introspectRefreshToken(db: Db, token: string, organizationId: num
     .where('users.organization_id', '=', organizationId)
     .where('refresh_tokens.rotated_at', 'is', null)
     .where('refresh_tokens.expires_at', '>', sql<Date>`now()`)
-    .where('sessions.revoked_at', 'is', null)
-    .where('sessions.expires_at', '>', sql<Date>`now()`)
-    .where('users.active', '=', true)
-    // An online_access session lasts as long as the sign-in it was authorized in, as a refresh finds.
-    .where((eb) =>
-      eb.or([
-        eb('sessions.browser_session_id', 'is', null),
-        eb.and([
-          eb('browser_sessions.revoked_at', 'is', null),
-          eb('browser_sessions.expires_at', '>', sql<Date>`now()`),
-        ]),
-      ]),
-    )
+    // Active exactly when a refresh would take it.
+    .where(sessionIsLive)
     .executeTakeFirst()
   if (!row) return INACTIVE
   const seconds = (date: Date) => Math.floor(date.getTime() / 1000)
