@@ -1,9 +1,9 @@
 import type { Kysely, Transaction } from 'kysely'
 import type { AppointmentsTable } from './tables/appointments.js'
+import type { AssertionJtisTable } from './tables/assertion-jtis.js'
 import type { AuditLogTable } from './tables/audit-log.js'
 import type { InvoicesTable, OrganizationCountersTable, PaymentsTable } from './tables/billing.js'
 import type { BulkExportFilesTable, BulkExportsTable } from './tables/bulk-exports.js'
-import type { ClientAssertionJtisTable } from './tables/client-assertion-jtis.js'
 import type { ClientsTable } from './tables/clients.js'
 import type { ClinicalRecordsTable } from './tables/clinical-records.js'
 import type { DeletedRecordsTable } from './tables/deleted-records.js'
@@ -50,7 +50,7 @@ export interface Database {
   app_grants: AppGrantsTable
   launch_contexts: LaunchContextsTable
   authorization_codes: AuthorizationCodesTable
-  client_assertion_jtis: ClientAssertionJtisTable
+  assertion_jtis: AssertionJtisTable
   signing_keys: SigningKeysTable
   patients: PatientsTable
   patient_counts: PatientCountsTable

@@ -48,7 +48,7 @@ export const LOCAL_TABLES = [
   'refresh_tokens',
   'password_reset_tokens',
   'clients',
-  'client_assertion_jtis',
+  'assertion_jtis',
   'smart_apps',
   'browser_sessions',
   'app_grants',

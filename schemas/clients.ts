@@ -57,7 +57,7 @@ export const Jwks = Named(
     {
       ...strict,
       description:
-        'The public keys that verify the client’s signed assertions (`private_key_jwt`, SMART Backend Services); public members only',
+        'The public keys that verify the client’s signed assertions (`private_key_jwt`: a SMART Backend Services client’s, or a confidential SMART app’s); public members only',
     },
   ),
 )

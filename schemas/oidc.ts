@@ -3,6 +3,19 @@ import { Named } from './common.js'
 
 const FormField = (description: string) => Type.Optional(Type.String({ maxLength: 4096, description }))
 
+/** RFC 7523 client authentication (`private_key_jwt`), wherever a confidential client authenticates. */
+const clientAssertionFields = (endpoint: string) => ({
+  client_assertion_type: FormField(
+    'With client_assertion: `urn:ietf:params:oauth:client-assertion-type:jwt-bearer` (RFC 7523)',
+  ),
+  client_assertion: Type.Optional(
+    Type.String({
+      maxLength: 8192,
+      description: `A confidential client or SMART app with registered keys authenticates ${endpoint} with a JWT signed by its private key instead of a secret (\`private_key_jwt\`: SMART Backend Services, and SMART’s client-confidential-asymmetric apps): RS384 or ES384; \`iss\` and \`sub\` its client id, \`aud\` the token endpoint’s URL (or the issuer’s), \`exp\` at most 5 minutes ahead, a \`jti\` never used before`,
+    }),
+  ),
+})
+
 /**
  * The token endpoint's form (application/x-www-form-urlencoded). Parameters this issuer does not use
  * are accepted and ignored, as OAuth requires.
@@ -25,16 +38,7 @@ export const TokenRequest = Named(
       ),
       client_id: FormField('The client; may instead come in HTTP Basic authentication'),
       client_secret: FormField('Secret of a confidential client'),
-      client_assertion_type: FormField(
-        'With client_assertion: `urn:ietf:params:oauth:client-assertion-type:jwt-bearer` (RFC 7523)',
-      ),
-      client_assertion: Type.Optional(
-        Type.String({
-          maxLength: 8192,
-          description:
-            'A confidential client with registered keys authenticates with a JWT signed by its private key instead of a secret (`private_key_jwt`, SMART Backend Services): RS384 or ES384; `iss` and `sub` its client id, `aud` this token endpoint’s URL, `exp` at most 5 minutes ahead, a `jti` never used before',
-        }),
-      ),
+      ...clientAssertionFields('here'),
       username: FormField('password grant: the account e-mail'),
       password: FormField('password grant'),
       refresh_token: FormField(
@@ -53,6 +57,14 @@ export const TokenRequest = Named(
           password: '<password>',
         },
         { grant_type: 'client_credentials', client_id: 'billing-sync', client_secret: '<secret>' },
+        {
+          grant_type: 'authorization_code',
+          code: '<code from the redirect>',
+          redirect_uri: 'https://careplans.example.com/callback',
+          code_verifier: '<PKCE verifier>',
+          client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+          client_assertion: '<JWT signed with the app’s private key>',
+        },
         {
           grant_type: 'client_credentials',
           scope: 'system/*.read',
@@ -154,7 +166,9 @@ export const DiscoveryDocument = Named(
     token_endpoint_auth_methods_supported: Type.Array(Type.String()),
     token_endpoint_auth_signing_alg_values_supported: Type.Array(Type.String()),
     introspection_endpoint_auth_methods_supported: Type.Array(Type.String()),
+    introspection_endpoint_auth_signing_alg_values_supported: Type.Array(Type.String()),
     revocation_endpoint_auth_methods_supported: Type.Array(Type.String()),
+    revocation_endpoint_auth_signing_alg_values_supported: Type.Array(Type.String()),
     scopes_supported: Type.Array(Type.String()),
     claims_supported: Type.Array(Type.String()),
   }),
@@ -178,6 +192,7 @@ export const IntrospectionRequest = Named(
       token_type_hint: TokenTypeHint,
       client_id: FormField('The calling confidential client; may instead come in HTTP Basic authentication'),
       client_secret: FormField('Its secret'),
+      ...clientAssertionFields('here as at the token endpoint'),
     },
     { examples: [{ token: '<access or refresh token>', token_type_hint: 'access_token' }] },
   ),
@@ -240,6 +255,7 @@ export const RevocationRequest = Named(
         'The client the token was issued to; may instead come in HTTP Basic authentication',
       ),
       client_secret: FormField('Secret of a confidential client'),
+      ...clientAssertionFields('here as at the token endpoint'),
     },
     { examples: [{ client_id: 'ehr-api', token: '<refresh token>', token_type_hint: 'refresh_token' }] },
   ),

@@ -18,7 +18,7 @@ const strict = { additionalProperties: false } as const
 const SMART_APP_TYPES = ['public', 'confidential'] as const
 const SmartAppType = StringEnum(SMART_APP_TYPES, {
   description:
-    '`public`: a browser or native app that keeps no secret (PKCE alone); `confidential`: an app with a server side, which authenticates at the token endpoint with a secret (or, later, its keys)',
+    '`public`: a browser or native app that keeps no secret (PKCE alone); `confidential`: an app with a server side, which authenticates at the token endpoint with a secret, or with a JWT signed by its private key when registered with public keys (`private_key_jwt`)',
 })
 
 const urlRules =
@@ -67,7 +67,8 @@ const JwksUrl = Type.String({
   format: 'uri',
   maxLength: 2048,
   description:
-    'A confidential app: an `https://` address where it publishes its public keys (a JWKS), under the same rules as a client’s (hosts on public addresses only)',
+    'A confidential app: an `https://` address where it publishes its public keys (a JWKS), under the same rules as a client’s: hosts on public addresses only, checked at registration and at every fetch; fetched when needed and cached for 5 minutes',
+  examples: ['https://careplans.example.com/.well-known/jwks.json'],
 })
 
 const appProperties = {
@@ -89,7 +90,7 @@ export const CreateSmartAppBody = Named(
     {
       ...strict,
       description:
-        'A SMART app of the caller’s organization (SMART App Launch, authorization code with PKCE). Its `clientId` is generated. A confidential app registered without `jwks` or `jwksUrl` gets a secret, shown only in this response. A public app has no secret and no keys.',
+        'A SMART app of the caller’s organization (SMART App Launch, authorization code with PKCE). Its `clientId` is generated. A confidential app registered without `jwks` or `jwksUrl` gets a secret, shown only in this response. One registered with `jwks` or `jwksUrl` (not both) gets no secret: it authenticates at the token endpoint with a JWT signed by its private key (`private_key_jwt`, SMART’s client-confidential-asymmetric: RS384 or ES384; `iss` and `sub` its client id, `aud` the token endpoint’s URL, `exp` at most 5 minutes ahead, a `jti` used once). A public app has no secret and no keys.',
       examples: [
         {
           name: 'Growth charts',
@@ -97,6 +98,24 @@ export const CreateSmartAppBody = Named(
           redirectUris: ['https://charts.example.com/callback'],
           scopes: ['launch', 'openid', 'fhirUser', 'patient/Patient.rs', 'patient/Observation.rs'],
           launchUrl: 'https://charts.example.com/launch',
+        },
+        {
+          name: 'Care plan review',
+          type: 'confidential',
+          redirectUris: ['https://careplans.example.com/callback'],
+          scopes: ['launch', 'openid', 'fhirUser', 'patient/*.rs', 'offline_access'],
+          jwks: {
+            keys: [
+              {
+                kty: 'EC',
+                crv: 'P-384',
+                kid: 'careplans-2026',
+                alg: 'ES384',
+                x: 'ZKKdnLdDDlfGqpjbAWVuMIua4EOQfHRqVXZ_iMExMLFQPbckY2IH5DlPzBFE4Ykp',
+                y: 'dXABrI4pWo6XpY6OpCQlXBgxqN-9QJGx5JRd7o7KOP2vv5tQvu9w_UsUGwNYvr7I',
+              },
+            ],
+          },
         },
       ],
     },
@@ -135,7 +154,10 @@ export const SmartApp = Named(
     redirectUris: Type.Array(Type.String()),
     scopes: Type.Array(Type.String()),
     launchUrl: Nullable(Type.String({ description: 'Where the EHR opens the app; null when none' })),
-    hasSecret: Type.Boolean({ description: 'A confidential app that authenticates with a secret' }),
+    hasSecret: Type.Boolean({
+      description:
+        'A confidential app that authenticates with a secret; one with keys only authenticates with signed assertions',
+    }),
     jwksUrl: Nullable(
       Type.String({ description: 'Where the app publishes its public keys; null when none or stored' }),
     ),

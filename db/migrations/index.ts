@@ -28,6 +28,7 @@ import * as auditPatientIdsIndex from './0026_audit_patient_ids_index.js'
 import * as recordHistory from './0027_record_history.js'
 import * as smartLaunch from './0028_smart_launch.js'
 import * as patientDemographics from './0029_patient_demographics.js'
+import * as assertionJtis from './0030_assertion_jtis.js'
 
 /** Every migration, in order. Listed rather than scanned so tsx and compiled JS behave alike. */
 export const migrations: Record<string, Migration> = {
@@ -60,4 +61,5 @@ export const migrations: Record<string, Migration> = {
   '0027_record_history': recordHistory,
   '0028_smart_launch': smartLaunch,
   '0029_patient_demographics': patientDemographics,
+  '0030_assertion_jtis': assertionJtis,
 }

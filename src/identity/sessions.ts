@@ -1,6 +1,6 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
-import { sql } from 'kysely'
-import type { Db, Trx } from '../../db/database.js'
+import { type ExpressionBuilder, sql } from 'kysely'
+import { type Database, type Db, inTransaction, type Trx } from '../../db/database.js'
 import { AppError } from '../errors.js'
 import { findTokenSubject } from './account-queries.js'
 import type { TokenIssuer } from './token-issuer.js'
@@ -91,6 +91,7 @@ async function issueFor(
 /**
  * Opens a session for an authenticated account: an access token and the first refresh token.
  * `scopes` (SMART's online_access, offline_access) are granted with it, for as long as it lasts.
+ * Given a transaction, the session is part of it.
  */
 export async function startSession(
   db: Db,
@@ -101,7 +102,7 @@ export async function startSession(
   app?: AppSession,
 ): Promise<SessionTokens> {
   const sessionId = randomUUID()
-  const refreshToken = await db.transaction().execute(async (trx) => {
+  const refreshToken = await inTransaction(db, async (trx) => {
     await trx
       .insertInto('sessions')
       .values({
@@ -122,6 +123,35 @@ export async function startSession(
   })
   return issueFor(db, issuer, userId, sessionId, clientId, refreshToken, scopes, app?.launch)
 }
+
+/**
+ * Whether a session (of the query's `sessions`) is live, as a refresh and an introspection of its
+ * refresh token find it: not ended, within its longest life, its account active, and, for an
+ * online_access session, the sign-in on the pages it was authorized in not ended or expired either.
+ */
+export const sessionIsLive = (eb: ExpressionBuilder<Database, 'sessions'>) =>
+  eb.and([
+    eb('sessions.revoked_at', 'is', null),
+    eb('sessions.expires_at', '>', sql<Date>`now()`),
+    eb.exists(
+      eb
+        .selectFrom('users')
+        .select('users.id')
+        .whereRef('users.id', '=', 'sessions.user_id')
+        .where('users.active', '=', true),
+    ),
+    eb.or([
+      eb('sessions.browser_session_id', 'is', null),
+      eb.exists(
+        eb
+          .selectFrom('browser_sessions')
+          .select('browser_sessions.id')
+          .whereRef('browser_sessions.id', '=', 'sessions.browser_session_id')
+          .where('browser_sessions.revoked_at', 'is', null)
+          .where('browser_sessions.expires_at', '>', sql<Date>`now()`),
+      ),
+    ]),
+  ])
 
 /** Revokes, for `reason`, the sessions not revoked yet that the caller's WHERE picks. */
 const revoking = (db: Db, reason: string) =>
@@ -228,8 +258,6 @@ export async function refreshSession(
     }
     const session = await trx
       .selectFrom('sessions')
-      .innerJoin('users', 'users.id', 'sessions.user_id')
-      .leftJoin('browser_sessions', 'browser_sessions.id', 'sessions.browser_session_id')
       .select([
         'sessions.user_id',
         'sessions.client_id',
@@ -238,19 +266,7 @@ export async function refreshSession(
         'sessions.launch_encounter_id',
       ])
       .where('sessions.id', '=', token.session_id)
-      .where('sessions.revoked_at', 'is', null)
-      .where('sessions.expires_at', '>', sql<Date>`now()`)
-      .where('users.active', '=', true)
-      // An online_access session lasts as long as the sign-in it was authorized in.
-      .where((eb) =>
-        eb.or([
-          eb('sessions.browser_session_id', 'is', null),
-          eb.and([
-            eb('browser_sessions.revoked_at', 'is', null),
-            eb('browser_sessions.expires_at', '>', sql<Date>`now()`),
-          ]),
-        ]),
-      )
+      .where(sessionIsLive)
       .executeTakeFirst()
     if (!session || !mayRefresh(session.client_id)) return { outcome: 'invalid' }
     const { launch_patient_id: patientId, launch_encounter_id: encounterId } = session

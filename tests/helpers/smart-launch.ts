@@ -51,16 +51,20 @@ export const pkcePair = () => {
   return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') }
 }
 
-/** A browser: its cookies, kept from one answer to the next. */
+/** A browser: its cookies, kept from one answer to the next, and the address it calls from. */
 export class Browser {
   private readonly cookies = new Map<string, string>()
 
-  constructor(private readonly app: App) {}
+  constructor(
+    private readonly app: App,
+    private readonly remoteAddress = '127.0.0.1',
+  ) {}
 
   async request(method: 'GET' | 'POST', url: string, form?: Record<string, string>) {
     const response = await this.app.inject({
       method,
       url,
+      remoteAddress: this.remoteAddress,
       headers: {
         ...(this.cookies.size > 0
           ? { cookie: [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ') }

@@ -47,7 +47,7 @@ export function findClientKeys(db: Db, clientId: string) {
   return db
     .selectFrom('clients')
     .innerJoin('users', 'users.id', 'clients.user_id')
-    .select(['clients.id', 'clients.user_id', 'clients.jwks', 'clients.jwks_url', 'users.active'])
+    .select(['clients.user_id', 'clients.jwks', 'clients.jwks_url', 'users.active'])
     .where('clients.client_id', '=', clientId)
     .executeTakeFirst()
 }
@@ -57,18 +57,24 @@ export function findClientKeys(db: Db, clientId: string) {
 const JTI_PURGE_BATCH = 100
 
 /**
- * Records an assertion's jti until `expiresAt`; false when the client used it before and that use
- * has not expired (a replay). Concurrent uses of one jti: the primary key lets only one through.
+ * Records an assertion's jti for the client id it names (a client's or a SMART app's) until
+ * `expiresAt`; false when that client used it before and that use has not expired (a replay).
+ * Concurrent uses of one jti: the primary key lets only one through.
  */
-export async function recordAssertionJti(db: Db, id: number, jti: string, expiresAt: Date): Promise<boolean> {
+export async function recordAssertionJti(
+  db: Db,
+  clientId: string,
+  jti: string,
+  expiresAt: Date,
+): Promise<boolean> {
   await db
-    .deleteFrom('client_assertion_jtis')
+    .deleteFrom('assertion_jtis')
     .where((eb) =>
       eb(
         eb.refTuple('client_id', 'jti'),
         'in',
         eb
-          .selectFrom('client_assertion_jtis')
+          .selectFrom('assertion_jtis')
           .select(['client_id', 'jti'])
           .where('expires_at', '<', sql<Date>`now()`)
           .limit(JTI_PURGE_BATCH)
@@ -77,13 +83,13 @@ export async function recordAssertionJti(db: Db, id: number, jti: string, expire
     )
     .execute()
   const recorded = await db
-    .insertInto('client_assertion_jtis')
-    .values({ client_id: id, jti, expires_at: expiresAt })
+    .insertInto('assertion_jtis')
+    .values({ client_id: clientId, jti, expires_at: expiresAt })
     .onConflict((conflict) =>
       conflict
         .columns(['client_id', 'jti'])
         .doUpdateSet({ expires_at: expiresAt })
-        .where('client_assertion_jtis.expires_at', '<', sql<Date>`now()`),
+        .where('assertion_jtis.expires_at', '<', sql<Date>`now()`),
     )
     .returning('jti')
     .executeTakeFirst()

@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import type { Db, Trx } from '../../../db/database.js'
+import type { StoredJwks } from '../../../db/tables/clients.js'
 import {
   type Client,
   type ClientListQuery,
@@ -207,22 +208,27 @@ export async function authenticateClient(
   })
 }
 
+/** Where a client's or a SMART app's public keys are: stored as a key set, or published at a URL. */
+export interface RegisteredKeys {
+  jwks: StoredJwks | null
+  jwks_url: string | null
+}
+
 /**
- * The service-account user of the client whose assertion this is (RFC 7523 `private_key_jwt`):
- * signed with one of its registered keys, meant for this token endpoint (one of `audiences`), unexpired
- * and never seen before. Throws AssertionRefused otherwise, also for an unknown or deactivated
- * client or one without keys.
+ * Authenticates `clientId` by its assertion (RFC 7523 `private_key_jwt`, as SMART profiles it for
+ * Backend Services and for confidential apps): signed with one of `registered` keys, meant for
+ * this token endpoint (one of `audiences`), unexpired, and with a jti the client never used before,
+ * which is recorded. Throws AssertionRefused otherwise, also when nothing is registered.
  */
-export async function authenticateClientAssertion(
+export async function verifyClientAssertion(
   db: Db,
   fetcher: JwksFetcher,
   clientId: string,
+  registered: RegisteredKeys,
   assertion: string,
   audiences: readonly string[],
-): Promise<{ userId: number }> {
-  const client = await findClientKeys(db, clientId)
-  if (!client?.active) throw new AssertionRefused()
-  const { jwks, jwks_url: url } = client
+): Promise<void> {
+  const { jwks, jwks_url: url } = registered
   let keys: KeySource
   if (jwks) keys = async (refresh) => (refresh ? undefined : jwks)
   else if (url) {
@@ -236,9 +242,26 @@ export async function authenticateClientAssertion(
     }
   } else throw new AssertionRefused()
   const { jti, rememberUntil } = await verifyAssertion(assertion, keys, { clientId, audiences })
-  if (!(await recordAssertionJti(db, client.id, jti, rememberUntil))) {
+  if (!(await recordAssertionJti(db, clientId, jti, rememberUntil))) {
     throw new AssertionRefused('The client assertion was used before (jti)')
   }
+}
+
+/**
+ * The service-account user of the client whose assertion this is (`verifyClientAssertion`).
+ * Throws AssertionRefused for an assertion that does not authenticate it, and for an unknown or
+ * deactivated client or one without keys.
+ */
+export async function authenticateClientAssertion(
+  db: Db,
+  fetcher: JwksFetcher,
+  clientId: string,
+  assertion: string,
+  audiences: readonly string[],
+): Promise<{ userId: number }> {
+  const client = await findClientKeys(db, clientId)
+  if (!client?.active) throw new AssertionRefused()
+  await verifyClientAssertion(db, fetcher, clientId, client, assertion, audiences)
   return { userId: client.user_id }
 }
 

@@ -1,7 +1,7 @@
 import formbody from '@fastify/formbody'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import type { FastifyError } from 'fastify'
+import type { FastifyError, FastifyRequest } from 'fastify'
 import { ASSERTION_ALGORITHMS } from '../../../schemas/clients.js'
 import {
   DiscoveryDocument,
@@ -18,7 +18,7 @@ import type { TargetPolicy } from '../../outbox/targets.js'
 import { signInsWhen } from '../../plugins/rate-limit.js'
 import { createJwksFetcher, PUBLIC_HTTPS_ONLY } from '../clients/service.js'
 import { type AssertionSettings, clientCredentials, grantTokens, logout, OAuthError } from './service.js'
-import tokenInspectionRoutes, { SECRET_AUTH_METHODS } from './token-inspection-routes.js'
+import tokenInspectionRoutes, { CONFIDENTIAL_AUTH_METHODS } from './token-inspection-routes.js'
 
 const tags = ['OpenID Connect']
 
@@ -123,6 +123,12 @@ const oidcRoutes: FastifyPluginAsyncTypebox<OidcRouteOptions> = async (
   })
 
   const metadata = embeddedIssuerMetadata(issuerUrl, scopesSupported)
+  const assertionsOf = (request: FastifyRequest): AssertionSettings => ({
+    keys: clientKeys,
+    audiences: [metadata.tokenEndpoint, issuerUrl],
+    onKeysUnavailable: (clientId) =>
+      request.log.warn({ clientId }, 'the client’s JWKS URL gave no usable key set'),
+  })
 
   app.get(
     '/.well-known/openid-configuration',
@@ -151,9 +157,11 @@ const oidcRoutes: FastifyPluginAsyncTypebox<OidcRouteOptions> = async (
       id_token_signing_alg_values_supported: ['RS256'],
       token_endpoint_auth_methods_supported: metadata.tokenEndpointAuthMethodsSupported,
       token_endpoint_auth_signing_alg_values_supported: metadata.tokenEndpointAuthSigningAlgValuesSupported,
-      introspection_endpoint_auth_methods_supported: SECRET_AUTH_METHODS,
+      introspection_endpoint_auth_methods_supported: CONFIDENTIAL_AUTH_METHODS,
+      introspection_endpoint_auth_signing_alg_values_supported: [...ASSERTION_ALGORITHMS],
       // The public client revokes its own tokens with its client_id alone (RFC 7009 §2.1).
-      revocation_endpoint_auth_methods_supported: [...SECRET_AUTH_METHODS, 'none'],
+      revocation_endpoint_auth_methods_supported: [...CONFIDENTIAL_AUTH_METHODS, 'none'],
+      revocation_endpoint_auth_signing_alg_values_supported: [...ASSERTION_ALGORITHMS],
       scopes_supported: metadata.scopesSupported,
       claims_supported: [
         'sub',
@@ -198,7 +206,7 @@ const oidcRoutes: FastifyPluginAsyncTypebox<OidcRouteOptions> = async (
         operationId: 'token',
         summary: 'Token endpoint (application/x-www-form-urlencoded)',
         description:
-          'Grants: password (client_id, username, password), client_credentials (a confidential client: client_id and client_secret, in the form or HTTP Basic; or, with registered keys, client_assertion_type and client_assertion, RFC 7523 as SMART Backend Services profiles it), refresh_token (refresh_token; client_id, which the public client may leave out). A refresh token works once; the answer carries its replacement. The answer’s scope says what was granted: online_access and offline_access when asked for, and for client_credentials the SMART system scopes the client’s roles allow.',
+          'Grants: authorization_code (a SMART app: code, redirect_uri, code_verifier; client_id for a public app; a confidential app authenticates with its secret, or, registered with keys, with client_assertion_type and client_assertion), password (client_id, username, password), client_credentials (a confidential client: client_id and client_secret, in the form or HTTP Basic; or, with registered keys, client_assertion_type and client_assertion, RFC 7523 as SMART Backend Services profiles it), refresh_token (refresh_token; client_id, which the public client may leave out). A refresh token works once; the answer carries its replacement. The answer’s scope says what was granted: online_access and offline_access when asked for, and for client_credentials the SMART system scopes the client’s roles allow.',
         security: [],
         consumes: ['application/x-www-form-urlencoded'],
         body: TokenRequest,
@@ -215,12 +223,6 @@ const oidcRoutes: FastifyPluginAsyncTypebox<OidcRouteOptions> = async (
       },
     },
     async (request, reply) => {
-      const assertions: AssertionSettings = {
-        keys: clientKeys,
-        audiences: [metadata.tokenEndpoint, issuerUrl],
-        onKeysUnavailable: (clientId) =>
-          request.log.warn({ clientId }, 'the client’s JWKS URL gave no usable key set'),
-      }
       reply.header('cache-control', 'no-store')
       const grant = () => {
         const credentials = clientCredentials(request.headers.authorization, {
@@ -235,7 +237,7 @@ const oidcRoutes: FastifyPluginAsyncTypebox<OidcRouteOptions> = async (
           publicClientId,
           request.body,
           credentials,
-          assertions,
+          assertionsOf(request),
           fhirScopes,
           request.id,
         )
@@ -273,7 +275,7 @@ const oidcRoutes: FastifyPluginAsyncTypebox<OidcRouteOptions> = async (
     },
   )
 
-  await app.register(tokenInspectionRoutes, { publicClientId })
+  await app.register(tokenInspectionRoutes, { publicClientId, assertionsOf })
 }
 
 export default oidcRoutes

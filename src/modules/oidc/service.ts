@@ -23,7 +23,12 @@ import {
   JWT_BEARER,
   type JwksFetcher,
 } from '../clients/service.js'
-import { authenticateApp, findActiveApp, type SmartAppRow as SmartApp } from '../smart-apps/service.js'
+import {
+  authenticateApp,
+  authenticateAppAssertion,
+  findActiveApp,
+  type SmartAppRow as SmartApp,
+} from '../smart-apps/service.js'
 import { appTokenSet, authorizationCodeGrant } from '../smart-launch/service.js'
 
 /** An error in the OAuth 2.0 format (`error`, `error_description`), as a Keycloak realm answers. */
@@ -95,7 +100,10 @@ export interface AssertionSettings {
   onKeysUnavailable(clientId: string): void
 }
 
-/** A confidential client that signed an assertion with one of its registered keys (RFC 7523). */
+/**
+ * A confidential client that signed an assertion with one of its registered keys (RFC 7523): a
+ * registered SMART app, or a Backend Services client.
+ */
 async function assertedClient(
   db: Db,
   credentials: ClientCredentials,
@@ -110,13 +118,13 @@ async function assertedClient(
     claimed = claimedClient(assertion)
     // A client_id in the form, optional with an assertion, must name the same client.
     if (clientId !== undefined && clientId !== claimed) throw new AssertionRefused()
-    const client = await authenticateClientAssertion(
-      db,
-      settings.keys,
-      claimed,
-      assertion,
-      settings.audiences,
-    )
+    const { keys, audiences } = settings
+    const app = await findActiveApp(db, claimed)
+    if (app) {
+      await authenticateAppAssertion(db, keys, app, assertion, audiences)
+      return { clientId: claimed, app }
+    }
+    const client = await authenticateClientAssertion(db, keys, claimed, assertion, audiences)
     return { clientId: claimed, serviceUserId: client.userId }
   } catch (error) {
     if (!(error instanceof AssertionRefused)) throw error

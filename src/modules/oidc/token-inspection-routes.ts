@@ -10,7 +10,7 @@ import {
 } from '../../../schemas/oidc.js'
 import { AppError } from '../../errors.js'
 import { bearerTokenOf } from '../../http/request-principal.js'
-import { clientCredentials, OAuthError } from './service.js'
+import { type AssertionSettings, clientCredentials, OAuthError } from './service.js'
 import { introspect, revoke, userInfo, type VerifyAccessToken } from './token-inspection.js'
 
 const tags = ['OpenID Connect']
@@ -26,8 +26,11 @@ const formErrors = {
   415: oauthError('The body is not application/x-www-form-urlencoded'),
 }
 
-/** The client authentication endpoints other than the token endpoint take: secrets, in HTTP Basic or the form. */
-export const SECRET_AUTH_METHODS = ['client_secret_basic', 'client_secret_post']
+/**
+ * How a confidential client authenticates at introspection and revocation, as at the token
+ * endpoint: a secret in HTTP Basic or the form, or an assertion signed with its key.
+ */
+export const CONFIDENTIAL_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'private_key_jwt']
 
 /**
  * RFC 6750 §3.1: a request without a token gets the scheme alone, one with a refused token the
@@ -43,6 +46,8 @@ function bearerChallenge(reply: FastifyReply, description?: string) {
 
 interface TokenInspectionOptions {
   publicClientId: string
+  /** How client assertions are checked, as at the token endpoint. */
+  assertionsOf(request: FastifyRequest): AssertionSettings
 }
 
 /**
@@ -52,8 +57,16 @@ interface TokenInspectionOptions {
  */
 const tokenInspectionRoutes: FastifyPluginAsyncTypebox<TokenInspectionOptions> = async (
   app,
-  { publicClientId },
+  { publicClientId, assertionsOf },
 ) => {
+  const credentialsOf = (request: FastifyRequest<{ Body: IntrospectionRequest | RevocationRequest }>) =>
+    clientCredentials(request.headers.authorization, {
+      clientId: request.body.client_id,
+      secret: request.body.client_secret,
+      assertionType: request.body.client_assertion_type,
+      assertion: request.body.client_assertion,
+    })
+
   const verifierFor =
     (request: FastifyRequest): VerifyAccessToken =>
     (token) =>
@@ -116,25 +129,24 @@ const tokenInspectionRoutes: FastifyPluginAsyncTypebox<TokenInspectionOptions> =
         operationId: 'introspectToken',
         summary: 'Token introspection, RFC 7662 (application/x-www-form-urlencoded)',
         description:
-          'A confidential client (its secret in HTTP Basic or the form) asks whether an access or refresh token of this issuer is active. Only tokens of the client’s own organization are reported active; anything invalid, expired, revoked, unknown or of another organization is `{ "active": false }`. An access token is checked as an API request’s is.',
+          'A confidential client (its secret in HTTP Basic or the form, or a client assertion signed with its key as at the token endpoint) asks whether an access or refresh token of this issuer is active. Only tokens of the client’s own organization are reported active; anything invalid, expired, revoked, unknown or of another organization is `{ "active": false }`. An access token is checked as an API request’s is.',
         security: [],
         consumes: ['application/x-www-form-urlencoded'],
         body: IntrospectionRequest,
         response: {
           200: Introspection,
           400: oauthError('No token, or a bad form (invalid_request)'),
-          401: oauthError('No client, an unknown one, a wrong secret, or a public client (invalid_client)'),
+          401: oauthError(
+            'No client, an unknown one, a wrong secret or assertion, or a public client (invalid_client)',
+          ),
           ...formErrors,
         },
       },
     },
     async (request, reply) => {
       reply.header('cache-control', 'no-store')
-      const credentials = clientCredentials(request.headers.authorization, {
-        clientId: request.body.client_id,
-        secret: request.body.client_secret,
-      })
-      return introspect(app.db, publicClientId, credentials, request.body.token, verifierFor(request))
+      const client = { credentials: credentialsOf(request), assertions: assertionsOf(request) }
+      return introspect(app.db, publicClientId, client, request.body.token, verifierFor(request))
     },
   )
 
@@ -146,7 +158,7 @@ const tokenInspectionRoutes: FastifyPluginAsyncTypebox<TokenInspectionOptions> =
         operationId: 'revokeToken',
         summary: 'Token revocation, RFC 7009 (application/x-www-form-urlencoded)',
         description:
-          'Ends the session of a refresh token, or of an access token (its `sid`): the session’s refresh token is refused from then on, and its access tokens stop working within 5 s, as after a sign-out. The client authenticates as at the token endpoint: a confidential client with its secret, the public client with its client_id alone. An unknown, invalid or expired token is no error (200, RFC 7009 §2.2). A token issued to another client is refused with 400 unauthorized_client and nothing is revoked: RFC 7009 §2.1 has the server verify that the token was issued to the requesting client and refuse the request if not.',
+          'Ends the session of a refresh token, or of an access token (its `sid`): the session’s refresh token is refused from then on, and its access tokens stop working within 5 s, as after a sign-out. The client authenticates as at the token endpoint: a confidential client with its secret or a client assertion signed with its key, a public client with its client_id alone. An unknown, invalid or expired token is no error (200, RFC 7009 §2.2). A token issued to another client is refused with 400 unauthorized_client and nothing is revoked: RFC 7009 §2.1 has the server verify that the token was issued to the requesting client and refuse the request if not.',
         security: [],
         consumes: ['application/x-www-form-urlencoded'],
         body: RevocationRequest,
@@ -155,17 +167,14 @@ const tokenInspectionRoutes: FastifyPluginAsyncTypebox<TokenInspectionOptions> =
           400: oauthError(
             'No token (invalid_request); a token issued to another client (unauthorized_client)',
           ),
-          401: oauthError('No client, an unknown one or a wrong secret (invalid_client)'),
+          401: oauthError('No client, an unknown one, or a wrong secret or assertion (invalid_client)'),
           ...formErrors,
         },
       },
     },
     async (request, reply) => {
-      const credentials = clientCredentials(request.headers.authorization, {
-        clientId: request.body.client_id,
-        secret: request.body.client_secret,
-      })
-      await revoke(app.db, publicClientId, credentials, request.body.token, verifierFor(request))
+      const client = { credentials: credentialsOf(request), assertions: assertionsOf(request) }
+      await revoke(app.db, publicClientId, client, request.body.token, verifierFor(request))
       // No body at all, as Keycloak answers: `null` would be serialized to the text `null`.
       return reply.code(200).send(undefined as unknown as null)
     },

@@ -10,8 +10,21 @@ import {
   hashToken,
   revokeSession,
   revokeTokenSession,
+  sessionIsLive,
 } from '../../identity/sessions.js'
-import { type Client, type ClientCredentials, identifyClient, OAuthError } from './service.js'
+import {
+  type AssertionSettings,
+  type Client,
+  type ClientCredentials,
+  identifyClient,
+  OAuthError,
+} from './service.js'
+
+/** How a caller of introspection or revocation authenticates: as at the token endpoint. */
+export interface CallingClient {
+  credentials: ClientCredentials
+  assertions: AssertionSettings
+}
 
 /** Checks an access token as API requests are checked; throws an AppError for one that is refused. */
 export type VerifyAccessToken = (
@@ -98,7 +111,6 @@ async function introspectRefreshToken(db: Db, token: string, organizationId: num
     .selectFrom('refresh_tokens')
     .innerJoin('sessions', 'sessions.id', 'refresh_tokens.session_id')
     .innerJoin('users', 'users.id', 'sessions.user_id')
-    .leftJoin('browser_sessions', 'browser_sessions.id', 'sessions.browser_session_id')
     .select([
       'refresh_tokens.expires_at',
       'refresh_tokens.created_at',
@@ -113,19 +125,8 @@ async function introspectRefreshToken(db: Db, token: string, organizationId: num
     .where('users.organization_id', '=', organizationId)
     .where('refresh_tokens.rotated_at', 'is', null)
     .where('refresh_tokens.expires_at', '>', sql<Date>`now()`)
-    .where('sessions.revoked_at', 'is', null)
-    .where('sessions.expires_at', '>', sql<Date>`now()`)
-    .where('users.active', '=', true)
-    // An online_access session lasts as long as the sign-in it was authorized in, as a refresh finds.
-    .where((eb) =>
-      eb.or([
-        eb('sessions.browser_session_id', 'is', null),
-        eb.and([
-          eb('browser_sessions.revoked_at', 'is', null),
-          eb('browser_sessions.expires_at', '>', sql<Date>`now()`),
-        ]),
-      ]),
-    )
+    // Active exactly when a refresh would take it.
+    .where(sessionIsLive)
     .executeTakeFirst()
   if (!row) return INACTIVE
   const seconds = (date: Date) => Math.floor(date.getTime() / 1000)
@@ -151,11 +152,11 @@ async function introspectRefreshToken(db: Db, token: string, organizationId: num
 export async function introspect(
   db: Db,
   publicClientId: string,
-  credentials: ClientCredentials,
+  { credentials, assertions }: CallingClient,
   token: string,
   verify: VerifyAccessToken,
 ): Promise<Introspection> {
-  const caller = await identifyClient(db, publicClientId, credentials)
+  const caller = await identifyClient(db, publicClientId, credentials, assertions)
   const organizationId = await organizationOf(db, caller)
   if (organizationId === undefined) {
     throw new OAuthError(401, 'invalid_client', 'Only a confidential client may introspect tokens')
@@ -178,11 +179,11 @@ const notTheClients = () =>
 export async function revoke(
   db: Db,
   publicClientId: string,
-  credentials: ClientCredentials,
+  { credentials, assertions }: CallingClient,
   token: string,
   verify: VerifyAccessToken,
 ): Promise<void> {
-  const client = await identifyClient(db, publicClientId, credentials)
+  const client = await identifyClient(db, publicClientId, credentials, assertions)
   if (!isJwt(token)) {
     const session = await findRefreshTokenSession(db, token)
     if (!session) return

@@ -46,6 +46,19 @@ export function findActiveAppByClientId(db: Db, clientId: string): Promise<Smart
     .executeTakeFirst()
 }
 
+/** The current keys of an app still active (a change since the app was read counts). */
+export function currentKeys(
+  db: Db,
+  id: number,
+): Promise<Pick<SmartAppRow, 'confidential' | 'jwks' | 'jwks_url'> | undefined> {
+  return db
+    .selectFrom('smart_apps')
+    .select(['confidential', 'jwks', 'jwks_url'])
+    .where('id', '=', id)
+    .where('disabled_at', 'is', null)
+    .executeTakeFirst()
+}
+
 /** The current secret hash of an app still active (a rotation since the app was read counts). */
 export async function currentSecretHash(db: Db, id: number): Promise<string | null> {
   const row = await db

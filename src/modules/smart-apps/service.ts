@@ -16,12 +16,19 @@ import { decoyHash, hashPassword, verifyPassword, withHashing } from '../../iden
 import { applyMergePatch, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, splitListQuery, toPage } from '../../lib/paging.js'
 import type { TargetPolicy } from '../../outbox/targets.js'
-import { keyColumns, PUBLIC_HTTPS_ONLY } from '../clients/service.js'
+import {
+  AssertionRefused,
+  type JwksFetcher,
+  keyColumns,
+  PUBLIC_HTTPS_ONLY,
+  verifyClientAssertion,
+} from '../clients/service.js'
 import { newClientId } from './client-ids.js'
 import { revokeAppGrants } from './grants.js'
 import { toSmartApp } from './mapper.js'
 import {
   appOwnerOrganization,
+  currentKeys,
   currentSecretHash,
   disableApp,
   findActiveAppByClientId,
@@ -235,11 +242,8 @@ export function findActiveApp(db: Db, clientId: string): Promise<SmartAppRow | u
  * Whether the credentials authenticate the app at the token endpoint. A public app has none to
  * present (PKCE proves it), so sending a secret is refused. A confidential app's secret is checked
  * against its current hash (re-read, so a rotation or deactivation since `app` was read counts) with
- * the clients' constant-time scrypt check; a wrong secret and a missing hash cost the same.
- *
- * TODO(lead): private_key_jwt for apps registered with keys (jwks / jwks_url) is not handled here
- * yet: such an app without a secret is refused. Reuse authenticateClientAssertion's verification
- * (src/modules/clients) against the app's keys when adding it.
+ * the clients' constant-time scrypt check; a wrong secret and a missing hash cost the same. An app
+ * registered with keys and no secret authenticates with an assertion instead (authenticateAppAssertion).
  */
 export async function authenticateApp(
   db: Db,
@@ -254,4 +258,23 @@ export async function authenticateApp(
     const matches = await verifyPassword(secret, hash ?? (await decoyHash()))
     return hash !== null && matches
   })
+}
+
+/**
+ * Authenticates a confidential app by a client assertion signed with one of its registered keys
+ * (SMART's client-confidential-asymmetric), verified as a Backend Services client's is: RS384 or
+ * ES384, `iss` and `sub` its client id, `aud` one of `audiences`, at most 5 minutes to run, a jti
+ * used once. The keys are re-read, so a change or a deactivation since `app` was read counts.
+ * Throws AssertionRefused otherwise, also for a public app or one without keys.
+ */
+export async function authenticateAppAssertion(
+  db: Db,
+  fetcher: JwksFetcher,
+  app: SmartAppRow,
+  assertion: string,
+  audiences: readonly string[],
+): Promise<void> {
+  const keys = await currentKeys(db, app.id)
+  if (!keys?.confidential) throw new AssertionRefused()
+  await verifyClientAssertion(db, fetcher, app.client_id, keys, assertion, audiences)
 }

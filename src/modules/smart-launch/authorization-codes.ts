@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import { sql } from 'kysely'
-import type { Db } from '../../../db/database.js'
+import type { Db, Trx } from '../../../db/database.js'
 import { hashToken, newOpaqueToken } from '../../identity/sessions.js'
 
 // Authorization codes (RFC 6749 §4.1.2): single use, short-lived, bound to the app, its redirect
@@ -71,11 +71,13 @@ const VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/
 /**
  * Uses the code once: its grant, if it is unexpired, of this app, asked for this redirect URI, and
  * the verifier hashes to its challenge (else 'invalid', and the code is spent all the same). A code
- * used before is 'reused': whatever its first exchange issued is revoked (RFC 6749 §4.1.2).
+ * used before is 'reused': whatever its first exchange issued is revoked (RFC 6749 §4.1.2). The
+ * code's row stays locked until `trx` ends, so a concurrent use waits for the session this one
+ * opens (recordCodeSession) and then revokes it.
  */
-export async function redeemCode(db: Db, exchange: CodeExchange): Promise<RedeemedCode | CodeRefusal> {
+export async function redeemCode(trx: Trx, exchange: CodeExchange): Promise<RedeemedCode | CodeRefusal> {
   const codeHash = hashToken(exchange.code)
-  const row = await db
+  const row = await trx
     .updateTable('authorization_codes')
     .set({ used_at: sql`now()` })
     .where('code_hash', '=', codeHash)
@@ -83,14 +85,14 @@ export async function redeemCode(db: Db, exchange: CodeExchange): Promise<Redeem
     .returningAll()
     .executeTakeFirst()
   if (!row) {
-    const used = await db
+    const used = await trx
       .selectFrom('authorization_codes')
       .select(['session_id'])
       .where('code_hash', '=', codeHash)
       .executeTakeFirst()
     if (!used) return 'invalid'
     if (used.session_id !== null) {
-      await db
+      await trx
         .updateTable('sessions')
         .set({ revoked_at: sql`now()`, revoked_reason: 'CODE_REUSE' })
         .where('id', '=', used.session_id)
@@ -106,7 +108,7 @@ export async function redeemCode(db: Db, exchange: CodeExchange): Promise<Redeem
     VERIFIER.test(exchange.codeVerifier) &&
     s256(exchange.codeVerifier) === row.code_challenge
   if (!valid) return 'invalid'
-  const signIn = await db
+  const signIn = await trx
     .selectFrom('browser_sessions')
     .select('created_at')
     .where('id', '=', row.browser_session_id as string)
@@ -130,8 +132,8 @@ export async function redeemCode(db: Db, exchange: CodeExchange): Promise<Redeem
 }
 
 /** Records the session the code's exchange opened, so that a reuse of the code can end it. */
-export async function recordCodeSession(db: Db, codeHash: string, sessionId: string): Promise<void> {
-  await db
+export async function recordCodeSession(trx: Trx, codeHash: string, sessionId: string): Promise<void> {
+  await trx
     .updateTable('authorization_codes')
     .set({ session_id: sessionId })
     .where('code_hash', '=', codeHash)

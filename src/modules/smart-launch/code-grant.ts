@@ -2,8 +2,14 @@ import type { Db } from '../../../db/database.js'
 import type { TokenRequest, TokenSet } from '../../../schemas/oidc.js'
 import { findTokenSubject } from '../../identity/account-queries.js'
 import { type SessionTokens, startSession } from '../../identity/sessions.js'
-import type { TokenIssuer } from '../../identity/token-issuer.js'
-import { recordCodeSession, redeemCode } from './authorization-codes.js'
+import type { TokenIssuer, TokenSubject } from '../../identity/token-issuer.js'
+import {
+  type CodeExchange,
+  type CodeRefusal,
+  type RedeemedCode,
+  recordCodeSession,
+  redeemCode,
+} from './authorization-codes.js'
 import type { SmartApp } from './authorization-request.js'
 import { auditLaunchStep } from './launch-audit.js'
 
@@ -47,6 +53,47 @@ export function appTokenSet(
   }
 }
 
+type Exchange =
+  | { outcome: CodeRefusal | 'withdrawn' }
+  | { outcome: 'issued'; redeemed: RedeemedCode; subject: TokenSubject; tokens: SessionTokens }
+
+/**
+ * Uses the code and opens its session in one transaction, which holds the code's row from its use
+ * to the record of the session it opened: a second exchange of the code, even one sent at the same
+ * moment, waits for the first to finish and then finds the session to revoke (RFC 6749 §4.1.2).
+ */
+function exchangeCode(db: Db, issuer: TokenIssuer, app: SmartApp, exchange: CodeExchange): Promise<Exchange> {
+  return db.transaction().execute(async (trx): Promise<Exchange> => {
+    const redeemed = await redeemCode(trx, exchange)
+    if (typeof redeemed === 'string') return { outcome: redeemed }
+    const grantStanding = await trx
+      .selectFrom('app_grants')
+      .select('id')
+      .where('id', '=', redeemed.appGrantId)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst()
+    const subject = grantStanding && (await findTokenSubject(trx, redeemed.userId))
+    if (!subject) return { outcome: 'withdrawn' }
+    const { scopes } = redeemed
+    // With online_access (and not offline_access) the session ends with the sign-in it came from.
+    const online = scopes.includes('online_access') && !scopes.includes('offline_access')
+    const tokens = await startSession(trx, issuer, redeemed.userId, app.client_id, scopes, {
+      appGrantId: redeemed.appGrantId,
+      ...(online ? { browserSessionId: redeemed.browserSessionId } : {}),
+      ...(redeemed.patientId === undefined
+        ? {}
+        : {
+            launch: {
+              patientId: redeemed.patientId,
+              ...(redeemed.encounterId === undefined ? {} : { encounterId: redeemed.encounterId }),
+            },
+          }),
+    })
+    await recordCodeSession(trx, redeemed.codeHash, tokens.sessionId)
+    return { outcome: 'issued', redeemed, subject, tokens }
+  })
+}
+
 /**
  * The authorization_code grant (RFC 6749 §4.1.3 with PKCE, RFC 7636) for an authenticated app: the
  * code's session, with an ID token when `openid` was granted. The exchange is audited.
@@ -66,8 +113,15 @@ export async function authorizationCodeGrant(
       description: 'code, redirect_uri and code_verifier are required',
     }
   }
-  const redeemed = await redeemCode(db, { code, appId: app.id, redirectUri, codeVerifier })
-  if (typeof redeemed === 'string') {
+  const exchanged = await exchangeCode(db, issuer, app, { code, appId: app.id, redirectUri, codeVerifier })
+  if (exchanged.outcome === 'withdrawn') {
+    return {
+      status: 400,
+      error: 'invalid_grant',
+      description: 'The grant was revoked or the account deactivated',
+    }
+  }
+  if (exchanged.outcome !== 'issued') {
     await auditLaunchStep(db, {
       organizationId: app.organization_id,
       userId: null,
@@ -81,41 +135,13 @@ export async function authorizationCodeGrant(
       status: 400,
       error: 'invalid_grant',
       description:
-        redeemed === 'reused'
+        exchanged.outcome === 'reused'
           ? 'The code was used before; what it issued is revoked'
           : 'The code is invalid or expired, or the redirect_uri or code_verifier does not match',
     }
   }
-  const grantStanding = await db
-    .selectFrom('app_grants')
-    .select('id')
-    .where('id', '=', redeemed.appGrantId)
-    .where('revoked_at', 'is', null)
-    .executeTakeFirst()
-  const subject = grantStanding && (await findTokenSubject(db, redeemed.userId))
-  if (!subject) {
-    return {
-      status: 400,
-      error: 'invalid_grant',
-      description: 'The grant was revoked or the account deactivated',
-    }
-  }
+  const { redeemed, subject, tokens } = exchanged
   const { scopes } = redeemed
-  // With online_access (and not offline_access) the session ends with the sign-in it came from.
-  const online = scopes.includes('online_access') && !scopes.includes('offline_access')
-  const tokens = await startSession(db, issuer, redeemed.userId, app.client_id, scopes, {
-    appGrantId: redeemed.appGrantId,
-    ...(online ? { browserSessionId: redeemed.browserSessionId } : {}),
-    ...(redeemed.patientId === undefined
-      ? {}
-      : {
-          launch: {
-            patientId: redeemed.patientId,
-            ...(redeemed.encounterId === undefined ? {} : { encounterId: redeemed.encounterId }),
-          },
-        }),
-  })
-  await recordCodeSession(db, redeemed.codeHash, tokens.sessionId)
   const idToken = scopes.includes('openid')
     ? issuer.issueIdToken(subject, tokens.sessionId, {
         audience: app.client_id,

@@ -32,7 +32,9 @@ const launchRoutes: FastifyPluginAsync<LaunchRouteOptions> = async (
   const kit = pageKit({ issuerUrl, encryptionKey })
   // Whatever fails here is a page, for the person in front of it: never JSON, never a redirect.
   app.setErrorHandler((error, request, reply) => {
-    const status = (error as { statusCode?: number }).statusCode ?? 500
+    // The rate limit's refusal (RATE_001) is an AppError, which carries its status as `status`.
+    const status =
+      error instanceof AppError ? error.status : ((error as { statusCode?: number }).statusCode ?? 500)
     if (status >= 500)
       request.log.error({ err: { message: (error as Error).message } }, 'authorization page failed')
     const message =

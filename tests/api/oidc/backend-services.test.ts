@@ -492,9 +492,9 @@ describe('client_credentials with a client assertion (stored JWKS)', () => {
       await withAssertion(assertion(client.clientId, ec, { claims: { jti, exp: now() + 60 } })),
     )
     const row = await app.db
-      .selectFrom('client_assertion_jtis')
+      .selectFrom('assertion_jtis')
       .selectAll()
-      .where('client_id', '=', client.id)
+      .where('client_id', '=', client.clientId)
       .where('jti', '=', jti)
       .executeTakeFirstOrThrow()
     expect(row.expires_at.getTime()).toBeGreaterThan(Date.now())
@@ -512,9 +512,9 @@ describe('client_credentials with a client assertion (stored JWKS)', () => {
     expect((await withAssertion(assertion(client.clientId, rsa, { claims: { jti } }))).statusCode).toBe(200)
     expect((await withAssertion(assertion(second.clientId, rsa, { claims: { jti } }))).statusCode).toBe(200)
     await app.db
-      .updateTable('client_assertion_jtis')
+      .updateTable('assertion_jtis')
       .set({ expires_at: new Date(Date.now() - 1000) })
-      .where('client_id', '=', client.id)
+      .where('client_id', '=', client.clientId)
       .where('jti', '=', jti)
       .execute()
     expect((await withAssertion(assertion(client.clientId, rsa, { claims: { jti } }))).statusCode).toBe(200)
@@ -522,14 +522,14 @@ describe('client_credentials with a client assertion (stored JWKS)', () => {
 
   it('purges expired jtis as new ones are recorded', async () => {
     const stale = Array.from({ length: 5 }, () => ({
-      client_id: client.id,
+      client_id: client.clientId,
       jti: `stale-${randomUUID()}`,
       expires_at: new Date(Date.now() - 60_000),
     }))
-    await app.db.insertInto('client_assertion_jtis').values(stale).execute()
+    await app.db.insertInto('assertion_jtis').values(stale).execute()
     expect((await withAssertion(assertion(client.clientId, ec))).statusCode).toBe(200)
     const left = await app.db
-      .selectFrom('client_assertion_jtis')
+      .selectFrom('assertion_jtis')
       .select('jti')
       .where(
         'jti',

@@ -107,8 +107,19 @@ describe('discovery of the token endpoints', () => {
       userinfo_endpoint: `${issuer}/protocol/openid-connect/userinfo`,
       introspection_endpoint: `${issuer}/protocol/openid-connect/token/introspect`,
       revocation_endpoint: `${issuer}/protocol/openid-connect/revoke`,
-      introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
-      revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+      introspection_endpoint_auth_methods_supported: [
+        'client_secret_basic',
+        'client_secret_post',
+        'private_key_jwt',
+      ],
+      introspection_endpoint_auth_signing_alg_values_supported: ['RS384', 'ES384'],
+      revocation_endpoint_auth_methods_supported: [
+        'client_secret_basic',
+        'client_secret_post',
+        'private_key_jwt',
+        'none',
+      ],
+      revocation_endpoint_auth_signing_alg_values_supported: ['RS384', 'ES384'],
       code_challenge_methods_supported: ['S256'],
     })
     expect(metadata.claims_supported).toContain('fhirUser')
