@@ -1,8 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { type RawBuilder, sql } from 'kysely'
+import { integerArrayLiteral, textArrayLiteral } from '../../db/array-literal.js'
 import { type Db, inTransaction, type Trx } from '../../db/database.js'
-import { precompiledQuery } from '../../db/precompiled-query.js'
-import { prepared } from '../../db/prepared-statements.js'
 import type { NewAuditRow } from '../../db/tables/audit-log.js'
 import type { AuditAction } from '../../schemas/audit.js'
 import { insertAuditRows } from './audit-log.js'
@@ -91,32 +90,68 @@ export async function withChangeAudit<R extends { id: number } | undefined>(
   })
 }
 
-/**
- * A change of one statement that writes the audit record of the audited call making it in that same
- * statement: atomic by itself, one round trip, no transaction (the change alone outside such a
- * call). `change` builds an INSERT or UPDATE … RETURNING of one row that names the columns it
- * returns; it is compiled once with placeholders (precompiledQuery: its arguments are values only)
- * and prepared. The change answers that row, or undefined (and no record here) when it touched none.
- */
-export function auditedChange<A extends readonly unknown[], R>(
-  change: (db: Db, ...args: A) => RawBuilder<R>,
-): (db: Db, ...args: A) => Promise<R | undefined> {
-  // A raw statement compiles with the database given; it is run on whichever the call names.
-  const compiled = (db: Db, statement: RawBuilder<R>) => ({ compile: () => prepared(statement).compile(db) })
-  const alone = precompiledQuery((db, ...args: A) => compiled(db, change(db, ...args)))
-  const withRecord = precompiledQuery((db, audit: ChangeAuditFields, ...args: A) =>
-    compiled(
-      db,
-      sql<R>`with changed as (${change(db, ...args)}), ${changeAuditCte(audit)} select * from changed`,
-    ),
-  )
-  return async (db, ...args) => {
-    const audit = current.getStore()
-    if (!audit) return (await alone(db, ...args))[0]
-    const [row] = await withRecord(db, audit.fields, ...args)
-    if (row) audit.writtenStatus = audit.fields.status_code
-    return row
+/** The audit records of the calls that asked for a statement's changes, one array literal per column. */
+function auditColumns(audits: readonly (ChangeAudit | undefined)[]) {
+  const texts = (value: (fields: ChangeAuditFields) => string | null) =>
+    textArrayLiteral(audits.map((audit) => (audit ? value(audit.fields) : null)))
+  const integers = (value: (fields: ChangeAuditFields) => number | null | undefined) =>
+    integerArrayLiteral(audits.map((audit) => (audit ? (value(audit.fields) ?? null) : null)))
+  return {
+    occurredAt: texts((fields) => fields.occurred_at.toISOString()),
+    organizationId: integers((fields) => fields.organization_id),
+    userId: integers((fields) => fields.user_id),
+    action: texts((fields) => fields.action),
+    resourceType: texts((fields) => fields.resource_type),
+    patientId: integers((fields) => fields.patient_id),
+    outcome: texts((fields) => fields.outcome),
+    statusCode: integers((fields) => fields.status_code),
+    requestId: texts((fields) => fields.request_id),
   }
+}
+
+export type AuditColumns = ReturnType<typeof auditColumns>
+
+/**
+ * Makes the changes of one statement of many rows, each with the audit record of the call that asks
+ * for it (`audits[i]` for the i-th change; none for undefined, a change outside an audited call),
+ * written by that statement (changesAuditCte): atomic by itself, one round trip, no transaction.
+ * `change` runs the statement with the records' columns and answers each row it changed with its
+ * place among the changes asked for (`n`, from 1). Answers the row of each change, undefined for
+ * one that touched none (and left no record here: the call's answer records itself).
+ */
+export async function auditedChanges<R>(
+  audits: readonly (ChangeAudit | undefined)[],
+  change: (columns: AuditColumns) => Promise<readonly (R & { n: number })[]>,
+): Promise<(R | undefined)[]> {
+  const rows: (R | undefined)[] = audits.map(() => undefined)
+  for (const { n, ...row } of await change(auditColumns(audits))) {
+    rows[n - 1] = row as R
+    const audit = audits[n - 1]
+    if (audit) audit.writtenStatus = audit.fields.status_code
+  }
+  return rows
+}
+
+/**
+ * The records of auditedChanges as a common table expression of its statement: for each row of the
+ * CTE `numbered` (`id`, a row changed; `n`, its change's place among those asked for), the record
+ * of the call that asked for it, from the n-th element of each column; none where that is null.
+ */
+export function changesAuditCte(columns: AuditColumns): RawBuilder<unknown> {
+  return sql`audited as (
+      insert into audit_log (occurred_at, organization_id, user_id, action, resource_type, resource_ids,
+        patient_id, outcome, status_code, request_id)
+      select a.occurred_at, a.organization_id, a.user_id, a.action, a.resource_type, array[numbered.id],
+        a.patient_id, a.outcome, a.status_code, a.request_id
+      from numbered join unnest(${columns.occurredAt}::timestamptz[], ${columns.organizationId}::integer[],
+        ${columns.userId}::integer[], ${columns.action}::text[], ${columns.resourceType}::text[],
+        ${columns.patientId}::integer[], ${columns.outcome}::text[], ${columns.statusCode}::integer[],
+        ${columns.requestId}::text[]
+      ) with ordinality as a(occurred_at, organization_id, user_id, action, resource_type, patient_id,
+        outcome, status_code, request_id, n) using (n)
+      where a.action is not null
+      order by n
+    )`
 }
 
 /**

@@ -1,6 +1,8 @@
 import { type RawBuilder, sql } from 'kysely'
+import { integerArrayLiteral, textArrayLiteral } from '../../../db/array-literal.js'
 import type { Db, Trx } from '../../../db/database.js'
 import type { ClinicalKindName, ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
+import { type AuditColumns, changesAuditCte } from '../../audit/change-audit.js'
 import { inOrganization, organizationRecords } from '../../lib/organization-records.js'
 import { rowList } from '../../lib/row-list.js'
 
@@ -57,18 +59,61 @@ export type NewRecordRow = Omit<
   | 'data'
 > & { data: string }
 
+/** New records' columns, each as one PostgreSQL array literal (db/array-literal.ts), in the records' order. */
+export function recordColumns(rows: readonly NewRecordRow[]) {
+  const integers = (value: (row: NewRecordRow) => number | null) => integerArrayLiteral(rows.map(value))
+  const texts = (value: (row: NewRecordRow) => string | null) => textArrayLiteral(rows.map(value))
+  return {
+    patientId: integers((row) => row.patient_id),
+    encounterId: integers((row) => row.encounter_id),
+    kind: texts((row) => row.kind),
+    status: texts((row) => row.status),
+    code: texts((row) => row.code),
+    effectiveAt: texts((row) => row.effective_at.toISOString()),
+    data: texts((row) => row.data),
+    recordedBy: integers((row) => row.recorded_by),
+    updatedBy: integers((row) => row.updated_by),
+  }
+}
+
+export type RecordColumns = ReturnType<typeof recordColumns>
+
 /**
- * The INSERT of a new record, made only where `condition` holds (the patient is live): no row
- * otherwise. Each value is cast, since a SELECT list gives its parameters no type of their own.
+ * The INSERT of new records of the organization with the audit record of each (changesAuditCte),
+ * in one statement. A record is inserted only where `isLive` holds of its patient (`v.patient_id`),
+ * and not where it would break a unique index of its kind (one active allergy per substance): the
+ * caller tells why. Each takes its id before the insert, so that its audit record and its place
+ * among the records (`n`, from 1, which the statement answers with it) follow it. Each value is
+ * cast: the statement is prepared, and its parameters' types must not depend on their first values.
  */
-export function insertRecordWhere(row: NewRecordRow, condition: RawBuilder<boolean>) {
-  return sql<ClinicalRecordRow>`insert into clinical_records (organization_id, patient_id, encounter_id, kind,
-      status, code, effective_at, data, recorded_by, updated_by)
-    select ${row.organization_id}::integer, ${row.patient_id}::integer, ${row.encounter_id}::integer,
-      ${row.kind}::text, ${row.status}::text, ${row.code}::text, ${row.effective_at}::timestamptz,
-      ${row.data}::jsonb, ${row.recorded_by}::integer, ${row.updated_by}::integer
-    where ${condition}
-    returning ${RETURNED}`
+export function insertRecordsWhere(
+  organizationId: number,
+  isLive: RawBuilder<boolean>,
+  columns: RecordColumns,
+  audits: AuditColumns,
+) {
+  return sql<ClinicalRecordRow & { n: number }>`
+    with new_rows as (
+      select nextval(pg_get_serial_sequence('clinical_records', 'id'))::integer as id, v.*
+      from unnest(${columns.patientId}::integer[], ${columns.encounterId}::integer[], ${columns.kind}::text[],
+        ${columns.status}::text[], ${columns.code}::text[], ${columns.effectiveAt}::timestamptz[],
+        ${columns.data}::jsonb[], ${columns.recordedBy}::integer[], ${columns.updatedBy}::integer[]
+      ) with ordinality as v(patient_id, encounter_id, kind, status, code, effective_at, data, recorded_by,
+        updated_by, n)
+      where ${isLive}
+    ), changed as (
+      insert into clinical_records (id, organization_id, patient_id, encounter_id, kind, status, code,
+        effective_at, data, recorded_by, updated_by)
+      overriding system value
+      select id, ${organizationId}::integer, patient_id, encounter_id, kind, status, code, effective_at, data,
+        recorded_by, updated_by
+      from new_rows order by n
+      on conflict do nothing
+      returning ${RETURNED}
+    ), numbered as (
+      select changed.id, new_rows.n from changed join new_rows using (id)
+    ), ${changesAuditCte(audits)}
+    select numbered.n::integer as n, changed.* from changed join numbered using (id) order by numbered.n`
 }
 
 export function findRecord(db: Db, scope: RecordScope, id: number) {

@@ -1,18 +1,27 @@
 import { isDeepStrictEqual } from 'node:util'
 import type { Static, TObject } from '@sinclair/typebox'
+import { sql } from 'kysely'
 import { type Db, inTransaction } from '../../../db/database.js'
+import { precompiledQuery } from '../../../db/precompiled-query.js'
+import { prepared } from '../../../db/prepared-statements.js'
 import type { ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import { type Chart, ENTERED_IN_ERROR } from '../../../schemas/clinical.js'
 import type { PageQuery } from '../../../schemas/common.js'
 import type { Actor } from '../../access/organization-scope.js'
-import { auditChange, auditedChange } from '../../audit/change-audit.js'
+import {
+  type AuditColumns,
+  auditChange,
+  auditedChanges,
+  type ChangeAudit,
+  currentChangeAudit,
+} from '../../audit/change-audit.js'
 import { AppError, notFound } from '../../errors.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, splitListQuery } from '../../lib/paging.js'
 import { type RecordList, type RowList, recordList } from '../../lib/row-list.js'
 import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
 import { checkEncounterOfPatient } from '../encounters/service.js'
-import { isLivePatient, missingPatient, requirePatient } from '../patients/service.js'
+import { isLivePatient, requirePatient } from '../patients/service.js'
 import type { ClinicalKind } from './kind.js'
 import { type ClinicalRecord, toRecord } from './mapper.js'
 import {
@@ -20,11 +29,13 @@ import {
   chartRecords,
   clinicalRows,
   findRecord,
-  insertRecordWhere,
+  insertRecordsWhere,
   lockRecord,
   type NewRecordRow,
+  type RecordColumns,
   type RecordFilters,
   type RecordScope,
+  recordColumns,
   updateRecord,
 } from './queries.js'
 
@@ -44,11 +55,13 @@ const scopeOf = (kind: KindIdentity, actor: Actor, patientId: number): RecordSco
   kind: kind.kind,
 })
 
+const duplicate = ({ message }: NonNullable<ClinicalKind['uniqueness']>) => new AppError('RES_002', message)
+
 /** A unique index of the kind (e.g. one ACTIVE allergy per substance) as a clear 409. */
 function conflictOf(kind: KindIdentity, error: unknown): unknown {
   const { code, constraint } = (error ?? {}) as { code?: string; constraint?: string }
   if (code === '23505' && kind.uniqueness && constraint === kind.uniqueness.constraint) {
-    return new AppError('RES_002', kind.uniqueness.message)
+    return duplicate(kind.uniqueness)
   }
   return error
 }
@@ -82,15 +95,38 @@ export const createRecord = async <I extends TObject, D extends TObject>(
   input: Static<I>,
 ): Promise<ClinicalRecord<D>> => toRecord<D>(await createRecordRow(db, kind, actor, patientId, input))
 
-// The patient's check, the insert and the audit record of the call in one statement, compiled once:
-// a transaction Bundle makes one for each of its entries.
-const insertRecordOfLivePatient = auditedChange((db, row: NewRecordRow) =>
-  insertRecordWhere(row, isLivePatient(db, row.organization_id, row.patient_id)),
+/** A new record to insert, and the audit record of the call creating it (none outside an audited call). */
+interface NewRecord {
+  row: NewRecordRow
+  audit: ChangeAudit | undefined
+}
+
+// The patients' check, the inserts and the audit records of their calls in one statement, compiled
+// once.
+const insertRecordRows = precompiledQuery(
+  (db, organizationId: number, columns: RecordColumns, audits: AuditColumns) => {
+    const isLive = isLivePatient(db, organizationId, sql.ref('v.patient_id'))
+    const statement = prepared(insertRecordsWhere(organizationId, isLive, columns, audits))
+    return { compile: () => statement.compile(db) }
+  },
 )
+
+/** Inserts new records of one organization in one statement: the row of each, undefined where none was. */
+async function insertNewRecords(db: Db, records: readonly NewRecord[]) {
+  const organizationId = (records[0] as NewRecord).row.organization_id
+  if (records.some(({ row }) => row.organization_id !== organizationId)) {
+    throw new Error('The new records of one statement are of one organization')
+  }
+  const rows = recordColumns(records.map(({ row }) => row))
+  return auditedChanges(
+    records.map(({ audit }) => audit),
+    (audits) => insertRecordRows(db, organizationId, rows, audits),
+  )
+}
 
 /**
  * Runs checks of a new record that come before its insert, which checks the patient itself
- * (insertRecordWhere): a failing one answers as if the patient had been checked first, 403 or 404
+ * (insertRecordsWhere): a failing one answers as if the patient had been checked first, 403 or 404
  * for another organization's or none.
  */
 async function checkedBeforePatient<T>(db: Db, actor: Actor, patientId: number, checks: () => Promise<T>) {
@@ -114,24 +150,30 @@ export async function createRecordRow<I extends TObject, D extends TObject>(
     encounterId: await checkReferences(db, kind, actor, patientId, input),
     prepared: kind.prepare(input),
   }))
-  let inserted: ClinicalRecordRow | undefined
-  try {
-    inserted = await insertRecordOfLivePatient(db, {
-      organization_id: actor.organizationId,
-      patient_id: patientId,
-      encounter_id: encounterId,
-      kind: kind.kind,
-      status: prepared.status,
-      code: prepared.code,
-      effective_at: prepared.effectiveAt ?? new Date(),
-      data: JSON.stringify(prepared.data),
-      recorded_by: actor.userId,
-      updated_by: actor.userId,
-    })
-  } catch (error) {
-    throw conflictOf(kind, error)
+  const row: NewRecordRow = {
+    organization_id: actor.organizationId,
+    patient_id: patientId,
+    encounter_id: encounterId,
+    kind: kind.kind,
+    status: prepared.status,
+    code: prepared.code,
+    effective_at: prepared.effectiveAt ?? new Date(),
+    data: JSON.stringify(prepared.data),
+    recorded_by: actor.userId,
+    updated_by: actor.userId,
   }
-  return inserted ?? missingPatient(db, actor, patientId)
+  const [inserted] = await insertNewRecords(db, [{ row, audit: currentChangeAudit() }])
+  return inserted ?? notInserted(db, kind, actor, patientId)
+}
+
+/**
+ * Why a new record was not inserted: its patient is not the caller's live patient (403 or 404), or
+ * else it would have broken a unique index of its kind (409).
+ */
+async function notInserted(db: Db, kind: KindIdentity, actor: Actor, patientId: number): Promise<never> {
+  await requirePatient(db, actor, patientId)
+  if (!kind.uniqueness) throw new Error(`A new ${kind.label} of a live patient was not inserted`)
+  throw duplicate(kind.uniqueness)
 }
 
 export async function getRecord<D extends TObject>(

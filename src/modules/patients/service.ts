@@ -1,4 +1,4 @@
-import { sql } from 'kysely'
+import { type Expression, sql } from 'kysely'
 import type { Db } from '../../../db/database.js'
 import type { NewPatientRow, PatientRow, PatientRowUpdate } from '../../../db/tables/patients.js'
 import type { PageOf, PageQuery } from '../../../schemas/common.js'
@@ -49,11 +49,8 @@ function checkBirthDate(dateOfBirth: string): void {
   }
 }
 
-/**
- * The spec's organization rule: a patient of another organization is 403, a missing one 404. What
- * a write made only for a live patient (isLivePatient) answers when it wrote nothing.
- */
-export async function missingPatient(db: Db, actor: Actor, id: number): Promise<never> {
+/** The spec's organization rule: a patient of another organization is 403, a missing one 404. */
+async function missingPatient(db: Db, actor: Actor, id: number): Promise<never> {
   return missingRecord('Patient', id, await ownerOrganization(db, 'patients', id), actor)
 }
 
@@ -105,10 +102,11 @@ export const findPatientOfOrganization = (db: Db, organizationId: number, id: nu
   findPatient(db, organizationId, id)
 
 /**
- * Whether `id` is a live patient of the organization, as a condition of a statement that writes a
- * record of the patient only then: requirePatient's check and the write in one round trip.
+ * Whether the patient `id` names (a column of the statement) is a live patient of the organization,
+ * as a condition of a statement that writes records of patients only then: requirePatient's check
+ * and the write in one round trip.
  */
-export const isLivePatient = (db: Db, organizationId: number, id: number) =>
+export const isLivePatient = (db: Db, organizationId: number, id: Expression<number>) =>
   sql<boolean>`exists ${live(db, organizationId).select(sql.lit(1).as('live')).where('id', '=', id)}`
 
 /** The live patient, if of the caller's organization; otherwise 403 or 404. */
