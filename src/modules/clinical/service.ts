@@ -16,6 +16,7 @@ import {
   currentChangeAudit,
 } from '../../audit/change-audit.js'
 import { AppError, notFound } from '../../errors.js'
+import { gatheredWrite } from '../../lib/gathered-writes.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { sortOrder, splitListQuery } from '../../lib/paging.js'
 import { type RecordList, type RowList, recordList } from '../../lib/row-list.js'
@@ -124,6 +125,10 @@ async function insertNewRecords(db: Db, records: readonly NewRecord[]) {
   )
 }
 
+// A new record's statement takes those of the other new records gathered with it: a transaction
+// Bundle's consecutive creates (src/modules/fhir/grouped-creates.ts).
+const insertNewRecord = gatheredWrite(insertNewRecords)
+
 /**
  * Runs checks of a new record that come before its insert, which checks the patient itself
  * (insertRecordsWhere): a failing one answers as if the patient had been checked first, 403 or 404
@@ -162,7 +167,7 @@ export async function createRecordRow<I extends TObject, D extends TObject>(
     recorded_by: actor.userId,
     updated_by: actor.userId,
   }
-  const [inserted] = await insertNewRecords(db, [{ row, audit: currentChangeAudit() }])
+  const inserted = await insertNewRecord(db, { row, audit: currentChangeAudit() })
   return inserted ?? notInserted(db, kind, actor, patientId)
 }
 

@@ -9,6 +9,7 @@ import type { Principal } from '../../identity/principal.js'
 import { transactionWithEvents } from '../../outbox/doorbell.js'
 import { toAppError } from '../../plugins/error-handler.js'
 import { accessOf, typeGrant } from './access.js'
+import { eachReference, groupedCreates } from './grouped-creates.js'
 import { operationOutcome } from './operation-outcome.js'
 import { recordId } from './record-id.js'
 import type { FhirResourceType } from './resource-type.js'
@@ -67,17 +68,6 @@ function withinEntry(index: number, error: AppError): AppError {
 }
 
 const statusLine = (status: number) => `${status} ${STATUS_CODES[status] ?? ''}`.trim()
-
-/** The references a resource holds (any `reference` member, at any depth), to rewrite in place. */
-function eachReference(value: unknown, visit: (holder: { reference: string }) => void): void {
-  if (Array.isArray(value)) {
-    for (const item of value) eachReference(item, visit)
-  } else if (typeof value === 'object' && value !== null) {
-    const holder = value as Record<string, unknown>
-    if (typeof holder.reference === 'string') visit(holder as { reference: string })
-    for (const member of Object.values(holder)) eachReference(member, visit)
-  }
-}
 
 /**
  * `POST /fhir/R4` with a batch or transaction Bundle. A transaction is one database transaction:
@@ -388,19 +378,28 @@ export function bundleRoutes(app: FastifyInstance, options: BundleOptions): void
     await transactionWithEvents(app.db, async (trx) => {
       const created = new Map<string, string>()
       const ordered = transactionOrder(entries)
-      for (const [position, entry] of ordered.entries()) {
-        // The next entry's resource is checked while this entry's writes wait for the database.
-        checkAhead(request, ordered[position + 1], fullUrls)
-        try {
-          await resolveReferences(entry, created, principal, trx)
-          const result = await audited(request, principal, entry, trx)
-          results.set(entry.index, result)
-          if (entry.fullUrl && result.resource) {
-            created.set(entry.fullUrl, `${result.resource.resourceType}/${result.resource.id}`)
-          }
-        } catch (error) {
-          throw error instanceof EntryError ? error : new EntryError(entry.index, asAppError(error))
+      // Consecutive creates of one type are written in one statement.
+      const group = groupedCreates(trx)
+      try {
+        for (const [position, entry] of ordered.entries()) {
+          // The next entry's resource is checked while this entry's writes wait for the database.
+          checkAhead(request, ordered[position + 1], fullUrls)
+          await group.run(entry, async () => {
+            try {
+              await resolveReferences(entry, created, principal, trx)
+              const result = await audited(request, principal, entry, trx)
+              results.set(entry.index, result)
+              if (entry.fullUrl && result.resource) {
+                created.set(entry.fullUrl, `${result.resource.resourceType}/${result.resource.id}`)
+              }
+            } catch (error) {
+              throw error instanceof EntryError ? error : new EntryError(entry.index, asAppError(error))
+            }
+          })
         }
+        await group.write()
+      } finally {
+        group.close()
       }
     })
     return entries.map((entry) => responseEntry(request, results.get(entry.index) as WriteResult))
