@@ -72,8 +72,9 @@ const statusLine = (status: number) => `${status} ${STATUS_CODES[status] ?? ''}`
 /**
  * `POST /fhir/R4` with a batch or transaction Bundle. A transaction is one database transaction:
  * all of its entries or none, run in FHIR's order, `urn:uuid:` full URLs and conditional
- * references (`Patient?identifier=…`) resolved across entries; a failed entry rolls it back and
- * the OperationOutcome names the entry. A batch runs each entry on its own. Every entry goes through
+ * references (`Patient?identifier=…`) resolved across entries, consecutive creates of one type
+ * written in one statement (grouped-creates.ts); a failed entry rolls it back and the
+ * OperationOutcome names the entry. A batch runs each entry on its own. Every entry goes through
  * the same writes as the type's own routes, under the roles, scopes and audit rule of its REST
  * route; a GET entry reads one resource by id.
  */
@@ -378,7 +379,6 @@ export function bundleRoutes(app: FastifyInstance, options: BundleOptions): void
     await transactionWithEvents(app.db, async (trx) => {
       const created = new Map<string, string>()
       const ordered = transactionOrder(entries)
-      // Consecutive creates of one type are written in one statement.
       const group = groupedCreates(trx)
       try {
         for (const [position, entry] of ordered.entries()) {

@@ -27,7 +27,9 @@ interface GroupedEntry {
  * the group to be written. The group is written before an entry that may read what it writes: any
  * but a create of its type, and such a create with If-None-Exist, a conditional reference, or a
  * reference to one of the group's own full URLs (whose ids are known once written). A failure comes
- * from the first entry in order that fails, as when each is written alone.
+ * from the first entry in order that fails, as when each is written alone. Only writes made through
+ * gatheredWrite wait, and a type's creates make all theirs so (the clinical records') or none: an
+ * entry that makes none runs to its end before the next starts, as before.
  */
 export function groupedCreates(trx: Trx) {
   let gathering: Gathering | undefined
