@@ -79,7 +79,7 @@ export function groupedCreates(trx: Trx) {
       gathering ??= openGathering(trx)
       const joined = gathering.joined()
       const running = work()
-      // Answered once the group is written (flush).
+      // Its failure is answered where it ends (below, or by flush); not an unhandled one meanwhile.
       running.catch(() => {})
       const waits = await Promise.race([
         joined.then(() => true),
