@@ -29,6 +29,7 @@ import * as recordHistory from './0027_record_history.js'
 import * as smartLaunch from './0028_smart_launch.js'
 import * as patientDemographics from './0029_patient_demographics.js'
 import * as assertionJtis from './0030_assertion_jtis.js'
+import * as organizationVersions from './0031_organization_versions.js'
 
 /** Every migration, in order. Listed rather than scanned so tsx and compiled JS behave alike. */
 export const migrations: Record<string, Migration> = {
@@ -62,4 +63,5 @@ export const migrations: Record<string, Migration> = {
   '0028_smart_launch': smartLaunch,
   '0029_patient_demographics': patientDemographics,
   '0030_assertion_jtis': assertionJtis,
+  '0031_organization_versions': organizationVersions,
 }

@@ -1,4 +1,4 @@
-import type { ColumnType, Generated } from 'kysely'
+import type { ColumnType, Generated, Selectable } from 'kysely'
 
 export interface OrganizationsTable {
   id: ColumnType<number, never, never>
@@ -6,4 +6,8 @@ export interface OrganizationsTable {
   group_path: string
   created_at: Generated<Date>
   updated_at: Generated<Date>
+  /** Incremented by the database on every change of the row. */
+  version: Generated<number>
 }
+
+export type OrganizationRow = Selectable<OrganizationsTable>

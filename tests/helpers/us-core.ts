@@ -181,6 +181,24 @@ function requiredBindingErrors(resource: Resource): string[] {
 }
 
 /**
+ * Invariants whose FHIRPath Medplum fails to evaluate, by expression, with what they say, checked
+ * here instead. `telecom or endpoint` (PractitionerRole's pd-1): Medplum errs on `or` over a list
+ * element rather than taking a present element as true; the invariant asks for contact information
+ * or an endpoint.
+ */
+const INVARIANT_MEANINGS: Record<string, (resource: Record<string, unknown>) => boolean> = {
+  'telecom or endpoint': (resource) => resource.telecom !== undefined || resource.endpoint !== undefined,
+}
+
+const fhirPathOf = (diagnostics: string | undefined): string | undefined => {
+  try {
+    return (JSON.parse(diagnostics ?? '') as { fhirpath?: string }).fhirpath
+  } catch {
+    return undefined
+  }
+}
+
+/**
  * Errors of a resource against a US Core 6.1.0 profile (its canonical URL, with or without
  * `|6.1.0`): Medplum's validator (an implementation nobody here wrote) with the profile's and its
  * extensions' StructureDefinitions from the vendored package checks structure, cardinality, fixed
@@ -205,6 +223,22 @@ export function usCoreErrors(resource: Resource, profileUrl: string): string[] {
       issues.push(...validateTypedValue({ type: 'Extension', value: extension }, { profile: definition }))
     } catch (error) {
       issues.push(...((error as { outcome?: { issue?: Issue[] } }).outcome?.issue ?? []))
+    }
+  }
+  const reevaluated = new Set<string>()
+  issues = issues.filter((issue) => {
+    const expression = fhirPathOf(issue.diagnostics)
+    if (expression === undefined || !INVARIANT_MEANINGS[expression]) return true
+    reevaluated.add(expression)
+    return false
+  })
+  for (const expression of reevaluated) {
+    if (!INVARIANT_MEANINGS[expression]?.(resource as unknown as Record<string, unknown>)) {
+      issues.push({
+        severity: 'error',
+        diagnostics: `Constraint not met: ${expression}`,
+        expression: [resource.resourceType],
+      })
     }
   }
   return [

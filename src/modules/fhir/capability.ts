@@ -4,6 +4,7 @@ import type { FhirResourceType } from './resource-type.js'
 import type { ResourceWrites } from './resource-writes.js'
 import { COMMON_SEARCH_PARAMETERS } from './search-conditions.js'
 import { PAGE_SIZE_MAX } from './search-params.js'
+import { US_CORE_SERVER } from './us-core-profiles.js'
 
 const SMART_SCOPE_LEVELS = ['patient', 'user', 'system'] as const
 
@@ -43,7 +44,7 @@ export function capabilityStatement(
     date: '2026-11-24',
     kind: 'instance',
     software: { name: 'EHR Service' },
-    instantiates: [`${BULK_DATA}/CapabilityStatement/bulk-data`],
+    instantiates: [US_CORE_SERVER, `${BULK_DATA}/CapabilityStatement/bulk-data`],
     implementation: {
       description: 'EHR Service FHIR R4 interface (read, search, writes where listed, and bulk export)',
       url: base,
@@ -88,6 +89,7 @@ export function capabilityStatement(
           ...types.map(
             (type): CapabilityStatementRestResource => ({
               type: type.type,
+              ...(type.profile ? { supportedProfile: [type.profile] } : {}),
               documentation: `_sort by one of ${type.sortParameters.join(', ')} (a leading - for descending); _count up to ${PAGE_SIZE_MAX}; _summary=count only (other _summary values and _elements are not supported: whole resources are returned)`,
               interaction: [
                 { code: 'read' },

@@ -13,9 +13,6 @@ import type { CreatePatientBody } from '../../../schemas/patients.js'
 import { DETAILED_ETHNICITIES, DETAILED_RACES } from '../../../schemas/race-ethnicity-codes.js'
 import { withoutUndefined } from './resource-elements.js'
 
-// Claimed with its version: the constraints met are those of US Core 6.1.0, not of a later one.
-export const US_CORE_PATIENT = 'http://hl7.org/fhir/us/core/StructureDefinition/us-core-patient|6.1.0'
-
 const EXTENSION = 'http://hl7.org/fhir/us/core/StructureDefinition/us-core-'
 export const RACE = `${EXTENSION}race`
 export const ETHNICITY = `${EXTENSION}ethnicity`

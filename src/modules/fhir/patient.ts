@@ -4,13 +4,14 @@ import type { PatientRow } from '../../../db/tables/patients.js'
 import { AppError, gone } from '../../errors.js'
 import { requirePatient } from '../patients/service.js'
 import { keptVersions } from './kept-versions.js'
-import { demographicExtensions, US_CORE_PATIENT } from './patient-demographics.js'
+import { demographicExtensions } from './patient-demographics.js'
 import { patientWrites } from './patient-writes.js'
 import { defineResourceType } from './resource-definition.js'
-import { present, recordResource, withoutUndefined } from './resource-elements.js'
+import { claiming, present, recordResource, withoutUndefined } from './resource-elements.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
 import { checkLaunchPatient } from './scopes.js'
 import { dateParameter, inverse, stringParameter, tokenParameter } from './search-conditions.js'
+import { US_CORE_PATIENT } from './us-core-profiles.js'
 
 /** The identifier system of MRNs; a practice sets its own with FHIR_MRN_SYSTEM. */
 export interface PatientMapping {
@@ -79,13 +80,14 @@ function toFhirPatient(row: PatientRow, { mrnSystem }: PatientMapping): Patient 
       ? [{ language: { coding: [{ system: 'urn:ietf:bcp:47', code: row.preferred_language }] } }]
       : undefined,
   })
-  return { ...patient, meta: { ...patient.meta, profile: [US_CORE_PATIENT] } }
+  return claiming(US_CORE_PATIENT, patient)
 }
 
 /** Patient: the practice's live patients. */
 export function patientResource(mapping: PatientMapping): FhirResourceType<Patient> {
   return defineResourceType({
     type: 'Patient',
+    profile: US_CORE_PATIENT,
     restRead: 'GET /api/patients/:id',
     restSearch: 'GET /api/patients',
     records: (db, scope) =>

@@ -4,16 +4,17 @@ import { requireProvider } from '../providers/service.js'
 import { keptVersions } from './kept-versions.js'
 import { practitionerWrites } from './practitioner-writes.js'
 import { defineResourceType } from './resource-definition.js'
-import { recordResource, withoutUndefined } from './resource-elements.js'
+import { claiming, recordResource, withoutUndefined } from './resource-elements.js'
 import type { FhirResourceType } from './resource-type.js'
 import { stringParameter, tokenParameter } from './search-conditions.js'
+import { US_CORE_PRACTITIONER } from './us-core-profiles.js'
 
 /** The identifier system of US National Provider Identifiers. */
 const NPI_SYSTEM = 'http://hl7.org/fhir/sid/us-npi'
 /** The core extension of an IANA time zone: the provider's, in which their hours are kept. */
 const TIME_ZONE_EXTENSION = 'http://hl7.org/fhir/StructureDefinition/timezone'
 
-/** A provider row as FHIR R4 Practitioner; empty parts are left out, as FHIR requires. */
+/** A provider row as a US Core Practitioner; empty parts are left out, as FHIR requires. */
 function toFhirPractitioner(row: ProviderRow): Practitioner & { id: string } {
   const telecom: ContactPoint[] = [
     ...(row.email ? [{ system: 'email' as const, value: row.email, use: 'work' as const }] : []),
@@ -26,7 +27,7 @@ function toFhirPractitioner(row: ProviderRow): Practitioner & { id: string } {
   const qualification = [row.title, row.specialty]
     .filter((text): text is string => Boolean(text))
     .map((text) => ({ code: { text } }))
-  return recordResource('Practitioner', row, {
+  const practitioner = recordResource<Practitioner>('Practitioner', row, {
     extension: [{ url: TIME_ZONE_EXTENSION, valueCode: row.time_zone }],
     identifier: [{ system: NPI_SYSTEM, value: row.npi }],
     active: row.active,
@@ -41,12 +42,14 @@ function toFhirPractitioner(row: ProviderRow): Practitioner & { id: string } {
     telecom: telecom.length > 0 ? telecom : undefined,
     qualification: qualification.length > 0 ? qualification : undefined,
   })
+  return claiming(US_CORE_PRACTITIONER, practitioner)
 }
 
 /** Practitioner: the organization's providers, active or not. */
 export function practitionerResource(): FhirResourceType<Practitioner> {
   return defineResourceType({
     type: 'Practitioner',
+    profile: US_CORE_PRACTITIONER,
     restRead: 'GET /api/providers/:id',
     restSearch: 'GET /api/providers',
     records: (db, scope) =>

@@ -24,6 +24,7 @@ export interface ResourceDefinition<R extends Resource, Q extends AnyQuery>
   extends Pick<
     FhirResourceType<R>,
     | 'type'
+    | 'profile'
     | 'restRead'
     | 'restSearch'
     | 'restRoutesOf'

@@ -27,8 +27,20 @@ export const metaOf = (row: { version: number; updated_at: Date }): Meta => ({
   lastUpdated: row.updated_at.toISOString(),
 })
 
+/** The resource claiming a profile (FhirResourceType.profile) in its meta. */
+export const claiming = <R extends Resource>(profile: string, resource: R): R => ({
+  ...resource,
+  meta: { ...resource.meta, profile: [profile] },
+})
+
 /** The types a mapped resource references. */
-export type Referenced = 'Patient' | 'Practitioner' | 'Encounter' | 'Appointment'
+export type Referenced =
+  | 'Patient'
+  | 'Practitioner'
+  | 'Encounter'
+  | 'Appointment'
+  | 'Organization'
+  | 'Location'
 type ResourceOfType<T extends Referenced> = Extract<Resource, { resourceType: T }>
 
 /** A reference to the record `id` of a type (`Patient/12`); none where the record names none. */

@@ -28,6 +28,8 @@ export interface ReadScope {
  */
 export interface FhirResourceType<R extends Resource = Resource> {
   type: R['resourceType']
+  /** The profile (canonical URL and version) its resources claim in `meta.profile`: its supportedProfile. */
+  profile?: string
   /** `METHOD /api/...` of the REST read and list of the same records (their roles and audit). */
   restRead: RouteKey
   restSearch: RouteKey

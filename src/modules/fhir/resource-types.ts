@@ -3,10 +3,13 @@ import { appointmentResource } from './appointment.js'
 import { conditionResource } from './condition.js'
 import { type DocumentReferenceMapping, documentReferenceResource } from './document-reference.js'
 import { encounterResource } from './encounter.js'
+import { locationResource } from './location.js'
 import { medicationStatementResource } from './medication-statement.js'
 import { observationResource } from './observation.js'
+import { organizationResource } from './organization.js'
 import { type PatientMapping, patientResource } from './patient.js'
 import { practitionerResource } from './practitioner.js'
+import { practitionerRoleResource } from './practitioner-role.js'
 import type { FhirResourceType } from './resource-type.js'
 
 /** Every resource type the FHIR interface serves, in the order the CapabilityStatement lists them. */
@@ -15,6 +18,9 @@ export function resourceTypes(mapping: PatientMapping & DocumentReferenceMapping
     patientResource(mapping),
     documentReferenceResource(mapping),
     practitionerResource(),
+    practitionerRoleResource(),
+    organizationResource(),
+    locationResource(),
     appointmentResource(),
     encounterResource(),
     conditionResource(),

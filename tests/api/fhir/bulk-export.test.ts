@@ -75,10 +75,13 @@ describe('FHIR bulk export ($export)', () => {
         'Condition',
         'DocumentReference',
         'Encounter',
+        'Location',
         'MedicationStatement',
         'Observation',
+        'Organization',
         'Patient',
         'Practitioner',
+        'PractitionerRole',
       ].sort(),
     )
     expect(idsOf(byType, 'Patient')).toEqual([records.ids.patient])

@@ -25,6 +25,7 @@ let statement: CapabilityStatement
 const KINDS_OF_TYPE: Record<string, RecordKind[]> = {
   Patient: ['patient'],
   Practitioner: ['provider'],
+  PractitionerRole: ['provider'],
   Appointment: ['appointment'],
   Encounter: ['encounter'],
   Observation: ['vitals', 'lab-results'],
@@ -37,6 +38,15 @@ const KINDS_OF_TYPE: Record<string, RecordKind[]> = {
   // Groups are all-patients and provider-[id]; a bare number names none.
   Group: ['provider'],
 }
+
+/** The types whose one record is the organization itself, under its id (the practice). */
+const ORGANIZATION_TYPES = ['Organization', 'Location']
+
+/** The ids of another organization's records of a type. */
+const theirIdsOf = (type: string): number[] =>
+  ORGANIZATION_TYPES.includes(type)
+    ? [theirs.org.id]
+    : (KINDS_OF_TYPE[type] ?? []).map((kind) => theirs.ids[kind])
 
 /** The record a reference search parameter names, by parameter name. */
 const REFERENCE_TARGETS: Record<string, [string, RecordKind]> = {
@@ -61,18 +71,23 @@ const resourcesOf = () => statement.rest?.[0]?.resource ?? []
 
 describe('FHIR organization isolation', () => {
   it('knows the records behind every FHIR type it serves', () => {
-    for (const resource of resourcesOf()) expect(KINDS_OF_TYPE[resource.type], resource.type).toBeDefined()
+    for (const resource of resourcesOf()) {
+      expect(
+        KINDS_OF_TYPE[resource.type] ?? ORGANIZATION_TYPES.includes(resource.type),
+        resource.type,
+      ).toBeTruthy()
+    }
   })
 
   it('refuses a read of another organization’s record with 403, showing nothing of it', async () => {
     for (const resource of resourcesOf()) {
-      for (const kind of KINDS_OF_TYPE[resource.type] ?? []) {
+      for (const id of theirIdsOf(resource.type)) {
         const response = await app.inject({
-          url: `/fhir/R4/${resource.type}/${theirs.ids[kind]}`,
+          url: `/fhir/R4/${resource.type}/${id}`,
           headers: bearer(reader.token),
         })
         // Another kind of clinical record under the same id is not this type: 404 is as closed.
-        expect([403, 404], `${resource.type} ${kind}`).toContain(response.statusCode)
+        expect([403, 404], `${resource.type} ${id}`).toContain(response.statusCode)
         expect(response.body).not.toContain(theirs.marker)
         const outcome = response.json() as OperationOutcome
         expect(outcome.resourceType).toBe('OperationOutcome')
@@ -102,7 +117,7 @@ describe('FHIR organization isolation', () => {
     expect(searchable.length).toBeGreaterThan(5)
     for (const resource of searchable) {
       const searches = [
-        ...(KINDS_OF_TYPE[resource.type] ?? []).map((kind) => `_id=${theirs.ids[kind]}`),
+        ...theirIdsOf(resource.type).map((id) => `_id=${id}`),
         ...(resource.searchParam ?? [])
           .filter((parameter) => parameter.type === 'reference' && REFERENCE_TARGETS[parameter.name])
           .map((parameter) => {
@@ -121,7 +136,7 @@ describe('FHIR organization isolation', () => {
         expect(response.statusCode, `${resource.type}?${search}`).toBe(200)
         expect(response.body, `${resource.type}?${search}`).not.toContain(theirs.marker)
         const bundle = response.json() as Bundle
-        const theirIds = (KINDS_OF_TYPE[resource.type] ?? []).map((kind) => String(theirs.ids[kind]))
+        const theirIds = theirIdsOf(resource.type).map(String)
         const found = (bundle.entry ?? []).filter((entry) => entry.search?.mode === 'match')
         if (!search.startsWith('_count')) expect(found, `${resource.type}?${search}`).toEqual([])
         else for (const entry of found) expect(theirIds).not.toContain(entry.resource?.id)

@@ -141,6 +141,7 @@ describe('the history of a record', () => {
       'Observation',
       'Patient',
       'Practitioner',
+      'PractitionerRole',
     ])
     expect(statement.rest?.[0]?.interaction?.map((interaction) => interaction.code)).toContain(
       'history-system',

@@ -91,7 +91,11 @@ describe('GET /fhir/R4/Practitioner', () => {
     expect(expectFhir(response)).toEqual({
       resourceType: 'Practitioner',
       id: String(provider.id),
-      meta: { versionId: '1', lastUpdated: expect.any(String) },
+      meta: {
+        versionId: '1',
+        lastUpdated: expect.any(String),
+        profile: ['http://hl7.org/fhir/us/core/StructureDefinition/us-core-practitioner|6.1.0'],
+      },
       extension: [{ url: 'http://hl7.org/fhir/StructureDefinition/timezone', valueCode: 'UTC' }],
       identifier: [{ system: 'http://hl7.org/fhir/sid/us-npi', value: '1234567893' }],
       active: true,

@@ -180,7 +180,7 @@ describe('a patient signed in to their own account', () => {
     expect(await search(account.token, '/Observation')).toEqual([mine.observation])
   })
 
-  it('reads the practice’s Practitioner directory, which holds no patient data', async () => {
+  it('reads the practice’s directory (Practitioner, PractitionerRole, Organization, Location), which holds no patient data', async () => {
     const { org, account } = await practice()
     const admin = await org.user('ADMIN')
     const created = await app.inject({
@@ -192,6 +192,12 @@ describe('a patient signed in to their own account', () => {
     const practitioner = created.json().data.id
     expect(await search(account.token, '/Practitioner')).toEqual([practitioner])
     expect((await get(account.token, `/Practitioner/${practitioner}`)).statusCode).toBe(200)
+    expect(await search(account.token, '/PractitionerRole')).toEqual([practitioner])
+    expect((await get(account.token, `/PractitionerRole/${practitioner}`)).statusCode).toBe(200)
+    for (const type of ['Organization', 'Location']) {
+      expect(await search(account.token, `/${type}`)).toEqual([org.id])
+      expect((await get(account.token, `/${type}/${org.id}`)).statusCode).toBe(200)
+    }
   })
 
   it('is refused every /api route but GET /api/auth/me, even with a staff role added to the account', async () => {

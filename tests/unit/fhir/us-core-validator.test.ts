@@ -4,6 +4,7 @@ import { usCoreErrors, usCoreFile, usCoreValueSetCodes } from '../../helpers/us-
 
 const PATIENT = 'http://hl7.org/fhir/us/core/StructureDefinition/us-core-patient'
 const RACE = 'http://hl7.org/fhir/us/core/StructureDefinition/us-core-race'
+const ROLE = 'http://hl7.org/fhir/us/core/StructureDefinition/us-core-practitionerrole'
 const CDC = 'urn:oid:2.16.840.1.113883.6.238'
 
 const minimal: Patient = {
@@ -51,6 +52,16 @@ describe('the US Core 6.1.0 validator of the tests (tests/helpers/us-core.ts)', 
       valueCode: 'X',
     }
     expect(usCoreErrors({ ...minimal, extension: [birthSex] }, PATIENT)).toHaveLength(1)
+  })
+
+  it('checks PractitionerRole’s pd-1 (contact information or an endpoint), which Medplum cannot evaluate', () => {
+    const role = { resourceType: 'PractitionerRole' as const, practitioner: { reference: 'Practitioner/1' } }
+    const email = { system: 'email' as const, value: 'grace@example.test' }
+    const phone = { system: 'phone' as const, value: '+15555550100' }
+    expect(usCoreErrors({ ...role, telecom: [email] }, ROLE)).toEqual([])
+    expect(usCoreErrors({ ...role, telecom: [email, phone] }, ROLE)).toEqual([])
+    expect(usCoreErrors({ ...role, endpoint: [{ reference: 'Endpoint/1' }] }, ROLE)).toEqual([])
+    expect(usCoreErrors(role, ROLE)).toEqual(['Constraint not met: telecom or endpoint at PractitionerRole'])
   })
 
   it('expands the ValueSets from their VSAC includes: detailed race excludes the OMB categories', () => {

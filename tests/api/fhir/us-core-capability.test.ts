@@ -1,0 +1,110 @@
+import type { Bundle, CapabilityStatement, Resource } from '@medplum/fhirtypes'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { App } from '../../../src/app.js'
+import { buildTestApp } from '../../helpers/app.js'
+import type { TestUser } from '../../helpers/factories.js'
+import { expectFhir, fhirGet } from '../../helpers/fhir.js'
+import { newRecords, RECORDS_ENVIRONMENT, type Records, recordsResolver } from '../../helpers/records.js'
+import { createProvider } from '../../helpers/scheduling.js'
+import { usCoreErrors, usCoreFile } from '../../helpers/us-core.js'
+
+// The CapabilityStatement claims exactly the US Core profiles the resources served claim: a type
+// lists a US Core profile when its resources claim it in meta.profile, and no other.
+
+let app: App
+let records: Records
+let reader: TestUser
+let statement: CapabilityStatement
+
+const usCoreServer = usCoreFile<CapabilityStatement>('CapabilityStatement-us-core-server.json')
+
+beforeAll(async () => {
+  app = await buildTestApp({ ...RECORDS_ENVIRONMENT }, undefined, { resolveHost: recordsResolver })
+  records = await newRecords(app)
+  // A provider with contact details, whose role claims US Core (a role without any cannot).
+  await createProvider(app, records.makers.admin, { email: 'role@example.test' })
+  reader = await records.org.user('ADMIN', 'PROVIDER', 'NURSE', 'FRONT_DESK', 'BILLING')
+  statement = expectFhir(await app.inject({ url: '/fhir/R4/metadata' })) as CapabilityStatement
+})
+afterAll(async () => {
+  await app.close()
+})
+
+const isUsCore = (profile: string) => profile.startsWith('http://hl7.org/fhir/us/core/')
+
+const served = () => statement.rest?.[0]?.resource ?? []
+
+/** Every resource of the type the reader finds (the records hold far fewer than a page). */
+async function resourcesOf(type: string): Promise<Resource[]> {
+  const response = await fhirGet(app, reader, `/${type}?_count=100`)
+  expect(response.statusCode, `${type}: ${response.body}`).toBe(200)
+  const bundle = response.json() as Bundle
+  expect(bundle.link?.some((link) => link.relation === 'next')).toBe(false)
+  return (bundle.entry ?? [])
+    .filter((entry) => entry.search?.mode === 'match')
+    .map((entry) => entry.resource as Resource)
+}
+
+describe('GET /fhir/R4/metadata (US Core 6.1.0)', () => {
+  it('instantiates the US Core Server CapabilityStatement of the vendored package', () => {
+    expect(usCoreServer.version).toBe('6.1.0')
+    expect(statement.instantiates).toContain(`${usCoreServer.url}|${usCoreServer.version}`)
+  })
+
+  it('lists the US Core profiles of Patient, Practitioner, PractitionerRole, Organization and Location', () => {
+    const listed = Object.fromEntries(
+      served()
+        .filter((resource) => resource.supportedProfile)
+        .map((resource) => [resource.type, resource.supportedProfile]),
+    )
+    const profile = (name: string) => [`http://hl7.org/fhir/us/core/StructureDefinition/${name}|6.1.0`]
+    expect(listed).toEqual({
+      Patient: profile('us-core-patient'),
+      Practitioner: profile('us-core-practitioner'),
+      PractitionerRole: profile('us-core-practitionerrole'),
+      Organization: profile('us-core-organization'),
+      Location: profile('us-core-location'),
+    })
+    // Each is the profile US Core's server statement names for the type.
+    for (const [type, claimed] of Object.entries(listed) as [string, string[]][]) {
+      const theirs = usCoreServer.rest?.[0]?.resource?.find((resource) => resource.type === type)
+      expect(theirs?.supportedProfile, type).toEqual(claimed.map((url) => url.split('|')[0]))
+    }
+  })
+
+  it('lists a profile for a type exactly when its resources claim it, and they meet it with 0 errors', async () => {
+    const searchable = served().filter((resource) =>
+      resource.interaction?.some((interaction) => interaction.code === 'search-type'),
+    )
+    expect(searchable.length).toBeGreaterThan(10)
+    for (const { type, supportedProfile = [] } of searchable) {
+      const resources = await resourcesOf(type)
+      expect(resources.length, type).toBeGreaterThan(0)
+      // Vital signs claim R4's own vitalspanel profile, which is not US Core's: not compared here.
+      const claimed = new Set(
+        resources.flatMap((resource) => (resource.meta?.profile ?? []).filter(isUsCore)),
+      )
+      expect([...claimed].sort(), type).toEqual([...supportedProfile].sort())
+      for (const resource of resources) {
+        for (const profile of (resource.meta?.profile ?? []).filter(isUsCore)) {
+          expect(usCoreErrors(resource, profile), `${type}/${resource.id}`).toEqual([])
+        }
+      }
+    }
+  })
+
+  it('reads, vreads and searches the directory types, and writes none of them', () => {
+    for (const type of ['PractitionerRole', 'Organization', 'Location']) {
+      const resource = served().find((candidate) => candidate.type === type)
+      const codes = resource?.interaction?.map((interaction) => interaction.code) ?? []
+      expect(codes, type).toEqual(expect.arrayContaining(['read', 'vread', 'search-type']))
+      expect(codes, type).not.toContain('create')
+      expect(codes, type).not.toContain('update')
+    }
+    const role = served().find((resource) => resource.type === 'PractitionerRole')
+    expect(role?.searchParam?.map((parameter) => parameter.name)).toEqual(
+      expect.arrayContaining(['practitioner', 'specialty']),
+    )
+    expect(role?.searchInclude).toContain('PractitionerRole:practitioner')
+  })
+})
