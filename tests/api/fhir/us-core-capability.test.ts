@@ -51,7 +51,7 @@ describe('GET /fhir/R4/metadata (US Core 6.1.0)', () => {
     expect(statement.instantiates).toContain(`${usCoreServer.url}|${usCoreServer.version}`)
   })
 
-  it('lists the US Core profiles of Patient, Practitioner, PractitionerRole, Organization and Location', () => {
+  it('lists the US Core profiles of the types whose resources claim one', () => {
     const listed = Object.fromEntries(
       served()
         .filter((resource) => resource.supportedProfile)
@@ -64,6 +64,7 @@ describe('GET /fhir/R4/metadata (US Core 6.1.0)', () => {
       PractitionerRole: profile('us-core-practitionerrole'),
       Organization: profile('us-core-organization'),
       Location: profile('us-core-location'),
+      AllergyIntolerance: profile('us-core-allergyintolerance'),
     })
     // Each is the profile US Core's server statement names for the type.
     for (const [type, claimed] of Object.entries(listed) as [string, string[]][]) {

@@ -1,0 +1,92 @@
+import type { AllergyIntolerance, Resource } from '@medplum/fhirtypes'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { App } from '../../../src/app.js'
+import { buildTestApp } from '../../helpers/app.js'
+import { bearer, createPatient, newOrganization, type TestUser } from '../../helpers/factories.js'
+import { expectFhir, fhirGet } from '../../helpers/fhir.js'
+import { usCoreErrors } from '../../helpers/us-core.js'
+
+// The clinical types as US Core 6.1.0: each claims its profile and meets it with 0 errors, with
+// full and with minimal data, and a resource read and written back unchanged stays a no-op.
+
+let app: App
+
+beforeAll(async () => {
+  app = await buildTestApp()
+})
+afterAll(async () => {
+  await app.close()
+})
+
+const PROFILES = 'http://hl7.org/fhir/us/core/StructureDefinition'
+
+async function practice() {
+  const org = await newOrganization(app)
+  const provider = await org.user('PROVIDER')
+  const nurse = await org.user('NURSE')
+  const patient = await createPatient(app, nurse)
+  return { org, provider, nurse, patient }
+}
+
+async function post(user: TestUser, url: string, body: object): Promise<number> {
+  const response = await app.inject({ method: 'POST', url, headers: bearer(user.token), payload: body })
+  if (response.statusCode !== 201) throw new Error(`${url}: ${response.body}`)
+  return response.json().data.id
+}
+
+async function read<R extends Resource>(user: TestUser, path: string): Promise<R> {
+  const response = await fhirGet(app, user, path)
+  expect(response.statusCode, response.body).toBe(200)
+  return expectFhir(response) as R
+}
+
+async function withdraw(user: TestUser, url: string) {
+  const response = await app.inject({
+    method: 'POST',
+    url: `${url}/entered-in-error`,
+    headers: bearer(user.token),
+    payload: { reason: 'Recorded for the wrong patient' },
+  })
+  expect(response.statusCode).toBe(200)
+}
+
+/** Writes the resource back as read: 200 with the same version. */
+async function expectNoOpWrite(user: TestUser, resource: Resource) {
+  const response = await app.inject({
+    method: 'PUT',
+    url: `/fhir/R4/${resource.resourceType}/${resource.id}`,
+    headers: { ...bearer(user.token), 'content-type': 'application/fhir+json' },
+    payload: resource,
+  })
+  expect(response.statusCode, response.body).toBe(200)
+  expect((response.json() as Resource).meta?.versionId).toBe(resource.meta?.versionId)
+}
+
+describe('AllergyIntolerance (us-core-allergyintolerance)', () => {
+  const profile = `${PROFILES}/us-core-allergyintolerance|6.1.0`
+
+  it('claims the profile and meets it with full, minimal and withdrawn data; writes back as a no-op', async () => {
+    const { provider, patient } = await practice()
+    const allergies = `/api/patients/${patient}/allergies`
+    const full = await post(provider, allergies, {
+      substance: 'Penicillin',
+      substanceCode: { system: 'RXNORM', code: '7980' },
+      category: 'MEDICATION',
+      criticality: 'HIGH',
+      status: 'RESOLVED',
+      onsetDate: '2010-05-06',
+      reactions: [{ manifestation: 'Hives', severity: 'MODERATE' }, { manifestation: 'Wheezing' }],
+    })
+    const minimal = await post(provider, allergies, { substance: 'Peanuts', category: 'FOOD' })
+    const withdrawn = await post(provider, allergies, { substance: 'Latex', category: 'ENVIRONMENT' })
+    await withdraw(provider, `${allergies}/${withdrawn}`)
+    for (const id of [full, minimal, withdrawn]) {
+      const allergy = await read<AllergyIntolerance>(provider, `/AllergyIntolerance/${id}`)
+      expect(allergy.meta?.profile).toEqual([profile])
+      expect(usCoreErrors(allergy, profile), String(id)).toEqual([])
+      if (id !== withdrawn) await expectNoOpWrite(provider, allergy)
+    }
+    const minimalRead = await read<AllergyIntolerance>(provider, `/AllergyIntolerance/${minimal}`)
+    expect(minimalRead.code).toEqual({ text: 'Peanuts' })
+  })
+})
