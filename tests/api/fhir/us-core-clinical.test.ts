@@ -1,4 +1,4 @@
-import type { AllergyIntolerance, Resource } from '@medplum/fhirtypes'
+import type { AllergyIntolerance, Condition, Resource } from '@medplum/fhirtypes'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../../src/app.js'
 import { buildTestApp } from '../../helpers/app.js'
@@ -88,5 +88,47 @@ describe('AllergyIntolerance (us-core-allergyintolerance)', () => {
     }
     const minimalRead = await read<AllergyIntolerance>(provider, `/AllergyIntolerance/${minimal}`)
     expect(minimalRead.code).toEqual({ text: 'Peanuts' })
+  })
+})
+
+describe('Condition (us-core-condition-problems-health-concerns)', () => {
+  const profile = `${PROFILES}/us-core-condition-problems-health-concerns|6.1.0`
+
+  it('claims the profile and meets it with full, minimal and withdrawn data; writes back as a no-op', async () => {
+    const { provider, patient } = await practice()
+    const conditions = `/api/patients/${patient}/conditions`
+    const full = await post(provider, conditions, {
+      icd10Code: 'E11.9',
+      description: 'Type 2 diabetes mellitus without complications',
+      clinicalStatus: 'RESOLVED',
+      verificationStatus: 'CONFIRMED',
+      onsetDate: '2019-04-01',
+      abatementDate: '2021-02-03',
+      severity: 'MODERATE',
+      note: 'Diet controlled',
+    })
+    const minimal = await post(provider, conditions, {
+      icd10Code: 'I10',
+      description: 'Essential hypertension',
+    })
+    const withdrawn = await post(provider, conditions, { icd10Code: 'J45.909', description: 'Asthma' })
+    await withdraw(provider, `${conditions}/${withdrawn}`)
+    for (const id of [full, minimal, withdrawn]) {
+      const condition = await read<Condition>(provider, `/Condition/${id}`)
+      expect(condition.meta?.profile).toEqual([profile])
+      expect(condition.category).toEqual([
+        {
+          coding: [
+            {
+              system: 'http://terminology.hl7.org/CodeSystem/condition-category',
+              code: 'problem-list-item',
+              display: 'Problem List Item',
+            },
+          ],
+        },
+      ])
+      expect(usCoreErrors(condition, profile), String(id)).toEqual([])
+      if (id !== withdrawn) await expectNoOpWrite(provider, condition)
+    }
   })
 })
