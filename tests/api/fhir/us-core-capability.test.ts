@@ -66,6 +66,7 @@ describe('GET /fhir/R4/metadata (US Core 6.1.0)', () => {
       Location: profile('us-core-location'),
       AllergyIntolerance: profile('us-core-allergyintolerance'),
       Condition: profile('us-core-condition-problems-health-concerns'),
+      Encounter: profile('us-core-encounter'),
     })
     // Each is a profile US Core's server statement names for the type (of Condition's two, the
     // problem-list one: the service's conditions are problem-list items).

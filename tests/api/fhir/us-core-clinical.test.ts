@@ -1,9 +1,16 @@
-import type { AllergyIntolerance, Condition, Resource } from '@medplum/fhirtypes'
+import type { AllergyIntolerance, Condition, Encounter, Resource } from '@medplum/fhirtypes'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../../src/app.js'
 import { buildTestApp } from '../../helpers/app.js'
-import { bearer, createPatient, newOrganization, type TestUser } from '../../helpers/factories.js'
+import {
+  bearer,
+  createPatient,
+  daysFromToday,
+  newOrganization,
+  type TestUser,
+} from '../../helpers/factories.js'
 import { expectFhir, fhirGet } from '../../helpers/fhir.js'
+import { booked, type Clinic, newClinic } from '../../helpers/scheduling.js'
 import { usCoreErrors } from '../../helpers/us-core.js'
 
 // The clinical types as US Core 6.1.0: each claims its profile and meets it with 0 errors, with
@@ -130,5 +137,77 @@ describe('Condition (us-core-condition-problems-health-concerns)', () => {
       expect(usCoreErrors(condition, profile), String(id)).toEqual([])
       if (id !== withdrawn) await expectNoOpWrite(provider, condition)
     }
+  })
+})
+
+describe('Encounter (us-core-encounter)', () => {
+  const profile = `${PROFILES}/us-core-encounter|6.1.0`
+
+  async function note(clinic: Clinic, body: object): Promise<number> {
+    const payload = { patientId: clinic.patient.id, providerId: clinic.provider.id, ...body }
+    return post(clinic.doctor, '/api/encounters', payload)
+  }
+
+  it('claims the profile and meets it with full and minimal data; writes back as a no-op', async () => {
+    const clinic = await newClinic(app)
+    const appointment = await booked(app, clinic, daysFromToday(2), '10:00:00')
+    const full = await note(clinic, {
+      encounterDate: '2024-03-15',
+      encounterType: 'TELEHEALTH',
+      chiefComplaint: 'Headache',
+      appointmentId: appointment.id,
+      soapNote: { subjective: 'Headache for three days', plan: 'Ibuprofen as needed' },
+    })
+    const signed = await app.inject({
+      method: 'POST',
+      url: `/api/encounters/${full}/sign`,
+      headers: bearer(clinic.doctor.token),
+    })
+    expect(signed.statusCode, signed.body).toBe(200)
+    const minimal = await note(clinic, { encounterDate: '2024-03-16', encounterType: 'OFFICE_VISIT' })
+    for (const id of [full, minimal]) {
+      const encounter = await read<Encounter>(clinic.doctor, `/Encounter/${id}`)
+      expect(encounter.meta?.profile).toEqual([profile])
+      expect(encounter.location).toEqual([{ location: { reference: `Location/${clinic.org.id}` } }])
+      expect(encounter.serviceProvider).toEqual({ reference: `Organization/${clinic.org.id}` })
+      expect(encounter.hospitalization).toBeUndefined()
+      expect(usCoreErrors(encounter, profile), String(id)).toEqual([])
+      await expectNoOpWrite(clinic.doctor, encounter)
+    }
+    const minimalRead = await read<Encounter>(clinic.doctor, `/Encounter/${minimal}`)
+    expect(minimalRead.reasonCode).toBeUndefined()
+    expect(minimalRead.status).toBe('in-progress')
+  })
+
+  it('creates from a resource naming the practice as serviceProvider and location, and refuses another’s', async () => {
+    const clinic = await newClinic(app)
+    const other = await newClinic(app)
+    const encounter = (organization: number): Encounter => ({
+      resourceType: 'Encounter',
+      meta: { profile: [profile.split('|')[0] as string] },
+      status: 'in-progress',
+      class: { system: 'http://terminology.hl7.org/CodeSystem/v3-ActCode', code: 'AMB' },
+      subject: { reference: `Patient/${clinic.patient.id}` },
+      participant: [{ individual: { reference: `Practitioner/${clinic.provider.id}` } }],
+      period: { start: '2024-04-01' },
+      location: [{ location: { reference: `Location/${organization}` } }],
+      serviceProvider: { reference: `Organization/${organization}` },
+    })
+    const create = (resource: Encounter) =>
+      app.inject({
+        method: 'POST',
+        url: '/fhir/R4/Encounter',
+        headers: { ...bearer(clinic.doctor.token), 'content-type': 'application/fhir+json' },
+        payload: resource,
+      })
+    const created = await create(encounter(clinic.org.id))
+    expect(created.statusCode, created.body).toBe(201)
+    const stored = created.json() as Encounter
+    expect(stored.serviceProvider).toEqual({ reference: `Organization/${clinic.org.id}` })
+    expect(usCoreErrors(stored, profile)).toEqual([])
+    const refused = await create(encounter(other.org.id))
+    expect(refused.statusCode).toBe(422)
+    expect(refused.body).toContain('Encounter.serviceProvider')
+    expect(refused.body).toContain('Encounter.location')
   })
 })
