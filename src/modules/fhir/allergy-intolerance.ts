@@ -5,9 +5,10 @@ import type { AllergyData } from '../../../schemas/clinical.js'
 import { allergies } from '../clinical/service.js'
 import { clinicalResourceType, coded, withdrawn } from './clinical-record.js'
 import { type ClinicalStatement, clinicalWrites, codeIn, oursOf } from './clinical-writes.js'
-import { recordResource, reference, withoutUndefined } from './resource-elements.js'
+import { claiming, recordResource, reference, withoutUndefined } from './resource-elements.js'
 import type { FhirResourceType } from './resource-type.js'
 import { inverse, tokenParameter } from './search-conditions.js'
+import { US_CORE_ALLERGY_INTOLERANCE } from './us-core-profiles.js'
 
 const CLINICAL_SYSTEM = 'http://terminology.hl7.org/CodeSystem/allergyintolerance-clinical'
 const VERIFICATION_SYSTEM = 'http://terminology.hl7.org/CodeSystem/allergyintolerance-verification'
@@ -63,7 +64,7 @@ function toFhirAllergyIntolerance(row: ClinicalRecordRow): AllergyIntolerance & 
       severity: reaction.severity ? SEVERITY[reaction.severity] : undefined,
     }),
   )
-  return recordResource('AllergyIntolerance', row, {
+  const allergy = recordResource<AllergyIntolerance>('AllergyIntolerance', row, {
     clinicalStatus: coded(CLINICAL_SYSTEM, removed ? undefined : CLINICAL_STATUS[data.status]),
     verificationStatus: coded(VERIFICATION_SYSTEM, removed ? 'entered-in-error' : undefined),
     category: category ? [category] : undefined,
@@ -78,6 +79,7 @@ function toFhirAllergyIntolerance(row: ClinicalRecordRow): AllergyIntolerance & 
     recordedDate: row.recorded_at.toISOString(),
     reaction: reactions.length > 0 ? reactions : undefined,
   })
+  return claiming(US_CORE_ALLERGY_INTOLERANCE, allergy)
 }
 
 /** What an AllergyIntolerance says of its record: the elements toFhirAllergyIntolerance writes. */
@@ -132,6 +134,7 @@ const allergyWrites = clinicalWrites({
 export function allergyIntoleranceResource(): FhirResourceType<AllergyIntolerance> {
   return clinicalResourceType<AllergyIntolerance>({
     type: 'AllergyIntolerance',
+    profile: US_CORE_ALLERGY_INTOLERANCE,
     kind: 'ALLERGY',
     path: 'allergies',
     searchParameters: [

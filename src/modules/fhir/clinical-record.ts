@@ -52,6 +52,8 @@ async function ownerOf(db: Db, kind: ClinicalKindName, id: number) {
 
 export interface ClinicalTypeDefinition<R extends Resource> {
   type: R['resourceType']
+  /** The profile its resources claim (toFhir claims it). */
+  profile?: string
   kind: ClinicalKindName
   /** The REST path segment under /api/patients/:patientId/ (its routes' roles and audit apply). */
   path: ClinicalPath
@@ -72,9 +74,10 @@ export interface ClinicalTypeDefinition<R extends Resource> {
 export function clinicalResourceType<R extends Resource>(
   definition: ClinicalTypeDefinition<R>,
 ): FhirResourceType<R> {
-  const { type, kind, path, toFhir, writes } = definition
+  const { type, profile, kind, path, toFhir, writes } = definition
   return defineResourceType({
     type,
+    profile,
     writes,
     restRead: `GET /api/patients/:patientId/${path}/:id` as const,
     restSearch: `GET /api/patients/:patientId/${path}` as const,

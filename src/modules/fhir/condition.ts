@@ -4,9 +4,10 @@ import type { ConditionData } from '../../../schemas/clinical.js'
 import { conditions } from '../clinical/service.js'
 import { clinicalResourceType, coded, withdrawn } from './clinical-record.js'
 import { type ClinicalStatement, clinicalWrites, codeIn, oursOf } from './clinical-writes.js'
-import { recordResource, reference, withoutUndefined } from './resource-elements.js'
+import { claiming, recordResource, reference, withoutUndefined } from './resource-elements.js'
 import type { FhirResourceType } from './resource-type.js'
 import { inverse, nothing, tokenParameter, tokenValues } from './search-conditions.js'
+import { US_CORE_CONDITION_PROBLEMS } from './us-core-profiles.js'
 
 const ICD10_CM = 'http://hl7.org/fhir/sid/icd-10-cm'
 const CLINICAL_SYSTEM = 'http://terminology.hl7.org/CodeSystem/condition-clinical'
@@ -54,7 +55,7 @@ function toFhirCondition(row: ClinicalRecordRow): Condition & { id: string } {
   const removed = withdrawn(row)
   const clinical = removed ? undefined : CLINICAL_STATUS[data.clinicalStatus]
   const severity = data.severity ? SEVERITY[data.severity] : undefined
-  return recordResource('Condition', row, {
+  const condition = recordResource<Condition>('Condition', row, {
     clinicalStatus: coded(CLINICAL_SYSTEM, clinical),
     verificationStatus: coded(
       VERIFICATION_SYSTEM,
@@ -71,6 +72,7 @@ function toFhirCondition(row: ClinicalRecordRow): Condition & { id: string } {
     recordedDate: row.recorded_at.toISOString(),
     note: data.note ? [{ text: data.note }] : undefined,
   })
+  return claiming(US_CORE_CONDITION_PROBLEMS, condition)
 }
 
 /** What a Condition says of its record: the elements toFhirCondition writes. */
@@ -124,6 +126,7 @@ const conditionWrites = clinicalWrites({
 export function conditionResource(): FhirResourceType<Condition> {
   return clinicalResourceType<Condition>({
     type: 'Condition',
+    profile: US_CORE_CONDITION_PROBLEMS,
     kind: 'CONDITION',
     path: 'conditions',
     searchParameters: [

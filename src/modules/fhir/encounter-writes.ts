@@ -101,7 +101,6 @@ function encounterBody(encounter: Encounter, mapping: EncounterMapping): Encount
 // What a preview's row holds besides the body's columns: nothing the read renders.
 const PREVIEW_ROW = {
   id: 0,
-  organization_id: 0,
   subjective: null,
   objective: null,
   assessment: null,
@@ -116,8 +115,9 @@ const PREVIEW_ROW = {
   version: 1,
 }
 
-const previewRow = (body: EncounterBody): EncounterRow => ({
+const previewRow = (body: EncounterBody, organizationId: number): EncounterRow => ({
   ...PREVIEW_ROW,
+  organization_id: organizationId,
   patient_id: body.patientId,
   provider_id: body.providerId,
   appointment_id: body.appointmentId ?? null,
@@ -224,7 +224,7 @@ export function encounterWrites(mapping: EncounterMapping): ResourceWrites<Encou
       status: 'Encounter.status',
     },
     bodyOf: (encounter) => encounterBody(encounter, mapping),
-    preview: (body) => toFhir(previewRow(body)),
+    preview: (body, _current, organizationId) => toFhir(previewRow(body, organizationId)),
     patientOf: (encounter) => referencedId(encounter.subject, 'Patient'),
     create: async (db, actor, body) =>
       toFhir(await requireEncounter(db, actor, await start(db, actor, body))),

@@ -7,7 +7,7 @@ import { VISIT_TYPE_SYSTEM, visitType } from './appointment.js'
 import { encounterWrites } from './encounter-writes.js'
 import { keptVersions } from './kept-versions.js'
 import { defineResourceType } from './resource-definition.js'
-import { recordResource, reference, referencesTo } from './resource-elements.js'
+import { claiming, recordResource, reference, referencesTo } from './resource-elements.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
 import { checkLaunchPatient } from './scopes.js'
 import {
@@ -18,6 +18,7 @@ import {
   tokenParameter,
   tokenValues,
 } from './search-conditions.js'
+import { US_CORE_ENCOUNTER } from './us-core-profiles.js'
 
 const ENCOUNTER_STATUS_SYSTEM = 'http://hl7.org/fhir/encounter-status'
 const ACT_CODE_SYSTEM = 'http://terminology.hl7.org/CodeSystem/v3-ActCode'
@@ -48,10 +49,12 @@ const PRIMARY_PERFORMER: Coding = {
 /**
  * An encounter row as FHIR R4 Encounter. The note's clinical text (SOAP, diagnoses) stays out:
  * Encounter has no place for it (that is Composition's and Condition's); the chief complaint is the
- * reason for the visit.
+ * reason for the visit. Every visit is at the practice: its one Location and its Organization,
+ * both under the organization's id. US Core's identifier and hospitalization are left out: the
+ * service holds no business identifier of a visit and no discharge (its visits are ambulatory).
  */
 function toFhirEncounter(row: EncounterRow): Encounter & { id: string } {
-  return recordResource('Encounter', row, {
+  const encounter = recordResource<Encounter>('Encounter', row, {
     status: STATUSES[row.status as EncounterStatus] ?? 'in-progress',
     class: classOf(row.encounter_type),
     type: [visitType(row.encounter_type)],
@@ -66,7 +69,10 @@ function toFhirEncounter(row: EncounterRow): Encounter & { id: string } {
     // The visit's day only: the service records no times for it.
     period: { start: row.encounter_date },
     reasonCode: row.chief_complaint ? [{ text: row.chief_complaint }] : undefined,
+    location: [{ location: reference('Location', row.organization_id) }],
+    serviceProvider: reference('Organization', row.organization_id),
   })
+  return claiming(US_CORE_ENCOUNTER, encounter)
 }
 
 const encountersOf = (db: Db, scope: ReadScope) =>
@@ -76,6 +82,7 @@ const encountersOf = (db: Db, scope: ReadScope) =>
 export function encounterResource(): FhirResourceType<Encounter> {
   return defineResourceType({
     type: 'Encounter',
+    profile: US_CORE_ENCOUNTER,
     restRead: 'GET /api/encounters/:id',
     restSearch: 'GET /api/encounters',
     records: encountersOf,

@@ -29,8 +29,9 @@ export interface ResourceWrites<R extends Resource, B = unknown> {
    * The resource as a read would answer once `body` is stored (its id, version and times aside):
    * what the write keeps of the resource sent, which must be all of it. On an update, `current` is
    * the resource as it is: what a body does not hold stays as it is (an Appointment's `created`).
+   * `organizationId`: the caller's, whose records the resource references (an Encounter's serviceProvider).
    */
-  preview(body: B, current?: R): R
+  preview(body: B, current: R | undefined, organizationId: number): R
   /** The patient whose compartment a resource is in, if any: a `patient/` scope writes only its own. */
   patientOf(resource: R): number | undefined
   create(db: Db, actor: Principal, body: B): Promise<R & { id: string }>

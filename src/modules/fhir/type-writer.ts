@@ -7,6 +7,7 @@ import type { ScopeInteraction } from '../../access/smart-scopes.js'
 import { auditChangeAs } from '../../audit/change-audit.js'
 import { AppError, forbidden, invalidFields, preconditionFailed, withFields } from '../../errors.js'
 import { validMergedBody } from '../../http/merge-patch-body.js'
+import { principalOf } from '../../http/request-principal.js'
 import type { Principal } from '../../identity/principal.js'
 import { applyJsonPatch, patchOperations } from '../../lib/json-patch.js'
 import type { ExpectedVersion } from '../../lib/versions.js'
@@ -200,7 +201,7 @@ export function typeWriter(
     let stored: Resource
     try {
       body = validMergedBody(request, writesOfKind.bodySchema, writesOfKind.bodyOf(resource))
-      stored = writesOfKind.preview(body, current)
+      stored = writesOfKind.preview(body, current, principalOf(request).organizationId)
     } catch (error) {
       return { kind, refusal: asElements(toAppError(error, 0) ?? error, writesOfKind, type.type) }
     }

@@ -6,6 +6,9 @@ export const US_CORE_PRACTITIONER = `${PROFILES}/us-core-practitioner|6.1.0`
 export const US_CORE_PRACTITIONER_ROLE = `${PROFILES}/us-core-practitionerrole|6.1.0`
 export const US_CORE_ORGANIZATION = `${PROFILES}/us-core-organization|6.1.0`
 export const US_CORE_LOCATION = `${PROFILES}/us-core-location|6.1.0`
+export const US_CORE_CONDITION_PROBLEMS = `${PROFILES}/us-core-condition-problems-health-concerns|6.1.0`
+export const US_CORE_ENCOUNTER = `${PROFILES}/us-core-encounter|6.1.0`
+export const US_CORE_ALLERGY_INTOLERANCE = `${PROFILES}/us-core-allergyintolerance|6.1.0`
 
 /** The US Core server CapabilityStatement the FHIR interface instantiates. */
 export const US_CORE_SERVER = 'http://hl7.org/fhir/us/core/CapabilityStatement/us-core-server|6.1.0'

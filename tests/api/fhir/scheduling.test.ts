@@ -379,7 +379,7 @@ const sign = (clinic: Clinic, id: number) =>
   app.inject({ method: 'POST', url: `/api/encounters/${id}/sign`, headers: bearer(clinic.doctor.token) })
 
 describe('GET /fhir/R4/Encounter', () => {
-  it('returns the encounter with status, class, type, subject, participant, appointment, period and reason', async () => {
+  it('returns the encounter with status, class, type, subject, participant, appointment, period, reason, location and service provider', async () => {
     const clinic = await newClinic(app)
     const appointment = await booked(app, clinic, daysFromToday(2), '10:00:00')
     const encounter = await encounterOf(clinic, { ...note('2024-03-15'), appointmentId: appointment.id })
@@ -388,7 +388,11 @@ describe('GET /fhir/R4/Encounter', () => {
     expect(expectFhir(response)).toEqual({
       resourceType: 'Encounter',
       id: String(encounter.id),
-      meta: { versionId: '1', lastUpdated: expect.any(String) },
+      meta: {
+        versionId: '1',
+        lastUpdated: expect.any(String),
+        profile: ['http://hl7.org/fhir/us/core/StructureDefinition/us-core-encounter|6.1.0'],
+      },
       status: 'in-progress',
       class: {
         system: 'http://terminology.hl7.org/CodeSystem/v3-ActCode',
@@ -421,6 +425,8 @@ describe('GET /fhir/R4/Encounter', () => {
       appointment: [{ reference: `Appointment/${appointment.id}` }],
       period: { start: '2024-03-15' },
       reasonCode: [{ text: 'Headache' }],
+      location: [{ location: { reference: `Location/${clinic.org.id}` } }],
+      serviceProvider: { reference: `Organization/${clinic.org.id}` },
     })
     // The note's clinical text is not part of the Encounter.
     expect(response.body).not.toContain('Ibuprofen')
