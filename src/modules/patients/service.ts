@@ -13,11 +13,13 @@ import {
 import { type Actor, missingRecord, ownerOrganization } from '../../access/organization-scope.js'
 import { currentChangeAudit } from '../../audit/change-audit.js'
 import { AppError, constraintConflict, invalidField, preconditionFailed } from '../../errors.js'
+import { deactivatePatientAccounts } from '../../identity/deleted-patient-accounts.js'
 import { patchRecord, projectOnto } from '../../lib/merge-patch.js'
 import { type SortOrder, sortOrder, splitListQuery, toPage } from '../../lib/paging.js'
 import { type RecordList, recordList } from '../../lib/row-list.js'
 import type { SyncRead } from '../../lib/sync-paging.js'
 import { assertVersion, type ExpectedVersion } from '../../lib/versions.js'
+import { transactionWithEvents } from '../../outbox/doorbell.js'
 import { changedRow, changeWithEvent } from '../../outbox/enqueue.js'
 import { checkDetailedCodes } from './demographics.js'
 import { findPatient, insertPatientWithEvent, listPatients as listPatientRows } from './fast-path.js'
@@ -215,7 +217,7 @@ export async function patchPatient(
 /**
  * Soft delete: the patient leaves every read and search, while the row (and later clinical
  * records) stay for the retention the law requires. The MRN stays reserved; sync readers see a
- * tombstone.
+ * tombstone. The patient's own accounts are deactivated with it.
  */
 export async function deletePatient(
   db: Db,
@@ -223,13 +225,17 @@ export async function deletePatient(
   id: number,
   expectedVersion: ExpectedVersion,
 ): Promise<{ id: number }> {
-  const deleted = await writePatient(
-    db,
-    actor,
-    id,
-    { deleted_at: new Date(), deleted_by: actor.userId, updated_by: actor.userId },
-    expectedVersion,
-  )
+  const deleted = await transactionWithEvents(db, async (trx) => {
+    const row = await writePatient(
+      trx,
+      actor,
+      id,
+      { deleted_at: new Date(), deleted_by: actor.userId, updated_by: actor.userId },
+      expectedVersion,
+    )
+    if (row) await deactivatePatientAccounts(trx, actor.organizationId, id)
+    return row
+  })
   return deleted ? { id } : unwritablePatient(db, actor, id)
 }
 

@@ -292,6 +292,40 @@ describe('DELETE /api/patients/{id}/account', () => {
   })
 })
 
+describe('DELETE /api/patients/{id}', () => {
+  it('deactivates the patient’s own account with the patient: its sessions end and it cannot sign in again', async () => {
+    const { org, frontDesk, patient } = await practice()
+    const admin = await org.user('ADMIN')
+    const signedIn = await signedInPatient(app, frontDesk, patient, uniqueEmail())
+    const kept = await practice()
+    const bystander = await signedInPatient(app, kept.frontDesk, kept.patient, uniqueEmail())
+
+    const deleted = await app.inject({
+      method: 'DELETE',
+      url: `/api/patients/${patient}`,
+      headers: bearer(admin.token),
+    })
+    expect(deleted.statusCode, deleted.body).toBe(200)
+    const account = await app.db
+      .selectFrom('users')
+      .select('active')
+      .where('id', '=', signedIn.id)
+      .executeTakeFirstOrThrow()
+    expect(account.active).toBe(false)
+    const sessions = await app.db
+      .selectFrom('sessions')
+      .select('revoked_reason')
+      .where('user_id', 'in', [signedIn.id, bystander.id])
+      .orderBy('user_id')
+      .execute()
+    expect(sessions.map((session) => session.revoked_reason)).toEqual(
+      signedIn.id < bystander.id ? ['PATIENT_DELETED', null] : [null, 'PATIENT_DELETED'],
+    )
+    expect((await passwordGrant(app, signedIn.email, PATIENT_PASSWORD)).statusCode).toBe(401)
+    expect((await passwordGrant(app, bystander.email, PATIENT_PASSWORD)).statusCode).toBe(200)
+  })
+})
+
 describe('token claims', () => {
   it('names a provider’s user as their Practitioner (fhirUser), and staff without a record as no one', async () => {
     const org = await newOrganization(app)
