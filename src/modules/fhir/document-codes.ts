@@ -1,6 +1,7 @@
 import type { CodeableConcept, Coding, DocumentReference } from '@medplum/fhirtypes'
 import { invalidField } from '../../errors.js'
 import { codeIn } from './clinical-writes.js'
+import { inverse, ownEntry, tokenValues } from './search-conditions.js'
 
 // The codes of a DocumentReference: our categories, and the standard codes they map to.
 
@@ -30,8 +31,9 @@ const DOCUMENT_TYPES: Record<string, Coding> = {
   REFERRAL: { system: LOINC, code: '57133-1', display: 'Referral note' },
   CLINICAL_NOTE: { system: LOINC, code: '34109-9', display: 'Note' },
 }
+const DATA_ABSENT_REASON = 'http://terminology.hl7.org/CodeSystem/data-absent-reason'
 const UNKNOWN_TYPE: Coding = {
-  system: 'http://terminology.hl7.org/CodeSystem/data-absent-reason',
+  system: DATA_ABSENT_REASON,
   code: 'unknown',
   display: 'Unknown',
 }
@@ -40,10 +42,11 @@ const UNKNOWN_TYPE: Coding = {
  * US Core's one category, for the categories that are clinical notes in its sense (reports and
  * referral notes included; a consent or an unclassified file is not).
  */
+const US_CORE_CATEGORY_SYSTEM = 'http://hl7.org/fhir/us/core/CodeSystem/us-core-documentreference-category'
 const CLINICAL_NOTE: CodeableConcept = {
   coding: [
     {
-      system: 'http://hl7.org/fhir/us/core/CodeSystem/us-core-documentreference-category',
+      system: US_CORE_CATEGORY_SYSTEM,
       code: 'clinical-note',
       display: 'Clinical Note',
     },
@@ -91,4 +94,26 @@ export function categoryOf(document: DocumentReference): string | undefined {
     )
   }
   return byType
+}
+
+/** For each system a category's codes are in, our categories each of its codes stands for. */
+const CATEGORIES_OF_CODE: Record<string, Record<string, string[]>> = {
+  [DOCUMENT_CATEGORY_SYSTEM]: Object.fromEntries(Object.keys(CATEGORY_NAMES).map((code) => [code, [code]])),
+  [LOINC]: inverse(
+    Object.fromEntries(Object.entries(DOCUMENT_TYPES).map(([ours, { code }]) => [ours, code ?? ''])),
+  ),
+  [DATA_ABSENT_REASON]: { unknown: ['OTHER'] },
+  [US_CORE_CATEGORY_SYSTEM]: { 'clinical-note': [...CLINICAL_NOTE_CATEGORIES] },
+}
+
+/** The systems of the codes a `type` search and a `category` search match. */
+export const TYPE_SYSTEMS = [DOCUMENT_CATEGORY_SYSTEM, LOINC, DATA_ABSENT_REASON]
+export const CATEGORY_SYSTEMS = [DOCUMENT_CATEGORY_SYSTEM, US_CORE_CATEGORY_SYSTEM]
+
+/** Our categories that token search values name, in any of `systems`. */
+export function categoriesNamed(values: string[], systems: readonly string[]): string[] {
+  const named = systems.flatMap((system) =>
+    tokenValues(values, system).flatMap((code) => ownEntry(CATEGORIES_OF_CODE[system] ?? {}, code) ?? []),
+  )
+  return [...new Set(named)]
 }

@@ -3,9 +3,12 @@ import type { Db } from '../../../db/database.js'
 import type { DocumentStorage } from '../documents/service.js'
 import {
   CATEGORY_NAMES,
+  CATEGORY_SYSTEMS,
+  categoriesNamed,
   categoryConcepts,
   DOCUMENT_CATEGORY_SYSTEM,
   MIME_TYPE_SUFFICIENT,
+  TYPE_SYSTEMS,
   typeConcept,
 } from './document-codes.js'
 import {
@@ -19,7 +22,7 @@ import { keptVersions } from './kept-versions.js'
 import { defineResourceType } from './resource-definition.js'
 import { claiming, recordResource, reference, referencesTo, withoutUndefined } from './resource-elements.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
-import { dateParameter, referenceParameter, tokenParameter } from './search-conditions.js'
+import { dateParameter, nothing, referenceParameter, type SearchParameter } from './search-conditions.js'
 import { US_CORE_DOCUMENT_REFERENCE } from './us-core-profiles.js'
 
 // Attachment.size is an unsignedInt; a larger upload (MAX_UPLOAD_BYTES allows up to 5 GiB) leaves it out.
@@ -81,8 +84,24 @@ const documentsOf = (db: Db, scope: ReadScope) =>
     .where('patients.deleted_at', 'is', null)
 
 const codes = Object.keys(CATEGORY_NAMES).join(' | ')
-/** `type` and `category` carry the same code (our category), so they search the same column. */
-const categories = { system: DOCUMENT_CATEGORY_SYSTEM }
+
+/**
+ * `type` and `category` both stand for our category, so they search its column, by any code the
+ * read puts in them (ours, the LOINC type, US Core's clinical-note).
+ */
+const categorySearch = (
+  name: string,
+  documentation: string,
+  systems: readonly string[],
+): SearchParameter => ({
+  name,
+  type: 'token',
+  documentation,
+  where(query, values) {
+    const named = categoriesNamed(values, systems)
+    return named.length === 0 ? query.where(nothing) : query.where('documents.category', 'in', named)
+  },
+})
 
 /** DocumentReference: the stored documents of the practice's patients, their bytes as Binary. */
 export function documentReferenceResource(
@@ -104,17 +123,15 @@ export function documentReferenceResource(
     },
     searchParameters: [
       referenceParameter('patient', 'Patient', 'documents.patient_id'),
-      tokenParameter(
+      categorySearch(
         'category',
-        `Category, system ${DOCUMENT_CATEGORY_SYSTEM}: ${codes}`,
-        'documents.category',
-        categories,
+        `Category, system ${DOCUMENT_CATEGORY_SYSTEM}: ${codes}; or US Core's clinical-note`,
+        CATEGORY_SYSTEMS,
       ),
-      tokenParameter(
+      categorySearch(
         'type',
-        `Kind of document (the category), system ${DOCUMENT_CATEGORY_SYSTEM}`,
-        'documents.category',
-        categories,
+        `Kind of document: the category (system ${DOCUMENT_CATEGORY_SYSTEM}) or its LOINC document type`,
+        TYPE_SYSTEMS,
       ),
       dateParameter('date', 'When it was stored', 'documents.created_at', 'instant'),
     ],

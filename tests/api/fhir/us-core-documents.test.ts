@@ -1,12 +1,12 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import type { DocumentReference, Resource } from '@medplum/fhirtypes'
+import type { Bundle, DocumentReference, Resource } from '@medplum/fhirtypes'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../../src/app.js'
 import { buildTestApp } from '../../helpers/app.js'
 import { bearer, createPatient, newOrganization, type TestUser } from '../../helpers/factories.js'
-import { expectFhir, fhirGet } from '../../helpers/fhir.js'
+import { expectFhir, fhirGet, matchIds } from '../../helpers/fhir.js'
 import { fileBytes, multipart } from '../../helpers/multipart.js'
 import { createProvider } from '../../helpers/scheduling.js'
 import { usCoreErrors } from '../../helpers/us-core.js'
@@ -144,5 +144,36 @@ describe('DocumentReference (us-core-documentreference)', () => {
       expect(document.category?.some((concept) => concept.coding?.[0]?.code === 'clinical-note')).toBe(note)
       expect(usCoreErrors(document, PROFILE), category).toEqual([])
     }
+  })
+
+  it('searches category and type by the codes a read carries: ours, clinical-note, LOINC, unknown', async () => {
+    const org = await newOrganization(app)
+    const nurse = await org.user('NURSE')
+    const patient = await createPatient(app, nurse)
+    const ids: Record<string, number> = {}
+    for (const category of ['LAB_REPORT', 'IMAGING', 'CONSENT', 'OTHER']) {
+      ids[category] = await upload(nurse, patient, [
+        ['title', category],
+        ['category', category],
+      ])
+    }
+    const search = async (query: string) => {
+      const response = await fhirGet(app, nurse, `/DocumentReference?patient=${patient}&${query}`)
+      expect(response.statusCode, response.body).toBe(200)
+      return matchIds(expectFhir(response) as Bundle).sort((a, b) => a - b)
+    }
+    const uri = encodeURIComponent
+    expect(await search(`category=${uri(`${CLINICAL_NOTE.coding[0]?.system}|clinical-note`)}`)).toEqual([
+      ids.LAB_REPORT,
+      ids.IMAGING,
+    ])
+    expect(await search('category=clinical-note,CONSENT')).toEqual([ids.LAB_REPORT, ids.IMAGING, ids.CONSENT])
+    expect(await search(`type=${uri('http://loinc.org|18748-4')}`)).toEqual([ids.IMAGING])
+    expect(await search('type=11502-2')).toEqual([ids.LAB_REPORT])
+    expect(await search('type=unknown')).toEqual([ids.OTHER])
+    expect(await search('type=CONSENT')).toEqual([ids.CONSENT])
+    // A code in another system, or US Core's category given as a type, names nothing.
+    expect(await search(`type=${uri('http://loinc.org|CONSENT')}`)).toEqual([])
+    expect(await search('type=clinical-note')).toEqual([])
   })
 })
