@@ -1,6 +1,16 @@
-import type { CodeableConcept, DocumentReference } from '@medplum/fhirtypes'
+import type { DocumentReference } from '@medplum/fhirtypes'
 import type { Db } from '../../../db/database.js'
 import type { DocumentStorage } from '../documents/service.js'
+import {
+  CATEGORY_NAMES,
+  CATEGORY_SYSTEMS,
+  categoriesNamed,
+  categoryConcepts,
+  DOCUMENT_CATEGORY_SYSTEM,
+  MIME_TYPE_SUFFICIENT,
+  TYPE_SYSTEMS,
+  typeConcept,
+} from './document-codes.js'
 import {
   type DocumentWithAuthor,
   documentsWithAuthor,
@@ -10,21 +20,10 @@ import {
 import { documentWrites } from './document-writes.js'
 import { keptVersions } from './kept-versions.js'
 import { defineResourceType } from './resource-definition.js'
-import { recordResource, reference, referencesTo, withoutUndefined } from './resource-elements.js'
+import { claiming, recordResource, reference, referencesTo, withoutUndefined } from './resource-elements.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
-import { dateParameter, referenceParameter, tokenParameter } from './search-conditions.js'
-
-/** Our document categories as a code system of our own: no standard one says the same. */
-const DOCUMENT_CATEGORY_SYSTEM = 'urn:ehr-service:document-category'
-
-const CATEGORY_NAMES: Record<string, string> = {
-  LAB_REPORT: 'Laboratory report',
-  IMAGING: 'Imaging',
-  CONSENT: 'Consent',
-  REFERRAL: 'Referral',
-  CLINICAL_NOTE: 'Clinical note',
-  OTHER: 'Other',
-}
+import { dateParameter, nothing, referenceParameter, type SearchParameter } from './search-conditions.js'
+import { US_CORE_DOCUMENT_REFERENCE } from './us-core-profiles.js'
 
 // Attachment.size is an unsignedInt; a larger upload (MAX_UPLOAD_BYTES allows up to 5 GiB) leaves it out.
 const UNSIGNED_INT_MAX = 2_147_483_647
@@ -36,27 +35,24 @@ export interface DocumentReferenceMapping {
   documents: DocumentStorage
 }
 
-function categoryConcept(category: string): CodeableConcept {
-  const name = CATEGORY_NAMES[category] ?? category
-  return { coding: [{ system: DOCUMENT_CATEGORY_SYSTEM, code: category, display: name }], text: name }
-}
-
 /**
  * A stored document as FHIR R4 DocumentReference. The SHA-256 we keep is not put in
  * `attachment.hash`, which R4 defines as SHA-1; the Binary's raw download carries it as its ETag.
+ * Every document is kept by the practice (custodian). US Core's identifier and context.period are
+ * left out: the service holds no business identifier of a document and no period it covers.
  */
 function toFhirDocumentReference(row: DocumentWithAuthor, base: string): DocumentReference & { id: string } {
   const size = row.size_bytes === null ? undefined : Number(row.size_bytes)
-  const concept = categoryConcept(row.category)
-  return recordResource('DocumentReference', row, {
+  const document = recordResource<DocumentReference>('DocumentReference', row, {
     // Only stored documents are served: a deleted one is gone (410), never `entered-in-error`.
     status: 'current',
     docStatus: 'final',
-    type: concept,
-    category: [concept],
+    type: typeConcept(row.category),
+    category: categoryConcepts(row.category),
     subject: reference('Patient', row.patient_id),
     date: row.created_at.toISOString(),
     author: row.author_provider_id === null ? undefined : [reference('Practitioner', row.author_provider_id)],
+    custodian: reference('Organization', row.organization_id),
     description: row.title || undefined,
     content: [
       {
@@ -67,11 +63,13 @@ function toFhirDocumentReference(row: DocumentWithAuthor, base: string): Documen
           title: row.file_name || undefined,
           creation: row.created_at.toISOString(),
         }),
+        format: MIME_TYPE_SUFFICIENT,
       },
     ],
     context:
       row.encounter_id === null ? undefined : { encounter: [reference('Encounter', row.encounter_id)] },
   })
+  return claiming(US_CORE_DOCUMENT_REFERENCE, document)
 }
 
 /**
@@ -86,8 +84,24 @@ const documentsOf = (db: Db, scope: ReadScope) =>
     .where('patients.deleted_at', 'is', null)
 
 const codes = Object.keys(CATEGORY_NAMES).join(' | ')
-/** `type` and `category` carry the same code (our category), so they search the same column. */
-const categories = { system: DOCUMENT_CATEGORY_SYSTEM }
+
+/**
+ * `type` and `category` both stand for our category, so they search its column, by any code the
+ * read puts in them (ours, the LOINC type, US Core's clinical-note).
+ */
+const categorySearch = (
+  name: string,
+  documentation: string,
+  systems: readonly string[],
+): SearchParameter => ({
+  name,
+  type: 'token',
+  documentation,
+  where(query, values) {
+    const named = categoriesNamed(values, systems)
+    return named.length === 0 ? query.where(nothing) : query.where('documents.category', 'in', named)
+  },
+})
 
 /** DocumentReference: the stored documents of the practice's patients, their bytes as Binary. */
 export function documentReferenceResource(
@@ -96,6 +110,7 @@ export function documentReferenceResource(
   const toFhir = (row: DocumentWithAuthor) => toFhirDocumentReference(row, mapping.base)
   return defineResourceType({
     type: 'DocumentReference',
+    profile: US_CORE_DOCUMENT_REFERENCE,
     // The REST API reads a document's metadata only through the patient's list.
     restRead: 'GET /api/patients/:patientId/documents',
     restSearch: 'GET /api/patients/:patientId/documents',
@@ -108,17 +123,15 @@ export function documentReferenceResource(
     },
     searchParameters: [
       referenceParameter('patient', 'Patient', 'documents.patient_id'),
-      tokenParameter(
+      categorySearch(
         'category',
-        `Category, system ${DOCUMENT_CATEGORY_SYSTEM}: ${codes}`,
-        'documents.category',
-        categories,
+        `Category, system ${DOCUMENT_CATEGORY_SYSTEM}: ${codes}; or US Core's clinical-note`,
+        CATEGORY_SYSTEMS,
       ),
-      tokenParameter(
+      categorySearch(
         'type',
-        `Kind of document (the category), system ${DOCUMENT_CATEGORY_SYSTEM}`,
-        'documents.category',
-        categories,
+        `Kind of document: the category (system ${DOCUMENT_CATEGORY_SYSTEM}) or its LOINC document type`,
+        TYPE_SYSTEMS,
       ),
       dateParameter('date', 'When it was stored', 'documents.created_at', 'instant'),
     ],
@@ -144,6 +157,6 @@ export function documentReferenceResource(
       },
     ),
     read: async (db, scope, id) => toFhir(await readableDocument(db, scope, id)),
-    writes: documentWrites({ categorySystem: DOCUMENT_CATEGORY_SYSTEM, storage: mapping.documents, toFhir }),
+    writes: documentWrites({ storage: mapping.documents, toFhir }),
   })
 }

@@ -13,7 +13,7 @@ import {
   deleteDocument,
   safeFileName,
 } from '../documents/service.js'
-import { codeIn } from './clinical-writes.js'
+import { categoryOf } from './document-codes.js'
 import { type DocumentWithAuthor, readableDocument } from './document-rows.js'
 import { withoutUndefined } from './resource-elements.js'
 import type { ResourceWrites } from './resource-writes.js'
@@ -45,7 +45,6 @@ const IMMUTABLE =
 // The columns of the row a preview renders besides the body's: nothing a comparison looks at.
 const PREVIEW_TIME = new Date(0)
 const PREVIEW_ROW = {
-  organization_id: 0,
   sha256: null,
   storage_key: '',
   status: 'AVAILABLE',
@@ -55,15 +54,6 @@ const PREVIEW_ROW = {
   deleted_at: null,
   deleted_by: null,
   purged_at: null,
-}
-
-/** The document's category: our code in the category (or the type, which carries the same code). */
-function categoryOf(document: DocumentReference, system: string): string | undefined {
-  const concepts = [...(document.category ?? []), ...(document.type ? [document.type] : [])]
-  if (concepts.length === 0) return undefined
-  const code = concepts.map((concept) => codeIn(concept, system)).find((found) => found !== undefined)
-  if (code === undefined) throw invalidField('category', `must be coded in ${system}`)
-  return code
 }
 
 const bytesOf = (data: string) => Buffer.from(data, 'base64')
@@ -87,8 +77,6 @@ function changedFields(row: DocumentWithAuthor, body: DocumentBody): string[] {
 }
 
 export interface DocumentWritesOptions {
-  /** The code system of `category` and `type`. */
-  categorySystem: string
   storage: DocumentStorage
   toFhir(row: DocumentWithAuthor): DocumentReference & { id: string }
 }
@@ -100,7 +88,6 @@ export interface DocumentWritesOptions {
  * it back as it is (200, no new version); a change is refused.
  */
 export function documentWrites({
-  categorySystem,
   storage,
   toFhir,
 }: DocumentWritesOptions): ResourceWrites<DocumentReference, DocumentBody> {
@@ -130,7 +117,7 @@ export function documentWrites({
       return withoutUndefined({
         patientId: idIn(document.subject, 'Patient', 'patientId'),
         title: document.description,
-        category: categoryOf(document, categorySystem),
+        category: categoryOf(document),
         encounterId: idIn(document.context?.encounter?.[0], 'Encounter', 'encounterId'),
         contentType: attachment?.contentType,
         fileName: attachment?.title,
@@ -138,7 +125,7 @@ export function documentWrites({
         url: attachment?.url,
       }) as DocumentBody
     },
-    preview(body, current) {
+    preview(body, current, organizationId) {
       if (current === undefined && body.url !== undefined) {
         throw invalidField(
           `${ATTACHMENT}.url`,
@@ -149,6 +136,7 @@ export function documentWrites({
       const previewed = toFhir({
         ...PREVIEW_ROW,
         id: current === undefined ? 0 : Number(current.id),
+        organization_id: organizationId,
         patient_id: body.patientId,
         encounter_id: body.encounterId ?? null,
         title: body.title,

@@ -217,6 +217,29 @@ describe('DocumentReference create', () => {
     expect(document.author).toEqual([{ reference: `Practitioner/${practitioner}` }])
   })
 
+  it('takes a US Core document: its LOINC type as the category, the practice as custodian', async () => {
+    const { org, patient, client } = await practice()
+    const sent = newDocument(patient, {
+      meta: { profile: ['http://hl7.org/fhir/us/core/StructureDefinition/us-core-documentreference'] },
+      category: [
+        {
+          coding: [
+            {
+              system: 'http://hl7.org/fhir/us/core/CodeSystem/us-core-documentreference-category',
+              code: 'clinical-note',
+            },
+          ],
+        },
+      ],
+      type: { coding: [{ system: 'http://loinc.org', code: '18748-4' }] },
+      custodian: { reference: `Organization/${org.id}` },
+    })
+    const document = await created(client, sent)
+    expect(droppedBut(sent, document)).toEqual([])
+    expect(document.category?.[0]?.coding?.[0]?.code).toBe('IMAGING')
+    expect(document.custodian).toEqual({ reference: `Organization/${org.id}` })
+  })
+
   it('refuses a content type documents do not take, and bytes that are not of the type said (422), storing nothing', async () => {
     const { org, patient, client } = await practice()
     const zip = await refusal(
@@ -269,6 +292,11 @@ describe('DocumentReference create', () => {
         ['DocumentReference.identifier'],
       ],
       [newDocument(patient, { date: '2026-01-01T00:00:00Z' }), ['DocumentReference.date']],
+      // The practice keeps its documents: another custodian is not one it can store.
+      [
+        newDocument(patient, { custodian: { reference: `Organization/${org.id + 1_000_000}` } }),
+        ['DocumentReference.custodian.reference'],
+      ],
       [newDocument(patient, { description: undefined }), ['DocumentReference.description']],
       [
         newDocument(patient, { category: [{ coding: [{ system: 'http://loinc.org', code: '11502-2' }] }] }),

@@ -21,6 +21,7 @@ import { createProvider } from '../../helpers/scheduling.js'
 const PUBLIC_URL = 'https://ehr.example.test'
 const BASE = `${PUBLIC_URL}/fhir/R4`
 const SYSTEM = 'urn:ehr-service:document-category'
+const US_CORE_CATEGORY = 'http://hl7.org/fhir/us/core/CodeSystem/us-core-documentreference-category'
 const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
 
 let app: App
@@ -81,8 +82,8 @@ const remove = (user: TestUser, id: number) =>
   app.inject({ method: 'DELETE', url: `/api/documents/${id}`, headers: bearer(user.token) })
 
 describe('GET /fhir/R4/DocumentReference/{id}', () => {
-  it('returns a valid DocumentReference with category, subject, date and a Binary link', async () => {
-    const { nurse, patient } = await practice()
+  it('returns a valid DocumentReference with type, category, subject, custodian, date and a Binary link', async () => {
+    const { org, nurse, patient } = await practice()
     const content = fileBytes('%PDF-1.7\n', 4096)
     const document = await upload(nurse, patient, {
       title: 'Blood panel',
@@ -98,9 +99,19 @@ describe('GET /fhir/R4/DocumentReference/{id}', () => {
       meta: { versionId: String(document.version) },
       status: 'current',
       docStatus: 'final',
-      type: { coding: [{ system: SYSTEM, code: 'LAB_REPORT' }], text: 'Laboratory report' },
-      category: [{ coding: [{ system: SYSTEM, code: 'LAB_REPORT' }] }],
+      type: {
+        coding: [
+          { system: 'http://loinc.org', code: '11502-2' },
+          { system: SYSTEM, code: 'LAB_REPORT' },
+        ],
+        text: 'Laboratory report',
+      },
+      category: [
+        { coding: [{ system: SYSTEM, code: 'LAB_REPORT' }] },
+        { coding: [{ system: US_CORE_CATEGORY, code: 'clinical-note' }] },
+      ],
       subject: { reference: `Patient/${patient}` },
+      custodian: { reference: `Organization/${org.id}` },
       description: 'Blood panel',
       content: [
         {
@@ -110,6 +121,7 @@ describe('GET /fhir/R4/DocumentReference/{id}', () => {
             title: 'blood panel.pdf',
             url: `${BASE}/Binary/${document.id}`,
           },
+          format: { code: 'urn:ihe:iti:xds:2017:mimeTypeSufficient' },
         },
       ],
     })
@@ -143,7 +155,7 @@ describe('GET /fhir/R4/DocumentReference/{id}', () => {
     const reference = expectFhir(await get(nurse, `/DocumentReference/${document.id}`)) as DocumentReference
     expect(reference.author).toEqual([{ reference: `Practitioner/${provider.id}` }])
     expect(reference.context).toEqual({ encounter: [{ reference: `Encounter/${encounterId}` }] })
-    expect(reference.type?.coding?.[0]?.code).toBe('CLINICAL_NOTE')
+    expect(reference.type?.coding?.map((coding) => coding.code)).toEqual(['34109-9', 'CLINICAL_NOTE'])
   })
 
   it('answers 304 for a current If-None-Match, and reads the current version by _history', async () => {

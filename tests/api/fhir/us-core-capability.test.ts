@@ -67,6 +67,7 @@ describe('GET /fhir/R4/metadata (US Core 6.1.0)', () => {
       AllergyIntolerance: profile('us-core-allergyintolerance'),
       Condition: profile('us-core-condition-problems-health-concerns'),
       Encounter: profile('us-core-encounter'),
+      DocumentReference: profile('us-core-documentreference'),
     })
     // Each is a profile US Core's server statement names for the type (of Condition's two, the
     // problem-list one: the service's conditions are problem-list items).
