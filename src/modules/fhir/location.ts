@@ -1,10 +1,8 @@
 import type { Location } from '@medplum/fhirtypes'
 import type { OrganizationRow } from '../../../db/tables/organizations.js'
-import { practiceRows, requirePractice } from './organization.js'
-import { defineResourceType } from './resource-definition.js'
+import { practiceResourceType } from './organization.js'
 import { claiming, recordResource, reference } from './resource-elements.js'
 import type { FhirResourceType } from './resource-type.js'
-import { stringParameter } from './search-conditions.js'
 import { US_CORE_LOCATION } from './us-core-profiles.js'
 
 /**
@@ -24,18 +22,5 @@ function toFhirLocation(row: OrganizationRow): Location & { id: string } {
 }
 
 /** Location: the practice's one place, read-only. */
-export function locationResource(): FhirResourceType<Location> {
-  return defineResourceType({
-    type: 'Location',
-    profile: US_CORE_LOCATION,
-    // Directory data, as the practitioners are: the same roles read it, and a patient's own account.
-    restRead: 'GET /api/providers/:id',
-    restSearch: 'GET /api/providers',
-    patientAccess: 'directory',
-    records: practiceRows,
-    columns: { id: 'id', updatedAt: 'updated_at' },
-    searchParameters: [stringParameter('name', 'Starts the name (case-insensitive)', ['name'])],
-    toFhir: toFhirLocation,
-    read: async (db, scope, id) => toFhirLocation(await requirePractice(db, scope, id, 'Location')),
-  })
-}
+export const locationResource = (): FhirResourceType<Location> =>
+  practiceResourceType('Location', US_CORE_LOCATION, toFhirLocation)

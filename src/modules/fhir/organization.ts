@@ -1,4 +1,4 @@
-import type { Organization } from '@medplum/fhirtypes'
+import type { Location, Organization } from '@medplum/fhirtypes'
 import type { Db } from '../../../db/database.js'
 import type { OrganizationRow } from '../../../db/tables/organizations.js'
 import { notFound } from '../../errors.js'
@@ -12,14 +12,34 @@ import { US_CORE_ORGANIZATION } from './us-core-profiles.js'
  * The caller's own organization, the practice: the only one it sees. Another organization's id is
  * no record of it (404), not a record it is refused (403): which organizations exist is not told.
  */
-export const practiceRows = (db: Db, scope: ReadScope) =>
+const practiceRows = (db: Db, scope: ReadScope) =>
   db.selectFrom('organizations').selectAll().where('id', '=', scope.actor.organizationId)
 
-/** The caller's organization when `id` names it; 404 otherwise. */
-export async function requirePractice(db: Db, scope: ReadScope, id: number, type: string) {
-  const row = await practiceRows(db, scope).where('id', '=', id).executeTakeFirst()
-  if (!row) throw notFound(`${type} ${id}`)
-  return row
+/**
+ * A read-only type whose one record is the caller's practice (Organization, Location): directory
+ * data, read by the roles that read the practitioners, and by a patient's own account.
+ */
+export function practiceResourceType<R extends Organization | Location>(
+  type: R['resourceType'],
+  profile: string,
+  toFhir: (row: OrganizationRow) => R & { id: string },
+): FhirResourceType<R> {
+  return defineResourceType({
+    type,
+    profile,
+    restRead: 'GET /api/providers/:id',
+    restSearch: 'GET /api/providers',
+    patientAccess: 'directory',
+    records: practiceRows,
+    columns: { id: 'id', updatedAt: 'updated_at' },
+    searchParameters: [stringParameter('name', 'Starts the name (case-insensitive)', ['name'])],
+    toFhir,
+    read: async (db, scope, id) => {
+      const row = await practiceRows(db, scope).where('id', '=', id).executeTakeFirst()
+      if (!row) throw notFound(`${type} ${id}`)
+      return toFhir(row)
+    },
+  })
 }
 
 /**
@@ -31,18 +51,5 @@ function toFhirOrganization(row: OrganizationRow): Organization & { id: string }
 }
 
 /** Organization: the practice, read-only. */
-export function organizationResource(): FhirResourceType<Organization> {
-  return defineResourceType({
-    type: 'Organization',
-    profile: US_CORE_ORGANIZATION,
-    // Directory data, as the practitioners are: the same roles read it, and a patient's own account.
-    restRead: 'GET /api/providers/:id',
-    restSearch: 'GET /api/providers',
-    patientAccess: 'directory',
-    records: practiceRows,
-    columns: { id: 'id', updatedAt: 'updated_at' },
-    searchParameters: [stringParameter('name', 'Starts the name (case-insensitive)', ['name'])],
-    toFhir: toFhirOrganization,
-    read: async (db, scope, id) => toFhirOrganization(await requirePractice(db, scope, id, 'Organization')),
-  })
-}
+export const organizationResource = (): FhirResourceType<Organization> =>
+  practiceResourceType('Organization', US_CORE_ORGANIZATION, toFhirOrganization)
