@@ -30,6 +30,7 @@ import * as smartLaunch from './0028_smart_launch.js'
 import * as patientDemographics from './0029_patient_demographics.js'
 import * as assertionJtis from './0030_assertion_jtis.js'
 import * as organizationVersions from './0031_organization_versions.js'
+import * as encounterDiagnoses from './0033_encounter_diagnoses.js'
 
 /** Every migration, in order. Listed rather than scanned so tsx and compiled JS behave alike. */
 export const migrations: Record<string, Migration> = {
@@ -64,4 +65,5 @@ export const migrations: Record<string, Migration> = {
   '0029_patient_demographics': patientDemographics,
   '0030_assertion_jtis': assertionJtis,
   '0031_organization_versions': organizationVersions,
+  '0033_encounter_diagnoses': encounterDiagnoses,
 }

@@ -1,6 +1,13 @@
 import type { ColumnType, Generated, JSONColumnType, Selectable } from 'kysely'
 
-export type ClinicalKindName = 'VITAL_SIGNS' | 'LAB_RESULT' | 'CONDITION' | 'ALLERGY' | 'MEDICATION'
+export type ClinicalKindName =
+  | 'VITAL_SIGNS'
+  | 'LAB_RESULT'
+  | 'CONDITION'
+  | 'ALLERGY'
+  | 'MEDICATION'
+  /** A diagnosis of a signed encounter's note, written when it is signed (no REST routes of its own). */
+  | 'ENCOUNTER_DIAGNOSIS'
 
 export interface ClinicalRecordsTable {
   id: ColumnType<number, never, never>

@@ -376,7 +376,11 @@ export async function seedDemoPractice(db: Db, options: DemoOptions): Promise<De
       })
       counts.clinicalRecords += 1
       // Most visits are signed; a few are left as drafts, as in any practice.
-      if (random.chance(0.85)) await signEncounter(db, clinician.actor, encounter.id)
+      if (random.chance(0.85)) {
+        await signEncounter(db, clinician.actor, encounter.id)
+        // Its diagnosis, recorded as a clinical record of its own on signing.
+        counts.clinicalRecords += 1
+      }
 
       const service = random.pick(SERVICES)
       const invoice = await createInvoice(

@@ -1,5 +1,6 @@
 import type { Db, Trx } from '../../../db/database.js'
 import type { EncounterAddendumRow, NewEncounterAddendumRow } from '../../../db/tables/encounter-addenda.js'
+import type { EncounterRow } from '../../../db/tables/encounters.js'
 import type { ENCOUNTER_SORT_FIELDS, EncounterListQuery } from '../../../schemas/encounters.js'
 import { inOrganization, organizationRecords } from '../../lib/organization-records.js'
 import type { ListFilters, SortColumns } from '../../lib/paging.js'
@@ -32,6 +33,34 @@ export function addendaOf(
 /** Scoped by the encounter, which the caller has locked in its organization. */
 export async function insertAddendum(trx: Trx, row: NewEncounterAddendumRow): Promise<void> {
   await trx.insertInto('encounter_addenda').values(row).execute()
+}
+
+/**
+ * The diagnoses of a note just signed, each as a clinical record of its own (FHIR Conditions of
+ * category encounter-diagnosis), recorded by the signer when it was signed. Scoped by the
+ * encounter, which the caller has locked in its organization.
+ */
+export async function insertDiagnosisRecords(trx: Trx, signed: EncounterRow): Promise<void> {
+  const { signed_by: signer, signed_at: signedAt } = signed
+  if (signed.diagnoses.length === 0 || signer === null || signedAt === null) return
+  await trx
+    .insertInto('clinical_records')
+    .values(
+      signed.diagnoses.map((diagnosis) => ({
+        organization_id: signed.organization_id,
+        patient_id: signed.patient_id,
+        encounter_id: signed.id,
+        kind: 'ENCOUNTER_DIAGNOSIS' as const,
+        status: 'RECORDED',
+        code: diagnosis.icd10Code,
+        effective_at: new Date(`${signed.encounter_date}T00:00:00Z`),
+        data: JSON.stringify({ icd10Code: diagnosis.icd10Code, description: diagnosis.description }),
+        recorded_by: signer,
+        recorded_at: signedAt,
+        updated_by: signer,
+      })),
+    )
+    .execute()
 }
 
 /** The organization's encounters matching the filters (none is ever removed, so sync pages have no tombstones). */

@@ -32,6 +32,7 @@ import {
   encounterRecords,
   encounterRows,
   insertAddendum,
+  insertDiagnosisRecords,
 } from './queries.js'
 
 async function missingEncounter(db: Db, actor: Actor, id: number): Promise<never> {
@@ -198,7 +199,10 @@ export async function signEncounter(
         signed_at: new Date(),
         updated_by: actor.userId,
       })
-      if (signed) await auditChange(trx, [id])
+      if (signed) {
+        await insertDiagnosisRecords(trx, signed)
+        await auditChange(trx, [id])
+      }
       return toEncounter(signed ?? current, [])
     }),
   )

@@ -89,7 +89,7 @@ export function capabilityStatement(
           ...types.map(
             (type): CapabilityStatementRestResource => ({
               type: type.type,
-              ...(type.profile ? { supportedProfile: [type.profile] } : {}),
+              ...(type.profile ? { supportedProfile: [type.profile].flat() } : {}),
               documentation: `_sort by one of ${type.sortParameters.join(', ')} (a leading - for descending); _count up to ${PAGE_SIZE_MAX}; _summary=count only (other _summary values and _elements are not supported: whole resources are returned)`,
               interaction: [
                 { code: 'read' },

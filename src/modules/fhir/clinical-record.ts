@@ -14,15 +14,15 @@ import { referenceParameter, type SearchParameter } from './search-conditions.js
 // Clinical records as FHIR resources: what Condition, AllergyIntolerance and MedicationStatement share.
 
 /**
- * The organization's records of one kind, of its live patients (a deleted patient's records are
+ * The organization's records of the kinds, of its live patients (a deleted patient's records are
  * missing, as in the REST API).
  */
-const clinicalRowsOf = (db: Db, scope: ReadScope, kind: ClinicalKindName) =>
+const clinicalRowsOf = (db: Db, scope: ReadScope, kinds: readonly ClinicalKindName[]) =>
   db
     .selectFrom('clinical_records')
     .selectAll()
     .where('organization_id', '=', scope.actor.organizationId)
-    .where('kind', '=', kind)
+    .where('kind', 'in', kinds)
     .where('patient_id', 'in', (eb) =>
       eb
         .selectFrom('patients')
@@ -38,13 +38,13 @@ export const withdrawn = (row: ClinicalRecordRow) =>
 export const coded = (system: string, code: string | undefined): CodeableConcept | undefined =>
   code === undefined ? undefined : { coding: [{ system, code }] }
 
-/** The organization of a record of the kind, whatever the caller's: only to tell 403 from 404. */
-async function ownerOf(db: Db, kind: ClinicalKindName, id: number) {
+/** The organization of a record of the kinds, whatever the caller's: only to tell 403 from 404. */
+async function ownerOf(db: Db, kinds: readonly ClinicalKindName[], id: number) {
   const row = await db
     .selectFrom('clinical_records')
     .select('organization_id')
     .where('id', '=', id)
-    .where('kind', '=', kind)
+    .where('kind', 'in', kinds)
     .where('patient_id', 'in', (eb) => eb.selectFrom('patients').select('id').where('deleted_at', 'is', null))
     .executeTakeFirst()
   return row?.organization_id
@@ -52,9 +52,10 @@ async function ownerOf(db: Db, kind: ClinicalKindName, id: number) {
 
 export interface ClinicalTypeDefinition<R extends Resource> {
   type: R['resourceType']
-  /** The profile its resources claim (toFhir claims it). */
-  profile?: string
-  kind: ClinicalKindName
+  /** The profile its resources claim (toFhir claims it), or the profiles of its kinds. */
+  profile?: string | readonly string[]
+  /** Its records' kind; several when records of other kinds are also of the type (encounter diagnoses among Conditions). */
+  kind: ClinicalKindName | readonly ClinicalKindName[]
   /** The REST path segment under /api/patients/:patientId/ (its routes' roles and audit apply). */
   path: ClinicalPath
   /** The type's own search parameters, beyond `_id`, `_lastUpdated` and `patient`. */
@@ -74,14 +75,15 @@ export interface ClinicalTypeDefinition<R extends Resource> {
 export function clinicalResourceType<R extends Resource>(
   definition: ClinicalTypeDefinition<R>,
 ): FhirResourceType<R> {
-  const { type, profile, kind, path, toFhir, writes } = definition
+  const { type, profile, path, toFhir, writes } = definition
+  const kinds = typeof definition.kind === 'string' ? [definition.kind] : definition.kind
   return defineResourceType({
     type,
     profile,
     writes,
     restRead: `GET /api/patients/:patientId/${path}/:id` as const,
     restSearch: `GET /api/patients/:patientId/${path}` as const,
-    records: (db, scope) => clinicalRowsOf(db, scope, kind),
+    records: (db, scope) => clinicalRowsOf(db, scope, kinds),
     patientColumn: 'patient_id',
     columns: { id: 'id', updatedAt: 'updated_at' },
     searchParameters: [
@@ -92,11 +94,11 @@ export function clinicalResourceType<R extends Resource>(
     toFhir,
     versions: keptVersions('clinical_records', toFhir, {
       patientColumn: 'patient_id',
-      shown: { kind: [kind] },
+      shown: { kind: kinds },
     }),
     async read(db, scope, id) {
-      const row = await clinicalRowsOf(db, scope, kind).where('id', '=', id).executeTakeFirst()
-      if (!row) missingRecord(type, id, await ownerOf(db, kind, id), scope.actor)
+      const row = await clinicalRowsOf(db, scope, kinds).where('id', '=', id).executeTakeFirst()
+      if (!row) missingRecord(type, id, await ownerOf(db, kinds, id), scope.actor)
       checkLaunchPatient(scope, row.patient_id)
       return toFhir(row)
     },

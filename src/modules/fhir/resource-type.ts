@@ -28,8 +28,11 @@ export interface ReadScope {
  */
 export interface FhirResourceType<R extends Resource = Resource> {
   type: R['resourceType']
-  /** The profile (canonical URL and version) its resources claim in `meta.profile`: its supportedProfile. */
-  profile?: string
+  /**
+   * The profile (canonical URL and version) its resources claim in `meta.profile`, its
+   * supportedProfile; several when its records claim different ones (a Condition's category).
+   */
+  profile?: string | readonly string[]
   /** `METHOD /api/...` of the REST read and list of the same records (their roles and audit). */
   restRead: RouteKey
   restSearch: RouteKey

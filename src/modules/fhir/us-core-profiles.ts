@@ -7,6 +7,7 @@ export const US_CORE_PRACTITIONER_ROLE = `${PROFILES}/us-core-practitionerrole|6
 export const US_CORE_ORGANIZATION = `${PROFILES}/us-core-organization|6.1.0`
 export const US_CORE_LOCATION = `${PROFILES}/us-core-location|6.1.0`
 export const US_CORE_CONDITION_PROBLEMS = `${PROFILES}/us-core-condition-problems-health-concerns|6.1.0`
+export const US_CORE_CONDITION_ENCOUNTER_DIAGNOSIS = `${PROFILES}/us-core-condition-encounter-diagnosis|6.1.0`
 export const US_CORE_ENCOUNTER = `${PROFILES}/us-core-encounter|6.1.0`
 export const US_CORE_DOCUMENT_REFERENCE = `${PROFILES}/us-core-documentreference|6.1.0`
 export const US_CORE_ALLERGY_INTOLERANCE = `${PROFILES}/us-core-allergyintolerance|6.1.0`

@@ -2,7 +2,7 @@ import type { Bundle, CapabilityStatement, Resource } from '@medplum/fhirtypes'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../../src/app.js'
 import { buildTestApp } from '../../helpers/app.js'
-import type { TestUser } from '../../helpers/factories.js'
+import { bearer, type TestUser } from '../../helpers/factories.js'
 import { expectFhir, fhirGet } from '../../helpers/fhir.js'
 import { newRecords, RECORDS_ENVIRONMENT, type Records, recordsResolver } from '../../helpers/records.js'
 import { createProvider } from '../../helpers/scheduling.js'
@@ -24,11 +24,33 @@ beforeAll(async () => {
   // A provider with contact details, whose role claims US Core (a role without any cannot).
   await createProvider(app, records.makers.admin, { email: 'role@example.test' })
   reader = await records.org.user('ADMIN', 'PROVIDER', 'NURSE', 'FRONT_DESK', 'BILLING')
+  await signedDiagnosis()
   statement = expectFhir(await app.inject({ url: '/fhir/R4/metadata' })) as CapabilityStatement
 })
 afterAll(async () => {
   await app.close()
 })
+
+/** A signed note with a diagnosis: an encounter-diagnosis Condition among the records. */
+async function signedDiagnosis() {
+  const headers = bearer(records.makers.doctor.token)
+  const created = await app.inject({
+    method: 'POST',
+    url: '/api/encounters',
+    headers,
+    payload: {
+      patientId: records.ids.patient,
+      providerId: records.ids.provider,
+      encounterDate: '2024-05-02',
+      encounterType: 'OFFICE_VISIT',
+      soapNote: { assessment: { diagnoses: [{ icd10Code: 'I10', description: 'Essential hypertension' }] } },
+    },
+  })
+  expect(created.statusCode, created.body).toBe(201)
+  const id: number = created.json().data.id
+  const signed = await app.inject({ method: 'POST', url: `/api/encounters/${id}/sign`, headers })
+  expect(signed.statusCode, signed.body).toBe(200)
+}
 
 const isUsCore = (profile: string) => profile.startsWith('http://hl7.org/fhir/us/core/')
 
@@ -57,7 +79,8 @@ describe('GET /fhir/R4/metadata (US Core 6.1.0)', () => {
         .filter((resource) => resource.supportedProfile)
         .map((resource) => [resource.type, resource.supportedProfile]),
     )
-    const profile = (name: string) => [`http://hl7.org/fhir/us/core/StructureDefinition/${name}|6.1.0`]
+    const profile = (...names: string[]) =>
+      names.map((name) => `http://hl7.org/fhir/us/core/StructureDefinition/${name}|6.1.0`)
     expect(listed).toEqual({
       Patient: profile('us-core-patient'),
       Practitioner: profile('us-core-practitioner'),
@@ -65,12 +88,14 @@ describe('GET /fhir/R4/metadata (US Core 6.1.0)', () => {
       Organization: profile('us-core-organization'),
       Location: profile('us-core-location'),
       AllergyIntolerance: profile('us-core-allergyintolerance'),
-      Condition: profile('us-core-condition-problems-health-concerns'),
+      Condition: profile(
+        'us-core-condition-problems-health-concerns',
+        'us-core-condition-encounter-diagnosis',
+      ),
       Encounter: profile('us-core-encounter'),
       DocumentReference: profile('us-core-documentreference'),
     })
-    // Each is a profile US Core's server statement names for the type (of Condition's two, the
-    // problem-list one: the service's conditions are problem-list items).
+    // Each is a profile US Core's server statement names for the type.
     for (const [type, claimed] of Object.entries(listed) as [string, string[]][]) {
       const theirs = usCoreServer.rest?.[0]?.resource?.find((resource) => resource.type === type)
       expect(theirs?.supportedProfile, type).toEqual(
