@@ -190,6 +190,20 @@ const INVARIANT_MEANINGS: Record<string, (resource: Record<string, unknown>) => 
   'telecom or endpoint': (resource) => resource.telecom !== undefined || resource.endpoint !== undefined,
 }
 
+/**
+ * The profile as Medplum's validator can read it. Provenance.entity.agent refers to the content of
+ * Provenance.agent, whose slices Medplum then misreads ("Invalid slice start before
+ * discriminator"): Provenance.entity is taken out (max 0: a resource sending one fails, stricter
+ * than the profile), which the service never sends.
+ */
+function parseable(profile: StructureDefinition): StructureDefinition {
+  if (profile.type !== 'Provenance') return profile
+  const element = (profile.snapshot?.element ?? [])
+    .filter((definition) => !definition.path?.startsWith('Provenance.entity.'))
+    .map((definition) => (definition.path === 'Provenance.entity' ? { ...definition, max: '0' } : definition))
+  return { ...profile, snapshot: { ...profile.snapshot, element } }
+}
+
 const fhirPathOf = (diagnostics: string | undefined): string | undefined => {
   try {
     return (JSON.parse(diagnostics ?? '') as { fhirpath?: string }).fhirpath
@@ -205,7 +219,7 @@ const fhirPathOf = (diagnostics: string | undefined): string | undefined => {
  * values, patterns and invariants; required bindings to US Core's own ValueSets are checked here.
  */
 export function usCoreErrors(resource: Resource, profileUrl: string): string[] {
-  const profile = canonical<StructureDefinition>('StructureDefinition', profileUrl)
+  const profile = parseable(canonical<StructureDefinition>('StructureDefinition', profileUrl))
   indexProfile(profile)
   type Issue = { severity?: string; diagnostics?: string; details?: { text?: string }; expression?: string[] }
   let issues: Issue[]

@@ -65,8 +65,13 @@ const rolesAllow = (
 /** The types served and what roles may do with each, for the SMART scopes the token endpoint grants. */
 export function scopeRules(types: readonly FhirResourceType[]) {
   return {
-    types: types.map((type) => type.type),
+    types: [...types.map((type) => type.type), 'Provenance'],
     allows(authorities: ReadonlySet<string>, name: string, interaction: ScopeInteraction) {
+      // A record's provenance is read by those who read the record: by anyone who reads some type.
+      if (name === 'Provenance') {
+        const reads = interaction === 'read' || interaction === 'search'
+        return reads && types.some((type) => rolesAllow(authorities, type, 'read'))
+      }
       const type = types.find((candidate) => candidate.type === name)
       return type !== undefined && rolesAllow(authorities, type, interaction)
     },

@@ -4,7 +4,7 @@ import type { FhirResourceType } from './resource-type.js'
 import type { ResourceWrites } from './resource-writes.js'
 import { COMMON_SEARCH_PARAMETERS } from './search-conditions.js'
 import { PAGE_SIZE_MAX } from './search-params.js'
-import { US_CORE_SERVER } from './us-core-profiles.js'
+import { US_CORE_PROVENANCE, US_CORE_SERVER } from './us-core-profiles.js'
 
 const SMART_SCOPE_LEVELS = ['patient', 'user', 'system'] as const
 
@@ -115,6 +115,7 @@ export function capabilityStatement(
               ...(type.includes
                 ? { searchInclude: Object.keys(type.includes).map((name) => `${type.type}:${name}`) }
                 : {}),
+              searchRevInclude: ['Provenance:target'],
               searchParam: [...COMMON_SEARCH_PARAMETERS, ...type.searchParameters].map(
                 ({ name, type: kind, documentation }) => ({
                   name,
@@ -124,6 +125,22 @@ export function capabilityStatement(
               ),
             }),
           ),
+          {
+            type: 'Provenance',
+            supportedProfile: [US_CORE_PROVENANCE],
+            documentation:
+              'The provenance of every record served, Provenance/[type]-[id] (Provenance/Condition-12 is that of Condition/12): who wrote its current version (the provider, on behalf of the organization; else the organization) and when. Read by whoever reads the record, with a scope that allows Provenance; its current version only. Searched by target; every type’s search returns it with _revinclude=Provenance:target',
+            interaction: [{ code: 'read' }, { code: 'vread' }, { code: 'search-type' }],
+            versioning: 'versioned',
+            readHistory: false,
+            searchParam: [
+              {
+                name: 'target',
+                type: 'reference',
+                documentation: `The records whose provenance is asked for ([type]/[id], up to ${PAGE_SIZE_MAX}, comma-separated); the only parameter`,
+              },
+            ],
+          } satisfies CapabilityStatementRestResource,
           {
             type: 'Binary',
             documentation:

@@ -16,14 +16,16 @@ import { capabilityStatement, smartConfiguration } from './capability.js'
 import exportRoutes, { EXPORT_FILE_PATH, type ExportRoutesOptions } from './export/routes.js'
 import type { KeptResource } from './kept-versions.js'
 import { ignoredParameters, operationOutcome } from './operation-outcome.js'
+import { provenancesOf } from './provenance.js'
 import { recordId } from './record-id.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
-import { checkCategories, inCategories, withinCategories } from './scopes.js'
+import { checkCategories, inCategories, scopeGrant, withinCategories } from './scopes.js'
 import { COMMON_SEARCH_PARAMETERS } from './search-conditions.js'
 import {
   cursorAfter,
   cursorFor,
   historyPage,
+  PAGE_SIZE_MAX,
   pageSize,
   type SearchQuery,
   searchOrder,
@@ -60,8 +62,15 @@ const COMMON_PARAMETERS = new Set([
   '_elements',
   '_format',
   '_include',
+  '_revinclude',
   '_sort',
 ])
+
+/** The one reverse include served: the provenance of each match. */
+const PROVENANCE_REVINCLUDE = 'Provenance:target'
+const PROVENANCE_SEARCH_PARAMETERS = new Set(['target', '_format'])
+/** A reference to a record of a type (`Condition/12`), as `target` takes it. */
+const RECORD_REFERENCE = /^[A-Z][A-Za-z]+\/[1-9][0-9]{0,9}$/
 
 const notFound = (details: string) => new AppError('RES_001', details)
 
@@ -222,6 +231,15 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
     return entries
   }
 
+  /**
+   * The caller, authenticated, when its scopes reach Provenance (its roles reach a record's
+   * provenance as they reach the record).
+   */
+  const provenanceReader = (request: FastifyRequest) =>
+    request.principal && scopeGrant(request.principal, 'Provenance', 'read').allowed
+      ? request.principal
+      : undefined
+
   app.get('/metadata', { schema: { hide: true } }, async (_request, reply) =>
     send(reply, 200, capabilityStatement(base, types, options.authorization)),
   )
@@ -273,6 +291,37 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
       `/${type.type}/:id`,
       { schema: { hide: true }, config: { access: accessOf(type.restRead) } },
       async (request, reply) => sendRecord(request, reply, await readOne(request, reply)),
+    )
+
+    /** The provenance of a record the caller reads (and is audited reading), scopes permitting. */
+    const provenanceOfRecord = async (
+      request: FastifyRequest<{ Params: { id: string } }>,
+      reply: FastifyReply,
+    ) => {
+      const resource = await readOne(request, reply)
+      const reader = provenanceReader(request)
+      if (!reader) throw forbidden("The token's scopes do not allow read of Provenance")
+      const [provenance] = await provenancesOf(app.db, reader.organizationId, [resource])
+      return provenance as Resource
+    }
+    app.get<{ Params: { id: string } }>(
+      `/Provenance/${type.type}-:id`,
+      { schema: { hide: true }, config: { access: accessOf(type.restRead) } },
+      async (request, reply) => sendRecord(request, reply, await provenanceOfRecord(request, reply)),
+    )
+    app.get<{ Params: { id: string; vid: string } }>(
+      `/Provenance/${type.type}-:id/_history/:vid`,
+      { schema: { hide: true }, config: { access: accessOf(type.restRead) } },
+      async (request, reply) => {
+        const provenance = await provenanceOfRecord(request, reply)
+        const version = provenance.meta?.versionId
+        if (request.params.vid !== version) {
+          throw notFound(
+            `Provenance/${provenance.id} is kept for its record's current version (${version}) only`,
+          )
+        }
+        return sendRecord(request, reply, provenance)
+      },
     )
 
     /**
@@ -374,9 +423,13 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
         throw new AppError('VAL_001', `Unknown search parameters: ${ignored.join(', ')}`, { status: 400 })
       }
       const includes = (query._include ?? []).map((value) => ({ value, follow: followed(type, value) }))
+      const revincludes = query._revinclude ?? []
       const order = searchOrder(query, type.sortParameters)
       const unsupported = [
         ...includes.filter((include) => !include.follow).map((include) => `_include=${include.value}`),
+        ...revincludes
+          .filter((value) => value !== PROVENANCE_REVINCLUDE)
+          .map((value) => `_revinclude=${value} (only ${PROVENANCE_REVINCLUDE})`),
         ...(order
           ? []
           : [`_sort=${(query._sort ?? []).join(',')} (sorts by one of ${type.sortParameters.join(', ')})`]),
@@ -393,11 +446,13 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
             name,
             name === '_include'
               ? values.filter((value) => followed(type, value))
-              : (name === '_sort' && !order) || name === '_elements'
-                ? []
-                : name === '_summary'
-                  ? values.filter((value) => value === 'count' || value === 'false')
-                  : values,
+              : name === '_revinclude'
+                ? values.filter((value) => value === PROVENANCE_REVINCLUDE)
+                : (name === '_sort' && !order) || name === '_elements'
+                  ? []
+                  : name === '_summary'
+                    ? values.filter((value) => value === 'count' || value === 'false')
+                    : values,
           ])
           .filter(([, values]) => values.length > 0),
       )
@@ -430,6 +485,10 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
         ),
       )
       const includedEntries = await included(request, references)
+      const provenances =
+        revincludes.includes(PROVENANCE_REVINCLUDE) && provenanceReader(request)
+          ? await provenancesOf(app.db, scope.actor.organizationId, page.resources)
+          : []
       const next = page.next
         ? `${base}/${type.type}${queryString({ ...kept, _cursor: [cursorFor(page.next, order ?? byId)] })}`
         : undefined
@@ -447,6 +506,11 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
               search: { mode: 'match' as const },
             })),
             ...includedEntries,
+            ...provenances.map((provenance) => ({
+              fullUrl: `${base}/Provenance/${provenance.id}`,
+              resource: provenance,
+              search: { mode: 'include' as const },
+            })),
             ...outcome,
           ],
         }),
@@ -472,11 +536,72 @@ const fhirRoutes: FastifyPluginAsync<FhirOptions> = async (app, options) => {
     )
   }
 
+  // Provenance is searched by target only: the provenance of each record named that the caller reads
+  // (read and audited as an _include's are); a reference to no record of ours finds nothing.
+  const patientType = types.find((type) => type.type === 'Patient')
+  app.get(
+    '/Provenance',
+    {
+      schema: { hide: true },
+      config: {
+        access: { allow: 'authenticated', audit: patientType && accessOf(patientType.restSearch).audit },
+      },
+    },
+    async (request, reply) => {
+      if (!request.principal) await app.authenticate(request)
+      const reader = provenanceReader(request)
+      if (!reader) throw forbidden("The token's scopes do not allow search of Provenance")
+      const query = searchQueryOf(request.query as Record<string, unknown>)
+      const ignored = Object.keys(query).filter((name) => !PROVENANCE_SEARCH_PARAMETERS.has(name))
+      const targets = (query.target ?? []).flatMap((value) => value.split(','))
+      if (targets.length > PAGE_SIZE_MAX) {
+        throw new AppError('VAL_001', `target names at most ${PAGE_SIZE_MAX} records`, { status: 400 })
+      }
+      const unknown = targets.filter((target) => !RECORD_REFERENCE.test(target))
+      ignored.push(...unknown.map((target) => `target=${target} (a reference [type]/[id] to a record)`))
+      if (ignored.length > 0 && isStrict(request)) {
+        throw new AppError('VAL_001', `Unsupported: ${ignored.join('; ')}`, { status: 400 })
+      }
+      const records = await included(
+        request,
+        new Set(targets.filter((target) => RECORD_REFERENCE.test(target))),
+      )
+      const provenances = await provenancesOf(
+        app.db,
+        reader.organizationId,
+        records.flatMap((entry) => (entry.resource ? [entry.resource] : [])),
+      )
+      const kept = targets.filter((target) => RECORD_REFERENCE.test(target))
+      return send(
+        reply,
+        200,
+        searchset({
+          total: provenances.length,
+          link: [
+            {
+              relation: 'self',
+              url: `${base}/Provenance${queryString(kept.length > 0 ? { target: [kept.join(',')] } : {})}`,
+            },
+          ],
+          entry: [
+            ...provenances.map((provenance) => ({
+              fullUrl: `${base}/Provenance/${provenance.id}`,
+              resource: provenance,
+              search: { mode: 'match' as const },
+            })),
+            ...(ignored.length > 0
+              ? [{ resource: ignoredParameters(ignored), search: { mode: 'outcome' as const } }]
+              : []),
+          ],
+        }),
+      )
+    },
+  )
+
   // The system's history: the versions of every type's records the caller may search, newest change
   // first. A type the caller's roles or scopes do not reach is left out, not refused; each type's
   // versions are audited as its type history's are, the patients' as the call's own record.
   const historyTypes = types.filter((type) => type.versions)
-  const patientType = types.find((type) => type.type === 'Patient')
   app.get(
     '/_history',
     {

@@ -10,6 +10,7 @@ export const US_CORE_CONDITION_PROBLEMS = `${PROFILES}/us-core-condition-problem
 export const US_CORE_CONDITION_ENCOUNTER_DIAGNOSIS = `${PROFILES}/us-core-condition-encounter-diagnosis|6.1.0`
 export const US_CORE_ENCOUNTER = `${PROFILES}/us-core-encounter|6.1.0`
 export const US_CORE_DOCUMENT_REFERENCE = `${PROFILES}/us-core-documentreference|6.1.0`
+export const US_CORE_PROVENANCE = `${PROFILES}/us-core-provenance|6.1.0`
 export const US_CORE_ALLERGY_INTOLERANCE = `${PROFILES}/us-core-allergyintolerance|6.1.0`
 
 /** The US Core server CapabilityStatement the FHIR interface instantiates. */

@@ -42,11 +42,15 @@ const KINDS_OF_TYPE: Record<string, RecordKind[]> = {
 /** The types whose one record is the organization itself, under its id (the practice). */
 const ORGANIZATION_TYPES = ['Organization', 'Location']
 
-/** The ids of another organization's records of a type. */
-const theirIdsOf = (type: string): number[] =>
-  ORGANIZATION_TYPES.includes(type)
-    ? [theirs.org.id]
-    : (KINDS_OF_TYPE[type] ?? []).map((kind) => theirs.ids[kind])
+/** The ids of another organization's records of a type; a Provenance's, of each record's ([type]-[id]). */
+const theirIdsOf = (type: string): (number | string)[] => {
+  if (ORGANIZATION_TYPES.includes(type)) return [theirs.org.id]
+  if (type !== 'Provenance') return (KINDS_OF_TYPE[type] ?? []).map((kind) => theirs.ids[kind])
+  const recordTypes = [...Object.keys(KINDS_OF_TYPE), ...ORGANIZATION_TYPES].filter(
+    (recordType) => !['Binary', 'Group'].includes(recordType),
+  )
+  return recordTypes.flatMap((recordType) => theirIdsOf(recordType).map((id) => `${recordType}-${id}`))
+}
 
 /** The record a reference search parameter names, by parameter name. */
 const REFERENCE_TARGETS: Record<string, [string, RecordKind]> = {
@@ -54,6 +58,7 @@ const REFERENCE_TARGETS: Record<string, [string, RecordKind]> = {
   subject: ['Patient', 'patient'],
   practitioner: ['Practitioner', 'provider'],
   encounter: ['Encounter', 'encounter'],
+  target: ['Patient', 'patient'],
 }
 
 beforeAll(async () => {
@@ -73,7 +78,7 @@ describe('FHIR organization isolation', () => {
   it('knows the records behind every FHIR type it serves', () => {
     for (const resource of resourcesOf()) {
       expect(
-        KINDS_OF_TYPE[resource.type] ?? ORGANIZATION_TYPES.includes(resource.type),
+        KINDS_OF_TYPE[resource.type] ?? [...ORGANIZATION_TYPES, 'Provenance'].includes(resource.type),
         resource.type,
       ).toBeTruthy()
     }
