@@ -82,6 +82,29 @@ export const PhoneNumber = Named(
   }),
 )
 
+/** A postal address as written: every part optional. */
+export const AddressInput = Type.Object(
+  {
+    street: Type.Optional(Nullable(Text(200))),
+    city: Type.Optional(Nullable(Text(100))),
+    state: Type.Optional(Nullable(Text(100))),
+    postalCode: Type.Optional(Nullable(Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9 -]{1,11}$' }))),
+    country: Type.Optional(
+      Nullable(Type.String({ pattern: '^[A-Z]{2}$', description: 'ISO 3166-1 alpha-2 code' })),
+    ),
+  },
+  { additionalProperties: false },
+)
+
+/** A postal address as stored: a part not recorded is null. */
+export const AddressData = Type.Object({
+  street: Nullable(Type.String()),
+  city: Nullable(Type.String()),
+  state: Nullable(Type.String()),
+  postalCode: Nullable(Type.String()),
+  country: Nullable(Type.String()),
+})
+
 /** The spec's response envelope for a successful call. */
 export const Envelope = <T extends TSchema>(data: T) =>
   Type.Object({

@@ -1,5 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox'
 import {
+  AddressData,
+  AddressInput,
   DateString,
   Deleted,
   Email,
@@ -58,17 +60,6 @@ const IdentificationInput = Type.Object(
       examples: ['1984-07-12'],
     }),
     gender: Gender,
-  },
-  strict,
-)
-
-const AddressInput = Type.Object(
-  {
-    street: Optional(Text(200)),
-    city: Optional(Text(100)),
-    state: Optional(Text(100)),
-    postalCode: Optional(Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9 -]{1,11}$' })),
-    country: Optional(Type.String({ pattern: '^[A-Z]{2}$', description: 'ISO 3166-1 alpha-2 code' })),
   },
   strict,
 )
@@ -162,13 +153,7 @@ export const Patient = Named(
     contact: Type.Object({
       email: Nullable(Type.String({ format: 'email' })),
       phoneNumber: Nullable(Type.String()),
-      address: Type.Object({
-        street: Nullable(Type.String()),
-        city: Nullable(Type.String()),
-        state: Nullable(Type.String()),
-        postalCode: Nullable(Type.String()),
-        country: Nullable(Type.String()),
-      }),
+      address: AddressData,
     }),
     emergencyContact: Nullable(
       Type.Object({

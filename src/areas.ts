@@ -23,6 +23,7 @@ import { resourceTypes } from './modules/fhir/resource-types.js'
 import fhirRoutes from './modules/fhir/routes.js'
 import messageRoutes from './modules/messages/routes.js'
 import oidcRoutes, { embeddedIssuerMetadata } from './modules/oidc/routes.js'
+import organizationRoutes from './modules/organizations/routes.js'
 import patientRoutes from './modules/patients/routes.js'
 import providerRoutes from './modules/providers/routes.js'
 import providerScheduleRoutes from './modules/providers/schedule-routes.js'
@@ -127,6 +128,7 @@ const areas: FastifyPluginAsync<AreaOptions> = async (
   })
   await app.register(webhookDeliveryRoutes, { prefix: '/api/webhooks' })
   await app.register(eventRoutes, { prefix: '/api/events' })
+  await app.register(organizationRoutes, { prefix: '/api/organizations' })
   await app.register(providerRoutes, { prefix: '/api/providers' })
   await app.register(providerScheduleRoutes, { prefix: '/api/providers' })
   await app.register(providerScheduleViewRoutes, { prefix: '/api/providers' })

@@ -12,6 +12,7 @@ import { vitalSigns } from '../../src/modules/clinical/kinds/vital-signs.js'
 import { createRecord } from '../../src/modules/clinical/service.js'
 import { createEncounter, signEncounter } from '../../src/modules/encounters/service.js'
 import { sendMessage } from '../../src/modules/messages/service.js'
+import { getOrganization, updateOrganization } from '../../src/modules/organizations/service.js'
 import { createPatient } from '../../src/modules/patients/service.js'
 import { isValidNpi } from '../../src/modules/providers/npi.js'
 import { createProvider } from '../../src/modules/providers/service.js'
@@ -258,6 +259,31 @@ async function target(
   return { manager: { organizationId, userId: created.id }, administrator }
 }
 
+/** The practice's own details, kept under its name: what its FHIR Organization and Location publish. */
+async function describePractice(db: Db, manager: Actor): Promise<void> {
+  const { name } = await getOrganization(db, manager, manager.organizationId)
+  await updateOrganization(
+    db,
+    manager,
+    manager.organizationId,
+    {
+      name,
+      // Providers' NPIs are npiFor(1), npiFor(2), …: the practice's own is apart from them.
+      npi: npiFor(0),
+      phoneNumber: '+1 555 010 2000',
+      email: `front-desk@${DEMO_DOMAIN}`,
+      address: {
+        street: '12 Main Street',
+        city: 'Springfield',
+        state: 'IL',
+        postalCode: '62701',
+        country: 'US',
+      },
+    },
+    undefined,
+  )
+}
+
 /**
  * A realistic small practice through the service's own functions (so every rule, number and event
  * is the real one): providers with weekly hours and accounts, patients, upcoming appointments,
@@ -279,6 +305,8 @@ export async function seedDemoPractice(db: Db, options: DemoOptions): Promise<De
     payments: 0,
     messages: 0,
   }
+
+  await describePractice(db, manager)
 
   const clinicians: { actor: Actor; providerId: number; free: Generator<{ date: string; time: string }> }[] =
     []

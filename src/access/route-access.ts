@@ -94,6 +94,14 @@ const MESSAGING: Audience = {
   allow: STAFF.allow,
   why: 'Every member of the practice sends and receives messages; each sees only the messages they sent or received.',
 }
+const PRACTICE_DETAILS: Audience = {
+  allow: STAFF.allow,
+  why: 'The practice’s name, NPI and contact details carry no patient data: every member of the practice reads them.',
+}
+const PRACTICE_PUBLISHERS: Audience = {
+  allow: ['ADMIN'],
+  why: 'What the practice publishes about itself (its NPI, address and contacts, in FHIR too) is the administrator’s to keep.',
+}
 const PRACTICE_SETUP: Audience = {
   allow: ['ADMIN'],
   why: 'Providers, their working hours and time off are set up by the administrator.',
@@ -411,6 +419,10 @@ export const ROUTE_ACCESS = accessTable({
     why: 'The audit trail says who looked at which patients: the administrator reviews it.',
     audit: { resourceType: 'audit-event', action: 'LIST' },
   },
+
+  'GET /api/organizations/:id': { ...PRACTICE_DETAILS },
+  'PUT /api/organizations/:id': { ...PRACTICE_PUBLISHERS },
+  'PATCH /api/organizations/:id': { ...PRACTICE_PUBLISHERS },
 
   'GET /api/providers': { ...DIRECTORY },
   'GET /api/providers/:id': { ...DIRECTORY },

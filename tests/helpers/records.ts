@@ -55,6 +55,7 @@ const RECORD_KINDS = [
   'client',
   'smart-app',
   'app-grant',
+  'organization',
 ] as const
 export type RecordKind = (typeof RECORD_KINDS)[number]
 
@@ -77,6 +78,7 @@ const KIND_OF_SEGMENT: Record<string, RecordKind> = {
   clients: 'client',
   'smart-apps': 'smart-app',
   'app-grants': 'app-grant',
+  organizations: 'organization',
 }
 const KIND_OF_PARAMETER: Record<string, RecordKind> = {
   patientId: 'patient',
@@ -292,6 +294,7 @@ export async function newRecords(app: App): Promise<Records> {
       client: client.id,
       'smart-app': smartApp.id,
       'app-grant': appGrant,
+      organization: org.id,
     },
     userFor(allow) {
       if (allow === 'public' || allow === 'authenticated') return userWith('ADMIN')

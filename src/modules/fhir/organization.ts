@@ -3,9 +3,9 @@ import type { Db } from '../../../db/database.js'
 import type { OrganizationRow } from '../../../db/tables/organizations.js'
 import { notFound } from '../../errors.js'
 import { defineResourceType } from './resource-definition.js'
-import { claiming, recordResource } from './resource-elements.js'
+import { claiming, contactsOf, recordResource } from './resource-elements.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
-import { stringParameter } from './search-conditions.js'
+import { type SearchParameter, stringParameter } from './search-conditions.js'
 import { US_CORE_ORGANIZATION } from './us-core-profiles.js'
 
 /**
@@ -23,6 +23,7 @@ export function practiceResourceType<R extends Organization | Location>(
   type: R['resourceType'],
   profile: string,
   toFhir: (row: OrganizationRow) => R & { id: string },
+  extraSearchParameters: SearchParameter[] = [],
 ): FhirResourceType<R> {
   return defineResourceType({
     type,
@@ -32,7 +33,15 @@ export function practiceResourceType<R extends Organization | Location>(
     patientAccess: 'directory',
     records: practiceRows,
     columns: { id: 'id', updatedAt: 'updated_at' },
-    searchParameters: [stringParameter('name', 'Starts the name (case-insensitive)', ['name'])],
+    searchParameters: [
+      stringParameter('name', 'Starts the name (case-insensitive)', ['name']),
+      stringParameter(
+        'address',
+        'Starts a part of the address: street, city, state, postal code or country',
+        ['address_street', 'address_city', 'address_state', 'address_postal_code', 'address_country'],
+      ),
+      ...extraSearchParameters,
+    ],
     toFhir,
     read: async (db, scope, id) => {
       const row = await practiceRows(db, scope).where('id', '=', id).executeTakeFirst()
@@ -42,12 +51,21 @@ export function practiceResourceType<R extends Organization | Location>(
   })
 }
 
-/**
- * An organization as a US Core Organization. The service keeps only its name: no NPI, telecom or
- * address (US Core must-supports it has no data for). An organization serves as long as it exists.
- */
+const NPI_SYSTEM = 'http://hl7.org/fhir/sid/us-npi'
+
+/** An organization as a US Core Organization: its name, NPI and contacts. */
 function toFhirOrganization(row: OrganizationRow): Organization & { id: string } {
-  return claiming(US_CORE_ORGANIZATION, recordResource('Organization', row, { active: true, name: row.name }))
+  const { telecom, address } = contactsOf(row)
+  return claiming(
+    US_CORE_ORGANIZATION,
+    recordResource('Organization', row, {
+      identifier: row.npi ? [{ system: NPI_SYSTEM, value: row.npi }] : undefined,
+      active: true,
+      name: row.name,
+      telecom,
+      address: address ? [address] : undefined,
+    }),
+  )
 }
 
 /** Organization: the practice, read-only. */

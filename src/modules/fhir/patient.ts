@@ -1,4 +1,4 @@
-import type { ContactPoint, Patient } from '@medplum/fhirtypes'
+import type { Patient } from '@medplum/fhirtypes'
 import type { Db } from '../../../db/database.js'
 import type { PatientRow } from '../../../db/tables/patients.js'
 import { AppError, gone } from '../../errors.js'
@@ -7,7 +7,7 @@ import { keptVersions } from './kept-versions.js'
 import { demographicExtensions } from './patient-demographics.js'
 import { patientWrites } from './patient-writes.js'
 import { defineResourceType } from './resource-definition.js'
-import { claiming, present, recordResource, withoutUndefined } from './resource-elements.js'
+import { claiming, contactsOf, recordResource, withoutUndefined } from './resource-elements.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
 import { checkLaunchPatient } from './scopes.js'
 import { dateParameter, inverse, stringParameter, tokenParameter } from './search-conditions.js'
@@ -28,18 +28,7 @@ const GENDER_OF_CODE = inverse(GENDERS)
 
 /** A patient row as a US Core 6.1.0 Patient; empty parts are left out, as FHIR requires. */
 function toFhirPatient(row: PatientRow, { mrnSystem }: PatientMapping): Patient & { id: string } {
-  const telecom: ContactPoint[] = [
-    ...(row.email ? [{ system: 'email' as const, value: row.email }] : []),
-    ...(row.phone_number ? [{ system: 'phone' as const, value: row.phone_number }] : []),
-  ]
-  const line = row.address_street ? [row.address_street] : undefined
-  const address = present({
-    line,
-    city: row.address_city ?? undefined,
-    state: row.address_state ?? undefined,
-    postalCode: row.address_postal_code ?? undefined,
-    country: row.address_country ?? undefined,
-  })
+  const { telecom, address } = contactsOf(row)
   const contact =
     row.emergency_contact_name && row.emergency_contact_phone
       ? [
@@ -70,7 +59,7 @@ function toFhirPatient(row: PatientRow, { mrnSystem }: PatientMapping): Patient 
         given: [row.first_name, ...(row.middle_name ? [row.middle_name] : [])],
       },
     ],
-    telecom: telecom.length > 0 ? telecom : undefined,
+    telecom,
     gender: GENDERS[row.gender] ?? 'unknown',
     birthDate: row.date_of_birth,
     deceasedBoolean: row.status === 'DECEASED' ? true : undefined,

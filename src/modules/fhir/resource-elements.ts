@@ -1,4 +1,4 @@
-import type { Meta, Reference, Resource } from '@medplum/fhirtypes'
+import type { Address, ContactPoint, Meta, Reference, Resource } from '@medplum/fhirtypes'
 
 /** The object without its undefined members: absent parts are left out. */
 export function withoutUndefined<T extends object>(value: T): T {
@@ -73,4 +73,31 @@ export function recordResource<R extends Resource>(
 ): R & { id: string } {
   const resource = { resourceType, id: String(row.id), meta: metaOf(row), ...elements }
   return withoutUndefined(resource) as R & { id: string }
+}
+
+/** The columns of a record's e-mail, phone and postal address (a patient's, the practice's). */
+interface ContactColumns {
+  email: string | null
+  phone_number: string | null
+  address_street: string | null
+  address_city: string | null
+  address_state: string | null
+  address_postal_code: string | null
+  address_country: string | null
+}
+
+/** A record's e-mail and phone as `telecom`, its address as one `address`; none where nothing is recorded. */
+export function contactsOf(row: ContactColumns): { telecom?: ContactPoint[]; address?: Address } {
+  const telecom: ContactPoint[] = [
+    ...(row.email ? [{ system: 'email' as const, value: row.email }] : []),
+    ...(row.phone_number ? [{ system: 'phone' as const, value: row.phone_number }] : []),
+  ]
+  const address = present({
+    line: row.address_street ? [row.address_street] : undefined,
+    city: row.address_city ?? undefined,
+    state: row.address_state ?? undefined,
+    postalCode: row.address_postal_code ?? undefined,
+    country: row.address_country ?? undefined,
+  })
+  return withoutUndefined({ telecom: telecom.length > 0 ? telecom : undefined, address })
 }

@@ -28,6 +28,10 @@ import {
   weekdayOf,
 } from './mapper.js'
 import { isValidNpi } from './npi.js'
+
+// The NPI rule, for the practice's own NPI too.
+export { isValidNpi }
+
 import {
   deleteException,
   exceptionsBetween,

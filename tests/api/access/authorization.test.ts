@@ -98,6 +98,7 @@ const FRONT_DESK_ROUTES = [
   'POST /api/patients/:patientId/account',
   'GET /api/patients/:patientId/account',
   'DELETE /api/patients/:patientId/account',
+  'GET /api/organizations/:id',
   'GET /api/providers',
   'GET /api/providers/:id',
   'GET /api/providers/:id/schedule',

@@ -74,6 +74,8 @@ const VALID_BODIES: Record<string, () => unknown> = {
   'PATCH /api/webhooks/{id}': () => ({ events: ['patient.created'] }),
   'POST /api/webhooks/{id}/rotate-secret': () => ({}),
   'PATCH /api/providers/{id}': () => ({ specialty: 'Cardiology' }),
+  'PUT /api/organizations/{id}': () => ({ name: 'Renamed Practice', phoneNumber: '+1 555 010 9999' }),
+  'PATCH /api/organizations/{id}': () => ({ phoneNumber: '+1 555 010 9999' }),
   'PUT /api/providers/{id}': () => ({
     firstName: 'Alan',
     lastName: 'Turing',
@@ -111,6 +113,10 @@ const NOT_YOURS_IS_404 = new Set([
   'PUT /api/messages/{id}/read',
   // Likewise a user's own grants to apps: anyone else's is "No such app grant among yours".
   'DELETE /api/me/app-grants/{id}',
+  // And an organization: a caller reaches its own only, and is not told which others exist.
+  'GET /api/organizations/{id}',
+  'PUT /api/organizations/{id}',
+  'PATCH /api/organizations/{id}',
 ])
 
 /** Where the owning organization reads each kind of record, and which of its users does. */
@@ -138,6 +144,7 @@ const READS: Record<RecordKind, { path: string; reader: keyof Records['makers'] 
   client: { path: '/api/clients/{id}', reader: 'admin' },
   'smart-app': { path: '/api/smart-apps/{id}', reader: 'admin' },
   'app-grant': { path: '/api/app-grants/{id}', reader: 'admin' },
+  organization: { path: '/api/organizations/{id}', reader: 'admin' },
 }
 
 /** Who reads what a route about a record shows when not the record's reader (a patient's account). */
