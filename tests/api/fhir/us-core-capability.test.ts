@@ -88,6 +88,7 @@ describe('GET /fhir/R4/metadata (US Core 6.1.0)', () => {
       Organization: profile('us-core-organization'),
       Location: profile('us-core-location'),
       AllergyIntolerance: profile('us-core-allergyintolerance'),
+      MedicationRequest: profile('us-core-medicationrequest'),
       Condition: profile(
         'us-core-condition-problems-health-concerns',
         'us-core-condition-encounter-diagnosis',
