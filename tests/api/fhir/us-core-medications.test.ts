@@ -222,6 +222,28 @@ describe('MedicationRequest (us-core-medicationrequest)', () => {
     expect(await found(`&intent=plan&authoredon=ge${today}`)).toEqual([completed, active])
     expect(await found('&intent=plan&authoredon=lt2020-01-01')).toEqual([])
     expect(await found(`&_id=${active}`)).toEqual([active])
+
+    // The medication is a code, never a Medication resource: nothing to include, the parameter is
+    // ignored with an outcome saying so (and refused under handling=strict).
+    const included = await fhirGet(
+      app,
+      clinic.doctor,
+      `/MedicationRequest?patient=${patient}&_include=MedicationRequest:medication`,
+    )
+    expect(included.statusCode).toBe(200)
+    const bundle = expectFhir(included) as Bundle
+    expect(matchIds(bundle)).toEqual([completed, active])
+    expect(bundle.entry?.filter((entry) => entry.search?.mode === 'include')).toEqual([])
+    expect(JSON.stringify(bundle.entry?.find((entry) => entry.search?.mode === 'outcome'))).toContain(
+      '_include=MedicationRequest:medication',
+    )
+    const strict = await fhirGet(
+      app,
+      clinic.doctor,
+      `/MedicationRequest?patient=${patient}&_include=MedicationRequest:medication`,
+      { prefer: 'handling=strict' },
+    )
+    expect(strict.statusCode).toBe(400)
   })
 
   it('refuses another organization’s entry (403) and finds none of them', async () => {
