@@ -16,7 +16,7 @@ import {
   takenPeriod,
   unseenRoute,
 } from './medication-mapping.js'
-import { claiming, recordResource, reference, withoutUndefined } from './resource-elements.js'
+import { claiming, recordResource, reference, referencesTo, withoutUndefined } from './resource-elements.js'
 import type { FhirResourceType } from './resource-type.js'
 import {
   dateParameter,
@@ -135,7 +135,7 @@ export function medicationRequestResource(): FhirResourceType<MedicationRequest>
         where: (query, values) =>
           tokenValues(values, INTENT_SYSTEM).includes(PLAN) ? query : query.where(nothing),
       },
-      tokenParameter('status', MEDICATION_STATUS_CODES, 'status', {
+      tokenParameter('status', `${MEDICATION_STATUS_CODES} (${STATUS_SYSTEM})`, 'status', {
         system: STATUS_SYSTEM,
         ours: MEDICATION_STATUS_OF_CODE,
       }),
@@ -144,6 +144,7 @@ export function medicationRequestResource(): FhirResourceType<MedicationRequest>
     ],
     toFhir: toFhirMedicationRequest,
     patientOf: (resource) => resource.subject,
+    includes: { requester: (resource) => referencesTo('Practitioner', [resource.requester]) },
     writes: medicationRequestWrites,
   })
 }

@@ -237,6 +237,19 @@ describe('MedicationRequest (us-core-medicationrequest)', () => {
     expect(JSON.stringify(bundle.entry?.find((entry) => entry.search?.mode === 'outcome'))).toContain(
       '_include=MedicationRequest:medication',
     )
+    // The prescriber, by its reference.
+    const withPrescriber = expectFhir(
+      await fhirGet(
+        app,
+        clinic.doctor,
+        `/MedicationRequest?patient=${patient}&_include=MedicationRequest:requester`,
+      ),
+    ) as Bundle
+    expect(
+      withPrescriber.entry
+        ?.filter((entry) => entry.search?.mode === 'include')
+        .map((entry) => `${entry.resource?.resourceType}/${entry.resource?.id}`),
+    ).toEqual([`Practitioner/${clinic.provider.id}`])
     const strict = await fhirGet(
       app,
       clinic.doctor,
