@@ -63,6 +63,8 @@ export interface ClinicalTypeDefinition<R extends Resource> {
   toFhir(row: ClinicalRecordRow): R & { id: string }
   /** The patient reference the resource holds (subject or patient). */
   patientOf(resource: R): Reference | undefined
+  /** The references `_include` follows besides the patient's, by name. */
+  includes?: FhirResourceType<R>['includes']
   /** Its writes, through the clinical service (clinical-writes.ts). */
   writes: ResourceWrites<R>
 }
@@ -90,7 +92,10 @@ export function clinicalResourceType<R extends Resource>(
       referenceParameter('patient', 'Patient', 'patient_id'),
       ...definition.searchParameters,
     ],
-    includes: { patient: (resource) => referencesTo('Patient', [definition.patientOf(resource)]) },
+    includes: {
+      patient: (resource) => referencesTo('Patient', [definition.patientOf(resource)]),
+      ...definition.includes,
+    },
     toFhir,
     versions: keptVersions('clinical_records', toFhir, {
       patientColumn: 'patient_id',

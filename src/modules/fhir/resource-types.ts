@@ -4,6 +4,7 @@ import { conditionResource } from './condition.js'
 import { type DocumentReferenceMapping, documentReferenceResource } from './document-reference.js'
 import { encounterResource } from './encounter.js'
 import { locationResource } from './location.js'
+import { medicationRequestResource } from './medication-request.js'
 import { medicationStatementResource } from './medication-statement.js'
 import { observationResource } from './observation.js'
 import { organizationResource } from './organization.js'
@@ -26,6 +27,7 @@ export function resourceTypes(mapping: PatientMapping & DocumentReferenceMapping
     conditionResource(),
     allergyIntoleranceResource(),
     medicationStatementResource(),
+    medicationRequestResource(),
     observationResource(),
     // Each further type: one line here, its module beside this file.
   ] as unknown as FhirResourceType[]

@@ -149,15 +149,17 @@ export interface SearchParameter<Q extends AnyQuery = AnyQuery> extends SearchPa
   where(query: Q, values: string[], search: SearchQuery): Q
 }
 
-/** A reference search parameter to a patient or a practitioner: records whose `column` holds an id named. */
+const REFERENCE_TARGETS = { Patient: 'patient', Practitioner: 'provider', Encounter: 'encounter' } as const
+
+/** A reference search parameter to a patient, a practitioner or an encounter: records whose `column` holds an id named. */
 export const referenceParameter = (
   name: string,
-  target: 'Patient' | 'Practitioner',
+  target: keyof typeof REFERENCE_TARGETS,
   column: string,
 ): SearchParameter => ({
   name,
   type: 'reference',
-  documentation: `The ${target === 'Patient' ? 'patient' : 'provider'}: \`12\`, \`${target}/12\` or its full URL`,
+  documentation: `The ${REFERENCE_TARGETS[target]}: \`12\`, \`${target}/12\` or its full URL`,
   where: (query, values) => whereOneOf(query, column, referencedIds(values, target)),
 })
 

@@ -52,6 +52,8 @@ describe('a bulk export of the demo practice (npm run seed)', () => {
     expect(clinical.reduce((sum, type) => sum + (byType.get(type)?.length ?? 0), 0)).toBe(
       counts.clinicalRecords,
     )
+    // The medication list again, as US Core MedicationRequest.
+    expect(byType.get('MedicationRequest')?.length).toBe(byType.get('MedicationStatement')?.length)
     expect(danglingReferences(byType)).toEqual([])
   })
 })

@@ -76,6 +76,7 @@ describe('FHIR bulk export ($export)', () => {
         'DocumentReference',
         'Encounter',
         'Location',
+        'MedicationRequest',
         'MedicationStatement',
         'Observation',
         'Organization',
@@ -88,6 +89,9 @@ describe('FHIR bulk export ($export)', () => {
     expect(idsOf(byType, 'Observation')).toEqual(
       [records.ids.vitals, records.ids['lab-results']].sort((a, b) => a - b),
     )
+    // The medication list twice: as MedicationStatement and as US Core MedicationRequest.
+    expect(idsOf(byType, 'MedicationRequest')).toEqual([records.ids.medications])
+    expect(idsOf(byType, 'MedicationStatement')).toEqual([records.ids.medications])
     const references = [...byType.values()].flat().flatMap(referencesOf)
     expect(references).toContain(`Patient/${records.ids.patient}`)
     expect(references).toContain(`Practitioner/${records.ids.provider}`)

@@ -2,6 +2,7 @@ import type {
   AllergyIntolerance,
   Condition,
   Dosage,
+  MedicationRequest,
   MedicationStatement,
   OperationOutcome,
 } from '@medplum/fhirtypes'
@@ -21,7 +22,8 @@ import { asSent, headersOf, listeningFhirApp, refusal } from '../../helpers/fhir
 import { days, expectStoredAsSent, freeText, optional } from '../../helpers/fhir-properties.js'
 import { fhirErrors } from '../../helpers/fhir-validator.js'
 
-// FHIR create, update, patch and delete of Condition, AllergyIntolerance and MedicationStatement
+// FHIR create, update, patch and delete of Condition, AllergyIntolerance, MedicationStatement and
+// MedicationRequest
 // (the clinical records), driven by fhir-kit-client.
 
 let app: App
@@ -48,7 +50,7 @@ const conditionClinical = (code: string) =>
 const allergyClinical = (code: string) =>
   coding('http://terminology.hl7.org/CodeSystem/allergyintolerance-clinical', code)
 
-type ClinicalResource = Condition | AllergyIntolerance | MedicationStatement
+type ClinicalResource = Condition | AllergyIntolerance | MedicationStatement | MedicationRequest
 
 /** One clinical type: a resource as an integrator sends it, and what the REST API shows of it. */
 interface ClinicalCase<R extends ClinicalResource> {
@@ -60,7 +62,7 @@ interface ClinicalCase<R extends ClinicalResource> {
   patientElement: 'subject' | 'patient'
   encounterElement: 'encounter' | 'context'
   /** The element of the time the record was stored. */
-  recordedElement: 'recordedDate' | 'dateAsserted'
+  recordedElement: 'recordedDate' | 'dateAsserted' | 'authoredOn'
   sample(patientId: number): R
   rest: Record<string, unknown>
   changed(resource: R): R
@@ -226,7 +228,56 @@ const medication: ClinicalCase<MedicationStatement> = {
   enteredInError: (resource) => resource.status === 'entered-in-error',
 }
 
-const CASES: ClinicalCase<ClinicalResource>[] = [condition, allergy, medication]
+/** The same records as US Core MedicationRequest: plans, the dates taken bounding the dosage's timing. */
+const medicationRequest: ClinicalCase<MedicationRequest> = {
+  type: 'MedicationRequest',
+  path: 'medications',
+  audited: 'medication',
+  patientElement: 'subject',
+  encounterElement: 'encounter',
+  recordedElement: 'authoredOn',
+  sample: (patientId) => ({
+    resourceType: 'MedicationRequest',
+    status: 'active',
+    intent: 'plan',
+    reportedBoolean: true,
+    medicationCodeableConcept: { ...coding(RXNORM, '861007'), text: 'Metformin 500 mg tablet' },
+    subject: { reference: `Patient/${patientId}` },
+    dosageInstruction: [
+      {
+        text: '500 mg oral twice daily',
+        timing: { code: { text: 'twice daily' }, repeat: { boundsPeriod: { start: '2024-01-10' } } },
+        route: coding(SNOMED, '26643006'),
+        doseAndRate: [{ doseQuantity: { value: 500, unit: 'mg' } }],
+      },
+    ],
+  }),
+  rest: medication.rest,
+  changed: (resource) => ({
+    ...resource,
+    status: 'stopped',
+    dosageInstruction: (resource.dosageInstruction ?? []).map((dosage) => ({
+      ...dosage,
+      timing: { ...dosage.timing, repeat: { boundsPeriod: { start: '2024-01-10', end: '2024-06-01' } } },
+    })),
+  }),
+  restChanged: medication.restChanged,
+  patch: medication.patch,
+  restPatched: medication.restPatched,
+  unstorable: [{ reasonCode: [{ text: 'Diabetes' }] }, 'MedicationRequest.reasonCode'],
+  ruleBroken: [
+    {
+      dosageInstruction: [
+        { timing: { repeat: { boundsPeriod: { start: '2024-01-10', end: '2023-12-31' } } } },
+      ],
+    },
+    'MedicationRequest.dosageInstruction.timing.repeat.boundsPeriod.end',
+  ],
+  withdrawnMark: [{ status: 'entered-in-error' }, 'MedicationRequest.status'],
+  enteredInError: (resource) => resource.status === 'entered-in-error',
+}
+
+const CASES: ClinicalCase<ClinicalResource>[] = [condition, allergy, medication, medicationRequest]
 
 /** A practice with a provider (who writes clinical records) and one of its patients. */
 async function practice() {
@@ -927,11 +978,30 @@ describe('FHIR writes of generated clinical records', () => {
       }
     })
 
+  const medicationRequests = medications.map(
+    ({ status, medicationCodeableConcept, effectivePeriod, dosage }): Omit<MedicationRequest, 'subject'> => {
+      const [given] = dosage ?? []
+      const instruction = effectivePeriod
+        ? { ...given, timing: { ...given?.timing, repeat: { boundsPeriod: effectivePeriod } } }
+        : given
+      return {
+        resourceType: 'MedicationRequest',
+        status: status as MedicationRequest['status'],
+        intent: 'plan',
+        medicationCodeableConcept,
+        ...(instruction ? { dosageInstruction: [instruction] } : {}),
+      }
+    },
+  )
+
   const GENERATED: {
     type: string
     /** Resources of the type, but for the patient's reference, at `patientElement`. */
     resources: fc.Arbitrary<
-      Omit<Condition, 'subject'> | Omit<AllergyIntolerance, 'patient'> | Omit<MedicationStatement, 'subject'>
+      | Omit<Condition, 'subject'>
+      | Omit<AllergyIntolerance, 'patient'>
+      | Omit<MedicationStatement, 'subject'>
+      | Omit<MedicationRequest, 'subject'>
     >
     patientElement: 'subject' | 'patient'
     /** A patient of its own for each resource: a patient has one active allergy to a substance. */
@@ -940,6 +1010,7 @@ describe('FHIR writes of generated clinical records', () => {
     { type: 'Condition', resources: conditions, patientElement: 'subject' },
     { type: 'AllergyIntolerance', resources: allergies, patientElement: 'patient', patientEach: true },
     { type: 'MedicationStatement', resources: medications, patientElement: 'subject' },
+    { type: 'MedicationRequest', resources: medicationRequests, patientElement: 'subject' },
   ]
 
   it.each(GENERATED)(

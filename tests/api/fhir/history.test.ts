@@ -137,6 +137,7 @@ describe('the history of a record', () => {
       'Condition',
       'DocumentReference',
       'Encounter',
+      'MedicationRequest',
       'MedicationStatement',
       'Observation',
       'Patient',

@@ -88,6 +88,7 @@ describe('GET /fhir/R4/metadata (US Core 6.1.0)', () => {
       Organization: profile('us-core-organization'),
       Location: profile('us-core-location'),
       AllergyIntolerance: profile('us-core-allergyintolerance'),
+      MedicationRequest: profile('us-core-medicationrequest'),
       Condition: profile(
         'us-core-condition-problems-health-concerns',
         'us-core-condition-encounter-diagnosis',
@@ -127,6 +128,26 @@ describe('GET /fhir/R4/metadata (US Core 6.1.0)', () => {
         }
       }
     }
+  })
+
+  it('lists MedicationRequest with every search parameter of US Core’s combinations, of US Core’s types, and its interactions', () => {
+    const theirs = usCoreServer.rest?.[0]?.resource?.find((resource) => resource.type === 'MedicationRequest')
+    const ours = served().find((resource) => resource.type === 'MedicationRequest')
+    const combined = (theirs?.extension ?? [])
+      .filter((extension) => extension.url.endsWith('/capabilitystatement-search-parameter-combination'))
+      .flatMap((combination) => (combination.extension ?? []).filter((part) => part.url === 'required'))
+      .map((part) => part.valueString as string)
+    expect(new Set(combined)).toEqual(new Set(['patient', 'intent', 'status', 'encounter', 'authoredon']))
+    const typeOf = (resource: typeof ours, name: string) =>
+      resource?.searchParam?.find((parameter) => parameter.name === name)?.type
+    for (const name of combined) expect(typeOf(ours, name), name).toBe(typeOf(theirs, name))
+    const codes = ours?.interaction?.map((interaction) => interaction.code) ?? []
+    const asked = (theirs?.interaction ?? [])
+      .filter((interaction) => ['SHALL', 'SHOULD'].includes(interaction.extension?.[0]?.valueCode ?? ''))
+      .map((interaction) => interaction.code)
+    expect(codes).toEqual(expect.arrayContaining(asked))
+    // The medication is always a code: there is no Medication to include.
+    expect(ours?.searchInclude).not.toContain('MedicationRequest:medication')
   })
 
   it('reads, vreads and searches the directory types, and writes none of them', () => {

@@ -350,7 +350,7 @@ describe('client_credentials with a client assertion (stored JWKS)', () => {
     const writes = await withAssertion(assertion(client.clientId, rsa), 'system/*.cud')
     expect(writes.statusCode, writes.body).toBe(200)
     expect(writes.json().scope).toBe(
-      'openid profile email system/Patient.cu system/DocumentReference.cud system/Appointment.cu system/Encounter.cu system/Condition.cud system/AllergyIntolerance.cud system/MedicationStatement.cud system/Observation.cud',
+      'openid profile email system/Patient.cu system/DocumentReference.cud system/Appointment.cu system/Encounter.cu system/Condition.cud system/AllergyIntolerance.cud system/MedicationStatement.cud system/MedicationRequest.cud system/Observation.cud',
     )
     const everything = await withAssertion(assertion(client.clientId, rsa), 'system/*.*')
     expect(everything.statusCode, everything.body).toBe(200)

@@ -107,6 +107,7 @@ describe('a patient signed in to their own account', () => {
     expect(await search(account.token, '/DocumentReference')).toEqual([])
     expect(await search(account.token, '/AllergyIntolerance')).toEqual([])
     expect(await search(account.token, '/MedicationStatement')).toEqual([])
+    expect(await search(account.token, '/MedicationRequest')).toEqual([])
     const me = await app.inject({ url: '/api/auth/me', headers: bearer(account.token) })
     expect(me.statusCode).toBe(200)
     expect(me.json().data).toMatchObject({ email: account.email, roles: ['PATIENT'] })

@@ -8,6 +8,7 @@ export const VALIDATED_TYPES = [
   'Condition',
   'AllergyIntolerance',
   'MedicationStatement',
+  'MedicationRequest',
   'DocumentReference',
   'Binary',
   'Bundle',
