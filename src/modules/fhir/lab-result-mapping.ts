@@ -3,8 +3,9 @@ import type { ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import type { LabResultData } from '../../../schemas/clinical.js'
 import { labResults } from '../clinical/service.js'
 import { type ClinicalStatement, clinicalWrites, codeIn, oursOf } from './clinical-writes.js'
-import { present, recordResource, reference, withoutUndefined } from './resource-elements.js'
+import { claiming, present, recordResource, reference, withoutUndefined } from './resource-elements.js'
 import { inverse } from './search-conditions.js'
+import { US_CORE_OBSERVATION_LAB } from './us-core-profiles.js'
 import { categoryOf, LOINC, UCUM } from './vital-signs-mapping.js'
 
 const INTERPRETATION = 'http://terminology.hl7.org/CodeSystem/v3-ObservationInterpretation'
@@ -16,6 +17,11 @@ const LAB_STATUS: Record<string, Observation['status']> = {
   ENTERED_IN_ERROR: 'entered-in-error',
 }
 const LAB_STATUS_OF_CODE = inverse(LAB_STATUS)
+
+/** The status of a lab result, as its Observation and its DiagnosticReport show it (the codes are the same). */
+export const labStatusOf = (row: ClinicalRecordRow): NonNullable<Observation['status']> =>
+  row.entered_in_error_at ? 'entered-in-error' : (LAB_STATUS[(row.data as LabResultData).status] ?? 'unknown')
+
 // A critical result is HH, LL or AA by its value against its range (interpretationOf).
 const INTERPRETATION_OF_CODE: Record<string, string[]> = {
   N: ['NORMAL'],
@@ -67,7 +73,7 @@ function interpretationOf(data: LabResultData): CodeableConcept[] | undefined {
   }
 }
 
-/** A lab result as a laboratory Observation: LOINC code, value, range, interpretation. */
+/** A lab result as a US Core laboratory result Observation: LOINC code, value, range, interpretation. */
 export function toFhirLabResult(row: ClinicalRecordRow): Observation & { id: string } {
   const data = row.data as LabResultData
   const range = data.referenceRange
@@ -78,8 +84,8 @@ export function toFhirLabResult(row: ClinicalRecordRow): Observation & { id: str
         text: range.text ?? undefined,
       })
     : undefined
-  return recordResource('Observation', row, {
-    status: row.entered_in_error_at ? 'entered-in-error' : (LAB_STATUS[data.status] ?? 'unknown'),
+  const observation = recordResource<Observation>('Observation', row, {
+    status: labStatusOf(row),
     category: categoryOf('laboratory'),
     code: { coding: [{ system: LOINC, code: data.testCode }], text: data.testName },
     subject: reference('Patient', row.patient_id),
@@ -92,6 +98,7 @@ export function toFhirLabResult(row: ClinicalRecordRow): Observation & { id: str
     interpretation: interpretationOf(data),
     referenceRange: referenceRange ? [referenceRange] : undefined,
   })
+  return claiming(US_CORE_OBSERVATION_LAB, observation)
 }
 
 const sameMoment = (a: string | undefined | null, b: string | undefined) =>

@@ -73,6 +73,7 @@ describe('FHIR bulk export ($export)', () => {
         'AllergyIntolerance',
         'Appointment',
         'Condition',
+        'DiagnosticReport',
         'DocumentReference',
         'Encounter',
         'Location',
@@ -88,6 +89,7 @@ describe('FHIR bulk export ($export)', () => {
     expect(idsOf(byType, 'Observation')).toEqual(
       [records.ids.vitals, records.ids['lab-results']].sort((a, b) => a - b),
     )
+    expect(idsOf(byType, 'DiagnosticReport')).toEqual([records.ids['lab-results']])
     const references = [...byType.values()].flat().flatMap(referencesOf)
     expect(references).toContain(`Patient/${records.ids.patient}`)
     expect(references).toContain(`Practitioner/${records.ids.provider}`)
