@@ -4,7 +4,7 @@ import type { Db } from '../../../db/database.js'
 import type { ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import { missingRecord } from '../../access/organization-scope.js'
 import { keptVersions } from './kept-versions.js'
-import { labStatusOf, toFhirLabResult } from './lab-result-mapping.js'
+import { LAB_STATUS_OF_CODE, labStatusOf, toFhirLabResult } from './lab-result-mapping.js'
 import { effective, LAB_ROUTES } from './observation.js'
 import { defineResourceType } from './resource-definition.js'
 import { claiming, recordResource, reference, referencesTo } from './resource-elements.js'
@@ -17,14 +17,6 @@ import { referencedId } from './written-references.js'
 
 const DIAGNOSTIC_SERVICE_SECTIONS = 'http://terminology.hl7.org/CodeSystem/v2-0074'
 const LABORATORY = 'LAB'
-
-/** DiagnosticReport.status search values as the stored statuses of lab results. */
-const STORED_STATUS: Record<string, string> = {
-  preliminary: 'PRELIMINARY',
-  final: 'FINAL',
-  corrected: 'CORRECTED',
-  'entered-in-error': 'ENTERED_IN_ERROR',
-}
 
 /**
  * A lab result as the report of its one result: the records hold no order or panel that would
@@ -88,7 +80,7 @@ export function diagnosticReportResource(): FhirResourceType<DiagnosticReport> {
         'instant',
       ),
       tokenParameter('status', 'preliminary | final | corrected | entered-in-error', 'r.status', {
-        ours: STORED_STATUS,
+        ours: LAB_STATUS_OF_CODE,
       }),
     ],
     includes: {

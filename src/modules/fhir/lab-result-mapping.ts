@@ -16,7 +16,8 @@ const LAB_STATUS: Record<string, Observation['status']> = {
   CORRECTED: 'corrected',
   ENTERED_IN_ERROR: 'entered-in-error',
 }
-const LAB_STATUS_OF_CODE = inverse(LAB_STATUS)
+/** Our lab statuses for each FHIR status code (of an Observation or a DiagnosticReport: the same codes). */
+export const LAB_STATUS_OF_CODE = inverse(LAB_STATUS)
 
 /** The status of a lab result, as its Observation and its DiagnosticReport show it (the codes are the same). */
 export const labStatusOf = (row: ClinicalRecordRow): NonNullable<Observation['status']> =>
