@@ -5,6 +5,7 @@ import { labResults } from '../clinical/service.js'
 import { type ClinicalStatement, clinicalWrites, codeIn, oursOf } from './clinical-writes.js'
 import { claiming, present, recordResource, reference, withoutUndefined } from './resource-elements.js'
 import { inverse } from './search-conditions.js'
+import { UCUM_COMMON_UNITS } from './ucum-common-units.js'
 import { US_CORE_OBSERVATION_LAB } from './us-core-profiles.js'
 import { categoryOf, LOINC, UCUM } from './vital-signs-mapping.js'
 
@@ -34,22 +35,17 @@ const INTERPRETATION_OF_CODE: Record<string, string[]> = {
 }
 
 /**
- * Units are free text in the REST API. Only one written in UCUM's syntax (no spaces, UCUM's
- * characters, balanced brackets) is sent with the UCUM system and code; any other is sent as
- * display text alone, since a wrong UCUM code is worse than none to a system that computes with it.
+ * Units are free text in the REST API. Only a valid UCUM unit, one of HL7's common UCUM units as
+ * written (case matters: `mg/dL`, `10*3/uL`), is sent with the UCUM system and code; any other is
+ * sent as display text alone, since a wrong UCUM code is worse than none to a system that computes
+ * with it.
  */
-function ucumLike(unit: string): boolean {
-  if (!/^[A-Za-z0-9%./*^'[\]{}()_+-]{1,30}$/.test(unit)) return false
-  let depth = 0
-  for (const char of unit) {
-    depth += '[{('.includes(char) ? 1 : ')}]'.includes(char) ? -1 : 0
-    if (depth < 0) return false
-  }
-  return depth === 0
-}
-
 const quantityOf = (value: number, unit: string | null): Quantity =>
-  unit === null ? { value } : ucumLike(unit) ? { value, unit, system: UCUM, code: unit } : { value, unit }
+  unit === null
+    ? { value }
+    : UCUM_COMMON_UNITS.has(unit)
+      ? { value, unit, system: UCUM, code: unit }
+      : { value, unit }
 
 function interpretationOf(data: LabResultData): CodeableConcept[] | undefined {
   const coded = (code: string, display: string) => [{ coding: [{ system: INTERPRETATION, code, display }] }]

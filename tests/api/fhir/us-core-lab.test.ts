@@ -117,6 +117,17 @@ describe('Observation (us-core-observation-lab)', () => {
     expect(text.valueString).toBe('Yellow')
     expect(text.effectiveDateTime).toBe('2024-02-11T10:00:00.000Z')
     expect(text.referenceRange).toEqual([{ text: 'Yellow' }])
+    // A unit written in UCUM's syntax but no UCUM unit (cells, lower-case dl) is sent as text alone.
+    for (const unit of ['cells/uL', 'mg/dl']) {
+      const id = await lab(provider, patient, { ...minimal, unit })
+      const observation = await read<Observation>(provider, `/Observation/${id}`)
+      expect(observation.valueQuantity, unit).toEqual({ value: 13.1, unit })
+      expect(usCoreErrors(observation, OBSERVATION_LAB), unit).toEqual([])
+    }
+    const counted = await lab(provider, patient, { ...minimal, unit: '10*3/uL' })
+    expect((await read<Observation>(provider, `/Observation/${counted}`)).valueQuantity?.system).toBe(
+      'http://unitsofmeasure.org',
+    )
     expect((await read<Observation>(provider, `/Observation/${ids.corrected}`)).status).toBe('corrected')
     expect((await read<Observation>(provider, `/Observation/${ids.withdrawn}`)).status).toBe(
       'entered-in-error',
