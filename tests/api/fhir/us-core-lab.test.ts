@@ -370,6 +370,11 @@ describe('DiagnosticReport access', () => {
       expect((await fhirGet(app, token, `/DiagnosticReport/${ids.text}`)).statusCode, scope).toBe(200)
       expect((await fhirGet(app, token, `/DiagnosticReport/${theirs}`)).statusCode, scope).toBe(403)
     }
+    const discovery = await app.inject({ url: '/fhir/R4/.well-known/smart-configuration' })
+    expect(discovery.json().scopes_supported).toEqual(
+      expect.arrayContaining(['patient/DiagnosticReport.rs', 'user/DiagnosticReport.rs']),
+    )
+    expect(discovery.json().scopes_supported).not.toContain('patient/DiagnosticReport.cud')
     const radiology = smartToken(
       app,
       org,
