@@ -38,7 +38,7 @@ export const ROLE_NEEDS: Record<Role, string> = {
   BILLING:
     'Bills: invoices and payments, and the demographics of the person billed (read and search). No clinical records, encounters, documents or appointments.',
   PATIENT:
-    'A patient’s own account (invited from their record): reads and searches their own records through FHIR (/fhir/R4: Patient, Observation, Condition, AllergyIntolerance, MedicationStatement, MedicationRequest, Encounter, Appointment, DocumentReference, and the practice’s Practitioner directory), kept to their own compartment whatever the token’s scopes, and writes nothing. No `/api` route but `GET /api/auth/me` and its own grants to SMART apps (`/api/me/app-grants`), since every other one serves the practice’s staff.',
+    'A patient’s own account (invited from their record): reads and searches their own records through FHIR (/fhir/R4: Patient, Observation, DiagnosticReport, Condition, AllergyIntolerance, MedicationStatement, MedicationRequest, Encounter, Appointment, DocumentReference, and the practice’s Practitioner directory), kept to their own compartment whatever the token’s scopes, and writes nothing. No `/api` route but `GET /api/auth/me` and its own grants to SMART apps (`/api/me/app-grants`), since every other one serves the practice’s staff.',
   USER: 'The base role of an account; opens only the routes any valid token may call (`GET /api/auth/me`, and the account’s own grants to SMART apps under `/api/me/app-grants`).',
 }
 

@@ -8,7 +8,7 @@ const SMART_SCOPE = /^(patient|user|system)\/([A-Za-z]+|\*)\.(read|write|\*|c?r?
 const SMART_SHAPED = /^(patient|user|system)\//
 
 /** The types whose scopes may be narrowed to a category (SMART v2 granular scopes, as US Core uses them). */
-const CATEGORY_SCOPED_TYPES: readonly string[] = ['Observation', 'Condition']
+const CATEGORY_SCOPED_TYPES: readonly string[] = ['Observation', 'Condition', 'DiagnosticReport']
 
 /** What a SMART scope may allow on a resource type: v2's letters, which v1's `read` and `write` group. */
 export const SCOPE_INTERACTIONS = ['create', 'read', 'update', 'delete', 'search'] as const

@@ -3,8 +3,10 @@ import type { ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import type { LabResultData } from '../../../schemas/clinical.js'
 import { labResults } from '../clinical/service.js'
 import { type ClinicalStatement, clinicalWrites, codeIn, oursOf } from './clinical-writes.js'
-import { present, recordResource, reference, withoutUndefined } from './resource-elements.js'
+import { claiming, present, recordResource, reference, withoutUndefined } from './resource-elements.js'
 import { inverse } from './search-conditions.js'
+import { UCUM_COMMON_UNITS } from './ucum-common-units.js'
+import { US_CORE_OBSERVATION_LAB } from './us-core-profiles.js'
 import { categoryOf, LOINC, UCUM } from './vital-signs-mapping.js'
 
 const INTERPRETATION = 'http://terminology.hl7.org/CodeSystem/v3-ObservationInterpretation'
@@ -15,7 +17,13 @@ const LAB_STATUS: Record<string, Observation['status']> = {
   CORRECTED: 'corrected',
   ENTERED_IN_ERROR: 'entered-in-error',
 }
-const LAB_STATUS_OF_CODE = inverse(LAB_STATUS)
+/** Our lab statuses for each FHIR status code (of an Observation or a DiagnosticReport: the same codes). */
+export const LAB_STATUS_OF_CODE = inverse(LAB_STATUS)
+
+/** The status of a lab result, as its Observation and its DiagnosticReport show it (the codes are the same). */
+export const labStatusOf = (row: ClinicalRecordRow): NonNullable<Observation['status']> =>
+  row.entered_in_error_at ? 'entered-in-error' : (LAB_STATUS[(row.data as LabResultData).status] ?? 'unknown')
+
 // A critical result is HH, LL or AA by its value against its range (interpretationOf).
 const INTERPRETATION_OF_CODE: Record<string, string[]> = {
   N: ['NORMAL'],
@@ -27,22 +35,17 @@ const INTERPRETATION_OF_CODE: Record<string, string[]> = {
 }
 
 /**
- * Units are free text in the REST API. Only one written in UCUM's syntax (no spaces, UCUM's
- * characters, balanced brackets) is sent with the UCUM system and code; any other is sent as
- * display text alone, since a wrong UCUM code is worse than none to a system that computes with it.
+ * Units are free text in the REST API. Only a valid UCUM unit, one of HL7's common UCUM units as
+ * written (case matters: `mg/dL`, `10*3/uL`), is sent with the UCUM system and code; any other is
+ * sent as display text alone, since a wrong UCUM code is worse than none to a system that computes
+ * with it.
  */
-function ucumLike(unit: string): boolean {
-  if (!/^[A-Za-z0-9%./*^'[\]{}()_+-]{1,30}$/.test(unit)) return false
-  let depth = 0
-  for (const char of unit) {
-    depth += '[{('.includes(char) ? 1 : ')}]'.includes(char) ? -1 : 0
-    if (depth < 0) return false
-  }
-  return depth === 0
-}
-
 const quantityOf = (value: number, unit: string | null): Quantity =>
-  unit === null ? { value } : ucumLike(unit) ? { value, unit, system: UCUM, code: unit } : { value, unit }
+  unit === null
+    ? { value }
+    : UCUM_COMMON_UNITS.has(unit)
+      ? { value, unit, system: UCUM, code: unit }
+      : { value, unit }
 
 function interpretationOf(data: LabResultData): CodeableConcept[] | undefined {
   const coded = (code: string, display: string) => [{ coding: [{ system: INTERPRETATION, code, display }] }]
@@ -67,7 +70,7 @@ function interpretationOf(data: LabResultData): CodeableConcept[] | undefined {
   }
 }
 
-/** A lab result as a laboratory Observation: LOINC code, value, range, interpretation. */
+/** A lab result as a US Core laboratory result Observation: LOINC code, value, range, interpretation. */
 export function toFhirLabResult(row: ClinicalRecordRow): Observation & { id: string } {
   const data = row.data as LabResultData
   const range = data.referenceRange
@@ -78,8 +81,8 @@ export function toFhirLabResult(row: ClinicalRecordRow): Observation & { id: str
         text: range.text ?? undefined,
       })
     : undefined
-  return recordResource('Observation', row, {
-    status: row.entered_in_error_at ? 'entered-in-error' : (LAB_STATUS[data.status] ?? 'unknown'),
+  const observation = recordResource<Observation>('Observation', row, {
+    status: labStatusOf(row),
     category: categoryOf('laboratory'),
     code: { coding: [{ system: LOINC, code: data.testCode }], text: data.testName },
     subject: reference('Patient', row.patient_id),
@@ -92,6 +95,7 @@ export function toFhirLabResult(row: ClinicalRecordRow): Observation & { id: str
     interpretation: interpretationOf(data),
     referenceRange: referenceRange ? [referenceRange] : undefined,
   })
+  return claiming(US_CORE_OBSERVATION_LAB, observation)
 }
 
 const sameMoment = (a: string | undefined | null, b: string | undefined) =>

@@ -21,6 +21,7 @@ import {
   tokenValues,
 } from './search-conditions.js'
 import type { SearchQuery } from './search-params.js'
+import { US_CORE_OBSERVATION_LAB } from './us-core-profiles.js'
 import {
   LOINC,
   MEASUREMENT_FIELDS,
@@ -98,7 +99,7 @@ const observationsOf = (db: Db, scope: ReadScope) =>
 type Eb = ExpressionBuilder<Database & { r: Database['clinical_records'] }, 'r'>
 
 /** Observation.effective: the specimen's collection for lab results, else the clinical time. */
-const effective = sql<Date>`coalesce((r.data->>'specimenCollectedAt')::timestamptz, r.effective_at)`
+export const effective = sql<Date>`coalesce((r.data->>'specimenCollectedAt')::timestamptz, r.effective_at)`
 
 /**
  * `code`: the Observation's own code (a lab result's LOINC code, 85353-1 for a vital-signs panel).
@@ -128,7 +129,7 @@ function containedOf(search: SearchQuery): string {
   return contained
 }
 
-const LAB_ROUTES = {
+export const LAB_ROUTES = {
   read: 'GET /api/patients/:patientId/lab-results/:id',
   search: 'GET /api/patients/:patientId/lab-results',
 } as const satisfies { read: RouteKey; search: RouteKey }
@@ -137,6 +138,8 @@ const LAB_ROUTES = {
 export function observationResource(): FhirResourceType<Observation> {
   return defineResourceType({
     type: 'Observation',
+    // Lab results claim US Core's; vital signs panels claim R4's own vitalspanel, no US Core one.
+    profile: US_CORE_OBSERVATION_LAB,
     // Lab results share the vital signs routes' roles (PROVIDER, NURSE read both) and are audited
     // under their own routes' rules.
     restRead: 'GET /api/patients/:patientId/vitals/:id',

@@ -33,6 +33,7 @@ export interface ResourceDefinition<R extends Resource, Q extends AnyQuery>
     | 'versions'
     | 'writes'
     | 'patientAccess'
+    | 'patientOf'
   > {
   /** The organization's records of the type, whichever patient's. */
   records(db: Db, scope: ReadScope): Q

@@ -41,6 +41,7 @@ export type Referenced =
   | 'Appointment'
   | 'Organization'
   | 'Location'
+  | 'Observation'
 type ResourceOfType<T extends Referenced> = Extract<Resource, { resourceType: T }>
 
 /** A reference to the record `id` of a type (`Patient/12`); none where the record names none. */

@@ -55,6 +55,8 @@ export interface FhirResourceType<R extends Resource = Resource> {
   versions?: KeptVersions<R>
   /** Creates, updates and deletes through the domain service of its REST routes; absent: read-only. */
   writes?: ResourceWrites<R>
+  /** The patient id a resource is of, for the audit of its read: a read-only type's (others' writes say it). */
+  patientOf?(resource: R): number | undefined
   /** One page of matches in the requested order; unknown parameters are the caller's business. */
   search(
     db: Db,

@@ -1,6 +1,7 @@
 import { allergyIntoleranceResource } from './allergy-intolerance.js'
 import { appointmentResource } from './appointment.js'
 import { conditionResource } from './condition.js'
+import { diagnosticReportResource } from './diagnostic-report.js'
 import { type DocumentReferenceMapping, documentReferenceResource } from './document-reference.js'
 import { encounterResource } from './encounter.js'
 import { locationResource } from './location.js'
@@ -29,6 +30,7 @@ export function resourceTypes(mapping: PatientMapping & DocumentReferenceMapping
     medicationStatementResource(),
     medicationRequestResource(),
     observationResource(),
+    diagnosticReportResource(),
     // Each further type: one line here, its module beside this file.
   ] as unknown as FhirResourceType[]
 }

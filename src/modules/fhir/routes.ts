@@ -99,7 +99,8 @@ function auditAs(
     request.auditedAs = accessOf(route).audit ?? null
     request.auditedIds = ids
     const [resource] = resources
-    request.auditedPatientId = (resource && type.writes?.patientOf(resource)) ?? null
+    request.auditedPatientId =
+      (resource && (type.patientOf?.(resource) ?? type.writes?.patientOf(resource))) ?? null
     return
   }
   if (!included) request.auditedIds = byRoute.get(own) ?? []

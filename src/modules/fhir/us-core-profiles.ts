@@ -13,6 +13,8 @@ export const US_CORE_DOCUMENT_REFERENCE = `${PROFILES}/us-core-documentreference
 export const US_CORE_PROVENANCE = `${PROFILES}/us-core-provenance|6.1.0`
 export const US_CORE_ALLERGY_INTOLERANCE = `${PROFILES}/us-core-allergyintolerance|6.1.0`
 export const US_CORE_MEDICATION_REQUEST = `${PROFILES}/us-core-medicationrequest|6.1.0`
+export const US_CORE_OBSERVATION_LAB = `${PROFILES}/us-core-observation-lab|6.1.0`
+export const US_CORE_DIAGNOSTIC_REPORT_LAB = `${PROFILES}/us-core-diagnosticreport-lab|6.1.0`
 
 /** The US Core server CapabilityStatement the FHIR interface instantiates. */
 export const US_CORE_SERVER = 'http://hl7.org/fhir/us/core/CapabilityStatement/us-core-server|6.1.0'

@@ -73,6 +73,7 @@ describe('FHIR bulk export ($export)', () => {
         'AllergyIntolerance',
         'Appointment',
         'Condition',
+        'DiagnosticReport',
         'DocumentReference',
         'Encounter',
         'Location',
@@ -92,6 +93,7 @@ describe('FHIR bulk export ($export)', () => {
     // The medication list twice: as MedicationStatement and as US Core MedicationRequest.
     expect(idsOf(byType, 'MedicationRequest')).toEqual([records.ids.medications])
     expect(idsOf(byType, 'MedicationStatement')).toEqual([records.ids.medications])
+    expect(idsOf(byType, 'DiagnosticReport')).toEqual([records.ids['lab-results']])
     const references = [...byType.values()].flat().flatMap(referencesOf)
     expect(references).toContain(`Patient/${records.ids.patient}`)
     expect(references).toContain(`Practitioner/${records.ids.provider}`)

@@ -29,6 +29,7 @@ const KINDS_OF_TYPE: Record<string, RecordKind[]> = {
   Appointment: ['appointment'],
   Encounter: ['encounter'],
   Observation: ['vitals', 'lab-results'],
+  DiagnosticReport: ['lab-results'],
   Condition: ['conditions'],
   AllergyIntolerance: ['allergies'],
   MedicationStatement: ['medications'],

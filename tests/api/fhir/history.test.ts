@@ -135,6 +135,7 @@ describe('the history of a record', () => {
       'AllergyIntolerance',
       'Appointment',
       'Condition',
+      'DiagnosticReport',
       'DocumentReference',
       'Encounter',
       'MedicationRequest',
@@ -295,18 +296,20 @@ describe('the history of the whole system', () => {
     const all = (await client.request('_history')) as unknown as Bundle
     expect(all.type).toBe('history')
     expect(fhirErrors(all)).toEqual([])
+    // A lab result is both its DiagnosticReport and its Observation.
     expect(versionsIn(all)).toEqual([
+      `DiagnosticReport/${labId}`,
       `Observation/${labId}`,
       `Condition/${conditionId}`,
       `Condition/${conditionId}`,
       `Patient/${patientId}`,
     ])
-    expect(all.total).toBe(4)
+    expect(all.total).toBe(5)
     const times = (all.entry ?? []).map((entry) => entry.resource?.meta?.lastUpdated ?? '')
     expect([...times].sort().reverse()).toEqual(times)
 
     const second = (await client.request('_history?_count=3&_page=1')) as unknown as Bundle
-    expect(versionsIn(second)).toEqual([`Patient/${patientId}`])
+    expect(versionsIn(second)).toEqual([`Condition/${conditionId}`, `Patient/${patientId}`])
     const first = (await client.request('_history?_count=3')) as unknown as Bundle
     expect(versionsIn(first)).toEqual(versionsIn(all).slice(0, 3))
     expect(first.link?.find((link) => link.relation === 'next')?.url).toMatch(/_count=3&_page=1$/)

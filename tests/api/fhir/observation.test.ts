@@ -261,7 +261,11 @@ describe('GET /fhir/R4/Observation/{id} (lab results)', () => {
     expect(observation).toEqual({
       resourceType: 'Observation',
       id: String(id),
-      meta: { versionId: '1', lastUpdated: expect.any(String) },
+      meta: {
+        versionId: '1',
+        lastUpdated: expect.any(String),
+        profile: ['http://hl7.org/fhir/us/core/StructureDefinition/us-core-observation-lab|6.1.0'],
+      },
       status: 'final',
       category: [{ coding: [{ system: CATEGORY, code: 'laboratory', display: 'Laboratory' }] }],
       code: { coding: [{ system: LOINC, code: '2345-7' }], text: glucose.testName },

@@ -93,6 +93,8 @@ describe('GET /fhir/R4/metadata (US Core 6.1.0)', () => {
         'us-core-condition-problems-health-concerns',
         'us-core-condition-encounter-diagnosis',
       ),
+      Observation: profile('us-core-observation-lab'),
+      DiagnosticReport: profile('us-core-diagnosticreport-lab'),
       Encounter: profile('us-core-encounter'),
       DocumentReference: profile('us-core-documentreference'),
       Provenance: profile('us-core-provenance'),
@@ -148,6 +150,44 @@ describe('GET /fhir/R4/metadata (US Core 6.1.0)', () => {
     expect(codes).toEqual(expect.arrayContaining(asked))
     // The medication is always a code: there is no Medication to include.
     expect(ours?.searchInclude).not.toContain('MedicationRequest:medication')
+  })
+
+  it('lists, for each type US Core names, the search parameters of its SHALL combinations, of the same types', () => {
+    const expectation = (element: { extension?: { url: string; valueCode?: string }[] }) =>
+      element.extension?.find((extension) => extension.url.endsWith('capabilitystatement-expectation'))
+        ?.valueCode
+    const missing: string[] = []
+    for (const ours of served()) {
+      const theirs = usCoreServer.rest?.[0]?.resource?.find((resource) => resource.type === ours.type)
+      if (!theirs) continue
+      const shall = new Set(
+        (theirs.extension ?? [])
+          .filter((extension) => extension.url.endsWith('search-parameter-combination'))
+          .filter((combination) => expectation(combination) === 'SHALL')
+          .flatMap((combination) => combination.extension ?? [])
+          .flatMap((part) => (part.url === 'required' && part.valueString ? [part.valueString] : [])),
+      )
+      for (const parameter of theirs.searchParam ?? []) {
+        if (expectation(parameter) === 'SHALL') shall.add(parameter.name)
+      }
+      const listed = new Map(ours.searchParam?.map((parameter) => [parameter.name, parameter.type]))
+      for (const name of shall) {
+        const type = theirs.searchParam?.find((parameter) => parameter.name === name)?.type
+        if (listed.get(name) !== type) missing.push(`${ours.type}?${name}`)
+      }
+    }
+    expect(missing).toEqual([])
+  })
+
+  it('lists DiagnosticReport as it works: reads, versions and searches, includes, no writes', () => {
+    const report = served().find((resource) => resource.type === 'DiagnosticReport')
+    expect(report?.interaction?.map((interaction) => interaction.code).sort()).toEqual(
+      ['history-instance', 'history-type', 'read', 'search-type', 'vread'].sort(),
+    )
+    expect(report?.searchParam?.map((parameter) => parameter.name).sort()).toEqual(
+      ['_id', '_lastUpdated', 'category', 'code', 'date', 'patient', 'status', 'subject'].sort(),
+    )
+    expect(report?.searchInclude?.sort()).toEqual(['DiagnosticReport:patient', 'DiagnosticReport:result'])
   })
 
   it('reads, vreads and searches the directory types, and writes none of them', () => {
