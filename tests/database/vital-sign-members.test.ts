@@ -31,8 +31,8 @@ interface Row {
 }
 
 const rowsOf = async (organizationId: number) =>
+  // member_ids through jsonb: the column is not there before the migration.
   (
-    // member_ids through jsonb: the column is not there before the migration.
     await sql<Row>`select id, kind, status, code, version, updated_at, effective_at, patient_id, data,
         to_jsonb(r) -> 'member_ids' as member_ids
       from clinical_records as r where organization_id = ${organizationId} order by id`.execute(app.db)
