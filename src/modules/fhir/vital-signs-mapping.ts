@@ -125,7 +125,7 @@ const SYSTOLIC = loinc('8480-6', 'Systolic blood pressure')
 const DIASTOLIC = loinc('8462-4', 'Diastolic blood pressure')
 const MM_HG = ucum('mm[Hg]', 'mmHg')
 
-export const US_CORE_VITAL_SIGNS = `${US_CORE}/us-core-vital-signs|6.1.0`
+const US_CORE_VITAL_SIGNS = `${US_CORE}/us-core-vital-signs|6.1.0`
 
 /** Every profile a vital signs Observation claims: the panel's and its members'. */
 export const VITAL_SIGNS_PROFILES = [
@@ -260,7 +260,7 @@ export function toFhirVitalSigns(row: ClinicalRecordRow): Observation & { id: st
  * (`#heart-rate`), since they are created with it. What a write keeps of a panel is checked
  * against this form.
  */
-export function toWrittenVitalSigns(row: ClinicalRecordRow): Observation & { id: string } {
+function toWrittenVitalSigns(row: ClinicalRecordRow): Observation & { id: string } {
   const shared = sharedElements(row, panelStatus(row))
   const members = measuredElements(row.data as Values).map(
     ({ id, profile, elements }): Observation => ({
@@ -284,22 +284,17 @@ export function toWrittenVitalSigns(row: ClinicalRecordRow): Observation & { id:
 
 /** One measurement of a vital-signs record (a VITAL_SIGN record) as the Observation of its US Core profile. */
 export function toFhirVitalSign(row: ClinicalRecordRow): Observation & { id: string } {
+  // Migration 0032 stores a measurement with its values only.
   const [measured] = measuredElements(row.data as Values)
+  if (!measured) throw new Error(`Vital sign ${row.id} holds no measurement`)
   const status = row.entered_in_error_at ? 'entered-in-error' : (VITAL_STATUS[row.status] ?? 'final')
   return {
     resourceType: 'Observation',
     id: String(row.id),
-    meta: { ...metaOf(row), ...(measured ? { profile: [measured.profile] } : {}) },
+    meta: { ...metaOf(row), profile: [measured.profile] },
     ...sharedElements(row, status),
-    code: concept(codesOfMember(row.code)),
-    ...measured?.elements,
+    ...measured.elements,
   }
-}
-
-/** The LOINC codes of the measurement stored under `code`. */
-function codesOfMember(code: string | null): Coding[] {
-  if (code === codeOf(BLOOD_PRESSURE)) return [BLOOD_PRESSURE]
-  return MEASUREMENTS.find(({ codes }) => codeOf(codes[0] as Coding) === code)?.codes ?? []
 }
 
 /** Whether a concept holds one of the LOINC codes. */
