@@ -27,7 +27,7 @@ beforeAll(async () => {
   const vitals = await app.inject({
     method: 'POST',
     url: `/api/patients/${records.ids.patient}/vitals`,
-    headers: { authorization: `Bearer ${records.makers.nurse.token}` },
+    headers: bearer(records.makers.nurse.token),
     payload: {
       systolic: 120,
       diastolic: 80,
