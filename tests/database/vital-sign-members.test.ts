@@ -1,11 +1,11 @@
 import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { down, up } from '../../db/migrations/0034_vital_sign_members.js'
+import { down, up } from '../../db/migrations/0035_vital_sign_members.js'
 import type { App } from '../../src/app.js'
 import { buildTestApp } from '../helpers/app.js'
 import { bearer, createPatient, newOrganization } from '../helpers/factories.js'
 
-// Migration 0034 on a database holding vital signs from before it: each panel gets its members,
+// Migration 0035 on a database holding vital signs from before it: each panel gets its members,
 // and the panels themselves do not change (version, change time, history).
 
 let app: App
@@ -46,7 +46,7 @@ const historyCount = async (organizationId: number) =>
     ).rows[0]?.n,
   )
 
-describe('migration 0034_vital_sign_members', () => {
+describe('migration 0035_vital_sign_members', () => {
   it('backfills the members of the panels stored before it, leaving the panels as they were', async () => {
     const org = await newOrganization(app)
     const nurse = await org.user('NURSE')

@@ -284,7 +284,7 @@ function toWrittenVitalSigns(row: ClinicalRecordRow): Observation & { id: string
 
 /** One measurement of a vital-signs record (a VITAL_SIGN record) as the Observation of its US Core profile. */
 export function toFhirVitalSign(row: ClinicalRecordRow): Observation & { id: string } {
-  // Migration 0034 stores a measurement with its values only.
+  // Migration 0035 stores a measurement with its values only.
   const [measured] = measuredElements(row.data as Values)
   if (!measured) throw new Error(`Vital sign ${row.id} holds no measurement`)
   const status = row.entered_in_error_at ? 'entered-in-error' : (VITAL_STATUS[row.status] ?? 'final')
