@@ -32,6 +32,7 @@ import * as assertionJtis from './0030_assertion_jtis.js'
 import * as organizationVersions from './0031_organization_versions.js'
 import * as encounterDiagnoses from './0033_encounter_diagnoses.js'
 import * as practiceDetails from './0034_practice_details.js'
+import * as vitalSignMembers from './0035_vital_sign_members.js'
 
 /** Every migration, in order. Listed rather than scanned so tsx and compiled JS behave alike. */
 export const migrations: Record<string, Migration> = {
@@ -68,4 +69,5 @@ export const migrations: Record<string, Migration> = {
   '0031_organization_versions': organizationVersions,
   '0033_encounter_diagnoses': encounterDiagnoses,
   '0034_practice_details': practiceDetails,
+  '0035_vital_sign_members': vitalSignMembers,
 }

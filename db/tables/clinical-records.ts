@@ -1,7 +1,12 @@
 import type { ColumnType, Generated, JSONColumnType, Selectable } from 'kysely'
 
+/**
+ * VITAL_SIGN: one measurement of a VITAL_SIGNS record (its panel), which the database writes with
+ * the panel (migration 0035): served by FHIR only, as an Observation of its own.
+ */
 export type ClinicalKindName =
   | 'VITAL_SIGNS'
+  | 'VITAL_SIGN'
   | 'LAB_RESULT'
   | 'CONDITION'
   | 'ALLERGY'
@@ -31,6 +36,8 @@ export interface ClinicalRecordsTable {
   entered_in_error_at: Date | null
   entered_in_error_by: number | null
   entered_in_error_reason: string | null
+  /** A VITAL_SIGNS record's members (VITAL_SIGN records) by LOINC code; kept by the database. */
+  member_ids: ColumnType<Record<string, number> | null, never, never>
 }
 
 export type ClinicalRecordRow = Selectable<ClinicalRecordsTable>

@@ -42,6 +42,7 @@ const COLUMNS: Record<keyof ClinicalRecordRow, true> = {
   entered_in_error_at: true,
   entered_in_error_by: true,
   entered_in_error_reason: true,
+  member_ids: true,
 }
 const RETURNED = sql.join(Object.keys(COLUMNS).map((column) => sql.ref(column)))
 
@@ -56,6 +57,7 @@ export type NewRecordRow = Omit<
   | 'entered_in_error_at'
   | 'entered_in_error_by'
   | 'entered_in_error_reason'
+  | 'member_ids'
   | 'data'
 > & { data: string }
 
@@ -195,5 +197,20 @@ export function chartRecords(db: Db, organizationId: number, patientId: number) 
     )
     .orderBy('effective_at', 'desc')
     .orderBy('id', 'desc')
+    .execute()
+}
+
+/** The measurements (VITAL_SIGN records, migration 0035) a vital-signs record holds now. */
+export function vitalSignMembers(db: Db, organizationId: number, panelId: number) {
+  return inOrganization(db, organizationId)
+    .selectFrom('clinical_records')
+    .selectAll()
+    .where('kind', '=', 'VITAL_SIGN')
+    .where(
+      'id',
+      'in',
+      sql<number>`(select value::integer from clinical_records as panel, jsonb_each_text(panel.member_ids)
+        where panel.id = ${panelId} and panel.organization_id = ${organizationId})`,
+    )
     .execute()
 }

@@ -38,6 +38,7 @@ import {
   type RecordScope,
   recordColumns,
   updateRecord,
+  vitalSignMembers,
 } from './queries.js'
 
 // The kinds the FHIR API writes as Condition, AllergyIntolerance, MedicationStatement and Observation.
@@ -392,3 +393,7 @@ export async function getChart(db: Db, actor: Actor, patientId: number): Promise
     recentLabResults: of('LAB_RESULT') as Chart['recentLabResults'],
   }
 }
+
+/** The measurements a vital-signs record holds now, each a record of its own (migration 0035). */
+export const measurementsOf = (db: Db, actor: Actor, panelId: number) =>
+  vitalSignMembers(db, actor.organizationId, panelId)

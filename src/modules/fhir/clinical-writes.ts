@@ -46,6 +46,8 @@ export interface ClinicalWritesDefinition<R extends Resource, I extends TObject,
   type: R['resourceType']
   kind: ClinicalKind<I, D>
   toFhir(row: ClinicalRecordRow): R & { id: string }
+  /** The resource as written, where a write gives it otherwise than a read shows it: what a write is checked against. */
+  written?(row: ClinicalRecordRow): R
   statementOf(resource: R): ClinicalStatement
   /**
    * The element of each body field, from the resource (`subject`, `code.coding`): a 422 about the
@@ -72,6 +74,7 @@ const PREVIEW_ROW = {
   updated_by: 0,
   created_at: PREVIEW_TIME,
   updated_at: PREVIEW_TIME,
+  member_ids: null,
 }
 
 /** The code a concept gives in a code system. */
@@ -171,7 +174,7 @@ export function clinicalWrites<R extends Resource, I extends TObject, D extends 
     const { data, status, code, effectiveAt } = record
     const removed = body.enteredInError === true
     const encounterId = encounterOf(body)
-    return toFhir({
+    return (definition.written ?? toFhir)({
       ...PREVIEW_ROW,
       kind: kind.kind,
       patient_id: body.patientId,

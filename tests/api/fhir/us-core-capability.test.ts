@@ -23,6 +23,24 @@ beforeAll(async () => {
   records = await newRecords(app)
   // A provider with contact details, whose role claims US Core (a role without any cannot).
   await createProvider(app, records.makers.admin, { email: 'role@example.test' })
+  // Vital signs of every measurement, each an Observation claiming its own profile.
+  const vitals = await app.inject({
+    method: 'POST',
+    url: `/api/patients/${records.ids.patient}/vitals`,
+    headers: bearer(records.makers.nurse.token),
+    payload: {
+      systolic: 120,
+      diastolic: 80,
+      heartRate: 70,
+      respiratoryRate: 14,
+      temperature: { value: 37, unit: 'C' },
+      spo2: 98,
+      heightCm: 170,
+      weightKg: 65,
+      painScore: 2,
+    },
+  })
+  expect(vitals.statusCode, vitals.body).toBe(201)
   reader = await records.org.user('ADMIN', 'PROVIDER', 'NURSE', 'FRONT_DESK', 'BILLING')
   await signedDiagnosis()
   statement = expectFhir(await app.inject({ url: '/fhir/R4/metadata' })) as CapabilityStatement
@@ -93,11 +111,23 @@ describe('GET /fhir/R4/metadata (US Core 6.1.0)', () => {
         'us-core-condition-problems-health-concerns',
         'us-core-condition-encounter-diagnosis',
       ),
-      Observation: profile('us-core-observation-lab'),
       DiagnosticReport: profile('us-core-diagnosticreport-lab'),
       Encounter: profile('us-core-encounter'),
       DocumentReference: profile('us-core-documentreference'),
       Provenance: profile('us-core-provenance'),
+      Observation: profile(
+        'us-core-observation-lab',
+        'us-core-vital-signs',
+        'us-core-blood-pressure',
+        'us-core-heart-rate',
+        'us-core-respiratory-rate',
+        'us-core-body-temperature',
+        'us-core-pulse-oximetry',
+        'us-core-body-height',
+        'us-core-body-weight',
+        'us-core-bmi',
+        'us-core-simple-observation',
+      ),
     })
     // Each is a profile US Core's server statement names for the type.
     for (const [type, claimed] of Object.entries(listed) as [string, string[]][]) {
@@ -119,7 +149,6 @@ describe('GET /fhir/R4/metadata (US Core 6.1.0)', () => {
     for (const { type, supportedProfile = [] } of searchable) {
       const resources = await resourcesOf(type)
       expect(resources.length, type).toBeGreaterThan(0)
-      // Vital signs claim R4's own vitalspanel profile, which is not US Core's: not compared here.
       const claimed = new Set(
         resources.flatMap((resource) => (resource.meta?.profile ?? []).filter(isUsCore)),
       )

@@ -84,8 +84,6 @@ async function searched(type: string): Promise<{ matches: Resource[]; provenance
   return { matches, provenances }
 }
 
-const R4_VITALS_PANEL = 'http://hl7.org/fhir/StructureDefinition/vitalspanel'
-
 describe('the demo practice (npm run seed) as US Core 6.1.0', () => {
   it('searched and read: every resource meets the US Core profiles it claims, its provenance too', async () => {
     const types = (statement.rest?.[0]?.resource ?? []).filter(
@@ -98,12 +96,10 @@ describe('the demo practice (npm run seed) as US Core 6.1.0', () => {
       const { matches, provenances } = await searched(type)
       expect(matches.length, type).toBeGreaterThan(0)
       expect(provenances).toHaveLength(matches.length)
-      // A type listing US Core profiles claims one on each resource; but for vital signs panels,
-      // which claim R4's own vitalspanel profile until they claim US Core's vital signs ones.
+      // A type listing US Core profiles claims one on each resource.
       const usCore = supportedProfile.filter((profile) => profile.startsWith(US_CORE))
       for (const resource of usCore.length > 0 ? matches : []) {
         const claimed = resource.meta?.profile ?? []
-        if (claimed.includes(R4_VITALS_PANEL)) continue
         expect(
           claimed.some((profile) => usCore.includes(profile)),
           `${type}/${resource.id}`,
