@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { parseArgs } from 'node:util'
 import type { InjectOptions } from 'fastify'
+import Fastify from 'fastify'
 import { sql } from 'kysely'
 import pg from 'pg'
 import { benchApp, benchCaller } from '../lib/bench-app.js'
@@ -13,7 +14,10 @@ import { writeBenchmarkSection } from '../lib/benchmarks-file.js'
 // and PUT /api/patients/{id} with the version-keeping trigger on against the same with it off
 // (target: keeping versions costs ≤ 10 %). On PostgreSQL, a transaction Bundle of 100 lab-result
 // Observations against a bare ceiling: the rows the service writes for them, inserted with pg alone
-// in one transaction (target ≥ 0.5 × its rate).
+// in one transaction (target ≥ 0.5 × its rate). Reads, interleaved: the patient's heart rates by
+// `Observation?patient&code` against a bare ceiling, a Fastify route with none of the service's
+// work running the same SQL and answering its rows (target ≥ 0.7 × its rate), and a FHIR Patient
+// read against GET /api/patients/{id} (target ≥ 0.8 × its rate).
 // `npm run bench:fhir -- --observations 1000`; DATABASE_URL names a PostgreSQL server (the run makes
 // a database of its own there and drops it), else in-memory PGlite.
 
@@ -305,10 +309,82 @@ async function writeRatios(app: Bench, headers: Record<string, string>) {
   }
 }
 
+const HEART_RATE = '8867-4'
+const READ_SAMPLES = 300
+
+/**
+ * The statement the FHIR search `Observation?patient&code&_count=20` runs for its first page (the
+ * organization's vital signs and lab results of live patients, by id): the ceiling runs it alone.
+ */
+const codePage = (organizationId: number, patientId: number, code: string) =>
+  sql<{ id: number }>`select r.* from clinical_records as r
+    inner join patients as p on p.id = r.patient_id and p.organization_id = r.organization_id
+    where r.organization_id = ${organizationId} and p.deleted_at is null
+      and r.kind in ('VITAL_SIGNS', 'VITAL_SIGN', 'LAB_RESULT')
+      and r.patient_id = ${patientId} and r.code in (${code})
+    order by r.id limit 21`
+
+/** Mean times of the read pairs, each pair interleaved request by request. */
+async function readRatios(
+  app: Bench,
+  headers: Record<string, string>,
+  organizationId: number,
+  patientId: number,
+) {
+  const ceiling = Fastify({ logger: false })
+  ceiling.get<{ Querystring: { patient: string; code: string } }>('/Observation', async (request) => {
+    const { patient, code } = request.query
+    const { rows } = await codePage(organizationId, Number(patient), code).execute(app.db)
+    return rows
+  })
+  await ceiling.ready()
+  const timed = async (inject: () => Promise<{ statusCode: number; body: string }>) => {
+    const started = process.hrtime.bigint()
+    const response = await inject()
+    if (response.statusCode !== 200) throw new Error(`${response.statusCode} ${response.body}`)
+    return Number(process.hrtime.bigint() - started) / 1e6
+  }
+  const fhirSearch = () =>
+    app.inject({
+      url: `/fhir/R4/Observation?patient=${patientId}&code=http://loinc.org|${HEART_RATE}&_count=20`,
+      headers,
+    })
+  const bare = () => ceiling.inject({ url: `/Observation?patient=${patientId}&code=${HEART_RATE}` })
+  const first = JSON.parse((await fhirSearch()).body) as { entry?: { resource: { id: string } }[] }
+  const ceilingIds = (JSON.parse((await bare()).body) as { id: number }[])
+    .slice(0, 20)
+    .map((row) => String(row.id))
+  if (JSON.stringify(first.entry?.map((entry) => entry.resource.id)) !== JSON.stringify(ceilingIds)) {
+    throw new Error('The ceiling does not find what the FHIR search finds')
+  }
+  const restRead = () => app.inject({ url: `/api/patients/${patientId}`, headers })
+  const fhirRead = () => app.inject({ url: `/fhir/R4/Patient/${patientId}`, headers })
+  const times = { bare: [] as number[], search: [] as number[], rest: [] as number[], read: [] as number[] }
+  for (let i = -20; i < READ_SAMPLES; i++) {
+    const ceilingTime = await timed(bare)
+    const searchTime = await timed(fhirSearch)
+    const restTime = await timed(restRead)
+    const readTime = await timed(fhirRead)
+    if (i < 0) continue
+    times.bare.push(ceilingTime)
+    times.search.push(searchTime)
+    times.rest.push(restTime)
+    times.read.push(readTime)
+  }
+  await ceiling.close()
+  const mean = (list: number[]) => list.reduce((sum, value) => sum + value, 0) / list.length
+  return {
+    bare: mean(times.bare),
+    search: mean(times.search),
+    rest: mean(times.rest),
+    read: mean(times.read),
+  }
+}
+
 async function main(): Promise<void> {
   const { app, kind, url, close } = await benchApp(serverUrl, 'ehr_bench_fhir')
   try {
-    const { headers } = await benchCaller(app, ['NURSE'])
+    const { organization, headers } = await benchCaller(app, ['NURSE'])
     const created = await app.inject({
       method: 'POST',
       url: '/api/patients',
@@ -363,10 +439,20 @@ async function main(): Promise<void> {
       `| GET /api/patients/{id}/vitals?size=20 | ${restP50.toFixed(2)} ms | 1 |`,
       `| GET /fhir/R4/Observation?patient={id}&_count=20 | ${fhirP50.toFixed(2)} ms | ${(fhirP50 / restP50).toFixed(2)} |`,
     ].join('\n')
+    const reads = await readRatios(app, headers, organization.id, patientId)
     const writes = await writeRatios(app, headers)
     const bundles = url ? await bundleRatio(app, url) : undefined
     const full = [
       section,
+      '',
+      `Reads, the mean of ${READ_SAMPLES} in-process requests each, interleaved (rate = 1 ÷ mean time):`,
+      '',
+      '| read | mean | ratio of rates | target |',
+      '|---|---|---|---|',
+      `| bare ceiling: a Fastify route running the search's SQL for the page, answering its rows | ${reads.bare.toFixed(2)} ms | 1 | |`,
+      `| GET /fhir/R4/Observation?patient={id}&code=http://loinc.org\\|${HEART_RATE}&_count=20 | ${reads.search.toFixed(2)} ms | ${(reads.bare / reads.search).toFixed(2)} | ≥ 0.7 |`,
+      `| GET /api/patients/{id} | ${reads.rest.toFixed(2)} ms | 1 | |`,
+      `| GET /fhir/R4/Patient/{id} | ${reads.read.toFixed(2)} ms | ${(reads.rest / reads.read).toFixed(2)} | ≥ 0.8 |`,
       '',
       `Writes, the mean of ${WRITE_SAMPLES} in-process requests each, interleaved (rate = 1 ÷ mean time):`,
       '',
