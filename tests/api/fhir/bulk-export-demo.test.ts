@@ -1,12 +1,9 @@
-import { randomUUID } from 'node:crypto'
 import type { Observation } from '@medplum/fhirtypes'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { seedDemoPractice } from '../../../scripts/seed/demo-practice.js'
 import type { App } from '../../../src/app.js'
-import { createOrganization } from '../../../src/modules/users/service.js'
 import { buildTestApp, openTestDatabase } from '../../helpers/app.js'
 import { danglingReferences, exported, exportedResources } from '../../helpers/bulk-export.js'
-import { tokenFor } from '../../helpers/factories.js'
+import { demoPractice } from '../../helpers/demo-practice.js'
 
 // A database of its own: the demo practice fills the only organization of an empty database.
 let app: App
@@ -20,27 +17,7 @@ afterAll(async () => {
 
 describe('a bulk export of the demo practice (npm run seed)', () => {
   it('validates line by line against R4, and every reference resolves within it', async () => {
-    const groupPath = '/default-practice'
-    const organization = await createOrganization(app.db, { name: 'Default Practice', groupPath })
-    const counts = await seedDemoPractice(app.db, {
-      patients: 20,
-      force: false,
-      billing: { currency: 'USD', taxRateBasisPoints: 0 },
-    })
-    const subject = randomUUID()
-    const email = `${subject}@example.test`
-    await app.db
-      .insertInto('users')
-      .values({
-        organization_id: organization.id,
-        subject,
-        email,
-        first_name: 'Export',
-        last_name: 'Reader',
-        roles: ['PROVIDER'],
-      })
-      .execute()
-    const token = tokenFor(app, { subject, email, roles: ['PROVIDER'], groupPath })
+    const { counts, token } = await demoPractice(app, { patients: 20, roles: ['PROVIDER'] })
 
     const { manifest } = await exported(app, token, '/$export')
     expect(manifest.error).toEqual([])

@@ -1,12 +1,10 @@
-import { randomUUID } from 'node:crypto'
 import type { Bundle, CapabilityStatement, Resource } from '@medplum/fhirtypes'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { seedDemoPractice } from '../../../scripts/seed/demo-practice.js'
+import type { Role } from '../../../src/access/roles.js'
 import type { App } from '../../../src/app.js'
-import { createOrganization } from '../../../src/modules/users/service.js'
 import { buildTestApp, openTestDatabase } from '../../helpers/app.js'
 import { exported, exportedResources, local } from '../../helpers/bulk-export.js'
-import { tokenFor } from '../../helpers/factories.js'
+import { demoPractice } from '../../helpers/demo-practice.js'
 import { expectFhir, fhirGet } from '../../helpers/fhir.js'
 import { usCoreErrors } from '../../helpers/us-core.js'
 
@@ -17,32 +15,12 @@ let app: App
 let token: string
 let statement: CapabilityStatement
 
-const ROLES = ['ADMIN', 'PROVIDER', 'NURSE', 'FRONT_DESK', 'BILLING']
+const ROLES: Role[] = ['ADMIN', 'PROVIDER', 'NURSE', 'FRONT_DESK', 'BILLING']
 
 beforeAll(async () => {
   // A database of its own: the demo practice fills the only organization of an empty database.
   app = await buildTestApp({}, undefined, { database: await openTestDatabase() })
-  const groupPath = '/default-practice'
-  const organization = await createOrganization(app.db, { name: 'Default Practice', groupPath })
-  await seedDemoPractice(app.db, {
-    patients: 12,
-    force: false,
-    billing: { currency: 'USD', taxRateBasisPoints: 0 },
-  })
-  const subject = randomUUID()
-  const email = `${subject}@example.test`
-  await app.db
-    .insertInto('users')
-    .values({
-      organization_id: organization.id,
-      subject,
-      email,
-      first_name: 'Profile',
-      last_name: 'Checker',
-      roles: ROLES,
-    })
-    .execute()
-  token = tokenFor(app, { subject, email, roles: ROLES, groupPath })
+  token = (await demoPractice(app, { patients: 12, roles: ROLES })).token
   statement = expectFhir(await app.inject({ url: '/fhir/R4/metadata' })) as CapabilityStatement
 })
 afterAll(async () => {
