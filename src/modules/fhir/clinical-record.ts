@@ -38,8 +38,11 @@ export const withdrawn = (row: ClinicalRecordRow) =>
 export const coded = (system: string, code: string | undefined): CodeableConcept | undefined =>
   code === undefined ? undefined : { coding: [{ system, code }] }
 
-/** The organization of a record of the kinds, whatever the caller's: only to tell 403 from 404. */
-async function ownerOf(db: Db, kinds: readonly ClinicalKindName[], id: number) {
+/**
+ * The organization of a record of the kinds, whatever the caller's: only to tell 403 from 404. A
+ * record of another kind is no record of the type (404).
+ */
+export async function clinicalRecordOwner(db: Db, kinds: readonly ClinicalKindName[], id: number) {
   const row = await db
     .selectFrom('clinical_records')
     .select('organization_id')
@@ -103,7 +106,7 @@ export function clinicalResourceType<R extends Resource>(
     }),
     async read(db, scope, id) {
       const row = await clinicalRowsOf(db, scope, kinds).where('id', '=', id).executeTakeFirst()
-      if (!row) missingRecord(type, id, await ownerOf(db, kinds, id), scope.actor)
+      if (!row) missingRecord(type, id, await clinicalRecordOwner(db, kinds, id), scope.actor)
       checkLaunchPatient(scope, row.patient_id)
       return toFhir(row)
     },

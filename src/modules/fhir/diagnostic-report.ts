@@ -3,6 +3,7 @@ import { sql } from 'kysely'
 import type { Db } from '../../../db/database.js'
 import type { ClinicalRecordRow } from '../../../db/tables/clinical-records.js'
 import { missingRecord } from '../../access/organization-scope.js'
+import { clinicalRecordOwner } from './clinical-record.js'
 import { keptVersions } from './kept-versions.js'
 import { LAB_STATUS_OF_CODE, labStatusOf, toFhirLabResult } from './lab-result-mapping.js'
 import { effective, LAB_ROUTES } from './observation.js'
@@ -95,20 +96,10 @@ export function diagnosticReportResource(): FhirResourceType<DiagnosticReport> {
     }),
     async read(db, scope, id) {
       const row = await labResultsOf(db, scope).where('r.id', '=', id).executeTakeFirst()
-      if (!row) missingRecord('DiagnosticReport', id, await ownerOf(db, id), scope.actor)
+      if (!row)
+        missingRecord('DiagnosticReport', id, await clinicalRecordOwner(db, ['LAB_RESULT'], id), scope.actor)
       checkLaunchPatient(scope, row.patient_id)
       return toFhirDiagnosticReport(row)
     },
   })
-}
-
-/** The organization of a lab result, whatever the caller's: only to tell another organization's (403) from none (404). */
-async function ownerOf(db: Db, id: number): Promise<number | undefined> {
-  const row = await db
-    .selectFrom('clinical_records')
-    .select('organization_id')
-    .where('id', '=', id)
-    .where('kind', '=', 'LAB_RESULT')
-    .executeTakeFirst()
-  return row?.organization_id
 }

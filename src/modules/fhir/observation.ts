@@ -5,6 +5,7 @@ import type { ClinicalKindName, ClinicalRecordRow } from '../../../db/tables/cli
 import { missingRecord } from '../../access/organization-scope.js'
 import type { RouteKey } from '../../access/route-access.js'
 import { invalidField } from '../../errors.js'
+import { clinicalRecordOwner } from './clinical-record.js'
 import { keptVersions } from './kept-versions.js'
 import { labResultWrites, toFhirLabResult } from './lab-result-mapping.js'
 import { defineResourceType } from './resource-definition.js'
@@ -206,23 +207,9 @@ export function observationResource(): FhirResourceType<Observation> {
     writes: observationWrites,
     async read(db, scope, id) {
       const row = await observationsOf(db, scope).where('r.id', '=', id).executeTakeFirst()
-      if (!row) missingRecord('Observation', id, await ownerOf(db, id), scope.actor)
+      if (!row) missingRecord('Observation', id, await clinicalRecordOwner(db, KINDS, id), scope.actor)
       checkLaunchPatient(scope, row.patient_id)
       return toFhirObservation(row)
     },
   })
-}
-
-/**
- * The organization of a vital-signs (panel or measurement) or lab record, whatever the caller's: only to tell another
- * organization's (403) from none (404). Other kinds of clinical record are no Observation (404).
- */
-async function ownerOf(db: Db, id: number): Promise<number | undefined> {
-  const row = await db
-    .selectFrom('clinical_records')
-    .select('organization_id')
-    .where('id', '=', id)
-    .where('kind', 'in', KINDS)
-    .executeTakeFirst()
-  return row?.organization_id
 }
