@@ -99,8 +99,11 @@ describe('a patient signed in to their own account', () => {
     ) as Observation
     expect(observation.subject?.reference).toBe(`Patient/${mine.patient}`)
     expect(await search(account.token, '/Patient')).toEqual([mine.patient])
-    expect(await search(account.token, '/Observation')).toEqual([mine.observation])
-    expect(await search(account.token, `/Observation?patient=${mine.patient}`)).toEqual([mine.observation])
+    // The vital signs panel (85353-1); its heart rate is an Observation of its own.
+    expect(await search(account.token, '/Observation?code=85353-1')).toEqual([mine.observation])
+    expect(await search(account.token, `/Observation?patient=${mine.patient}&code=85353-1`)).toEqual([
+      mine.observation,
+    ])
     expect(await search(account.token, '/Condition')).toEqual([mine.condition])
     expect(await search(account.token, '/Encounter')).toEqual([])
     expect(await search(account.token, '/Appointment')).toEqual([])
@@ -140,7 +143,8 @@ describe('a patient signed in to their own account', () => {
     expect(seen).not.toContain(`Patient/${theirs.patient}`)
     expect(seen).not.toContain(`Observation/${theirs.observation}`)
     const counted = expectFhir(await get(account.token, '/Observation?_summary=count')) as Bundle
-    expect(counted.total).toBe(1)
+    // Their own vital signs panel and its heart rate.
+    expect(counted.total).toBe(2)
   })
 
   it('stays in their compartment whatever scopes the token carries: user/ scopes, or patient/ ones launched for another patient', async () => {
@@ -153,7 +157,7 @@ describe('a patient signed in to their own account', () => {
     ]) {
       const token = patientToken(org, account, subject, smart)
       const label = JSON.stringify(smart)
-      expect(await search(token, '/Observation'), label).toEqual([mine.observation])
+      expect(await search(token, '/Observation?code=85353-1'), label).toEqual([mine.observation])
       expect(await search(token, '/Patient'), label).toEqual([mine.patient])
       expect((await get(token, `/Observation/${theirs.observation}`)).statusCode, label).toBe(403)
       expect((await get(token, `/Patient/${theirs.patient}`)).statusCode, label).toBe(403)
@@ -178,7 +182,7 @@ describe('a patient signed in to their own account', () => {
       })
       expect(response.statusCode, `${attempt.method} ${attempt.url}`).toBe(403)
     }
-    expect(await search(account.token, '/Observation')).toEqual([mine.observation])
+    expect(await search(account.token, '/Observation?code=85353-1')).toEqual([mine.observation])
   })
 
   it('reads the practice’s directory (Practitioner, PractitionerRole, Organization, Location), which holds no patient data', async () => {
@@ -237,7 +241,7 @@ describe('a patient signed in to their own account', () => {
         expect(response.statusCode, key).toBe(403)
       }
     }
-    expect(await search(staffToken, '/Observation')).toEqual([mine.observation])
+    expect(await search(staffToken, '/Observation?code=85353-1')).toEqual([mine.observation])
   })
 
   it('every FHIR read is audited as a staff member’s is: who read which records of which patient', async () => {
