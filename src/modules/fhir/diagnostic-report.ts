@@ -6,7 +6,7 @@ import { missingRecord } from '../../access/organization-scope.js'
 import { clinicalRecordOwner } from './clinical-record.js'
 import { keptVersions } from './kept-versions.js'
 import { LAB_STATUS_OF_CODE, labStatusOf, toFhirLabResult } from './lab-result-mapping.js'
-import { effective, LAB_ROUTES } from './observation.js'
+import { effective, LAB_ROUTES, observationsOf } from './observation.js'
 import { defineResourceType } from './resource-definition.js'
 import { claiming, recordResource, reference, referencesTo } from './resource-elements.js'
 import type { FhirResourceType, ReadScope } from './resource-type.js'
@@ -45,16 +45,7 @@ function toFhirDiagnosticReport(row: ClinicalRecordRow): DiagnosticReport & { id
 }
 
 /** The organization's lab results, of its live patients. */
-const labResultsOf = (db: Db, scope: ReadScope) =>
-  db
-    .selectFrom('clinical_records as r')
-    .innerJoin('patients as p', (join) =>
-      join.onRef('p.id', '=', 'r.patient_id').onRef('p.organization_id', '=', 'r.organization_id'),
-    )
-    .selectAll('r')
-    .where('r.organization_id', '=', scope.actor.organizationId)
-    .where('p.deleted_at', 'is', null)
-    .where('r.kind', '=', 'LAB_RESULT')
+const labResultsOf = (db: Db, scope: ReadScope) => observationsOf(db, scope, ['LAB_RESULT'])
 
 /** DiagnosticReport: each lab result as the laboratory report of it (read-only; written as lab results). */
 export function diagnosticReportResource(): FhirResourceType<DiagnosticReport> {

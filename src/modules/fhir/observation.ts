@@ -118,8 +118,8 @@ const observationWrites: ResourceWrites<Observation> = {
   },
 }
 
-/** Vital signs and lab results of the organization's live patients. */
-const observationsOf = (db: Db, scope: ReadScope) =>
+/** Clinical records of the kinds (by default: vital signs and lab results) of the organization's live patients, as `r`. */
+export const observationsOf = (db: Db, scope: ReadScope, kinds: readonly ClinicalKindName[] = KINDS) =>
   db
     .selectFrom('clinical_records as r')
     .innerJoin('patients as p', (join) =>
@@ -128,7 +128,7 @@ const observationsOf = (db: Db, scope: ReadScope) =>
     .selectAll('r')
     .where('r.organization_id', '=', scope.actor.organizationId)
     .where('p.deleted_at', 'is', null)
-    .where('r.kind', 'in', KINDS)
+    .where('r.kind', 'in', kinds)
 type Eb = ExpressionBuilder<Database & { r: Database['clinical_records'] }, 'r'>
 
 /** Observation.effective: the specimen's collection for lab results, else the clinical time. */
@@ -170,7 +170,7 @@ export function observationResource(): FhirResourceType<Observation> {
       )
         ? LAB_ROUTES
         : undefined,
-    records: observationsOf,
+    records: (db, scope) => observationsOf(db, scope),
     patientColumn: 'r.patient_id',
     columns: { id: 'r.id', updatedAt: 'r.updated_at', sortDates: { date: effective } },
     searchParameters: [
